@@ -1,0 +1,99 @@
+// bridge.c: the C side of the ABI: per-thread error messages and DLPack deleters.
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge.h"
+
+// Implemented in Go (exports.go): drops the reference an exported tensor holds.
+extern void godaliReleaseExport(uint64_t ctx);
+
+static __thread char last_error[4096];
+
+const char *godali_last_error(void) { return last_error; }
+
+void godali_set_error(const char *msg, size_t len) {
+  if (len >= sizeof(last_error)) len = sizeof(last_error) - 1;
+  memcpy(last_error, msg, len);
+  last_error[len] = 0;
+}
+
+void godali_clear_error(void) { last_error[0] = 0; }
+
+// One allocation holds the managed tensor and its shape; the context is the Go-side
+// export id.
+typedef struct {
+  DLManagedTensor managed;
+  uint64_t ctx;
+  int64_t shape[];
+} tensor_block;
+
+static void tensor_deleter(DLManagedTensor *self) {
+  if (self == NULL) return;
+  tensor_block *b = (tensor_block *)self;
+  godaliReleaseExport(b->ctx);
+  free(b);
+}
+
+DLManagedTensor *godali_new_tensor(void *data, int ndim, const int64_t *shape, uint8_t code,
+                                   uint8_t bits, int32_t device_type, int32_t device_id,
+                                   uint64_t ctx) {
+  tensor_block *b = malloc(sizeof(tensor_block) + sizeof(int64_t) * (ndim > 0 ? ndim : 1));
+  if (b == NULL) return NULL;
+  memset(b, 0, sizeof(*b));
+  if (ndim > 0) memcpy(b->shape, shape, sizeof(int64_t) * ndim);
+  DLTensor *t = &b->managed.dl_tensor;
+  t->data = data;
+  t->device.device_type = (DLDeviceType)device_type;
+  t->device.device_id = device_id;
+  t->ndim = ndim;
+  t->dtype.code = code;
+  t->dtype.bits = bits;
+  t->dtype.lanes = 1;
+  t->shape = b->shape;
+  t->strides = NULL; /* compact row-major */
+  t->byte_offset = 0;
+  b->managed.manager_ctx = b;
+  b->managed.deleter = tensor_deleter;
+  b->ctx = ctx;
+  return &b->managed;
+}
+
+typedef struct {
+  DLManagedTensorVersioned managed;
+  uint64_t ctx;
+  int64_t shape[];
+} tensor_block_v;
+
+static void tensor_deleter_v(DLManagedTensorVersioned *self) {
+  if (self == NULL) return;
+  tensor_block_v *b = (tensor_block_v *)self;
+  godaliReleaseExport(b->ctx);
+  free(b);
+}
+
+DLManagedTensorVersioned *godali_new_tensor_versioned(void *data, int ndim, const int64_t *shape,
+                                                      uint8_t code, uint8_t bits,
+                                                      int32_t device_type, int32_t device_id,
+                                                      uint64_t ctx) {
+  tensor_block_v *b = malloc(sizeof(tensor_block_v) + sizeof(int64_t) * (ndim > 0 ? ndim : 1));
+  if (b == NULL) return NULL;
+  memset(b, 0, sizeof(*b));
+  if (ndim > 0) memcpy(b->shape, shape, sizeof(int64_t) * ndim);
+  b->managed.version.major = DLPACK_MAJOR_VERSION;
+  b->managed.version.minor = DLPACK_MINOR_VERSION;
+  b->managed.flags = 0;
+  DLTensor *t = &b->managed.dl_tensor;
+  t->data = data;
+  t->device.device_type = (DLDeviceType)device_type;
+  t->device.device_id = device_id;
+  t->ndim = ndim;
+  t->dtype.code = code;
+  t->dtype.bits = bits;
+  t->dtype.lanes = 1;
+  t->shape = b->shape;
+  t->strides = NULL;
+  b->managed.manager_ctx = b;
+  b->managed.deleter = tensor_deleter_v;
+  b->ctx = ctx;
+  return &b->managed;
+}

@@ -1,0 +1,18 @@
+/* bridge.h: C helpers of the capi package (not part of the public ABI). */
+#ifndef GODALI_BRIDGE_H_
+#define GODALI_BRIDGE_H_
+
+#define GODALI_INTERNAL_NO_PROTOTYPES
+#include "godali.h"
+
+void godali_set_error(const char *msg, size_t len);
+void godali_clear_error(void);
+DLManagedTensor *godali_new_tensor(void *data, int ndim, const int64_t *shape, uint8_t code,
+                                   uint8_t bits, int32_t device_type, int32_t device_id,
+                                   uint64_t ctx);
+DLManagedTensorVersioned *godali_new_tensor_versioned(void *data, int ndim, const int64_t *shape,
+                                                      uint8_t code, uint8_t bits,
+                                                      int32_t device_type, int32_t device_id,
+                                                      uint64_t ctx);
+
+#endif

@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Args holds the checked constant arguments of a node, with defaults filled in, and the
+// names of the arguments given per sample (arg_inputs).
+type Args struct {
+	Node     string
+	Schema   *Schema
+	values   map[string]any // int64, float64, bool, string, []int64, []float64, []string
+	given    map[string]bool
+	perInput map[string]int // argument name -> index into the node's arg inputs
+	// Hints set by graph passes (e.g. the final size a decoder's consumer needs).
+	Hints map[string]any
+}
+
+// newArgs checks raw JSON values against the schema.
+func newArgs(node string, s *Schema, raw map[string]json.RawMessage, argInputs []string) (*Args, error) {
+	a := &Args{Node: node, Schema: s, values: map[string]any{}, given: map[string]bool{},
+		perInput: map[string]int{}, Hints: map[string]any{}}
+	where := describe(node, s.Name)
+	for name, msg := range raw {
+		spec, ok := s.Arg(name)
+		if !ok {
+			return nil, Errorf(StatusInvalidPipeline, "%s: unknown argument %q; valid: %s", where, name, s.argNames())
+		}
+		v, err := convertArg(spec, msg)
+		if err != nil {
+			return nil, Errorf(StatusInvalidPipeline, "%s: argument %q: %v", where, name, err)
+		}
+		a.values[name] = v
+		a.given[name] = true
+	}
+	for i, name := range argInputs {
+		spec, ok := s.Arg(name)
+		if !ok {
+			return nil, Errorf(StatusInvalidPipeline, "%s: unknown argument input %q; valid: %s", where, name, s.argNames())
+		}
+		if !spec.TensorInput {
+			return nil, Errorf(StatusInvalidPipeline, "%s: argument %q cannot be given per sample (arg_inputs); pass a constant in args", where, name)
+		}
+		if a.given[name] {
+			return nil, Errorf(StatusInvalidPipeline, "%s: argument %q given both in args and arg_inputs", where, name)
+		}
+		a.perInput[name] = i
+	}
+	for i := range s.Args {
+		spec := &s.Args[i]
+		if _, ok := a.values[spec.Name]; ok {
+			continue
+		}
+		if _, ok := a.perInput[spec.Name]; ok {
+			continue
+		}
+		if spec.Required {
+			return nil, Errorf(StatusInvalidPipeline, "%s: missing required argument %q", where, spec.Name)
+		}
+		if spec.Default != nil {
+			v, err := normalizeDefault(spec)
+			if err != nil {
+				panic(fmt.Sprintf("godali: bad default of %s.%s: %v", s.Name, spec.Name, err))
+			}
+			a.values[spec.Name] = v
+		}
+	}
+	return a, nil
+}
+
+func normalizeDefault(spec *ArgSpec) (any, error) {
+	b, err := json.Marshal(spec.Default)
+	if err != nil {
+		return nil, err
+	}
+	return convertArg(spec, b)
+}
+
+func convertArg(spec *ArgSpec, msg json.RawMessage) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(string(msg)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if v == nil {
+		return nil, fmt.Errorf("expected %s, got null", spec.Type)
+	}
+	switch spec.Type {
+	case ArgInt:
+		return toInt(v)
+	case ArgFloat:
+		return toFloat(v)
+	case ArgBool:
+		b, ok := v.(bool)
+		if !ok {
+			return nil, fmt.Errorf("expected bool, got %s", jsonKind(v))
+		}
+		return b, nil
+	case ArgString, ArgDType, ArgImageType, ArgInterpType:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("expected %s (a string), got %s", spec.Type, jsonKind(v))
+		}
+		switch spec.Type {
+		case ArgDType:
+			d, err := ParseDType(s)
+			if err != nil {
+				return nil, err
+			}
+			return d.String(), nil
+		case ArgImageType:
+			s = strings.TrimPrefix(s, "types.")
+			if s != "RGB" && s != "BGR" && s != "GRAY" {
+				return nil, fmt.Errorf("unknown image type %q; valid: RGB, BGR, GRAY", s)
+			}
+		case ArgInterpType:
+			s = strings.TrimPrefix(strings.TrimPrefix(s, "types."), "INTERP_")
+			switch s {
+			case "NN", "LINEAR", "CUBIC", "TRIANGULAR", "LANCZOS3":
+			default:
+				return nil, fmt.Errorf("unknown interp_type %q; valid: INTERP_NN, INTERP_LINEAR, INTERP_CUBIC, INTERP_TRIANGULAR, INTERP_LANCZOS3", s)
+			}
+		}
+		return s, nil
+	case ArgIntList, ArgFloatList, ArgStringList:
+		items, ok := v.([]any)
+		if !ok {
+			items = []any{v} // a scalar broadcasts, as in DALI
+		}
+		switch spec.Type {
+		case ArgIntList:
+			out := make([]int64, len(items))
+			for i, it := range items {
+				x, err := toInt(it)
+				if err != nil {
+					return nil, fmt.Errorf("element %d: %v", i, err)
+				}
+				out[i] = x
+			}
+			return out, nil
+		case ArgFloatList:
+			out := make([]float64, len(items))
+			for i, it := range items {
+				x, err := toFloat(it)
+				if err != nil {
+					return nil, fmt.Errorf("element %d: %v", i, err)
+				}
+				out[i] = x
+			}
+			return out, nil
+		default:
+			out := make([]string, len(items))
+			for i, it := range items {
+				s, ok := it.(string)
+				if !ok {
+					return nil, fmt.Errorf("element %d: expected string, got %s", i, jsonKind(it))
+				}
+				out[i] = s
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("unsupported argument type %s", spec.Type)
+}
+
+func toInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i, nil
+		}
+		f, err := x.Float64()
+		if err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return int64(f), nil
+		}
+		return 0, fmt.Errorf("expected int, got %s", x)
+	case bool:
+		return 0, fmt.Errorf("expected int, got bool")
+	}
+	return 0, fmt.Errorf("expected int, got %s", jsonKind(v))
+}
+
+func toFloat(v any) (float64, error) {
+	if x, ok := v.(json.Number); ok {
+		return x.Float64()
+	}
+	return 0, fmt.Errorf("expected number, got %s", jsonKind(v))
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "object"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Has reports whether the argument was given explicitly.
+func (a *Args) Has(name string) bool { return a.given[name] }
+
+// IsPerSample reports whether the argument comes from an arg input.
+func (a *Args) IsPerSample(name string) (int, bool) {
+	i, ok := a.perInput[name]
+	return i, ok
+}
+
+// Int returns an int argument (0 if absent without default).
+func (a *Args) Int(name string) int {
+	v, _ := a.values[name].(int64)
+	return int(v)
+}
+
+// Float returns a float argument.
+func (a *Args) Float(name string) float64 {
+	v, _ := a.values[name].(float64)
+	return v
+}
+
+// Bool returns a bool argument.
+func (a *Args) Bool(name string) bool {
+	v, _ := a.values[name].(bool)
+	return v
+}
+
+// String returns a string or enum argument.
+func (a *Args) String(name string) string {
+	v, _ := a.values[name].(string)
+	return v
+}
+
+// Ints returns an int list argument.
+func (a *Args) Ints(name string) []int64 {
+	v, _ := a.values[name].([]int64)
+	return v
+}
+
+// Floats returns a float list argument.
+func (a *Args) Floats(name string) []float64 {
+	v, _ := a.values[name].([]float64)
+	return v
+}
+
+// Strings returns a string list argument.
+func (a *Args) Strings(name string) []string {
+	v, _ := a.values[name].([]string)
+	return v
+}
+
+// DType returns a dtype argument.
+func (a *Args) DType(name string) DType {
+	d, _ := ParseDType(a.String(name))
+	return d
+}
+
+// Errorf formats an argument error that names the node, the operator and the argument.
+func (a *Args) Errorf(arg, format string, args ...any) error {
+	return Errorf(StatusInvalidPipeline, "%s: argument %q: %s", describe(a.Node, a.Schema.Name), arg, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// Batch is one completed batch: its outputs live in pool leases until the consumer drops
+// the batch (the next Next) and every tensor exported from it.
+type Batch struct {
+	Epoch       int64
+	Iteration   int64
+	Valid       int   // leading samples that belong to the epoch
+	Last        bool  // the epoch's last batch
+	Skipped     int64 // failed samples replaced (on_error = "skip")
+	SkippedErrs []error
+
+	pool       *HostPool
+	refs       []SampleRef
+	outs       []*OutputBatch
+	errs       []error
+	wg         sync.WaitGroup
+	done       chan struct{}
+	err        error
+	endOfEpoch bool
+}
+
+// OutputBatch is one pipeline output of a batch.
+type OutputBatch struct {
+	Name  string
+	Meta  TensorMeta
+	Dense bool // every sample has the build-time shape: one lease for the batch
+
+	pool        *HostPool
+	whole       *Lease // Dense: [N, ...]
+	sampleBytes int
+	samples     []*Lease // ragged: one lease per sample
+	shapes      [][]int
+	gatherMu    sync.Mutex
+	gathered    *Lease
+}
+
+func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
+	n := p.Spec.BatchSize
+	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, refs: make([]SampleRef, n),
+		errs: make([]error, n), done: make(chan struct{})}
+	for _, d := range p.Graph.Outputs {
+		o := &OutputBatch{Name: d.Name, Meta: d.Meta, Dense: d.Meta.Static(), pool: p.pool,
+			shapes: make([][]int, n)}
+		if !o.Dense {
+			o.samples = make([]*Lease, n)
+		}
+		b.outs = append(b.outs, o)
+	}
+	return b
+}
+
+func (b *Batch) allocateOutputs() error {
+	for _, o := range b.outs {
+		if !o.Dense {
+			continue
+		}
+		o.sampleBytes = o.Meta.DType.Size()
+		for _, d := range o.Meta.Shape {
+			o.sampleBytes *= d
+		}
+		l, err := b.pool.Get(o.sampleBytes * len(b.refs))
+		if err != nil {
+			return err
+		}
+		o.whole = l
+	}
+	return nil
+}
+
+// sampleBuffer returns the memory sample i of this output is written to.
+func (o *OutputBatch) sampleBuffer(i int, t *Tensor, need int) ([]byte, error) {
+	o.shapes[i] = append(o.shapes[i][:0], t.Shape...)
+	if o.Dense {
+		if need != o.sampleBytes {
+			return nil, Errorf(StatusInternal, "output %q: sample shape %v differs from the build-time shape %v", o.Name, t.Shape, o.Meta.Shape)
+		}
+		return o.whole.Bytes()[i*need : (i+1)*need], nil
+	}
+	if old := o.samples[i]; old != nil { // a replaced sample
+		old.Release()
+		o.samples[i] = nil
+	}
+	l, err := o.pool.Get(need)
+	if err != nil {
+		return nil, err
+	}
+	o.samples[i] = l
+	return l.Bytes(), nil
+}
+
+func (b *Batch) release() {
+	for _, o := range b.outs {
+		if o.whole != nil {
+			o.whole.Release()
+			o.whole = nil
+		}
+		for i, l := range o.samples {
+			if l != nil {
+				l.Release()
+				o.samples[i] = nil
+			}
+		}
+		if o.gathered != nil {
+			o.gathered.Release()
+			o.gathered = nil
+		}
+	}
+}
+
+// Size is the number of samples.
+func (b *Batch) Size() int { return len(b.refs) }
+
+// Output returns output k.
+func (b *Batch) Output(k int) *OutputBatch { return b.outs[k] }
+
+// NumOutputs is the number of pipeline outputs.
+func (b *Batch) NumOutputs() int { return len(b.outs) }
+
+// Sources are the files of the batch's samples.
+func (b *Batch) Sources() []SampleRef { return b.refs }
+
+// View is exported memory: the caller owns one reference of Lease and must Release it.
+type View struct {
+	Ptr   unsafe.Pointer
+	Shape []int64
+	DType DType
+	Lease *Lease
+}
+
+// Uniform reports whether every sample has the same shape.
+func (o *OutputBatch) Uniform() bool {
+	if o.Dense {
+		return true
+	}
+	for _, s := range o.shapes[1:] {
+		if !sameShape(s, o.shapes[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// SampleShape is the shape of sample i.
+func (o *OutputBatch) SampleShape(i int) []int { return o.shapes[i] }
+
+// NumSamples is the batch size.
+func (o *OutputBatch) NumSamples() int { return len(o.shapes) }
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// DenseView exports the whole output as [N, ...]: without a copy when dense, gathered
+// into one lease (once per batch) when ragged samples share a shape.
+func (o *OutputBatch) DenseView() (View, error) {
+	n := len(o.shapes)
+	shape := make([]int64, 0, 1+len(o.shapes[0]))
+	shape = append(shape, int64(n))
+	for _, d := range o.shapes[0] {
+		shape = append(shape, int64(d))
+	}
+	if o.Dense {
+		o.whole.Retain()
+		return View{Ptr: o.whole.Ptr(), Shape: shape, DType: o.Meta.DType, Lease: o.whole}, nil
+	}
+	if !o.Uniform() {
+		return View{}, Errorf(StatusState, "output %q is ragged (sample 0 has shape %v); ask for it per sample", o.Name, o.shapes[0])
+	}
+	o.gatherMu.Lock()
+	defer o.gatherMu.Unlock()
+	if o.gathered == nil {
+		per := o.samples[0].size
+		l, err := o.pool.Get(per * n)
+		if err != nil {
+			return View{}, err
+		}
+		dst := l.Bytes()
+		for i, s := range o.samples {
+			copy(dst[i*per:(i+1)*per], s.Bytes())
+		}
+		o.gathered = l
+	}
+	o.gathered.Retain()
+	return View{Ptr: o.gathered.Ptr(), Shape: shape, DType: o.Meta.DType, Lease: o.gathered}, nil
+}
+
+// SampleView exports sample i without a copy.
+func (o *OutputBatch) SampleView(i int) (View, error) {
+	if i < 0 || i >= len(o.shapes) {
+		return View{}, Errorf(StatusInvalidArgument, "sample index %d out of range [0, %d)", i, len(o.shapes))
+	}
+	shape := make([]int64, len(o.shapes[i]))
+	for k, d := range o.shapes[i] {
+		shape[k] = int64(d)
+	}
+	if o.Dense {
+		o.whole.Retain()
+		return View{Ptr: unsafe.Add(o.whole.Ptr(), i*o.sampleBytes), Shape: shape, DType: o.Meta.DType, Lease: o.whole}, nil
+	}
+	l := o.samples[i]
+	l.Retain()
+	return View{Ptr: l.Ptr(), Shape: shape, DType: o.Meta.DType, Lease: l}, nil
+}
+
+// Err is the batch's error (used by tests).
+func (b *Batch) Err() error { return b.err }

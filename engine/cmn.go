@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/godali/godali/engine/imaging"
+)
+
+func init() {
+	RegisterSchema(&Schema{
+		Name: "crop_mirror_normalize",
+		Doc: "Crops, mirrors, normalizes (out = scale * (in - mean) / std + shift) and changes the " +
+			"layout and type of HWC uint8 images in one pass. A resize feeding it is fused in.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		Args: []ArgSpec{
+			{Name: "crop", Type: ArgFloatList, Doc: "crop size (height, width); default: no crop"},
+			{Name: "crop_h", Type: ArgFloat, Default: 0.0, Doc: "crop height (alternative to crop)"},
+			{Name: "crop_w", Type: ArgFloat, Default: 0.0, Doc: "crop width (alternative to crop)"},
+			{Name: "crop_pos_x", Type: ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position of the crop in [0, 1]; start = round(pos * (width - crop_w))"},
+			{Name: "crop_pos_y", Type: ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position of the crop in [0, 1]"},
+			{Name: "mirror", Type: ArgInt, Default: 0, TensorInput: true, Doc: "flip horizontally when nonzero; per sample from random.coin_flip"},
+			{Name: "mean", Type: ArgFloatList, Default: []float64{0}, Doc: "per-channel mean (a scalar applies to all)"},
+			{Name: "std", Type: ArgFloatList, Default: []float64{1}, Doc: "per-channel standard deviation"},
+			{Name: "scale", Type: ArgFloat, Default: 1.0, Doc: "multiplies the normalized value"},
+			{Name: "shift", Type: ArgFloat, Default: 0.0, Doc: "added after scaling"},
+			{Name: "dtype", Type: ArgDType, Default: "FLOAT", Doc: "FLOAT, FLOAT16, UINT8 or INT8"},
+			{Name: "output_layout", Type: ArgString, Default: "CHW", Doc: "CHW or HWC"},
+			{Name: "pad_output", Type: ArgBool, Default: false, Doc: "pad channels to the next power of two with zeros"},
+			{Name: "out_of_bounds_policy", Type: ArgString, Default: "error", Doc: "error, or pad (with fill_values) when the crop leaves the image"},
+			{Name: "fill_values", Type: ArgFloatList, Default: []float64{0}, Doc: "padding value (only 0)"},
+		},
+	})
+	RegisterBackend("crop_mirror_normalize", "cpu", func(a *Args) (Operator, error) { return newCMN(a) })
+}
+
+// CMNSpec is a parsed crop_mirror_normalize.
+type CMNSpec struct {
+	args           *Args
+	CropW, CropH   int // 0 = whole input
+	PosX, PosY     float64
+	Mirror         int
+	Mean, Std      []float32
+	Scale, Shift   float32
+	Out            imaging.DType
+	OutDType       DType
+	CHW            bool
+	Pad            bool
+	PadOutOfBounds bool
+	mirrorIn       int // arg input index, -1 if constant
+	posXIn, posYIn int
+}
+
+func newCMN(a *Args) (*cmnOp, error) {
+	s := &CMNSpec{args: a, PosX: a.Float("crop_pos_x"), PosY: a.Float("crop_pos_y"), Mirror: a.Int("mirror"),
+		Scale: float32(a.Float("scale")), Shift: float32(a.Float("shift")), Pad: a.Bool("pad_output"),
+		mirrorIn: -1, posXIn: -1, posYIn: -1}
+	if c := a.Floats("crop"); c != nil {
+		if a.Has("crop_h") || a.Has("crop_w") {
+			return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")
+		}
+		switch len(c) {
+		case 1:
+			s.CropH, s.CropW = int(c[0]), int(c[0])
+		case 2:
+			s.CropH, s.CropW = int(c[0]), int(c[1])
+		default:
+			return nil, a.Errorf("crop", "expected (height, width), got %v", c)
+		}
+	} else {
+		s.CropH, s.CropW = int(a.Float("crop_h")), int(a.Float("crop_w"))
+	}
+	if s.CropH < 0 || s.CropW < 0 || (s.CropH == 0) != (s.CropW == 0) {
+		return nil, a.Errorf("crop", "expected a positive (height, width), got %dx%d", s.CropH, s.CropW)
+	}
+	for _, m := range a.Floats("mean") {
+		s.Mean = append(s.Mean, float32(m))
+	}
+	for _, v := range a.Floats("std") {
+		if v == 0 {
+			return nil, a.Errorf("std", "must not contain 0")
+		}
+		s.Std = append(s.Std, float32(v))
+	}
+	s.OutDType = a.DType("dtype")
+	switch s.OutDType {
+	case Float32:
+		s.Out = imaging.Float32
+	case Float16:
+		s.Out = imaging.Float16
+	case UInt8:
+		s.Out = imaging.UInt8
+	case Int8:
+		s.Out = imaging.Int8
+	default:
+		return nil, a.Errorf("dtype", "expected FLOAT, FLOAT16, UINT8 or INT8, got %s", s.OutDType)
+	}
+	switch a.String("output_layout") {
+	case "CHW":
+		s.CHW = true
+	case "HWC":
+	default:
+		return nil, a.Errorf("output_layout", "expected CHW or HWC, got %q", a.String("output_layout"))
+	}
+	switch a.String("out_of_bounds_policy") {
+	case "error":
+	case "pad":
+		s.PadOutOfBounds = true
+	default:
+		return nil, a.Errorf("out_of_bounds_policy", "expected error or pad, got %q", a.String("out_of_bounds_policy"))
+	}
+	for _, f := range a.Floats("fill_values") {
+		if f != 0 {
+			return nil, a.Errorf("fill_values", "only 0 is supported, got %v", a.Floats("fill_values"))
+		}
+	}
+	if i, ok := a.IsPerSample("mirror"); ok {
+		s.mirrorIn = i
+	}
+	if i, ok := a.IsPerSample("crop_pos_x"); ok {
+		s.posXIn = i
+	}
+	if i, ok := a.IsPerSample("crop_pos_y"); ok {
+		s.posYIn = i
+	}
+	return &cmnOp{spec: s}, nil
+}
+
+func (s *CMNSpec) outChannels(c int) int {
+	if s.Pad {
+		p := 1
+		for p < c {
+			p *= 2
+		}
+		return p
+	}
+	return c
+}
+
+func (s *CMNSpec) meta(in TensorMeta) ([]TensorMeta, error) {
+	c, err := checkImageInput(s.args, in)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range [][]float32{s.Mean, s.Std} {
+		if len(l) != 1 && c > 0 && len(l) != c {
+			return nil, s.args.Errorf("mean", "mean and std need 1 or %d values (one per channel), got %d", c, len(l))
+		}
+	}
+	h, w := in.Shape[0], in.Shape[1]
+	if s.CropW > 0 {
+		h, w = s.CropH, s.CropW
+	}
+	oc := -1
+	if c > 0 {
+		oc = s.outChannels(c)
+	}
+	m := TensorMeta{DType: s.OutDType, Layout: "HWC", Shape: []int{h, w, oc}}
+	if s.CHW {
+		m.Layout, m.Shape = "CHW", []int{oc, h, w}
+	}
+	return []TensorMeta{m}, nil
+}
+
+// params fills the normalization of one sample whose (resized) input is w x h.
+func (s *CMNSpec) params(ws *Workspace, w, h int, np *imaging.NormalizeParams) error {
+	cw, ch := s.CropW, s.CropH
+	if cw == 0 {
+		cw, ch = w, h
+	}
+	px, py := s.PosX, s.PosY
+	if s.posXIn >= 0 {
+		px = ws.ArgInputScalar(s.posXIn)
+	}
+	if s.posYIn >= 0 {
+		py = ws.ArgInputScalar(s.posYIn)
+	}
+	mirror := s.Mirror != 0
+	if s.mirrorIn >= 0 {
+		mirror = ws.ArgInputScalar(s.mirrorIn) != 0
+	}
+	x := int(math.Floor(px*float64(w-cw) + 0.5))
+	y := int(math.Floor(py*float64(h-ch) + 0.5))
+	if !s.PadOutOfBounds && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
+		return Errorf(StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
+	}
+	*np = imaging.NormalizeParams{Mean: s.Mean, Std: s.Std, Scale: s.Scale, Shift: s.Shift, Out: s.Out,
+		CHW: s.CHW, PadChannels: s.Pad, Mirror: mirror, CropX: x, CropY: y, CropW: cw, CropH: ch}
+	return nil
+}
+
+func (s *CMNSpec) setShape(t *Tensor, cw, ch, c int) {
+	oc := s.outChannels(c)
+	if s.CHW {
+		t.SetShape(oc, ch, cw)
+	} else {
+		t.SetShape(ch, cw, oc)
+	}
+}
+
+type cmnOp struct{ spec *CMNSpec }
+
+type cmnState struct{ np imaging.NormalizeParams }
+
+func (o *cmnOp) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.spec.meta(in[0]) }
+func (o *cmnOp) NewWorkerState() any                         { return &cmnState{} }
+
+func (o *cmnOp) Setup(ws *Workspace) error {
+	st := ws.State.(*cmnState)
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	if err := o.spec.params(ws, w, h, &st.np); err != nil {
+		return err
+	}
+	o.spec.setShape(ws.Out[0], st.np.CropW, st.np.CropH, c)
+	return nil
+}
+
+func (o *cmnOp) Run(ws *Workspace) error {
+	st := ws.State.(*cmnState)
+	in := ws.In[0]
+	return imaging.CropMirrorNormalize(ws.Out[0].Data, in.Data, in.Shape[1], in.Shape[0], in.Shape[2], &st.np)
+}
+
+// Fuse absorbs a resize: the fused operator resamples straight into the normalized,
+// cropped, mirrored output.
+func (o *cmnOp) Fuse(p Operator) (Operator, bool) {
+	r, ok := p.(*resizeOp)
+	if !ok {
+		return nil, false
+	}
+	return &resizeCMNOp{resize: r, cmn: o}, true
+}
+
+// resizeCMNOp is resize followed by crop_mirror_normalize, in one pass.
+type resizeCMNOp struct {
+	resize *resizeOp
+	cmn    *cmnOp
+}
+
+type resizeCMNState struct {
+	resizeState
+	np     imaging.NormalizeParams
+	ow, oh int
+}
+
+func (o *resizeCMNOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+	m, err := o.resize.Infer(in)
+	if err != nil {
+		return nil, err
+	}
+	return o.cmn.Infer(m)
+}
+
+func (o *resizeCMNOp) OutputSizeFor(w, h int) (int, int) { return o.resize.OutputSizeFor(w, h) }
+func (o *resizeCMNOp) NewWorkerState() any               { return &resizeCMNState{} }
+
+func (o *resizeCMNOp) Setup(ws *Workspace) error {
+	st := ws.State.(*resizeCMNState)
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	spec := o.resize.spec
+	st.roi = spec.ROI(w, h)
+	st.ow, st.oh = spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
+	if st.ow == 0 {
+		return Errorf(StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
+	}
+	if err := o.cmn.spec.params(ws, st.ow, st.oh, &st.np); err != nil {
+		return err
+	}
+	o.cmn.spec.setShape(ws.Out[0], st.np.CropW, st.np.CropH, c)
+	return nil
+}
+
+func (o *resizeCMNOp) Run(ws *Workspace) error {
+	st := ws.State.(*resizeCMNState)
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	if err := st.plan.Init(w, h, st.roi, st.ow, st.oh, o.resize.spec.Interp(w, st.ow), o.resize.spec.Antialias); err != nil {
+		return err
+	}
+	return imaging.ResizeCropMirrorNormalize(ws.Out[0].Data, in.Data, w, h, c, &st.plan, &st.np, &st.scratch)
+}

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/godali/godali/codec"
+)
+
+var decoderArgs = []ArgSpec{
+	{Name: "output_type", Type: ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY"},
+	{Name: "adjust_orientation", Type: ArgBool, Default: true, Doc: "apply the EXIF orientation"},
+	{Name: "dtype", Type: ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+	{Name: "hw_decoder_load", Type: ArgFloat, Default: 0.65, Doc: "mixed: share of JPEGs sent to the GPU's hardware decoder"},
+	{Name: "preallocate_width_hint", Type: ArgInt, Default: 0, Doc: "mixed: expected maximum width, to preallocate"},
+	{Name: "preallocate_height_hint", Type: ArgInt, Default: 0, Doc: "mixed: expected maximum height, to preallocate"},
+	{Name: "device_memory_padding", Type: ArgInt, Default: 16 << 20, Doc: "mixed: device buffer padding in bytes"},
+	{Name: "host_memory_padding", Type: ArgInt, Default: 8 << 20, Doc: "mixed: pinned host buffer padding in bytes"},
+	{Name: "use_fast_idct", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; the accurate IDCT is used"},
+	{Name: "jpeg_fancy_upsampling", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; fancy upsampling is always on (matches PIL)"},
+	{Name: "seed", Type: ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+}
+
+var randomCropArgs = []ArgSpec{
+	{Name: "random_area", Type: ArgFloatList, Default: []float64{0.08, 1.0}, Doc: "range of the crop's area as a fraction of the image"},
+	{Name: "random_aspect_ratio", Type: ArgFloatList, Default: []float64{3.0 / 4, 4.0 / 3}, Doc: "range of the crop's width/height, drawn log-uniformly"},
+	{Name: "num_attempts", Type: ArgInt, Default: 10, Doc: "attempts to find a crop inside the image before falling back to a center crop"},
+}
+
+func init() {
+	RegisterSchema(&Schema{
+		Name: "decoders.image",
+		Doc: "Decodes images (JPEG with libjpeg-turbo; PNG, BMP, TIFF, WebP, PNM, GIF) to HWC uint8. " +
+			"The format comes from the content, not the file name.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, Args: decoderArgs,
+	})
+	RegisterBackend("decoders.image", "cpu", func(a *Args) (Operator, error) { return newCPUDecoder(a, false) })
+	RegisterSchema(&Schema{
+		Name: "decoders.image_random_crop",
+		Doc: "Decodes a random crop of each image (area and aspect ratio drawn as torchvision's " +
+			"RandomResizedCrop does, center crop after num_attempts failures), decoding only " +
+			"the region it needs and downscaling in the DCT domain when the consumer shrinks it anyway.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		Args: append(append([]ArgSpec{}, decoderArgs...), randomCropArgs...),
+	})
+	RegisterBackend("decoders.image_random_crop", "cpu", func(a *Args) (Operator, error) { return newCPUDecoder(a, true) })
+}
+
+// dctScaleMinRatio: DCT-domain downscaling is used when the decoded region is at least
+// this many times larger than what the consumer produces from it.
+const dctScaleMinRatio = 2.0
+
+// RandomCrop is the RandomResizedCrop window choice.
+type RandomCrop struct {
+	AreaMin, AreaMax   float64
+	RatioMin, RatioMax float64
+	Attempts           int
+}
+
+// Window draws a crop of a w x h image: torchvision's algorithm, center crop as fallback.
+func (rc *RandomCrop) Window(w, h int, rng *RNG) codec.Rect {
+	area := float64(w * h)
+	logLo, logHi := math.Log(rc.RatioMin), math.Log(rc.RatioMax)
+	for i := 0; i < rc.Attempts; i++ {
+		target := area * rng.Uniform(rc.AreaMin, rc.AreaMax)
+		ratio := math.Exp(rng.Uniform(logLo, logHi))
+		cw := int(math.Round(math.Sqrt(target * ratio)))
+		ch := int(math.Round(math.Sqrt(target / ratio)))
+		if cw > 0 && ch > 0 && cw <= w && ch <= h {
+			x := rng.Intn(w - cw + 1)
+			y := rng.Intn(h - ch + 1)
+			return codec.Rect{X: x, Y: y, W: cw, H: ch}
+		}
+	}
+	inRatio := float64(w) / float64(h)
+	cw, ch := w, h
+	if inRatio < rc.RatioMin {
+		ch = int(math.Round(float64(cw) / rc.RatioMin))
+	} else if inRatio > rc.RatioMax {
+		cw = int(math.Round(float64(ch) * rc.RatioMax))
+	}
+	cw, ch = max(1, min(cw, w)), max(1, min(ch, h))
+	return codec.Rect{X: (w - cw) / 2, Y: (h - ch) / 2, W: cw, H: ch}
+}
+
+type cpuDecoder struct {
+	args     *Args
+	out      codec.OutputType
+	orient   bool
+	crop     *RandomCrop
+	consumer SizeHinter
+}
+
+type decoderState struct {
+	dec  *codec.Decoder
+	info codec.Info
+	opt  codec.Options
+}
+
+func (s *decoderState) Close() { s.dec.Close() }
+
+func newCPUDecoder(a *Args, randomCrop bool) (Operator, error) {
+	out, err := codec.ParseOutputType(a.String("output_type"))
+	if err != nil {
+		return nil, a.Errorf("output_type", "%v", err)
+	}
+	if a.DType("dtype") != UInt8 {
+		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
+	}
+	d := &cpuDecoder{args: a, out: out, orient: a.Bool("adjust_orientation")}
+	if randomCrop {
+		rc, err := parseRandomCrop(a)
+		if err != nil {
+			return nil, err
+		}
+		d.crop = rc
+	}
+	return d, nil
+}
+
+func parseRandomCrop(a *Args) (*RandomCrop, error) {
+	area, ratio := a.Floats("random_area"), a.Floats("random_aspect_ratio")
+	if len(area) == 1 {
+		area = []float64{area[0], area[0]}
+	}
+	if len(ratio) == 1 {
+		ratio = []float64{ratio[0], ratio[0]}
+	}
+	if len(area) != 2 || area[0] <= 0 || area[0] > area[1] || area[1] > 1 {
+		return nil, a.Errorf("random_area", "expected [min, max] with 0 < min <= max <= 1, got %v", a.Floats("random_area"))
+	}
+	if len(ratio) != 2 || ratio[0] <= 0 || ratio[0] > ratio[1] {
+		return nil, a.Errorf("random_aspect_ratio", "expected [min, max] with 0 < min <= max, got %v", a.Floats("random_aspect_ratio"))
+	}
+	if a.Int("num_attempts") < 1 {
+		return nil, a.Errorf("num_attempts", "must be >= 1, got %d", a.Int("num_attempts"))
+	}
+	return &RandomCrop{AreaMin: area[0], AreaMax: area[1], RatioMin: ratio[0], RatioMax: ratio[1], Attempts: a.Int("num_attempts")}, nil
+}
+
+func (d *cpuDecoder) Infer(in []TensorMeta) ([]TensorMeta, error) {
+	if in[0].DType != UInt8 || len(in[0].Shape) != 1 {
+		return nil, Errorf(StatusInvalidPipeline, "%s: input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", describe(d.args.Node, d.args.Schema.Name), in[0].DType, in[0].Shape)
+	}
+	return []TensorMeta{{DType: UInt8, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
+}
+
+// SetConsumer remembers a consumer that shrinks the image, to decode no larger than it needs.
+func (d *cpuDecoder) SetConsumer(c Operator) {
+	if h, ok := c.(SizeHinter); ok {
+		d.consumer = h
+	}
+}
+
+func (d *cpuDecoder) NewWorkerState() any { return &decoderState{dec: codec.NewDecoder()} }
+
+func (d *cpuDecoder) Setup(ws *Workspace) error {
+	st := ws.State.(*decoderState)
+	data := ws.In[0].Data
+	info, err := st.dec.Probe(data)
+	if err != nil {
+		return err
+	}
+	st.info = info
+	st.opt = codec.Options{Out: d.out, AdjustOrientation: d.orient, MaxPixels: ws.Limits.MaxImagePixels}
+	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
+		return Errorf(StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
+	}
+	w, h := info.Width, info.Height
+	if d.orient && info.Orientation >= 5 {
+		w, h = h, w
+	}
+	rw, rh := w, h
+	if d.crop != nil {
+		st.opt.ROI = d.crop.Window(w, h, ws.RNG)
+		rw, rh = st.opt.ROI.W, st.opt.ROI.H
+	}
+	if d.consumer != nil {
+		tw, th := d.consumer.OutputSizeFor(rw, rh)
+		if tw > 0 && th > 0 && float64(rw) >= dctScaleMinRatio*float64(tw) && float64(rh) >= dctScaleMinRatio*float64(th) {
+			st.opt.MinWidth, st.opt.MinHeight = tw, th
+		}
+	}
+	ow, oh, oc, err := st.dec.OutputSize(data, info, st.opt)
+	if err != nil {
+		return err
+	}
+	ws.Out[0].SetShape(oh, ow, oc)
+	return nil
+}
+
+func (d *cpuDecoder) Run(ws *Workspace) error {
+	st := ws.State.(*decoderState)
+	_, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, ws.Out[0].Data)
+	return err
+}

@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Status classifies an error for the C ABI; its values are godali_status_t's.
+type Status int
+
+// Statuses, mirroring include/godali.h.
+const (
+	StatusOK              Status = 0
+	StatusEndOfEpoch      Status = 1
+	StatusInvalidArgument Status = -1
+	StatusInvalidHandle   Status = -2
+	StatusInvalidPipeline Status = -3
+	StatusData            Status = -4
+	StatusState           Status = -5
+	StatusNoCUDA          Status = -6
+	StatusCUDA            Status = -7
+	StatusInternal        Status = -100
+)
+
+// Error is an error with a status for the C ABI.
+type Error struct {
+	Status Status
+	Msg    string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil && e.Msg == "" {
+		return e.Err.Error()
+	}
+	if e.Err != nil {
+		return e.Msg + ": " + e.Err.Error()
+	}
+	return e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error with the given status.
+func Errorf(s Status, format string, args ...any) error {
+	return &Error{Status: s, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrEndOfEpoch is returned by Next after the last batch of an epoch.
+var ErrEndOfEpoch = &Error{Status: StatusEndOfEpoch, Msg: "end of epoch"}
+
+// ErrNoCUDA is returned when GPU work is requested from a build without CUDA.
+var ErrNoCUDA = &Error{Status: StatusNoCUDA, Msg: "this is the CPU flavour of godali (libgodali.so); GPU operators need libgodali_cuda.so"}
+
+// StatusOf classifies err; nil is StatusOK, unclassified errors are internal.
+func StatusOf(err error) Status {
+	if err == nil {
+		return StatusOK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return StatusInternal
+}
+
+// SampleError is a failure of one sample, naming its source file.
+type SampleError struct {
+	Source string // file the sample came from, "" if none
+	Node   string // node that failed
+	Err    error
+}
+
+func (e *SampleError) Error() string {
+	if e.Source != "" {
+		return fmt.Sprintf("%s: node %q: %v", e.Source, e.Node, e.Err)
+	}
+	return fmt.Sprintf("node %q: %v", e.Node, e.Err)
+}
+
+func (e *SampleError) Unwrap() error { return e.Err }

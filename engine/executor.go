@@ -1,0 +1,528 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Pipeline runs a Graph: num_threads workers process samples in parallel, and up to
+// prefetch_queue_depth batches are prepared ahead of the consumer.
+type Pipeline struct {
+	Spec  *Spec
+	Graph *Graph
+
+	pool   *HostPool
+	limits Limits
+	seed   uint64
+	source BatchSource
+
+	mu       sync.Mutex // one consumer call at a time
+	built    bool
+	closed   bool
+	workers  []*worker
+	tasks    chan task
+	workerWG sync.WaitGroup
+
+	credits  chan struct{}
+	inflight chan *Batch
+	stop     chan struct{}
+	prodDone chan struct{}
+	running  bool
+	epoch    int64
+	atEnd    bool
+	current  *Batch
+}
+
+type task struct {
+	b      *Batch
+	i      int
+	ref    *SampleRef // source; differs from b.refs[i] when a failed sample is replaced
+	result chan<- error
+}
+
+// NewPipeline parses a JSON description and builds its graph. Nothing runs yet.
+func NewPipeline(desc []byte) (*Pipeline, error) {
+	spec, err := ParseSpec(desc)
+	if err != nil {
+		return nil, err
+	}
+	g, err := BuildGraph(spec)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{Spec: spec, Graph: g, pool: NewHostPool(), epoch: spec.FirstEpoch}
+	p.limits.MaxImagePixels = spec.MaxImagePixels
+	if spec.Seed == -1 {
+		p.seed = rand.Uint64()
+	} else {
+		p.seed = uint64(spec.Seed)
+	}
+	if g.Reader != nil {
+		bs, ok := g.Reader.Op.(BatchSource)
+		if !ok {
+			return nil, Errorf(StatusInternal, "reader %q does not implement BatchSource", g.Reader.Name)
+		}
+		p.source = bs
+		if s, ok := bs.(interface{ SetPipelineSeed(uint64) }); ok {
+			s.SetPipelineSeed(p.seed)
+		}
+	}
+	return p, nil
+}
+
+// Pool returns the pipeline's host pool.
+func (p *Pipeline) Pool() *HostPool { return p.pool }
+
+// OutputNames are the pipeline outputs in order.
+func (p *Pipeline) OutputNames() []string { return p.Spec.Outputs }
+
+// Build opens the readers and starts the workers. Idempotent.
+func (p *Pipeline) Build() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return Errorf(StatusInvalidHandle, "pipeline is destroyed")
+	}
+	if p.built {
+		return nil
+	}
+	if p.source != nil {
+		if err := p.source.Open(); err != nil {
+			return err
+		}
+	}
+	cpus, err := affinityMask()
+	if err != nil {
+		return err
+	}
+	n := p.Spec.NumThreads
+	p.tasks = make(chan task, p.Spec.BatchSize*(p.Spec.PrefetchQueueDepth+1))
+	for i := 0; i < n; i++ {
+		w := newWorker(p, i)
+		p.workers = append(p.workers, w)
+		cpu := -1
+		if i < len(cpus) {
+			cpu = cpus[i]
+		}
+		p.workerWG.Add(1)
+		go w.loop(cpu)
+	}
+	p.credits = make(chan struct{}, p.Spec.PrefetchQueueDepth)
+	for i := 0; i < p.Spec.PrefetchQueueDepth; i++ {
+		p.credits <- struct{}{}
+	}
+	p.inflight = make(chan *Batch, p.Spec.PrefetchQueueDepth)
+	p.built = true
+	return nil
+}
+
+// affinityMask parses GODALI_AFFINITY_MASK ("3,5,6,10": worker i runs on the i-th CPU).
+func affinityMask() ([]int, error) {
+	v := strings.TrimSpace(os.Getenv("GODALI_AFFINITY_MASK"))
+	if v == "" {
+		return nil, nil
+	}
+	var cpus []int
+	for _, f := range strings.Split(v, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 0 {
+			return nil, Errorf(StatusInvalidArgument, "GODALI_AFFINITY_MASK=%q: expected a comma-separated list of CPU numbers", v)
+		}
+		cpus = append(cpus, c)
+	}
+	return cpus, nil
+}
+
+// Run makes sure batches are being prepared. It does not block.
+func (p *Pipeline) Run() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.startLocked()
+}
+
+func (p *Pipeline) startLocked() error {
+	if p.closed {
+		return Errorf(StatusInvalidHandle, "pipeline is destroyed")
+	}
+	if !p.built {
+		return Errorf(StatusState, "pipeline is not built: call build first")
+	}
+	if p.running || p.atEnd {
+		return nil
+	}
+	p.stop = make(chan struct{})
+	p.prodDone = make(chan struct{})
+	p.running = true
+	go p.produce(p.stop, p.prodDone, p.epoch)
+	return nil
+}
+
+// Next blocks until the next batch is complete. After the epoch's last batch it returns
+// ErrEndOfEpoch until Reset. A failed sample returns its error; the pipeline goes on with
+// the following batch at the next call.
+func (p *Pipeline) Next() (*Batch, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.startLocked(); err != nil {
+		return nil, err
+	}
+	p.releaseCurrent()
+	if p.atEnd {
+		return nil, ErrEndOfEpoch
+	}
+	b := <-p.inflight
+	<-b.done
+	p.credits <- struct{}{}
+	if b.endOfEpoch {
+		p.atEnd = true
+		p.stopProducer()
+		return nil, ErrEndOfEpoch
+	}
+	if b.err != nil {
+		b.release()
+		return nil, b.err
+	}
+	p.current = b
+	return b, nil
+}
+
+// Current is the batch the last Next returned, nil if none.
+func (p *Pipeline) Current() *Batch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current
+}
+
+func (p *Pipeline) releaseCurrent() {
+	if p.current != nil {
+		p.current.release()
+		p.current = nil
+	}
+}
+
+// Reset starts the next epoch. Batches prepared for the current one are dropped.
+func (p *Pipeline) Reset() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return Errorf(StatusInvalidHandle, "pipeline is destroyed")
+	}
+	if !p.built {
+		return Errorf(StatusState, "pipeline is not built: call build first")
+	}
+	p.stopProducer()
+	p.epoch++
+	p.atEnd = false
+	return nil
+}
+
+// stopProducer ends the producer and drops every batch it queued.
+func (p *Pipeline) stopProducer() {
+	if !p.running {
+		return
+	}
+	close(p.stop)
+	<-p.prodDone
+	for {
+		select {
+		case b := <-p.inflight:
+			<-b.done
+			b.release()
+			p.credits <- struct{}{}
+			continue
+		default:
+		}
+		break
+	}
+	p.running = false
+}
+
+// Close stops everything. Tensors handed out stay valid until released.
+func (p *Pipeline) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if p.built {
+		p.stopProducer()
+		p.releaseCurrent()
+		close(p.tasks)
+		p.workerWG.Wait()
+	}
+	p.closed = true
+	for _, n := range p.Graph.Nodes {
+		if c, ok := n.Op.(Closer); ok {
+			c.Close()
+		}
+	}
+	p.pool.Close()
+}
+
+// ReaderMeta describes the reader node named name.
+func (p *Pipeline) ReaderMeta(name string) (ReaderMeta, error) {
+	r := p.Graph.Reader
+	if r == nil || r.Name != name {
+		valid := "none"
+		if r != nil {
+			valid = strconv.Quote(r.Name)
+		}
+		return ReaderMeta{}, Errorf(StatusInvalidArgument, "no reader named %q; readers: %s", name, valid)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.built {
+		if err := p.source.Open(); err != nil {
+			return ReaderMeta{}, err
+		}
+	}
+	return p.source.Meta(), nil
+}
+
+// produce plans batches in order and hands their samples to the workers.
+func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch int64) {
+	defer close(done)
+	if p.source != nil {
+		p.source.StartEpoch(epoch)
+	}
+	bs := p.Spec.BatchSize
+	for iter := int64(0); ; iter++ {
+		select {
+		case <-p.credits:
+		case <-stop:
+			return
+		}
+		b := p.newBatch(epoch, iter)
+		if p.source != nil {
+			b.Valid, b.Last = p.source.NextBatch(b.refs)
+			if b.Valid == 0 {
+				b.endOfEpoch = true
+				close(b.done)
+				p.inflight <- b // has room: we hold a credit
+				return
+			}
+		} else {
+			b.Valid = bs
+		}
+		if err := b.allocateOutputs(); err != nil {
+			b.err = err
+			close(b.done)
+			p.inflight <- b
+			continue
+		}
+		b.wg.Add(bs)
+		for i := 0; i < bs; i++ {
+			select {
+			case p.tasks <- task{b: b, i: i, ref: &b.refs[i]}:
+			case <-stop:
+				// Let the queued samples finish, then drop the batch.
+				b.wg.Add(-(bs - i))
+				b.wg.Wait()
+				b.release()
+				return
+			}
+		}
+		p.inflight <- b
+		go p.finish(b)
+		if b.Last && p.source != nil {
+			// The next NextBatch returns 0: the end-of-epoch marker follows in order.
+			continue
+		}
+	}
+}
+
+// finish waits for a batch's samples, replaces failed ones under on_error=skip, and
+// marks the batch done.
+func (p *Pipeline) finish(b *Batch) {
+	b.wg.Wait()
+	var failed []int
+	for i, err := range b.errs {
+		if err != nil {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) > 0 {
+		if p.Spec.OnError == "skip" && len(failed) < len(b.errs) {
+			res := make(chan error, len(failed))
+			for _, i := range failed {
+				j := nearestGood(b.errs, i)
+				b.wg.Add(1)
+				p.tasks <- task{b: b, i: i, ref: &b.refs[j], result: res}
+			}
+			b.wg.Wait()
+			for range failed {
+				if err := <-res; err != nil && b.err == nil {
+					b.err = err
+				}
+			}
+			b.Skipped = int64(len(failed))
+			b.SkippedErrs = append(b.SkippedErrs, firstErrs(b.errs)...)
+		} else {
+			b.err = b.errs[failed[0]]
+			if len(failed) > 1 {
+				b.err = fmt.Errorf("%w (and %d more failed samples in this batch)", b.errs[failed[0]], len(failed)-1)
+			}
+			b.err = &Error{Status: StatusData, Err: b.err}
+		}
+	}
+	close(b.done)
+}
+
+func nearestGood(errs []error, i int) int {
+	for d := 1; d < len(errs); d++ {
+		if j := i - d; j >= 0 && errs[j] == nil {
+			return j
+		}
+		if j := i + d; j < len(errs) && errs[j] == nil {
+			return j
+		}
+	}
+	return i
+}
+
+func firstErrs(errs []error) []error {
+	var out []error
+	for _, e := range errs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// worker holds one thread's workspaces and buffers.
+type worker struct {
+	p      *Pipeline
+	id     int
+	ws     []*Workspace // by node ID
+	bufs   [][][]byte   // by node ID, output index: grow-only intermediate buffers
+	states []any
+	rng    RNG
+}
+
+func newWorker(p *Pipeline, id int) *worker {
+	w := &worker{p: p, id: id}
+	g := p.Graph
+	w.ws = make([]*Workspace, len(g.Nodes))
+	w.bufs = make([][][]byte, len(g.Nodes))
+	w.states = make([]any, len(g.Nodes))
+	outs := map[*DataNode]*Tensor{}
+	for _, n := range g.Nodes {
+		ws := &Workspace{Node: n.Name, RNG: &w.rng, Limits: &p.limits}
+		for _, d := range n.Out {
+			t := &Tensor{DType: d.Meta.DType, Layout: d.Meta.Layout}
+			outs[d] = t
+			ws.Out = append(ws.Out, t)
+		}
+		for _, d := range n.In {
+			ws.In = append(ws.In, outs[d])
+		}
+		for _, d := range n.ArgIn {
+			ws.ArgIn = append(ws.ArgIn, outs[d])
+		}
+		if s, ok := n.Op.(WorkerStateful); ok {
+			ws.State = s.NewWorkerState()
+			w.states[n.ID] = ws.State
+		}
+		w.ws[n.ID] = ws
+		w.bufs[n.ID] = make([][]byte, len(n.Out))
+	}
+	return w
+}
+
+func (w *worker) loop(cpu int) {
+	defer w.p.workerWG.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		_ = unix.SchedSetaffinity(0, &set) // a CPU outside the process's set is ignored, as in DALI
+	}
+	for t := range w.p.tasks {
+		err := w.runSample(t.b, t.i, t.ref)
+		if t.result != nil {
+			t.result <- err
+		} else {
+			t.b.errs[t.i] = err
+		}
+		t.b.wg.Done()
+	}
+	for _, s := range w.states {
+		if c, ok := s.(Closer); ok {
+			c.Close()
+		}
+	}
+}
+
+func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
+	node := ""
+	defer func() {
+		if r := recover(); r != nil {
+			err = &SampleError{Source: ref.Path, Node: node, Err: fmt.Errorf("internal error: %v", r)}
+		}
+	}()
+	pos := b.Iteration*int64(len(b.refs)) + int64(i)
+	for _, n := range w.p.Graph.Nodes {
+		node = n.Name
+		ws := w.ws[n.ID]
+		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
+		w.rng.Seed(w.p.seed, uint64(b.Epoch), uint64(pos), uint64(n.ID))
+		if err := n.Op.Setup(ws); err != nil {
+			return wrapSampleErr(ref, n, err)
+		}
+		for k, d := range n.Out {
+			t := ws.Out[k]
+			need := t.NumBytes()
+			if d.Output >= 0 {
+				data, err := b.outs[d.Output].sampleBuffer(i, t, need)
+				if err != nil {
+					return wrapSampleErr(ref, n, err)
+				}
+				t.Data = data
+			} else {
+				buf := w.bufs[n.ID][k]
+				if cap(buf) < need {
+					buf = make([]byte, need+need/4)
+					w.bufs[n.ID][k] = buf
+				}
+				t.Data = buf[:need]
+			}
+		}
+		if err := n.Op.Run(ws); err != nil {
+			return wrapSampleErr(ref, n, err)
+		}
+	}
+	return nil
+}
+
+func wrapSampleErr(ref *SampleRef, n *Node, err error) error {
+	var se *SampleError
+	if errors.As(err, &se) {
+		return err
+	}
+	src := ""
+	if ref != nil {
+		src = ref.Path
+	}
+	return &SampleError{Source: src, Node: n.Name, Err: err}
+}
+
+// waitTimeout is used by tests.
+func waitTimeout(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}

@@ -1,0 +1,293 @@
+package engine
+
+import (
+	"sort"
+	"strings"
+)
+
+// Node is a checked operator node of a Graph.
+type Node struct {
+	Name   string
+	OpName string
+	Device string
+	Schema *Schema
+	Args   *Args
+	Op     Operator
+	In     []*DataNode
+	ArgIn  []*DataNode // in the order of Args' per-sample inputs
+	Out    []*DataNode
+	ID     int // position in execution order
+}
+
+// DataNode is a named value flowing between nodes.
+type DataNode struct {
+	Name      string
+	Producer  *Node
+	Index     int // output index of the producer
+	Meta      TensorMeta
+	Consumers []*Node
+	Output    int // position in the pipeline outputs, -1 if internal
+}
+
+// Graph is a validated, ordered, instantiated pipeline graph.
+type Graph struct {
+	Nodes   []*Node // execution order
+	Data    map[string]*DataNode
+	Outputs []*DataNode
+	Reader  *Node // the node that plans batches, nil if none
+}
+
+// SizeHinter is implemented by operators that can say, for an input of w x h, the output
+// size they will produce. Decoders feeding them decode no larger than needed.
+type SizeHinter interface {
+	OutputSizeFor(w, h int) (int, int)
+}
+
+// ConsumerAware operators are told about their single consumer after the build.
+type ConsumerAware interface {
+	SetConsumer(c Operator)
+}
+
+// Fusable is implemented by an operator that can absorb its producer (e.g.
+// crop_mirror_normalize absorbing resize) so a sample is touched once.
+type Fusable interface {
+	Fuse(producer Operator) (Operator, bool)
+}
+
+// BuildGraph checks a Spec and instantiates its operators. cudaAvailable tells whether
+// mixed/gpu backends may be used.
+func BuildGraph(s *Spec) (*Graph, error) {
+	g := &Graph{Data: map[string]*DataNode{}}
+	names := map[string]bool{}
+	var nodes []*Node
+	for _, ns := range s.Nodes {
+		if names[ns.Name] {
+			return nil, Errorf(StatusInvalidPipeline, "node %q: name used twice", ns.Name)
+		}
+		names[ns.Name] = true
+		schema, ok := LookupSchema(ns.Op)
+		if !ok {
+			return nil, errUnknownOp(ns.Name, ns.Op)
+		}
+		where := describe(ns.Name, ns.Op)
+		switch ns.Device {
+		case "cpu", "mixed", "gpu":
+		default:
+			return nil, Errorf(StatusInvalidPipeline, "%s: unknown device %q; valid: cpu, mixed, gpu", where, ns.Device)
+		}
+		if _, ok := lookupFactory(ns.Op, ns.Device); !ok {
+			if ns.Device != "cpu" && !CUDAFlavour {
+				return nil, &Error{Status: StatusNoCUDA, Msg: where + ": device \"" + ns.Device + "\"", Err: ErrNoCUDA}
+			}
+			return nil, Errorf(StatusInvalidPipeline, "%s: no %s implementation; available devices: %s", where, ns.Device, strings.Join(schema.Devices, ", "))
+		}
+		if ns.Device != "cpu" && s.DeviceID == nil {
+			return nil, Errorf(StatusInvalidPipeline, "%s: device %q needs a GPU, but the pipeline's device_id is null", where, ns.Device)
+		}
+		if len(ns.Inputs) < schema.MinInputs || len(ns.Inputs) > schema.MaxInputs {
+			return nil, Errorf(StatusInvalidPipeline, "%s: takes %d to %d inputs, got %d", where, schema.MinInputs, schema.MaxInputs, len(ns.Inputs))
+		}
+		if len(ns.Outputs) == 0 || len(ns.Outputs) > len(schema.Outputs) {
+			return nil, Errorf(StatusInvalidPipeline, "%s: names %d outputs; it produces %d (%s)", where, len(ns.Outputs), len(schema.Outputs), strings.Join(schema.Outputs, ", "))
+		}
+		argInputNames := make([]string, 0, len(ns.ArgInputs))
+		for k := range ns.ArgInputs {
+			argInputNames = append(argInputNames, k)
+		}
+		sort.Strings(argInputNames)
+		args, err := newArgs(ns.Name, schema, ns.Args, argInputNames)
+		if err != nil {
+			return nil, err
+		}
+		n := &Node{Name: ns.Name, OpName: ns.Op, Device: ns.Device, Schema: schema, Args: args}
+		for i, name := range ns.Outputs {
+			if _, dup := g.Data[name]; dup {
+				return nil, Errorf(StatusInvalidPipeline, "%s: output %q is already produced by node %q", where, name, g.Data[name].Producer.Name)
+			}
+			d := &DataNode{Name: name, Producer: n, Index: i, Output: -1}
+			g.Data[name] = d
+			n.Out = append(n.Out, d)
+		}
+		nodes = append(nodes, n)
+	}
+	// Resolve inputs now that every output is known.
+	for i, ns := range s.Nodes {
+		n := nodes[i]
+		resolve := func(name, role string) (*DataNode, error) {
+			d, ok := g.Data[name]
+			if !ok {
+				return nil, Errorf(StatusInvalidPipeline, "%s: %s %q is produced by no node; available: %s", describe(n.Name, n.OpName), role, name, g.dataNames())
+			}
+			d.Consumers = append(d.Consumers, n)
+			return d, nil
+		}
+		for _, in := range ns.Inputs {
+			d, err := resolve(in, "input")
+			if err != nil {
+				return nil, err
+			}
+			n.In = append(n.In, d)
+		}
+		for _, argName := range sortedKeys(ns.ArgInputs) {
+			d, err := resolve(ns.ArgInputs[argName], "argument input "+argName+":")
+			if err != nil {
+				return nil, err
+			}
+			n.ArgIn = append(n.ArgIn, d)
+		}
+	}
+	for i, name := range s.Outputs {
+		d, ok := g.Data[name]
+		if !ok {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline output %q is produced by no node; available: %s", name, g.dataNames())
+		}
+		if d.Output >= 0 {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline output %q listed twice", name)
+		}
+		d.Output = i
+		g.Outputs = append(g.Outputs, d)
+	}
+	order, err := topoSort(nodes)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range order {
+		if n.Schema.IsReader {
+			if g.Reader != nil {
+				return nil, Errorf(StatusInvalidPipeline, "%s: a pipeline has at most one reader; %q is one already", describe(n.Name, n.OpName), g.Reader.Name)
+			}
+			g.Reader = n
+		}
+	}
+	// Instantiate and infer in order.
+	for _, n := range order {
+		f, _ := lookupFactory(n.OpName, n.Device)
+		op, err := f(n.Args)
+		if err != nil {
+			return nil, err
+		}
+		n.Op = op
+		in := make([]TensorMeta, len(n.In))
+		for i, d := range n.In {
+			in[i] = d.Meta
+		}
+		metas, err := op.Infer(in)
+		if err != nil {
+			if _, ok := err.(*Error); ok {
+				return nil, err
+			}
+			return nil, Errorf(StatusInvalidPipeline, "%s: %v", describe(n.Name, n.OpName), err)
+		}
+		for i, d := range n.Out {
+			d.Meta = metas[i]
+		}
+	}
+	g.Nodes = fuse(order)
+	for i, n := range g.Nodes {
+		n.ID = i
+	}
+	// Tell producers about their single consumer (decoders size their output by it).
+	for _, n := range g.Nodes {
+		ca, ok := n.Op.(ConsumerAware)
+		if !ok || len(n.Out) != 1 {
+			continue
+		}
+		d := n.Out[0]
+		if d.Output < 0 && len(d.Consumers) == 1 {
+			ca.SetConsumer(d.Consumers[0].Op)
+		}
+	}
+	return g, nil
+}
+
+// fuse merges a producer into its single consumer when the consumer can absorb it and
+// nobody else needs the intermediate value.
+func fuse(order []*Node) []*Node {
+	removed := map[*Node]bool{}
+	for _, n := range order {
+		fz, ok := n.Op.(Fusable)
+		if !ok || len(n.In) != 1 {
+			continue
+		}
+		d := n.In[0]
+		p := d.Producer
+		if d.Output >= 0 || len(d.Consumers) != 1 || len(p.In) != 1 || len(p.ArgIn) != 0 || p.Device != n.Device {
+			continue
+		}
+		fused, ok := fz.Fuse(p.Op)
+		if !ok {
+			continue
+		}
+		n.Op = fused
+		n.In = []*DataNode{p.In[0]}
+		src := p.In[0]
+		for i, c := range src.Consumers {
+			if c == p {
+				src.Consumers[i] = n
+			}
+		}
+		removed[p] = true
+	}
+	out := order[:0:0]
+	for _, n := range order {
+		if !removed[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func topoSort(nodes []*Node) ([]*Node, error) {
+	indeg := map[*Node]int{}
+	for _, n := range nodes {
+		for _, d := range append(append([]*DataNode{}, n.In...), n.ArgIn...) {
+			_ = d
+			indeg[n]++
+		}
+	}
+	var ready, order []*Node
+	for _, n := range nodes {
+		if indeg[n] == 0 {
+			ready = append(ready, n)
+		}
+	}
+	for len(ready) > 0 {
+		n := ready[0]
+		ready = ready[1:]
+		order = append(order, n)
+		for _, d := range n.Out {
+			for _, c := range d.Consumers {
+				indeg[c]--
+				if indeg[c] == 0 {
+					ready = append(ready, c)
+				}
+			}
+		}
+	}
+	if len(order) != len(nodes) {
+		var cyc []string
+		for _, n := range nodes {
+			if indeg[n] > 0 {
+				cyc = append(cyc, n.Name)
+			}
+		}
+		return nil, Errorf(StatusInvalidPipeline, "the graph has a cycle through nodes %s", strings.Join(cyc, ", "))
+	}
+	return order, nil
+}
+
+func (g *Graph) dataNames() string {
+	if len(g.Data) == 0 {
+		return "(none)"
+	}
+	return strings.Join(sortedKeys(g.Data), ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,104 @@
+package engine
+
+// Operator is one node's implementation for one device. The executor calls Setup and Run
+// once per sample, on a worker thread, with that worker's Workspace: Setup declares the
+// sample's output shapes, the executor provides the output memory, Run fills it. Run
+// never allocates: per-worker state (decoders, scratch buffers) lives in ws.State.
+type Operator interface {
+	// Infer checks the inputs' metadata at build time and returns the outputs'. Unknown
+	// dimensions are -1; an output whose dimensions are all known is batched densely.
+	Infer(in []TensorMeta) ([]TensorMeta, error)
+	Setup(ws *Workspace) error
+	Run(ws *Workspace) error
+}
+
+// WorkerStateful operators keep per-worker state (one per worker thread), created once.
+type WorkerStateful interface {
+	NewWorkerState() any
+}
+
+// Closer is implemented by worker states that hold C resources.
+type Closer interface{ Close() }
+
+// TensorMeta is what the build knows about a data node.
+type TensorMeta struct {
+	DType  DType
+	Layout string // "HWC", "CHW", "" for scalars and bytes
+	Shape  []int  // per-sample shape; -1 for a dimension known only at run time
+}
+
+// Static reports whether every dimension is known at build time.
+func (m TensorMeta) Static() bool {
+	if m.Shape == nil {
+		return false
+	}
+	for _, d := range m.Shape {
+		if d < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Tensor is one sample of a data node: shape, type and the bytes, which live in a worker
+// buffer, a pool lease or a batch lease.
+type Tensor struct {
+	Data   []byte
+	Shape  []int
+	DType  DType
+	Layout string
+}
+
+// NumBytes is the size the shape and dtype need.
+func (t *Tensor) NumBytes() int {
+	n := t.DType.Size()
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// SetShape reuses the shape slice.
+func (t *Tensor) SetShape(dims ...int) {
+	t.Shape = append(t.Shape[:0], dims...)
+}
+
+// SampleRef identifies where a sample comes from; readers fill it when they plan a batch.
+type SampleRef struct {
+	Path  string
+	Label int32
+	Index int // index in the reader's full list
+}
+
+// Workspace is what an operator sees of the sample it processes.
+type Workspace struct {
+	Node     string
+	In       []*Tensor
+	ArgIn    []*Tensor // per-sample arguments, in the node's arg_inputs order
+	Out      []*Tensor
+	State    any // from NewWorkerState
+	RNG      *RNG
+	Ref      *SampleRef
+	Sample   int   // index in the batch
+	Position int64 // position in the epoch's sample stream
+	Epoch    int64
+	Limits   *Limits
+}
+
+// Limits are pipeline-wide guards operators enforce.
+type Limits struct {
+	MaxImagePixels int64
+}
+
+// ArgInputScalar returns a per-sample scalar argument as float64, or def when absent.
+func (ws *Workspace) ArgInputScalar(i int) float64 {
+	t := ws.ArgIn[i]
+	return scalarOf(t)
+}
+
+func scalarOf(t *Tensor) float64 {
+	if t == nil || len(t.Data) < t.DType.Size() || t.DType.Size() == 0 {
+		return 0
+	}
+	return readScalar(t.Data, t.DType)
+}

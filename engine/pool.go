@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// PoolStats are a pool's counters (godali_pool_stats_t).
+type PoolStats struct {
+	Allocations   int64 // buffers obtained from the system
+	Releases      int64 // buffers given back to the system
+	Acquires      int64 // buffers handed out
+	Returns       int64 // buffers returned
+	Outstanding   int64 // handed out and not returned
+	ReservedBytes int64 // bytes obtained from the system and not given back
+	InUseBytes    int64 // bytes of outstanding buffers
+	Exported      int64 // DLPack tensors whose deleter has not run
+}
+
+type poolCounters struct {
+	allocations, releases, acquires, returns, outstanding, reserved, inUse, exported atomic.Int64
+}
+
+func (c *poolCounters) snapshot() PoolStats {
+	return PoolStats{
+		Allocations: c.allocations.Load(), Releases: c.releases.Load(),
+		Acquires: c.acquires.Load(), Returns: c.returns.Load(),
+		Outstanding: c.outstanding.Load(), ReservedBytes: c.reserved.Load(),
+		InUseBytes: c.inUse.Load(), Exported: c.exported.Load(),
+	}
+}
+
+// globalHost counts every host pool of the process, including pools of destroyed
+// pipelines whose buffers are still held by consumers.
+var globalHost poolCounters
+
+// GlobalHostStats returns the process-wide host pool counters.
+func GlobalHostStats() PoolStats { return globalHost.snapshot() }
+
+// HostPool hands out page-aligned host buffers that live outside the Go heap (mmap), so
+// C consumers may keep them. Buffers are grouped in size classes (8 per power of two) and
+// reused; steady state makes no system calls. The pool outlives its pipeline: Close
+// frees idle buffers and leases returned afterwards are unmapped on return.
+type HostPool struct {
+	mu     sync.Mutex
+	free   map[int][]*Lease // by class size
+	closed bool
+	c      poolCounters
+}
+
+// NewHostPool returns an empty pool.
+func NewHostPool() *HostPool { return &HostPool{free: map[int][]*Lease{}} }
+
+// Lease is a buffer handed out by a pool. It is reference counted: the batch holds one
+// reference, every exported tensor another; the last Release returns it.
+type Lease struct {
+	pool *HostPool
+	mem  []byte // the whole mapping
+	size int    // bytes requested
+	refs atomic.Int32
+}
+
+// Bytes is the leased memory, len = requested size.
+func (l *Lease) Bytes() []byte { return l.mem[:l.size] }
+
+// Ptr is the address of the buffer.
+func (l *Lease) Ptr() unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(l.mem)) }
+
+// Retain adds a reference.
+func (l *Lease) Retain() { l.refs.Add(1) }
+
+// Release drops a reference; the last one returns the buffer to its pool. Safe from any
+// goroutine or thread.
+func (l *Lease) Release() {
+	n := l.refs.Add(-1)
+	if n > 0 {
+		return
+	}
+	if n < 0 {
+		panic("godali: lease released twice")
+	}
+	l.pool.put(l)
+}
+
+// classSize rounds n up to one of 8 sizes per power of two, at least one page.
+func classSize(n int) int {
+	const page = 4096
+	if n <= page {
+		return page
+	}
+	shift := bits.Len(uint(n-1)) - 4 // 8 steps between 2^(k-1) and 2^k
+	if shift < 12 {
+		shift = 12
+	}
+	step := 1 << shift
+	return (n + step - 1) / step * step
+}
+
+// Get returns a lease of n bytes with one reference. Contents are unspecified.
+func (p *HostPool) Get(n int) (*Lease, error) {
+	cs := classSize(n)
+	p.mu.Lock()
+	var l *Lease
+	if list := p.free[cs]; len(list) > 0 {
+		l = list[len(list)-1]
+		list[len(list)-1] = nil
+		p.free[cs] = list[:len(list)-1]
+	}
+	p.mu.Unlock()
+	if l == nil {
+		mem, err := syscall.Mmap(-1, 0, cs, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+		if err != nil {
+			return nil, Errorf(StatusInternal, "host pool: cannot map %d bytes: %v", cs, err)
+		}
+		l = &Lease{pool: p, mem: mem}
+		p.count(&p.c.allocations, 1)
+		p.count(&p.c.reserved, int64(cs))
+	}
+	l.size = n
+	l.refs.Store(1)
+	p.count(&p.c.acquires, 1)
+	p.count(&p.c.outstanding, 1)
+	p.count(&p.c.inUse, int64(len(l.mem)))
+	return l, nil
+}
+
+func (p *HostPool) count(c *atomic.Int64, d int64) {
+	c.Add(d)
+	// The same field of the global counters.
+	off := uintptr(unsafe.Pointer(c)) - uintptr(unsafe.Pointer(&p.c))
+	(*atomic.Int64)(unsafe.Add(unsafe.Pointer(&globalHost), off)).Add(d)
+}
+
+func (p *HostPool) put(l *Lease) {
+	cs := len(l.mem)
+	p.count(&p.c.returns, 1)
+	p.count(&p.c.outstanding, -1)
+	p.count(&p.c.inUse, -int64(cs))
+	p.mu.Lock()
+	if !p.closed {
+		p.free[cs] = append(p.free[cs], l)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.unmap(l)
+}
+
+func (p *HostPool) unmap(l *Lease) {
+	cs := len(l.mem)
+	_ = syscall.Munmap(l.mem)
+	l.mem = nil
+	p.count(&p.c.releases, 1)
+	p.count(&p.c.reserved, -int64(cs))
+}
+
+// Close gives idle buffers back to the system; outstanding ones follow on return.
+func (p *HostPool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	free := p.free
+	p.free = map[int][]*Lease{}
+	p.mu.Unlock()
+	for _, list := range free {
+		for _, l := range list {
+			p.unmap(l)
+		}
+	}
+}
+
+// Stats returns the pool's counters.
+func (p *HostPool) Stats() PoolStats { return p.c.snapshot() }
+
+// Exported adjusts the count of DLPack tensors alive (the C layer calls it).
+func (p *HostPool) Exported(d int64) { p.count(&p.c.exported, d) }
+
+func readScalar(b []byte, d DType) float64 {
+	switch d {
+	case UInt8, Bool:
+		return float64(b[0])
+	case Int8:
+		return float64(int8(b[0]))
+	case Int32:
+		return float64(int32(binary.LittleEndian.Uint32(b)))
+	case Int64:
+		return float64(int64(binary.LittleEndian.Uint64(b)))
+	case Float32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+	case Float64:
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	}
+	return 0
+}
+
+func writeScalar(b []byte, d DType, v float64) {
+	switch d {
+	case UInt8, Bool:
+		b[0] = byte(v)
+	case Int8:
+		b[0] = byte(int8(v))
+	case Int32:
+		binary.LittleEndian.PutUint32(b, uint32(int32(v)))
+	case Int64:
+		binary.LittleEndian.PutUint64(b, uint64(int64(v)))
+	case Float32:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
+	case Float64:
+		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
+	}
+}
+
+// Pool is the pool the lease belongs to.
+func (l *Lease) Pool() *HostPool { return l.pool }

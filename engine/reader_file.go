@@ -1,0 +1,411 @@
+package engine
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func init() {
+	RegisterSchema(&Schema{
+		Name: "readers.file",
+		Doc: "Reads files from a directory tree (file_root: one label per sorted subdirectory, like " +
+			"torchvision's ImageFolder), a file_list of \"path label\" lines, or files+labels. " +
+			"Outputs the encoded bytes (uint8, 1-D) and an int32 label of shape [1].",
+		MinInputs: 0, MaxInputs: 0, Outputs: []string{"data", "label"}, IsReader: true,
+		Args: []ArgSpec{
+			{Name: "file_root", Type: ArgString, Doc: "directory: each sorted subdirectory is a class"},
+			{Name: "file_list", Type: ArgString, Doc: "text file of \"path label\" lines, paths relative to file_root (or to the list's directory)"},
+			{Name: "files", Type: ArgStringList, Doc: "explicit list of paths (relative to file_root if given)"},
+			{Name: "labels", Type: ArgIntList, Doc: "labels for files (default: the file's index)"},
+			{Name: "file_filters", Type: ArgStringList, Default: []string{"*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.webp", "*.gif"}, Doc: "glob patterns of files taken from file_root"},
+			{Name: "case_sensitive_filter", Type: ArgBool, Default: false, Doc: "match file_filters case-sensitively"},
+			{Name: "random_shuffle", Type: ArgBool, Default: false, Doc: "shuffle within a buffer of initial_fill samples"},
+			{Name: "initial_fill", Type: ArgInt, Default: 1024, Doc: "size of the shuffling buffer"},
+			{Name: "shuffle_after_epoch", Type: ArgBool, Default: false, Doc: "shuffle the whole data set every epoch, identically on every shard (exclusive with random_shuffle and stick_to_shard)"},
+			{Name: "shard_id", Type: ArgInt, Default: 0, Doc: "shard read by this pipeline"},
+			{Name: "num_shards", Type: ArgInt, Default: 1, Doc: "number of shards; shard i covers [floor(n*i/k), floor(n*(i+1)/k))"},
+			{Name: "stick_to_shard", Type: ArgBool, Default: false, Doc: "read the same shard every epoch (default: move to the next shard each epoch)"},
+			{Name: "pad_last_batch", Type: ArgBool, Default: false, Doc: "repeat the last sample so every shard reads ceil(n/k) samples and the last batch is full"},
+			{Name: "seed", Type: ArgInt, Default: -1, Doc: "shuffling seed (-1: the pipeline's seed; shuffle_after_epoch then uses a fixed seed shared by all shards)"},
+			{Name: "read_ahead", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+			{Name: "dont_use_mmap", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; files are always read, not mapped"},
+			{Name: "lazy_init", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+			{Name: "prefetch_queue_depth", Type: ArgInt, Default: 1, Doc: "accepted for DALI compatibility; the pipeline's prefetch applies"},
+			{Name: "skip_cached_images", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+		},
+	})
+	RegisterBackend("readers.file", "cpu", newFileReader)
+}
+
+// fileReaderDefaultShuffleSeed is shared by every shard so that shuffle_after_epoch
+// permutes the data set identically everywhere.
+const fileReaderDefaultShuffleSeed = 0x6d2b79f5
+
+type fileReader struct {
+	args     *Args
+	opened   bool
+	entries  []SampleRef
+	shardID  int
+	shards   int
+	shuffle  bool
+	fill     int
+	perEpoch bool
+	stick    bool
+	pad      bool
+	seed     int64
+	pipeSeed uint64
+
+	order  []int // the epoch's sample order (indices into entries)
+	length int   // samples in the epoch (padded)
+	cursor int
+}
+
+func newFileReader(a *Args) (Operator, error) {
+	r := &fileReader{args: a, shardID: a.Int("shard_id"), shards: a.Int("num_shards"),
+		shuffle: a.Bool("random_shuffle"), fill: a.Int("initial_fill"),
+		perEpoch: a.Bool("shuffle_after_epoch"), stick: a.Bool("stick_to_shard"),
+		pad: a.Bool("pad_last_batch"), seed: int64(a.Int("seed"))}
+	if r.shards < 1 {
+		return nil, a.Errorf("num_shards", "must be >= 1, got %d", r.shards)
+	}
+	if r.shardID < 0 || r.shardID >= r.shards {
+		return nil, a.Errorf("shard_id", "must be in [0, num_shards=%d), got %d", r.shards, r.shardID)
+	}
+	if r.fill < 1 {
+		return nil, a.Errorf("initial_fill", "must be >= 1, got %d", r.fill)
+	}
+	if r.perEpoch && (r.shuffle || r.stick) {
+		return nil, a.Errorf("shuffle_after_epoch", "cannot be combined with random_shuffle or stick_to_shard")
+	}
+	sources := 0
+	for _, k := range []string{"file_list", "files"} {
+		if a.Has(k) {
+			sources++
+		}
+	}
+	if a.Has("file_root") && !a.Has("file_list") && !a.Has("files") {
+		sources++
+	}
+	if sources != 1 {
+		return nil, a.Errorf("file_root", "give exactly one of file_root (a directory tree), file_list, or files")
+	}
+	if a.Has("labels") && !a.Has("files") {
+		return nil, a.Errorf("labels", "labels go with files")
+	}
+	if a.Has("labels") && len(a.Ints("labels")) != len(a.Strings("files")) {
+		return nil, a.Errorf("labels", "has %d entries but files has %d", len(a.Ints("labels")), len(a.Strings("files")))
+	}
+	return r, nil
+}
+
+func (r *fileReader) Infer(in []TensorMeta) ([]TensorMeta, error) {
+	return []TensorMeta{{DType: UInt8, Shape: []int{-1}}, {DType: Int32, Shape: []int{1}}}, nil
+}
+
+// SetPipelineSeed is called by the executor before Open.
+func (r *fileReader) SetPipelineSeed(s uint64) { r.pipeSeed = s }
+
+func (r *fileReader) Open() error {
+	if r.opened {
+		return nil
+	}
+	a := r.args
+	root := a.String("file_root")
+	var err error
+	switch {
+	case a.Has("files"):
+		files, labels := a.Strings("files"), a.Ints("labels")
+		for i, f := range files {
+			if root != "" && !filepath.IsAbs(f) {
+				f = filepath.Join(root, f)
+			}
+			l := int32(i)
+			if labels != nil {
+				l = int32(labels[i])
+			}
+			r.entries = append(r.entries, SampleRef{Path: f, Label: l})
+		}
+	case a.Has("file_list"):
+		r.entries, err = readFileList(a.String("file_list"), root)
+	default:
+		r.entries, err = scanImageFolder(root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
+	}
+	if err != nil {
+		return &Error{Status: StatusData, Msg: describe(a.Node, a.Schema.Name), Err: err}
+	}
+	if len(r.entries) == 0 {
+		return Errorf(StatusData, "%s: no files found (file_root=%q, file_list=%q, filters %v)", describe(a.Node, a.Schema.Name), root, a.String("file_list"), a.Strings("file_filters"))
+	}
+	if len(r.entries) < r.shards {
+		return Errorf(StatusData, "%s: %d files cannot be split into num_shards=%d shards", describe(a.Node, a.Schema.Name), len(r.entries), r.shards)
+	}
+	for i := range r.entries {
+		r.entries[i].Index = i
+	}
+	r.opened = true
+	return nil
+}
+
+func scanImageFolder(root string, filters []string, caseSensitive bool) ([]SampleRef, error) {
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("file_root: %w", err)
+	}
+	var classes []string
+	for _, d := range dirs {
+		if d.IsDir() || (d.Type()&os.ModeSymlink != 0 && isDir(filepath.Join(root, d.Name()))) {
+			classes = append(classes, d.Name())
+		}
+	}
+	sort.Strings(classes)
+	if len(classes) == 0 {
+		return nil, fmt.Errorf("file_root %q has no class subdirectories", root)
+	}
+	match := func(name string) bool {
+		if !caseSensitive {
+			name = strings.ToLower(name)
+		}
+		for _, f := range filters {
+			if !caseSensitive {
+				f = strings.ToLower(f)
+			}
+			if ok, _ := filepath.Match(f, name); ok {
+				return true
+			}
+		}
+		return false
+	}
+	var out []SampleRef
+	for label, c := range classes {
+		var files []string
+		err := filepath.WalkDir(filepath.Join(root, c), func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && match(d.Name()) {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			out = append(out, SampleRef{Path: f, Label: int32(label)})
+		}
+	}
+	return out, nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+func readFileList(list, root string) ([]SampleRef, error) {
+	f, err := os.Open(list)
+	if err != nil {
+		return nil, fmt.Errorf("file_list: %w", err)
+	}
+	defer f.Close()
+	if root == "" {
+		root = filepath.Dir(list)
+	}
+	var out []SampleRef
+	sc := bufio.NewScanner(f)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		i := strings.LastIndexAny(s, " \t")
+		if i < 0 {
+			return nil, fmt.Errorf("file_list %s:%d: expected \"path label\", got %q", list, line, s)
+		}
+		label, err := strconv.ParseInt(strings.TrimSpace(s[i+1:]), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("file_list %s:%d: label %q is not an integer", list, line, s[i+1:])
+		}
+		p := strings.TrimSpace(s[:i])
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		out = append(out, SampleRef{Path: p, Label: int32(label)})
+	}
+	return out, sc.Err()
+}
+
+// ShardRange is DALI's shard arithmetic: shard i of k over n samples.
+func ShardRange(n, i, k int) (begin, end int) {
+	return int(int64(n) * int64(i) / int64(k)), int(int64(n) * int64(i+1) / int64(k))
+}
+
+func (r *fileReader) Meta() ReaderMeta {
+	n := int64(len(r.entries))
+	k := int64(r.shards)
+	m := ReaderMeta{EpochSize: n, EpochSizePadded: n, ShardID: r.shardID, NumShards: r.shards,
+		PadLastBatch: r.pad, StickToShard: r.stick}
+	b, e := ShardRange(len(r.entries), r.shardID, r.shards)
+	m.ShardSize = int64(e - b)
+	if r.pad {
+		per := (n + k - 1) / k
+		m.EpochSizePadded = per * k
+		m.ShardSize = per
+	}
+	return m
+}
+
+func (r *fileReader) StartEpoch(epoch int64) {
+	n := len(r.entries)
+	shard := r.shardID
+	if !r.stick {
+		shard = int((int64(r.shardID) + epoch) % int64(r.shards))
+	}
+	var rng RNG
+	seed := r.pipeSeed
+	if r.seed >= 0 {
+		seed = uint64(r.seed)
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	if r.perEpoch {
+		if r.seed < 0 {
+			seed = fileReaderDefaultShuffleSeed
+		}
+		rng.Seed(seed, uint64(epoch), 0x5eed)
+		for i := n - 1; i > 0; i-- {
+			j := rng.Intn(i + 1)
+			all[i], all[j] = all[j], all[i]
+		}
+	}
+	b, e := ShardRange(n, shard, r.shards)
+	order := append(r.order[:0], all[b:e]...)
+	if r.shuffle {
+		rng.Seed(seed, uint64(epoch), 0xb0ff)
+		order = bufferShuffle(order, r.fill, &rng)
+	}
+	r.order = order
+	r.length = len(order)
+	if r.pad {
+		r.length = (n + r.shards - 1) / r.shards
+	}
+	r.cursor = 0
+}
+
+// bufferShuffle emits samples in the order a shuffling buffer of size fill produces:
+// DALI's random_shuffle is local, not a full permutation.
+func bufferShuffle(in []int, fill int, rng *RNG) []int {
+	out := make([]int, 0, len(in))
+	buf := make([]int, 0, fill)
+	next := 0
+	for next < len(in) && len(buf) < fill {
+		buf = append(buf, in[next])
+		next++
+	}
+	for len(buf) > 0 {
+		j := rng.Intn(len(buf))
+		out = append(out, buf[j])
+		if next < len(in) {
+			buf[j] = in[next]
+			next++
+		} else {
+			buf[j] = buf[len(buf)-1]
+			buf = buf[:len(buf)-1]
+		}
+	}
+	return out
+}
+
+func (r *fileReader) NextBatch(refs []SampleRef) (int, bool) {
+	if r.cursor >= r.length {
+		return 0, true
+	}
+	size := len(r.order)
+	valid := 0
+	for j := range refs {
+		pos := r.cursor + j
+		var idx int
+		switch {
+		case pos < size:
+			idx = r.order[pos]
+		case pos < r.length || r.pad:
+			idx = r.order[size-1]
+		default:
+			idx = r.order[(pos-r.length)%size]
+		}
+		if pos < r.length {
+			valid++
+		}
+		refs[j] = r.entries[idx]
+	}
+	r.cursor += len(refs)
+	return valid, r.cursor >= r.length
+}
+
+type fileReaderState struct {
+	fd   int
+	size int
+}
+
+func (r *fileReader) NewWorkerState() any { return &fileReaderState{fd: -1} }
+
+func (r *fileReader) Setup(ws *Workspace) error {
+	st := ws.State.(*fileReaderState)
+	if st.fd >= 0 { // Run was not reached for the previous sample
+		syscall.Close(st.fd)
+		st.fd = -1
+	}
+	fd, err := syscall.Open(ws.Ref.Path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("cannot open: %w", err)
+	}
+	var s syscall.Stat_t
+	if err := syscall.Fstat(fd, &s); err != nil {
+		syscall.Close(fd)
+		return fmt.Errorf("cannot stat: %w", err)
+	}
+	if s.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		syscall.Close(fd)
+		return fmt.Errorf("not a regular file")
+	}
+	st.fd, st.size = fd, int(s.Size)
+	ws.Out[0].SetShape(st.size)
+	if len(ws.Out) > 1 {
+		ws.Out[1].SetShape(1)
+	}
+	return nil
+}
+
+func (r *fileReader) Run(ws *Workspace) error {
+	st := ws.State.(*fileReaderState)
+	defer func() { syscall.Close(st.fd); st.fd = -1 }()
+	buf := ws.Out[0].Data
+	for off := 0; off < len(buf); {
+		n, err := syscall.Pread(st.fd, buf[off:], int64(off))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read error: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("file shrank while reading (%d of %d bytes)", off, len(buf))
+		}
+		off += n
+	}
+	if len(ws.Out) > 1 {
+		writeScalar(ws.Out[1].Data, Int32, float64(ws.Ref.Label))
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/godali/godali/engine/imaging"
+)
+
+var interpDoc = "INTERP_NN, INTERP_LINEAR, INTERP_CUBIC, INTERP_TRIANGULAR or INTERP_LANCZOS3"
+
+func init() {
+	RegisterSchema(&Schema{
+		Name: "resize",
+		Doc: "Resizes HWC uint8 images. Output size from resize_x/resize_y, size, resize_shorter or " +
+			"resize_longer with mode (default, stretch, not_smaller, not_larger) and max_size, as in DALI. " +
+			"Linear and triangular filters with antialias agree with PIL's BILINEAR.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		Args: []ArgSpec{
+			{Name: "resize_x", Type: ArgFloat, Default: 0.0, Doc: "output width (0: from the aspect ratio)"},
+			{Name: "resize_y", Type: ArgFloat, Default: 0.0, Doc: "output height (0: from the aspect ratio)"},
+			{Name: "size", Type: ArgFloatList, Doc: "output size (height, width); a scalar applies to both; 0 = absent"},
+			{Name: "resize_shorter", Type: ArgFloat, Default: 0.0, Doc: "length of the shorter side, keeping the aspect ratio"},
+			{Name: "resize_longer", Type: ArgFloat, Default: 0.0, Doc: "length of the longer side, keeping the aspect ratio"},
+			{Name: "mode", Type: ArgString, Default: "default", Doc: "default, stretch, not_smaller or not_larger"},
+			{Name: "max_size", Type: ArgFloatList, Doc: "limit of the output size (height, width); a scalar applies to both"},
+			{Name: "interp_type", Type: ArgInterpType, Default: "LINEAR", Doc: interpDoc},
+			{Name: "min_filter", Type: ArgInterpType, Doc: "filter when downscaling (default: interp_type)"},
+			{Name: "mag_filter", Type: ArgInterpType, Doc: "filter when upscaling (default: interp_type)"},
+			{Name: "antialias", Type: ArgBool, Default: true, Doc: "widen the filter when downscaling"},
+			{Name: "roi_start", Type: ArgFloatList, Doc: "start of the input region (y, x)"},
+			{Name: "roi_end", Type: ArgFloatList, Doc: "end of the input region (y, x)"},
+			{Name: "roi_relative", Type: ArgBool, Default: false, Doc: "roi_start/roi_end are fractions of the input size"},
+			{Name: "dtype", Type: ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+			{Name: "subpixel_scale", Type: ArgBool, Default: true, Doc: "accepted for DALI compatibility"},
+		},
+	})
+	RegisterBackend("resize", "cpu", func(a *Args) (Operator, error) { return newResize(a) })
+}
+
+// ResizeSpec computes output sizes the way DALI's resize does.
+type ResizeSpec struct {
+	W, H        float64 // requested extents, 0 = absent
+	Shorter     float64
+	Longer      float64
+	Mode        string
+	MaxW, MaxH  float64
+	Min, Mag    imaging.Interp
+	Antialias   bool
+	ROIStart    []float64 // y, x
+	ROIEnd      []float64
+	ROIRelative bool
+}
+
+func parseResizeSpec(a *Args) (*ResizeSpec, error) {
+	s := &ResizeSpec{W: a.Float("resize_x"), H: a.Float("resize_y"), Shorter: a.Float("resize_shorter"),
+		Longer: a.Float("resize_longer"), Mode: a.String("mode"), Antialias: a.Bool("antialias"),
+		ROIStart: a.Floats("roi_start"), ROIEnd: a.Floats("roi_end"), ROIRelative: a.Bool("roi_relative")}
+	if sz := a.Floats("size"); sz != nil {
+		if a.Has("resize_x") || a.Has("resize_y") {
+			return nil, a.Errorf("size", "give size or resize_x/resize_y, not both")
+		}
+		switch len(sz) {
+		case 1:
+			s.H, s.W = sz[0], sz[0]
+		case 2:
+			s.H, s.W = sz[0], sz[1]
+		default:
+			return nil, a.Errorf("size", "expected (height, width) or one value, got %v", sz)
+		}
+	}
+	given := 0
+	if s.W > 0 || s.H > 0 {
+		given++
+	}
+	if s.Shorter > 0 {
+		given++
+	}
+	if s.Longer > 0 {
+		given++
+	}
+	if given != 1 {
+		return nil, a.Errorf("resize_x", "give exactly one of resize_x/resize_y, size, resize_shorter, resize_longer")
+	}
+	if s.W < 0 || s.H < 0 || s.Shorter < 0 || s.Longer < 0 {
+		return nil, a.Errorf("size", "sizes must be >= 0")
+	}
+	switch s.Mode {
+	case "default", "stretch", "not_smaller", "not_larger":
+	default:
+		return nil, a.Errorf("mode", "unknown mode %q; valid: default, stretch, not_smaller, not_larger", s.Mode)
+	}
+	if ms := a.Floats("max_size"); ms != nil {
+		switch len(ms) {
+		case 1:
+			s.MaxH, s.MaxW = ms[0], ms[0]
+		case 2:
+			s.MaxH, s.MaxW = ms[0], ms[1]
+		default:
+			return nil, a.Errorf("max_size", "expected (height, width) or one value, got %v", ms)
+		}
+	}
+	interp, _ := imaging.ParseInterp(a.String("interp_type"))
+	s.Min, s.Mag = interp, interp
+	if a.Has("min_filter") {
+		s.Min, _ = imaging.ParseInterp(a.String("min_filter"))
+	}
+	if a.Has("mag_filter") {
+		s.Mag, _ = imaging.ParseInterp(a.String("mag_filter"))
+	}
+	if (s.ROIStart == nil) != (s.ROIEnd == nil) || (s.ROIStart != nil && (len(s.ROIStart) != 2 || len(s.ROIEnd) != 2)) {
+		return nil, a.Errorf("roi_start", "roi_start and roi_end go together, each as (y, x)")
+	}
+	return s, nil
+}
+
+// ROI returns the input region (x0, y0, x1, y1) of a w x h input.
+func (s *ResizeSpec) ROI(w, h int) [4]float64 {
+	if s.ROIStart == nil {
+		return imaging.FullROI(w, h)
+	}
+	y0, x0, y1, x1 := s.ROIStart[0], s.ROIStart[1], s.ROIEnd[0], s.ROIEnd[1]
+	if s.ROIRelative {
+		y0, y1 = y0*float64(h), y1*float64(h)
+		x0, x1 = x0*float64(w), x1*float64(w)
+	}
+	return [4]float64{x0, y0, x1, y1}
+}
+
+// OutputSize is the output size for an input region of w x h.
+func (s *ResizeSpec) OutputSize(w, h float64) (int, int) {
+	w, h = math.Abs(w), math.Abs(h)
+	if w == 0 || h == 0 {
+		return 0, 0
+	}
+	var ow, oh float64
+	switch {
+	case s.Shorter > 0:
+		k := s.Shorter / math.Min(w, h)
+		ow, oh = w*k, h*k
+	case s.Longer > 0:
+		k := s.Longer / math.Max(w, h)
+		ow, oh = w*k, h*k
+	default:
+		switch s.Mode {
+		case "stretch":
+			ow, oh = s.W, s.H
+			if ow == 0 {
+				ow = w
+			}
+			if oh == 0 {
+				oh = h
+			}
+		case "not_smaller", "not_larger":
+			kx, ky := s.W/w, s.H/h
+			var k float64
+			switch {
+			case s.W == 0:
+				k = ky
+			case s.H == 0:
+				k = kx
+			case s.Mode == "not_smaller":
+				k = math.Max(kx, ky)
+			default:
+				k = math.Min(kx, ky)
+			}
+			ow, oh = w*k, h*k
+		default:
+			ow, oh = s.W, s.H
+			if ow == 0 {
+				ow = w * s.H / h
+			}
+			if oh == 0 {
+				oh = h * s.W / w
+			}
+		}
+	}
+	if s.MaxW > 0 && ow > s.MaxW {
+		oh, ow = oh*s.MaxW/ow, s.MaxW
+	}
+	if s.MaxH > 0 && oh > s.MaxH {
+		ow, oh = ow*s.MaxH/oh, s.MaxH
+	}
+	return max(1, int(math.Round(ow))), max(1, int(math.Round(oh)))
+}
+
+// StaticSize reports the output size when it does not depend on the input.
+func (s *ResizeSpec) StaticSize() (int, int, bool) {
+	if s.W > 0 && s.H > 0 && (s.Mode == "default" || s.Mode == "stretch") && s.MaxW == 0 && s.MaxH == 0 {
+		return int(math.Round(s.W)), int(math.Round(s.H)), true
+	}
+	return 0, 0, false
+}
+
+// Interp picks the filter for a scale change.
+func (s *ResizeSpec) Interp(inW, outW int) imaging.Interp {
+	if outW < inW {
+		return s.Min
+	}
+	return s.Mag
+}
+
+type resizeOp struct {
+	args *Args
+	spec *ResizeSpec
+}
+
+type resizeState struct {
+	plan    imaging.ResizePlan
+	scratch imaging.Scratch
+	roi     [4]float64
+}
+
+func newResize(a *Args) (*resizeOp, error) {
+	if a.DType("dtype") != UInt8 {
+		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
+	}
+	s, err := parseResizeSpec(a)
+	if err != nil {
+		return nil, err
+	}
+	return &resizeOp{args: a, spec: s}, nil
+}
+
+func checkImageInput(a *Args, in TensorMeta) (int, error) {
+	if in.DType != UInt8 || len(in.Shape) != 3 || (in.Layout != "HWC" && in.Layout != "") {
+		return 0, Errorf(StatusInvalidPipeline, "%s: input must be HWC uint8 images (e.g. from a decoder), got %s %s %v", describe(a.Node, a.Schema.Name), in.DType, in.Layout, in.Shape)
+	}
+	return in.Shape[2], nil
+}
+
+func (r *resizeOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+	c, err := checkImageInput(r.args, in[0])
+	if err != nil {
+		return nil, err
+	}
+	shape := []int{-1, -1, c}
+	if w, h, ok := r.spec.StaticSize(); ok {
+		shape = []int{h, w, c}
+	}
+	return []TensorMeta{{DType: UInt8, Layout: "HWC", Shape: shape}}, nil
+}
+
+// OutputSizeFor implements SizeHinter.
+func (r *resizeOp) OutputSizeFor(w, h int) (int, int) {
+	roi := r.spec.ROI(w, h)
+	return r.spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
+}
+
+func (r *resizeOp) NewWorkerState() any { return &resizeState{} }
+
+func (r *resizeOp) Setup(ws *Workspace) error {
+	in := ws.In[0]
+	st := ws.State.(*resizeState)
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	st.roi = r.spec.ROI(w, h)
+	ow, oh := r.spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
+	if ow == 0 {
+		return Errorf(StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
+	}
+	ws.Out[0].SetShape(oh, ow, c)
+	return nil
+}
+
+func (r *resizeOp) Run(ws *Workspace) error {
+	in, out := ws.In[0], ws.Out[0]
+	st := ws.State.(*resizeState)
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	oh, ow := out.Shape[0], out.Shape[1]
+	if err := st.plan.Init(w, h, st.roi, ow, oh, r.spec.Interp(w, ow), r.spec.Antialias); err != nil {
+		return err
+	}
+	return st.plan.Resize(out.Data, in.Data, c, &st.scratch)
+}

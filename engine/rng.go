@@ -1,0 +1,63 @@
+package engine
+
+import "math"
+
+// RNG is a small, fast generator (PCG-XSH-RR 64/32) seeded per sample and node, so that a
+// sample's random choices depend only on (seed, epoch, position, node) and never on which
+// thread processes it.
+type RNG struct {
+	state uint64
+	inc   uint64
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// Seed resets the stream from a list of keys.
+func (r *RNG) Seed(keys ...uint64) {
+	h := uint64(0x243f6a8885a308d3)
+	for _, k := range keys {
+		h = splitmix(h ^ k)
+	}
+	r.inc = splitmix(h^0x13198a2e03707344)<<1 | 1
+	r.state = 0
+	r.Uint32()
+	r.state += h
+	r.Uint32()
+}
+
+// Uint32 returns the next 32 random bits.
+func (r *RNG) Uint32() uint32 {
+	old := r.state
+	r.state = old*6364136223846793005 + r.inc
+	xorshifted := uint32(((old >> 18) ^ old) >> 27)
+	rot := uint32(old >> 59)
+	return (xorshifted >> rot) | (xorshifted << ((-rot) & 31))
+}
+
+// Float64 returns a uniform value in [0, 1).
+func (r *RNG) Float64() float64 {
+	hi := uint64(r.Uint32()) << 21
+	lo := uint64(r.Uint32()) >> 11
+	return float64(hi|lo) / (1 << 53)
+}
+
+// Uniform returns a uniform value in [lo, hi).
+func (r *RNG) Uniform(lo, hi float64) float64 { return lo + (hi-lo)*r.Float64() }
+
+// Intn returns a uniform int in [0, n).
+func (r *RNG) Intn(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(uint64(r.Uint32()) * uint64(n) >> 32)
+}
+
+// LogUniform returns exp(Uniform(log lo, log hi)).
+func (r *RNG) LogUniform(lo, hi float64) float64 {
+	return math.Exp(r.Uniform(math.Log(lo), math.Log(hi)))
+}

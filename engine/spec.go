@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Spec is a parsed pipeline description (docs/pipeline.md).
+type Spec struct {
+	BatchSize          int
+	NumThreads         int
+	DeviceID           *int
+	PrefetchQueueDepth int
+	Seed               int64
+	MaxImagePixels     int64
+	OnError            string
+	FirstEpoch         int64
+	Nodes              []*NodeSpec
+	Outputs            []string
+}
+
+// NodeSpec is one operator node as written.
+type NodeSpec struct {
+	Op        string                     `json:"op"`
+	Name      string                     `json:"name"`
+	Device    string                     `json:"device"`
+	Inputs    []string                   `json:"inputs"`
+	ArgInputs map[string]string          `json:"arg_inputs"`
+	Outputs   []string                   `json:"outputs"`
+	Args      map[string]json.RawMessage `json:"args"`
+}
+
+var topLevelKeys = []string{"batch_size", "num_threads", "device_id", "prefetch_queue_depth",
+	"seed", "max_image_pixels", "on_error", "first_epoch", "ops", "outputs",
+	"exec_pipelined", "exec_async"}
+
+var nodeKeys = []string{"op", "name", "device", "inputs", "arg_inputs", "outputs", "args"}
+
+// DefaultMaxImagePixels refuses what PIL refuses (twice its warning threshold).
+const DefaultMaxImagePixels = 178956970
+
+// ParseSpec parses and checks the top level of a pipeline description. Node arguments
+// are checked when the graph is built.
+func ParseSpec(data []byte) (*Spec, error) {
+	var top map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&top); err != nil {
+		return nil, Errorf(StatusInvalidPipeline, "pipeline description is not a JSON object: %v", err)
+	}
+	if err := checkKeys("pipeline", top, topLevelKeys); err != nil {
+		return nil, err
+	}
+	s := &Spec{NumThreads: 4, PrefetchQueueDepth: 2, Seed: -1, MaxImagePixels: DefaultMaxImagePixels, OnError: "raise"}
+	intKey := func(key string, dst *int64, required bool, min int64) error {
+		raw, ok := top[key]
+		if !ok {
+			if required {
+				return Errorf(StatusInvalidPipeline, "pipeline: missing required key %q", key)
+			}
+			return nil
+		}
+		v, err := toIntJSON(raw)
+		if err != nil {
+			return Errorf(StatusInvalidPipeline, "pipeline: key %q: %v", key, err)
+		}
+		if v < min {
+			return Errorf(StatusInvalidPipeline, "pipeline: key %q must be >= %d, got %d", key, min, v)
+		}
+		*dst = v
+		return nil
+	}
+	var bs, nt, pq int64 = 0, 4, 2
+	if err := intKey("batch_size", &bs, true, 1); err != nil {
+		return nil, err
+	}
+	if err := intKey("num_threads", &nt, false, 1); err != nil {
+		return nil, err
+	}
+	if err := intKey("prefetch_queue_depth", &pq, false, 1); err != nil {
+		return nil, err
+	}
+	if err := intKey("seed", &s.Seed, false, -1<<62); err != nil {
+		return nil, err
+	}
+	if err := intKey("max_image_pixels", &s.MaxImagePixels, false, 0); err != nil {
+		return nil, err
+	}
+	if err := intKey("first_epoch", &s.FirstEpoch, false, 0); err != nil {
+		return nil, err
+	}
+	s.BatchSize, s.NumThreads, s.PrefetchQueueDepth = int(bs), int(nt), int(pq)
+	if raw, ok := top["device_id"]; ok && string(bytes.TrimSpace(raw)) != "null" {
+		var d int64
+		if err := intKey("device_id", &d, false, 0); err != nil {
+			return nil, err
+		}
+		di := int(d)
+		s.DeviceID = &di
+	}
+	if raw, ok := top["on_error"]; ok {
+		if err := json.Unmarshal(raw, &s.OnError); err != nil || (s.OnError != "raise" && s.OnError != "skip") {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"on_error\" must be \"raise\" or \"skip\", got %s", raw)
+		}
+	}
+	for _, key := range []string{"exec_pipelined", "exec_async"} {
+		if raw, ok := top[key]; ok {
+			var b bool
+			if json.Unmarshal(raw, &b) != nil {
+				return nil, Errorf(StatusInvalidPipeline, "pipeline: key %q must be a bool, got %s", key, raw)
+			}
+		}
+	}
+	rawOps, ok := top["ops"]
+	if !ok {
+		return nil, Errorf(StatusInvalidPipeline, "pipeline: missing required key \"ops\" (a list of operator nodes)")
+	}
+	var ops []json.RawMessage
+	if err := json.Unmarshal(rawOps, &ops); err != nil {
+		return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"ops\" must be a list of objects: %v", err)
+	}
+	for i, raw := range ops {
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &keys); err != nil {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline: ops[%d] is not an object: %v", i, err)
+		}
+		if err := checkKeys(fmt.Sprintf("ops[%d]", i), keys, nodeKeys); err != nil {
+			return nil, err
+		}
+		n := &NodeSpec{}
+		if err := json.Unmarshal(raw, n); err != nil {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline: ops[%d]: %v", i, err)
+		}
+		if n.Op == "" {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline: ops[%d] has no \"op\"", i)
+		}
+		if n.Name == "" {
+			n.Name = fmt.Sprintf("%s_%d", n.Op, i)
+		}
+		if n.Device == "" {
+			n.Device = "cpu"
+		}
+		s.Nodes = append(s.Nodes, n)
+	}
+	rawOut, ok := top["outputs"]
+	if !ok {
+		return nil, Errorf(StatusInvalidPipeline, "pipeline: missing required key \"outputs\" (names of data nodes)")
+	}
+	if err := json.Unmarshal(rawOut, &s.Outputs); err != nil || len(s.Outputs) == 0 {
+		return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"outputs\" must be a non-empty list of data node names")
+	}
+	return s, nil
+}
+
+func checkKeys(where string, m map[string]json.RawMessage, valid []string) error {
+	for k := range m {
+		found := false
+		for _, v := range valid {
+			if k == v {
+				found = true
+				break
+			}
+		}
+		if !found {
+			sorted := append([]string(nil), valid...)
+			sort.Strings(sorted)
+			return Errorf(StatusInvalidPipeline, "%s: unknown key %q; valid: %s", where, k, strings.Join(sorted, ", "))
+		}
+	}
+	return nil
+}
+
+func toIntJSON(raw json.RawMessage) (int64, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return 0, err
+	}
+	return toInt(v)
+}

@@ -1,0 +1,207 @@
+/*
+ * godali.h: the C ABI of libgodali.so (CPU flavour) and libgodali_cuda.so (CUDA flavour).
+ *
+ * This hand-written header is the contract; the header cgo generates is an implementation
+ * detail. Conventions:
+ *   - every function returns a godali_status_t; outputs are written through the last
+ *     parameters, and only when the call returns GODALI_OK;
+ *   - on failure, godali_last_error() returns a message for the calling thread that stays
+ *     readable until that thread's next godali call;
+ *   - pipelines are opaque integer handles; 0 is never a valid handle, and a destroyed
+ *     handle is rejected with GODALI_ERROR_INVALID_HANDLE (it is never reused);
+ *   - no function crashes its host process on bad arguments: they return an error status.
+ *
+ * Pipelines are described in JSON (docs/pipeline.md).
+ *
+ * Threads: a pipeline may be used from any thread, one call at a time per pipeline.
+ * fork(): the Go runtime inside the library does not survive fork(). A child process must
+ * not call into the library after its parent did; create pipelines after forking.
+ *
+ * CUDA flavour: libgodali_cuda.so initialises CUDA when it is loaded and terminates the
+ * process if that fails (a property of gorgonia.org/cu). Before loading it, check that
+ * libcuda.so.1's cuInit(0) returns 0 and cuDeviceGetCount() reports at least one device;
+ * otherwise load libgodali.so. Never load both flavours into one process.
+ */
+#ifndef GODALI_H_
+#define GODALI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlpack/dlpack.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GODALI_VERSION_MAJOR 0
+#define GODALI_VERSION_MINOR 1
+#define GODALI_VERSION_PATCH 0
+
+/* godali_status_t: result of every call. Negative values are errors. */
+typedef enum {
+  GODALI_OK = 0,
+  /* The pipeline has delivered every batch of the current epoch; call
+   * godali_pipeline_reset() to start the next one. Not an error. */
+  GODALI_END_OF_EPOCH = 1,
+  GODALI_ERROR_INVALID_ARGUMENT = -1, /* null pointer, bad index, bad value */
+  GODALI_ERROR_INVALID_HANDLE = -2,   /* unknown or destroyed pipeline handle */
+  GODALI_ERROR_INVALID_PIPELINE = -3, /* JSON description rejected */
+  GODALI_ERROR_DATA = -4,             /* a sample could not be read or decoded */
+  GODALI_ERROR_STATE = -5,            /* call out of order (e.g. next before build) */
+  GODALI_ERROR_NO_CUDA = -6,          /* GPU requested but this is the CPU flavour */
+  GODALI_ERROR_CUDA = -7,             /* a CUDA call failed */
+  GODALI_ERROR_INTERNAL = -100        /* a bug in godali: please report it */
+} godali_status_t;
+
+/* godali_pipeline_t: opaque handle of a pipeline. 0 is never valid. */
+typedef uint64_t godali_pipeline_t;
+
+/* godali_batch_info_t: facts about the current batch. */
+typedef struct {
+  int64_t batch_size;   /* samples in the batch (always the pipeline's batch_size) */
+  int64_t valid;        /* leading samples that belong to this epoch; the rest is padding
+                           (pad_last_batch repeats the last sample, otherwise the shard
+                           wraps around) */
+  int64_t epoch;        /* epoch number, from 0 */
+  int64_t iteration;    /* batch number within the epoch, from 0 */
+  int32_t last_in_epoch;/* 1 when this is the epoch's last batch */
+  int32_t reserved;
+  int64_t skipped;      /* samples replaced in this batch because they failed to decode
+                           (on_error = "skip") */
+} godali_batch_info_t;
+
+/* godali_output_info_t: facts about output `index` of the current batch. */
+typedef struct {
+  int32_t uniform;     /* 1 when every sample has the same shape: a dense [N, ...] tensor */
+  int32_t ndim;        /* dimensions of one sample */
+  int32_t device_type; /* DLDeviceType: kDLCPU or kDLCUDA */
+  int32_t device_id;
+  DLDataType dtype;
+  int64_t num_samples;
+} godali_output_info_t;
+
+/* godali_reader_meta_t: DALI's reader metadata. */
+typedef struct {
+  int64_t epoch_size;        /* samples in the whole data set (all shards) */
+  int64_t epoch_size_padded; /* with pad_last_batch: ceil(n / num_shards) * num_shards */
+  int64_t shard_size;        /* samples this shard reads per epoch (padded if pad_last_batch) */
+  int32_t shard_id;
+  int32_t number_of_shards;
+  int32_t pad_last_batch;
+  int32_t stick_to_shard;
+} godali_reader_meta_t;
+
+/* godali_pool_stats_t: buffer pool counters, for tests and monitoring. */
+typedef struct {
+  int64_t allocations;     /* buffers obtained from the system (mmap / cuMemAlloc) */
+  int64_t releases;        /* buffers given back to the system */
+  int64_t acquires;        /* buffers handed out by the pool */
+  int64_t returns;         /* buffers returned to the pool */
+  int64_t outstanding;     /* acquires - returns: buffers in use (including tensors held
+                              by consumers) */
+  int64_t reserved_bytes;  /* bytes currently obtained from the system */
+  int64_t in_use_bytes;    /* bytes in outstanding buffers */
+  int64_t exported;        /* DLPack tensors handed out whose deleter has not run yet */
+} godali_pool_stats_t;
+
+#ifndef GODALI_INTERNAL_NO_PROTOTYPES /* defined only inside the library's own build */
+
+/* godali_last_error returns the message of the calling thread's last failed call, or ""
+ * when it succeeded. Lifetime: valid until the same thread's next godali call. */
+const char *godali_last_error(void);
+
+/* godali_version writes the library version. Any pointer may be NULL. */
+godali_status_t godali_version(int *major, int *minor, int *patch);
+
+/* godali_flavour writes "cpu" or "cuda". Lifetime: static. */
+godali_status_t godali_flavour(const char **out);
+
+/* godali_operator_schemas writes a JSON document describing every registered operator
+ * (name, doc, devices, inputs, outputs, arguments with types and defaults) and the
+ * pipeline-level keys. Lifetime: static (valid until the library is unloaded). */
+godali_status_t godali_operator_schemas(const char **out_json);
+
+/* godali_pipeline_create parses and validates a JSON pipeline description of len bytes
+ * (len 0: NUL-terminated). Unknown operators or arguments, wrong types, dangling inputs
+ * and cycles fail with GODALI_ERROR_INVALID_PIPELINE and a message naming the node. */
+godali_status_t godali_pipeline_create(const char *json, size_t len, godali_pipeline_t *out);
+
+/* godali_pipeline_build opens the data sources, starts the worker threads and sizes the
+ * buffer pools. Idempotent. */
+godali_status_t godali_pipeline_build(godali_pipeline_t p);
+
+/* godali_pipeline_run schedules work: after it, up to prefetch_queue_depth batches are
+ * being prepared ahead of the consumer. Does not block. */
+godali_status_t godali_pipeline_run(godali_pipeline_t p);
+
+/* godali_pipeline_next blocks until the next scheduled batch is complete and makes it the
+ * pipeline's current batch (run is implied if nothing is scheduled). Returns
+ * GODALI_END_OF_EPOCH after the epoch's last batch, and GODALI_ERROR_DATA when a sample
+ * failed (the message names the file); the pipeline stays usable after both. */
+godali_status_t godali_pipeline_next(godali_pipeline_t p);
+
+/* godali_pipeline_reset starts the next epoch (readers move on to their next shard
+ * unless stick_to_shard). Batches already handed out stay valid. */
+godali_status_t godali_pipeline_reset(godali_pipeline_t p);
+
+/* godali_pipeline_destroy stops the workers and releases the pipeline. Tensors handed
+ * out earlier stay valid until their deleters run. A second destroy returns
+ * GODALI_ERROR_INVALID_HANDLE. */
+godali_status_t godali_pipeline_destroy(godali_pipeline_t p);
+
+/* godali_pipeline_num_outputs writes the number of pipeline outputs. */
+godali_status_t godali_pipeline_num_outputs(godali_pipeline_t p, int *out);
+
+/* godali_pipeline_output_name writes the name of output `index`.
+ * Lifetime: until the pipeline is destroyed. */
+godali_status_t godali_pipeline_output_name(godali_pipeline_t p, int index, const char **out);
+
+godali_status_t godali_pipeline_batch_info(godali_pipeline_t p, godali_batch_info_t *out);
+
+godali_status_t godali_pipeline_output_info(godali_pipeline_t p, int index, godali_output_info_t *out);
+
+/* godali_pipeline_output writes output `index` of the current batch as one dense tensor
+ * of shape [N, ...]. Uniform outputs are handed out without a copy; a ragged output whose
+ * samples happen to share a shape is gathered into one buffer; a ragged output with
+ * different shapes fails with GODALI_ERROR_STATE (use godali_pipeline_output_sample).
+ * Ownership: the caller owns the tensor and must call out->deleter(out) exactly once.
+ * The memory stays valid until then, also after the pipeline is destroyed; the deleter
+ * may run on any thread. */
+godali_status_t godali_pipeline_output(godali_pipeline_t p, int index, DLManagedTensor **out);
+
+/* godali_pipeline_output_versioned: as godali_pipeline_output, DLPack >= 1.0 struct. */
+godali_status_t godali_pipeline_output_versioned(godali_pipeline_t p, int index,
+                                                 DLManagedTensorVersioned **out);
+
+/* godali_pipeline_output_sample writes sample `sample` of output `index` (shape without
+ * the batch dimension), without a copy. Ownership as for godali_pipeline_output. */
+godali_status_t godali_pipeline_output_sample(godali_pipeline_t p, int index, int64_t sample,
+                                              DLManagedTensor **out);
+
+/* godali_pipeline_reader_meta describes the reader named `name` (the node's "name"). */
+godali_status_t godali_pipeline_reader_meta(godali_pipeline_t p, const char *name,
+                                            godali_reader_meta_t *out);
+
+/* godali_pipeline_epoch_size writes the reader's epoch_size (DALI's pipe.epoch_size). */
+godali_status_t godali_pipeline_epoch_size(godali_pipeline_t p, const char *name, int64_t *out);
+
+/* godali_pipeline_pool_stats: the pipeline's host (device_type kDLCPU) or device
+ * (kDLCUDA) pool. */
+godali_status_t godali_pipeline_pool_stats(godali_pipeline_t p, int32_t device_type,
+                                           godali_pool_stats_t *out);
+
+/* godali_memory_stats: all pools of the process, including those of destroyed pipelines
+ * whose tensors are still held. */
+godali_status_t godali_memory_stats(int32_t device_type, godali_pool_stats_t *out);
+
+/* godali_live_pipelines writes how many pipeline handles are alive (leak checks). */
+godali_status_t godali_live_pipelines(int64_t *out);
+
+#endif /* GODALI_INTERNAL_NO_PROTOTYPES */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GODALI_H_ */

@@ -1,0 +1,295 @@
+/* c_api_test: a C program that links only libgodali.so and godali.h (plus libjpeg to
+ * make its own test images) and runs the ResNet-50 training pipeline end to end. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jpeglib.h>
+
+#include "godali.h"
+
+static int failures = 0;
+
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                   \
+      fprintf(stderr, " (last error: %s)\n", godali_last_error());    \
+      failures++;                                                     \
+    }                                                                 \
+  } while (0)
+
+#define MUST(call)                                                                   \
+  do {                                                                               \
+    godali_status_t s_ = (call);                                                     \
+    if (s_ != GODALI_OK) {                                                           \
+      fprintf(stderr, "FATAL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, s_, \
+              godali_last_error());                                                  \
+      exit(1);                                                                       \
+    }                                                                                \
+  } while (0)
+
+/* write_jpeg encodes a w x h RGB image of known content (a gradient with a checker). */
+static void write_jpeg(const char *path, int w, int h, int seed) {
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
+    exit(1);
+  }
+  struct jpeg_compress_struct c;
+  struct jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  jpeg_stdio_dest(&c, f);
+  c.image_width = (JDIMENSION)w;
+  c.image_height = (JDIMENSION)h;
+  c.input_components = 3;
+  c.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, 92, TRUE);
+  jpeg_start_compress(&c, TRUE);
+  unsigned char *row = malloc((size_t)w * 3);
+  for (int y = 0; y < h; y++) {
+    for (int x = 0; x < w; x++) {
+      int check = ((x / 16) + (y / 16) + seed) & 1;
+      row[3 * x + 0] = (unsigned char)(255 * x / (w - 1));
+      row[3 * x + 1] = (unsigned char)(255 * y / (h - 1));
+      row[3 * x + 2] = (unsigned char)(check ? 200 : 40);
+    }
+    JSAMPROW rp = row;
+    jpeg_write_scanlines(&c, &rp, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  free(row);
+  fclose(f);
+}
+
+static const char *resnet_json =
+    "{\"batch_size\": 4, \"num_threads\": %d, \"device_id\": null, \"seed\": 12,"
+    " \"prefetch_queue_depth\": 2,"
+    " \"ops\": ["
+    "  {\"op\": \"readers.file\", \"name\": \"Reader\", \"outputs\": [\"jpegs\", \"labels\"],"
+    "   \"args\": {\"file_root\": \"%s\", \"random_shuffle\": true, \"pad_last_batch\": true}},"
+    "  {\"op\": \"decoders.image_random_crop\", \"name\": \"decode\", \"inputs\": [\"jpegs\"],"
+    "   \"outputs\": [\"images\"], \"args\": {\"output_type\": \"RGB\","
+    "   \"random_aspect_ratio\": [0.8, 1.25], \"random_area\": [0.1, 1.0], \"num_attempts\": 100}},"
+    "  {\"op\": \"resize\", \"name\": \"resize\", \"inputs\": [\"images\"], \"outputs\": [\"resized\"],"
+    "   \"args\": {\"resize_x\": 224, \"resize_y\": 224, \"interp_type\": \"INTERP_TRIANGULAR\"}},"
+    "  {\"op\": \"random.coin_flip\", \"name\": \"coin\", \"outputs\": [\"mirror\"],"
+    "   \"args\": {\"probability\": 0.5}},"
+    "  {\"op\": \"crop_mirror_normalize\", \"name\": \"cmn\", \"inputs\": [\"resized\"],"
+    "   \"arg_inputs\": {\"mirror\": \"mirror\"}, \"outputs\": [\"out\"],"
+    "   \"args\": {\"dtype\": \"FLOAT\", \"output_layout\": \"CHW\", \"crop\": [224, 224],"
+    "   \"mean\": [123.675, 116.28, 103.53], \"std\": [58.395, 57.12, 57.375]}}"
+    " ],"
+    " \"outputs\": [\"out\", \"labels\"]}";
+
+static godali_pipeline_t make_resnet(const char *root, int threads) {
+  char json[4096];
+  snprintf(json, sizeof json, resnet_json, threads, root);
+  godali_pipeline_t p = 0;
+  MUST(godali_pipeline_create(json, strlen(json), &p));
+  MUST(godali_pipeline_build(p));
+  return p;
+}
+
+/* first_batch_copy returns a malloc'd copy of the first batch's images. */
+static float *first_batch_copy(const char *root, int threads, size_t *n) {
+  godali_pipeline_t p = make_resnet(root, threads);
+  MUST(godali_pipeline_run(p));
+  MUST(godali_pipeline_next(p));
+  DLManagedTensor *t = NULL;
+  MUST(godali_pipeline_output(p, 0, &t));
+  size_t count = 1;
+  for (int i = 0; i < t->dl_tensor.ndim; i++) count *= (size_t)t->dl_tensor.shape[i];
+  float *copy = malloc(count * sizeof(float));
+  memcpy(copy, t->dl_tensor.data, count * sizeof(float));
+  t->deleter(t);
+  MUST(godali_pipeline_destroy(p));
+  *n = count;
+  return copy;
+}
+
+static void test_resnet_pipeline(const char *root) {
+  godali_pipeline_t p = make_resnet(root, 2);
+  int64_t epoch = -1;
+  MUST(godali_pipeline_epoch_size(p, "Reader", &epoch));
+  CHECK(epoch == 10, "epoch size %lld, want 10", (long long)epoch);
+  int nout = 0;
+  MUST(godali_pipeline_num_outputs(p, &nout));
+  CHECK(nout == 2, "outputs %d", nout);
+  const char *name = NULL;
+  MUST(godali_pipeline_output_name(p, 1, &name));
+  CHECK(strcmp(name, "labels") == 0, "output 1 is %s", name);
+
+  MUST(godali_pipeline_run(p));
+  int batches = 0;
+  DLManagedTensor *kept = NULL;
+  for (;;) {
+    godali_status_t s = godali_pipeline_next(p);
+    if (s == GODALI_END_OF_EPOCH) break;
+    MUST(s);
+    batches++;
+    godali_batch_info_t info;
+    MUST(godali_pipeline_batch_info(p, &info));
+    CHECK(info.batch_size == 4, "batch size %lld", (long long)info.batch_size);
+    DLManagedTensor *img = NULL, *lab = NULL;
+    MUST(godali_pipeline_output(p, 0, &img));
+    MUST(godali_pipeline_output(p, 1, &lab));
+    DLTensor *t = &img->dl_tensor;
+    CHECK(t->ndim == 4 && t->shape[0] == 4 && t->shape[1] == 3 && t->shape[2] == 224 &&
+              t->shape[3] == 224,
+          "image shape ndim=%d", t->ndim);
+    CHECK(t->dtype.code == kDLFloat && t->dtype.bits == 32, "image dtype");
+    CHECK(t->device.device_type == kDLCPU, "device");
+    const float *px = (const float *)t->data;
+    float lo = 1e9f, hi = -1e9f;
+    for (size_t i = 0; i < 4u * 3 * 224 * 224; i++) {
+      if (px[i] < lo) lo = px[i];
+      if (px[i] > hi) hi = px[i];
+    }
+    CHECK(lo >= -2.2f && hi <= 2.7f && hi - lo > 1.0f, "normalized range [%f, %f]", lo, hi);
+    CHECK(lab->dl_tensor.ndim == 2 && lab->dl_tensor.shape[0] == 4 && lab->dl_tensor.shape[1] == 1,
+          "label shape");
+    CHECK(lab->dl_tensor.dtype.code == kDLInt && lab->dl_tensor.dtype.bits == 32, "label dtype");
+    const int32_t *l = (const int32_t *)lab->dl_tensor.data;
+    for (int i = 0; i < 4; i++) CHECK(l[i] == 0 || l[i] == 1, "label %d", l[i]);
+    lab->deleter(lab);
+    if (kept) kept->deleter(kept);
+    kept = img; /* held across the next batch and past destroy */
+  }
+  CHECK(batches == 3, "batches per epoch %d, want 3 (10 images, batch 4, padded)", batches);
+  CHECK(godali_pipeline_next(p) == GODALI_END_OF_EPOCH, "end of epoch is sticky until reset");
+  MUST(godali_pipeline_reset(p));
+  MUST(godali_pipeline_next(p));
+  MUST(godali_pipeline_destroy(p));
+
+  /* The kept tensor is still readable after destroy; its deleter returns the memory. */
+  float sum = 0;
+  const float *px = (const float *)kept->dl_tensor.data;
+  for (int i = 0; i < 3 * 224 * 224; i++) sum += px[i];
+  CHECK(isfinite(sum), "kept tensor readable");
+  godali_pool_stats_t st;
+  MUST(godali_memory_stats(kDLCPU, &st));
+  CHECK(st.exported == 1, "exported tensors alive %lld, want 1", (long long)st.exported);
+  kept->deleter(kept);
+  MUST(godali_memory_stats(kDLCPU, &st));
+  CHECK(st.exported == 0 && st.outstanding == 0, "after deleters: exported %lld outstanding %lld",
+        (long long)st.exported, (long long)st.outstanding);
+}
+
+static void test_reproducible(const char *root) {
+  size_t n1 = 0, n2 = 0;
+  float *a = first_batch_copy(root, 1, &n1);
+  float *b = first_batch_copy(root, 3, &n2);
+  CHECK(n1 == n2 && memcmp(a, b, n1 * sizeof(float)) == 0, "same seed, 1 vs 3 threads differ");
+  free(a);
+  free(b);
+}
+
+static void test_bad_calls(const char *root) {
+  godali_pipeline_t p = 0;
+  CHECK(godali_pipeline_next(0) == GODALI_ERROR_INVALID_HANDLE, "null handle");
+  CHECK(godali_pipeline_next(987654) == GODALI_ERROR_INVALID_HANDLE, "unknown handle");
+  CHECK(godali_pipeline_create(NULL, 0, &p) == GODALI_ERROR_INVALID_ARGUMENT, "null json");
+  const char *unknown = "{\"batch_size\": 2, \"ops\": [{\"op\": \"decoders.imagee\", \"name\": \"dec\","
+                        " \"outputs\": [\"x\"]}], \"outputs\": [\"x\"]}";
+  CHECK(godali_pipeline_create(unknown, 0, &p) == GODALI_ERROR_INVALID_PIPELINE, "unknown op");
+  CHECK(strstr(godali_last_error(), "decoders.imagee") && strstr(godali_last_error(), "dec"),
+        "message names node and op");
+  const char *badarg = "{\"batch_size\": 2, \"ops\": [{\"op\": \"random.coin_flip\", \"name\": \"c\","
+                       " \"outputs\": [\"x\"], \"args\": {\"probabilty\": 0.5}}], \"outputs\": [\"x\"]}";
+  CHECK(godali_pipeline_create(badarg, 0, &p) == GODALI_ERROR_INVALID_PIPELINE, "unknown arg");
+  CHECK(strstr(godali_last_error(), "probabilty") && strstr(godali_last_error(), "probability"),
+        "message names the argument and lists valid ones");
+  const char *dangling = "{\"batch_size\": 2, \"ops\": [{\"op\": \"resize\", \"inputs\": [\"nope\"],"
+                         " \"outputs\": [\"x\"], \"args\": {\"resize_x\": 8}}], \"outputs\": [\"x\"]}";
+  CHECK(godali_pipeline_create(dangling, 0, &p) == GODALI_ERROR_INVALID_PIPELINE, "dangling");
+  CHECK(strstr(godali_last_error(), "nope") != NULL, "message names the missing input");
+
+  p = make_resnet(root, 1);
+  DLManagedTensor *t = NULL;
+  CHECK(godali_pipeline_output(p, 0, &t) == GODALI_ERROR_STATE, "output before next");
+  MUST(godali_pipeline_next(p));
+  CHECK(godali_pipeline_output(p, 2, &t) == GODALI_ERROR_INVALID_ARGUMENT, "output index 2");
+  CHECK(godali_pipeline_output(p, -1, &t) == GODALI_ERROR_INVALID_ARGUMENT, "output index -1");
+  CHECK(godali_pipeline_output(p, 0, NULL) == GODALI_ERROR_INVALID_ARGUMENT, "null out");
+  MUST(godali_pipeline_destroy(p));
+  CHECK(godali_pipeline_destroy(p) == GODALI_ERROR_INVALID_HANDLE, "double destroy");
+  CHECK(godali_pipeline_next(p) == GODALI_ERROR_INVALID_HANDLE, "destroyed handle");
+}
+
+static void test_bad_file(const char *dir) {
+  char good[512], bad[512], json[2048];
+  snprintf(good, sizeof good, "%s/good.jpg", dir);
+  snprintf(bad, sizeof bad, "%s/broken.jpg", dir);
+  write_jpeg(good, 64, 48, 0);
+  FILE *f = fopen(bad, "wb");
+  fputs("this is not an image", f);
+  fclose(f);
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 1, \"num_threads\": 1, \"ops\": ["
+           " {\"op\": \"readers.file\", \"name\": \"r\", \"outputs\": [\"b\", \"l\"],"
+           "  \"args\": {\"files\": [\"%s\", \"%s\", \"%s\"]}},"
+           " {\"op\": \"decoders.image\", \"inputs\": [\"b\"], \"outputs\": [\"img\"]}],"
+           " \"outputs\": [\"img\"]}",
+           good, bad, good);
+  godali_pipeline_t p = 0;
+  MUST(godali_pipeline_create(json, 0, &p));
+  MUST(godali_pipeline_build(p));
+  MUST(godali_pipeline_next(p));
+  CHECK(godali_pipeline_next(p) == GODALI_ERROR_DATA, "broken file fails");
+  CHECK(strstr(godali_last_error(), "broken.jpg") != NULL, "message names the file");
+  MUST(godali_pipeline_next(p)); /* the pipeline goes on */
+  DLManagedTensor *t = NULL;
+  MUST(godali_pipeline_output_sample(p, 0, 0, &t));
+  CHECK(t->dl_tensor.ndim == 3 && t->dl_tensor.shape[0] == 48 && t->dl_tensor.shape[1] == 64 &&
+            t->dl_tensor.shape[2] == 3,
+        "decoded HWC shape");
+  t->deleter(t);
+  CHECK(godali_pipeline_next(p) == GODALI_END_OF_EPOCH, "end of epoch");
+  MUST(godali_pipeline_destroy(p));
+}
+
+int main(int argc, char **argv) {
+  const char *dir = argc > 1 ? argv[1] : "c_api_data";
+  char root[512], cls[600], path[700];
+  mkdir(dir, 0755);
+  snprintf(root, sizeof root, "%s/train", dir);
+  mkdir(root, 0755);
+  const char *classes[2] = {"cat", "dog"};
+  const int sizes[5][2] = {{320, 240}, {500, 375}, {180, 260}, {640, 480}, {256, 256}};
+  for (int c = 0; c < 2; c++) {
+    snprintf(cls, sizeof cls, "%s/%s", root, classes[c]);
+    mkdir(cls, 0755);
+    for (int i = 0; i < 5; i++) {
+      snprintf(path, sizeof path, "%s/img%d.jpg", cls, i);
+      write_jpeg(path, sizes[i][0], sizes[i][1], i + c);
+    }
+  }
+  int major = 0, minor = 0, patch = 0;
+  MUST(godali_version(&major, &minor, &patch));
+  const char *flavour = NULL;
+  MUST(godali_flavour(&flavour));
+  printf("godali %d.%d.%d (%s)\n", major, minor, patch, flavour);
+
+  test_resnet_pipeline(root);
+  test_reproducible(root);
+  test_bad_calls(root);
+  test_bad_file(dir);
+
+  int64_t live = -1;
+  MUST(godali_live_pipelines(&live));
+  CHECK(live == 0, "live pipelines %lld", (long long)live);
+  if (failures) {
+    fprintf(stderr, "%d checks failed\n", failures);
+    return 1;
+  }
+  printf("c_api_test: all checks passed\n");
+  return 0;
+}
