@@ -1,0 +1,299 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Format is an encoded image format, detected from content.
+type Format int
+
+// Formats godali decodes.
+const (
+	FormatUnknown Format = iota
+	FormatJPEG
+	FormatPNG
+	FormatBMP
+	FormatTIFF
+	FormatWebP
+	FormatPNM
+	FormatGIF
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatJPEG:
+		return "JPEG"
+	case FormatPNG:
+		return "PNG"
+	case FormatBMP:
+		return "BMP"
+	case FormatTIFF:
+		return "TIFF"
+	case FormatWebP:
+		return "WebP"
+	case FormatPNM:
+		return "PNM"
+	case FormatGIF:
+		return "GIF"
+	}
+	return "unknown"
+}
+
+// OutputType is the pixel layout Decode writes (DALI's output_type).
+type OutputType int
+
+// Output layouts: interleaved RGB, interleaved BGR, or one luma channel.
+const (
+	RGB OutputType = iota
+	BGR
+	Gray
+)
+
+func (t OutputType) String() string {
+	switch t {
+	case RGB:
+		return "RGB"
+	case BGR:
+		return "BGR"
+	case Gray:
+		return "GRAY"
+	}
+	return fmt.Sprintf("OutputType(%d)", int(t))
+}
+
+// Channels is the number of bytes per pixel of t: 3 for RGB and BGR, 1 for Gray.
+func (t OutputType) Channels() int {
+	if t == Gray {
+		return 1
+	}
+	return 3
+}
+
+// ParseOutputType reads DALI's output_type names (case-insensitive): RGB, BGR, GRAY.
+func ParseOutputType(s string) (OutputType, error) {
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "RGB":
+		return RGB, nil
+	case "BGR":
+		return BGR, nil
+	case "GRAY", "GREY":
+		return Gray, nil
+	}
+	return RGB, fmt.Errorf("output_type %q is not supported; valid: RGB, BGR, GRAY", s)
+}
+
+// Info describes an encoded image as its header declares it.
+type Info struct {
+	Format Format
+	// Width and Height are the stored size, before EXIF orientation is applied.
+	Width, Height int
+	// Components is the number of channels stored in the file (JPEG components, 4 for
+	// RGBA PNG, 1 for palette or gray images).
+	Components int
+	// ColorSpace names the stored colour model: "YCbCr", "Gray", "RGB", "CMYK", "YCCK",
+	// "RGBA", "GrayA", "Palette", "YCbCrA", or "Unknown".
+	ColorSpace string
+	// Orientation is the EXIF orientation, 1..8; 1 when the file has none.
+	Orientation int
+	// Progressive and Arithmetic describe JPEG coding.
+	Progressive, Arithmetic bool
+}
+
+// OrientedSize is the size of the image as Decode returns it without a ROI or scaling:
+// Width x Height, swapped for orientations 5..8 when adjust is set.
+func (i Info) OrientedSize(adjust bool) (w, h int) {
+	if adjust && i.Orientation >= 5 && i.Orientation <= 8 {
+		return i.Height, i.Width
+	}
+	return i.Width, i.Height
+}
+
+// Rect is a pixel rectangle: X, Y of the top-left corner, W x H.
+type Rect struct{ X, Y, W, H int }
+
+// Empty reports whether r is the zero Rect, which means "the whole image".
+func (r Rect) Empty() bool { return r == Rect{} }
+
+// Options says what Decode produces.
+type Options struct {
+	// Out is the output pixel layout.
+	Out OutputType
+	// AdjustOrientation applies the EXIF orientation (DALI's adjust_orientation,
+	// default true there).
+	AdjustOrientation bool
+	// ROI restricts decoding to a window of the image after orientation is applied.
+	// The zero Rect is the whole image.
+	ROI Rect
+	// MinWidth and MinHeight, when positive, allow JPEG DCT-domain downscaling by N/8 as
+	// long as the decoded ROI stays at least MinWidth x MinHeight (after orientation).
+	// Zero means no scaling. Other formats ignore them.
+	MinWidth, MinHeight int
+	// MaxPixels, when positive, refuses images whose header declares more pixels,
+	// before anything is allocated for them.
+	MaxPixels int64
+}
+
+// Errors that callers may test for with errors.Is.
+var (
+	// ErrUnknownFormat: the data is not an image format this package decodes.
+	ErrUnknownFormat = errors.New("not a supported image")
+	// ErrTooManyPixels: the header declares more pixels than Options.MaxPixels.
+	ErrTooManyPixels = errors.New("too many pixels")
+	// ErrTruncated: the data ends before the image does.
+	ErrTruncated = errors.New("truncated image data")
+	// ErrClosed: the Decoder was used after Close.
+	ErrClosed = errors.New("codec: Decoder used after Close")
+)
+
+// maxDimension bounds widths and heights so that products of them fit comfortably in
+// an int on every platform Go supports.
+const maxDimension = 1 << 24
+
+// DetectFormat identifies the format from the first bytes of data.
+func DetectFormat(data []byte) Format {
+	switch {
+	case len(data) >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF:
+		return FormatJPEG
+	case len(data) >= 8 && string(data[:8]) == "\x89PNG\r\n\x1a\n":
+		return FormatPNG
+	case len(data) >= 6 && (string(data[:6]) == "GIF87a" || string(data[:6]) == "GIF89a"):
+		return FormatGIF
+	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
+		return FormatWebP
+	case len(data) >= 4 && (string(data[:4]) == "II*\x00" || string(data[:4]) == "MM\x00*"):
+		return FormatTIFF
+	case len(data) >= 2 && data[0] == 'B' && data[1] == 'M':
+		return FormatBMP
+	case len(data) >= 3 && data[0] == 'P' && data[1] >= '1' && data[1] <= '7' && isPNMSpace(data[2]):
+		return FormatPNM
+	}
+	return FormatUnknown
+}
+
+// unknownFormatError describes data that is no image, quoting its first bytes.
+func unknownFormatError(data []byte) error {
+	if len(data) == 0 {
+		return fmt.Errorf("%w (empty input)", ErrUnknownFormat)
+	}
+	n := min(len(data), 8)
+	return fmt.Errorf("%w (first bytes % x)", ErrUnknownFormat, data[:n])
+}
+
+func tooManyPixels(w, h int, limit int64) error {
+	return &decodeError{msg: fmt.Sprintf("image %dx%d exceeds max_image_pixels %d", w, h, limit), kind: ErrTooManyPixels}
+}
+
+// plan is the geometry of one decode, shared by OutputSize and Decode.
+type plan struct {
+	orient     int // EXIF orientation to apply, 1 = none
+	scale      int // JPEG DCT scale numerator over 8
+	sw, sh     int // stored image size at that scale
+	rx, ry     int // region in the stored, scaled image
+	rw, rh     int
+	ow, oh, oc int // output size
+}
+
+// makePlan validates opt against info and computes the decode geometry. scalable says
+// whether the format supports DCT scaling (JPEG): then the smallest scale n/8 whose
+// output still covers MinWidth x MinHeight is chosen.
+func makePlan(info Info, opt Options, scalable bool) (plan, error) {
+	full, err := planAt(info, opt, 8)
+	if err != nil || !scalable || (opt.MinWidth <= 0 && opt.MinHeight <= 0) {
+		return full, err
+	}
+	for n := 1; n < 8; n++ {
+		p, err := planAt(info, opt, n)
+		if err != nil {
+			return p, err
+		}
+		if p.ow >= opt.MinWidth && p.oh >= opt.MinHeight {
+			return p, nil
+		}
+	}
+	return full, nil
+}
+
+// planAt computes the decode geometry at DCT scale n/8.
+func planAt(info Info, opt Options, n int) (plan, error) {
+	var p plan
+	W, H := info.Width, info.Height
+	if W <= 0 || H <= 0 || W > maxDimension || H > maxDimension {
+		return p, fmt.Errorf("%s: invalid image size %dx%d", info.Format, W, H)
+	}
+	if opt.MaxPixels > 0 && int64(W)*int64(H) > opt.MaxPixels {
+		return p, tooManyPixels(W, H, opt.MaxPixels)
+	}
+	switch opt.Out {
+	case RGB, BGR, Gray:
+	default:
+		return p, fmt.Errorf("invalid output type %d; valid: RGB, BGR, GRAY", int(opt.Out))
+	}
+	if opt.MinWidth < 0 || opt.MinHeight < 0 {
+		return p, fmt.Errorf("negative minimum size %dx%d", opt.MinWidth, opt.MinHeight)
+	}
+	if n < 1 || n > 8 {
+		return p, fmt.Errorf("invalid scale %d/8", n)
+	}
+	p.orient = 1
+	if opt.AdjustOrientation && info.Orientation >= 1 && info.Orientation <= 8 {
+		p.orient = info.Orientation
+	}
+	OW, OH := W, H
+	if p.orient >= 5 {
+		OW, OH = H, W
+	}
+	roi := opt.ROI
+	if roi.Empty() {
+		roi = Rect{0, 0, OW, OH}
+	}
+	if roi.W <= 0 || roi.H <= 0 || roi.X < 0 || roi.Y < 0 || roi.X > OW-roi.W || roi.Y > OH-roi.H {
+		return p, fmt.Errorf("ROI {x:%d y:%d w:%d h:%d} is not inside the %dx%d image", roi.X, roi.Y, roi.W, roi.H, OW, OH)
+	}
+	p.scale = n
+	p.sw, p.sh = scaledDim(W, n), scaledDim(H, n)
+	p.rx, p.ry, p.rw, p.rh = scaleRect(storedRect(roi, p.orient, W, H), n)
+	p.ow, p.oh = p.rw, p.rh
+	if p.orient >= 5 {
+		p.ow, p.oh = p.rh, p.rw
+	}
+	p.oc = opt.Out.Channels()
+	return p, nil
+}
+
+// scaledDim is libjpeg's output size for a dimension scaled by n/8 (rounded up).
+func scaledDim(d, n int) int { return (d*n + 7) / 8 }
+
+// scaleRect maps a stored-image rectangle into the image scaled by n/8, widening it to
+// whole pixels so that nothing of the requested window is lost.
+func scaleRect(r Rect, n int) (x, y, w, h int) {
+	if n == 8 {
+		return r.X, r.Y, r.W, r.H
+	}
+	x0, y0 := r.X*n/8, r.Y*n/8
+	x1, y1 := scaledDim(r.X+r.W, n), scaledDim(r.Y+r.H, n)
+	return x0, y0, x1 - x0, y1 - y0
+}
+
+// storedRect maps a rectangle of the upright image (orientation o applied) back to the
+// stored image of size W x H.
+func storedRect(r Rect, o, W, H int) Rect {
+	switch o {
+	case 2:
+		return Rect{W - r.X - r.W, r.Y, r.W, r.H}
+	case 3:
+		return Rect{W - r.X - r.W, H - r.Y - r.H, r.W, r.H}
+	case 4:
+		return Rect{r.X, H - r.Y - r.H, r.W, r.H}
+	case 5:
+		return Rect{r.Y, r.X, r.H, r.W}
+	case 6:
+		return Rect{r.Y, H - r.X - r.W, r.H, r.W}
+	case 7:
+		return Rect{W - r.Y - r.H, H - r.X - r.W, r.H, r.W}
+	case 8:
+		return Rect{W - r.Y - r.H, r.X, r.H, r.W}
+	}
+	return r
+}

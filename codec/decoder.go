@@ -1,0 +1,152 @@
+package codec
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Decoder decodes images, reusing its libjpeg decompress object and scratch buffers from
+// one image to the next. It is not safe for concurrent use: give each worker its own.
+// Close releases the C state; a Decoder that is dropped without Close is cleaned up by
+// the garbage collector.
+type Decoder struct {
+	jpeg    *jpegState
+	cleanup runtime.Cleanup
+	closed  bool
+	scratch []byte // grow-only staging for formats decoded by Go code
+}
+
+// NewDecoder returns a Decoder. Its libjpeg state is created on first use (the zero
+// Decoder works too).
+func NewDecoder() *Decoder { return &Decoder{} }
+
+// Close frees the Decoder's C state. Later calls fail with ErrClosed. Close is
+// idempotent.
+func (d *Decoder) Close() {
+	if d.closed {
+		return
+	}
+	d.closed = true
+	if d.jpeg != nil {
+		d.cleanup.Stop()
+		d.jpeg.free()
+	}
+	d.scratch = nil
+}
+
+// decodeError is an error whose text is exactly msg and which matches kind with
+// errors.Is.
+type decodeError struct {
+	msg  string
+	kind error
+}
+
+func (e *decodeError) Error() string { return e.msg }
+func (e *decodeError) Unwrap() error { return e.kind }
+
+// Probe reads the header of an encoded image: format, stored size, colour model and EXIF
+// orientation. It decodes no pixels and allocates nothing proportional to the image.
+func (d *Decoder) Probe(data []byte) (Info, error) {
+	if d.closed {
+		return Info{}, ErrClosed
+	}
+	f := DetectFormat(data)
+	var (
+		info Info
+		err  error
+	)
+	switch f {
+	case FormatJPEG:
+		info, err = d.probeJPEG(data)
+	case FormatPNG:
+		info, err = probePNG(data)
+	case FormatGIF:
+		info, err = probeGIF(data)
+	case FormatWebP:
+		info, err = probeWebP(data)
+	case FormatTIFF:
+		info, err = probeTIFF(data)
+	case FormatBMP:
+		info, err = probeBMP(data)
+	case FormatPNM:
+		info, err = probePNM(data)
+	default:
+		return Info{}, unknownFormatError(data)
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	if info.Width <= 0 || info.Height <= 0 || info.Width > maxDimension || info.Height > maxDimension {
+		return Info{}, fmt.Errorf("%s: invalid image size %dx%d", f, info.Width, info.Height)
+	}
+	return info, nil
+}
+
+// OutputSize returns the exact size Decode produces for data with these options:
+// width, height and channels of the HWC result. info may be the zero Info, in which case
+// data is probed.
+func (d *Decoder) OutputSize(data []byte, info Info, opt Options) (w, h, c int, err error) {
+	if d.closed {
+		return 0, 0, 0, ErrClosed
+	}
+	if info.Format == FormatUnknown {
+		if info, err = d.Probe(data); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	p, err := makePlan(info, opt, info.Format == FormatJPEG)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return p.ow, p.oh, p.oc, nil
+}
+
+// Decode decodes data into dst[:w*h*c] as interleaved HWC uint8 and returns that size
+// (the one OutputSize reports). info must come from Probe of the same data, or be the
+// zero Info to have Decode probe. Nothing proportional to the image is allocated before
+// the header has been checked against opt.MaxPixels.
+func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h, c int, err error) {
+	if d.closed {
+		return 0, 0, 0, ErrClosed
+	}
+	if info.Format == FormatUnknown {
+		if info, err = d.Probe(data); err != nil {
+			return 0, 0, 0, err
+		}
+	} else if f := DetectFormat(data); f != info.Format {
+		if f == FormatUnknown {
+			return 0, 0, 0, unknownFormatError(data)
+		}
+		return 0, 0, 0, fmt.Errorf("info describes a %s image but the data is %s", info.Format, f)
+	}
+	p, err := makePlan(info, opt, info.Format == FormatJPEG)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if n := p.ow * p.oh * p.oc; len(dst) < n {
+		return 0, 0, 0, fmt.Errorf("destination holds %d bytes, the %dx%dx%d image needs %d", len(dst), p.ow, p.oh, p.oc, n)
+	}
+	switch info.Format {
+	case FormatJPEG:
+		err = d.decodeJPEG(data, info, p, opt, dst)
+	case FormatPNM:
+		err = d.decodePNM(data, info, p, opt.Out, dst)
+	case FormatBMP:
+		err = d.decodeBMP(data, info, p, opt.Out, dst)
+	default:
+		err = d.decodeStd(data, info, p, opt.Out, dst)
+	}
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return p.ow, p.oh, p.oc, nil
+}
+
+// grow returns the Decoder's scratch buffer resized to n bytes, reallocating only when
+// it has to grow.
+func (d *Decoder) grow(n int) []byte {
+	if cap(d.scratch) < n {
+		d.scratch = make([]byte, n)
+	}
+	return d.scratch[:n]
+}
