@@ -7,17 +7,48 @@
 // Implemented in Go (exports.go): drops the reference an exported tensor holds.
 extern void godaliReleaseExport(uint64_t ctx);
 
-static __thread char last_error[4096];
+#include <pthread.h>
 
-const char *godali_last_error(void) { return last_error; }
+// The message buffer is allocated per thread on first use and freed when the thread
+// exits. A large __thread array would sit in the static TLS block, which a library
+// loaded with dlopen (Python's ctypes) may not get.
+enum { error_cap = 4096 };
+static pthread_key_t error_key;
+static pthread_once_t error_once = PTHREAD_ONCE_INIT;
+static const char empty[1] = "";
 
-void godali_set_error(const char *msg, size_t len) {
-  if (len >= sizeof(last_error)) len = sizeof(last_error) - 1;
-  memcpy(last_error, msg, len);
-  last_error[len] = 0;
+static void make_error_key(void) { pthread_key_create(&error_key, free); }
+
+static char *error_buffer(int create) {
+  pthread_once(&error_once, make_error_key);
+  char *b = pthread_getspecific(error_key);
+  if (b == NULL && create) {
+    b = malloc(error_cap);
+    if (b != NULL) {
+      b[0] = 0;
+      pthread_setspecific(error_key, b);
+    }
+  }
+  return b;
 }
 
-void godali_clear_error(void) { last_error[0] = 0; }
+const char *godali_last_error(void) {
+  char *b = error_buffer(0);
+  return b ? b : empty;
+}
+
+void godali_set_error(const char *msg, size_t len) {
+  char *b = error_buffer(1);
+  if (b == NULL) return;
+  if (len >= error_cap) len = error_cap - 1;
+  memcpy(b, msg, len);
+  b[len] = 0;
+}
+
+void godali_clear_error(void) {
+  char *b = error_buffer(0);
+  if (b != NULL) b[0] = 0;
+}
 
 // One allocation holds the managed tensor and its shape; the context is the Go-side
 // export id.

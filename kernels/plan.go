@@ -1,0 +1,547 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/godali/godali/engine/imaging"
+)
+
+// precisionBits matches GODALI_PRECISION_BITS and engine/imaging.
+const (
+	precisionBits = 22
+	fixedOne      = 1 << precisionBits
+	maxDim        = 1 << 24
+	maxChannels   = 64
+)
+
+// Tap is one output's filter: Weights[Off:Off+N] applied to source indices Start.. .
+type Tap struct{ Start, N, Off int32 }
+
+// ResizeSample describes one resize of a uint8 HWC image.
+type ResizeSample struct {
+	Src       uintptr // device address of the source
+	SrcW      int
+	SrcH      int
+	SrcStride int // bytes per source row; 0 means SrcW * Channels
+	Channels  int
+	Dst       uintptr // device address of the output, DstW * DstH * Channels bytes, dense
+	DstW      int
+	DstH      int
+	// ROI is the source window {x0, y0, x1, y1} in pixel-edge coordinates; x1 < x0 or
+	// y1 < y0 flips the axis. The zero ROI is the whole image. Random resized crop is a
+	// resize whose ROI is the crop window.
+	ROI       [4]float64
+	Interp    imaging.Interp
+	Antialias bool
+}
+
+// resizeDesc is godali_resize_desc.
+type resizeDesc struct {
+	Src, Dst, Tmp         uint64
+	SrcW, SrcH, SrcStride int32
+	DstW, DstH            int32
+	Channels              int32
+	Row0, Row1            int32
+	HTaps, VTaps          int32
+}
+
+// ResizeBatch is the plan of a batch of resizes: descriptors and filter tables, built on
+// the host and uploaded in one copy. Its slices are reused: after warm-up, planning a
+// batch does not allocate. Not safe for concurrent use.
+type ResizeBatch struct {
+	descs    []resizeDesc
+	tmpOff   []int
+	taps     []Tap
+	weights  []int32
+	coef     []float64
+	tmpBytes int
+	maxW     int // widest output
+	maxH     int // tallest output
+	maxRows  int // most intermediate rows
+}
+
+// Reset empties the batch, keeping its memory.
+func (b *ResizeBatch) Reset() {
+	b.descs, b.tmpOff, b.taps, b.weights = b.descs[:0], b.tmpOff[:0], b.taps[:0], b.weights[:0]
+	b.tmpBytes, b.maxW, b.maxH, b.maxRows = 0, 0, 0, 0
+}
+
+// Len is the number of samples.
+func (b *ResizeBatch) Len() int { return len(b.descs) }
+
+// TmpBytes is the size of the intermediate buffer the horizontal pass writes.
+func (b *ResizeBatch) TmpBytes() int { return b.tmpBytes }
+
+// FullROI is the ROI covering a whole w x h image.
+func FullROI(w, h int) [4]float64 { return imaging.FullROI(w, h) }
+
+// CropROI is the ROI of random resized crop's window of w x h pixels at (x, y).
+func CropROI(x, y, w, h int) [4]float64 {
+	return [4]float64{float64(x), float64(y), float64(x + w), float64(y + h)}
+}
+
+// Add plans one sample: the same weights as engine/imaging's ResizePlan for the same
+// arguments.
+func (b *ResizeBatch) Add(s *ResizeSample) error {
+	if s.Interp < imaging.InterpNN || s.Interp > imaging.InterpTriangular {
+		return fmt.Errorf("resize: interp_type %d: expected %v..%v", int(s.Interp), imaging.InterpNN, imaging.InterpTriangular)
+	}
+	if s.SrcW < 1 || s.SrcH < 1 || s.SrcW > maxDim || s.SrcH > maxDim {
+		return fmt.Errorf("resize: source size %dx%d: expected 1..%d per side", s.SrcW, s.SrcH, maxDim)
+	}
+	if s.DstW < 1 || s.DstH < 1 || s.DstW > maxDim || s.DstH > maxDim {
+		return fmt.Errorf("resize: output size %dx%d: expected 1..%d per side", s.DstW, s.DstH, maxDim)
+	}
+	if s.Channels < 1 || s.Channels > maxChannels {
+		return fmt.Errorf("resize: %d channels: expected 1..%d", s.Channels, maxChannels)
+	}
+	stride := s.SrcStride
+	if stride == 0 {
+		stride = s.SrcW * s.Channels
+	}
+	if stride < s.SrcW*s.Channels || stride > math.MaxInt32 {
+		return fmt.Errorf("resize: source stride %d: expected at least %d bytes", stride, s.SrcW*s.Channels)
+	}
+	roi := s.ROI
+	if roi == ([4]float64{}) {
+		roi = FullROI(s.SrcW, s.SrcH)
+	}
+	for _, v := range roi {
+		if math.IsNaN(v) || math.Abs(v) > maxDim {
+			return fmt.Errorf("resize: roi %v: expected finite coordinates within +-%d", roi, maxDim)
+		}
+	}
+	// Coordinates at float32 precision, as PIL and the CPU operator take them.
+	for i, v := range roi {
+		roi[i] = float64(float32(v))
+	}
+	d := resizeDesc{Src: uint64(s.Src), Dst: uint64(s.Dst), SrcW: int32(s.SrcW), SrcH: int32(s.SrcH),
+		SrcStride: int32(stride), DstW: int32(s.DstW), DstH: int32(s.DstH), Channels: int32(s.Channels)}
+	d.HTaps = int32(len(b.taps))
+	b.appendAxis(s.SrcW, roi[0], roi[2], s.DstW, s.Interp, s.Antialias)
+	d.VTaps = int32(len(b.taps))
+	b.appendAxis(s.SrcH, roi[1], roi[3], s.DstH, s.Interp, s.Antialias)
+	d.Row0, d.Row1 = math.MaxInt32, 0
+	for _, t := range b.taps[d.VTaps:] {
+		d.Row0 = min(d.Row0, t.Start)
+		d.Row1 = max(d.Row1, t.Start+t.N)
+	}
+	off := (b.tmpBytes + 15) &^ 15
+	b.tmpBytes = off + int(d.Row1-d.Row0)*s.DstW*s.Channels
+	b.tmpOff = append(b.tmpOff, off)
+	b.descs = append(b.descs, d)
+	b.maxW, b.maxH, b.maxRows = max(b.maxW, s.DstW), max(b.maxH, s.DstH), max(b.maxRows, int(d.Row1-d.Row0))
+	return nil
+}
+
+// appendAxis appends one tap per output sample along an axis. It is engine/imaging's
+// axis planning (PIL's precompute_coeffs) with identity and nearest-neighbour axes
+// expressed as single taps of weight one, which the integer kernels turn into exact
+// copies.
+func (b *ResizeBatch) appendAxis(inSize int, in0, in1 float64, outSize int, interp imaging.Interp, antialias bool) {
+	single := func(start int) {
+		b.taps = append(b.taps, Tap{Start: int32(start), N: 1, Off: int32(len(b.weights))})
+		b.weights = append(b.weights, fixedOne)
+	}
+	if outSize == inSize && in0 == 0 && in1 == float64(inSize) {
+		for i := 0; i < outSize; i++ {
+			single(i)
+		}
+		return
+	}
+	scale := float64(float32(in1)-float32(in0)) / float64(outSize)
+	if interp == imaging.InterpNN {
+		for i := 0; i < outSize; i++ {
+			single(clampInt(int(math.Floor(in0+(float64(i)+0.5)*scale)), 0, inSize-1))
+		}
+		return
+	}
+	// Downscaling widens the filter only with antialias; INTERP_TRIANGULAR is the same
+	// filter as INTERP_LINEAR (engine/imaging follows DALI here).
+	fs := math.Abs(scale)
+	if fs < 1 || !antialias {
+		fs = 1
+	}
+	support := filterSupport(interp) * fs
+	ksize := int(math.Ceil(support))*2 + 1
+	if cap(b.coef) < ksize {
+		b.coef = make([]float64, ksize)
+	}
+	ks := b.coef[:ksize]
+	inv := 1 / fs
+	for i := 0; i < outSize; i++ {
+		center := in0 + (float64(i)+0.5)*scale
+		xmin := max(int(center-support+0.5), 0)
+		xmax := min(int(center+support+0.5), inSize)
+		n := min(max(xmax-xmin, 0), ksize)
+		sum := 0.0
+		for x := 0; x < n; x++ {
+			w := filterWeight(interp, (float64(x+xmin)-center+0.5)*inv)
+			ks[x] = w
+			sum += w
+		}
+		off := len(b.weights)
+		if sum != 0 {
+			for x := 0; x < n; x++ {
+				v := ks[x] / sum * fixedOne
+				if v < 0 {
+					b.weights = append(b.weights, int32(v-0.5))
+				} else {
+					b.weights = append(b.weights, int32(v+0.5))
+				}
+			}
+		}
+		lo, hi := off, len(b.weights)
+		for lo < hi && b.weights[lo] == 0 {
+			lo++
+		}
+		for hi > lo && b.weights[hi-1] == 0 {
+			hi--
+		}
+		if lo == hi {
+			// No source pixel under the filter: replicate the nearest edge pixel.
+			b.weights = b.weights[:off]
+			single(clampInt(int(math.Floor(center)), 0, inSize-1))
+			continue
+		}
+		copy(b.weights[off:], b.weights[lo:hi])
+		b.weights = b.weights[:off+hi-lo]
+		b.taps = append(b.taps, Tap{Start: int32(xmin + lo - off), N: int32(hi - lo), Off: int32(off)})
+	}
+}
+
+// filterSupport is the filter's half-width at scale 1 (engine/imaging, PIL).
+func filterSupport(i imaging.Interp) float64 {
+	switch i {
+	case imaging.InterpCubic:
+		return 2
+	case imaging.InterpLanczos3:
+		return 3
+	}
+	return 1
+}
+
+// filterWeight evaluates the continuous kernel with PIL's formulas, as engine/imaging does.
+func filterWeight(i imaging.Interp, x float64) float64 {
+	if x < 0 {
+		x = -x
+	}
+	switch i {
+	case imaging.InterpCubic:
+		const a = -0.5
+		if x < 1 {
+			return ((a+2)*x-(a+3))*x*x + 1
+		}
+		if x < 2 {
+			return (((x-5)*x+8)*x - 4) * a
+		}
+		return 0
+	case imaging.InterpLanczos3:
+		if x < 3 {
+			return sinc(x) * sinc(x/3)
+		}
+		return 0
+	}
+	if x < 1 {
+		return 1 - x
+	}
+	return 0
+}
+
+func sinc(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	x *= math.Pi
+	return math.Sin(x) / x
+}
+
+func clampInt(v, lo, hi int) int { return min(max(v, lo), hi) }
+
+// resizeLayout is where the parts of a packed ResizeBatch lie in the upload buffer.
+type resizeLayout struct{ descs, taps, weights, size int }
+
+func (b *ResizeBatch) layout() resizeLayout {
+	var l resizeLayout
+	l.taps = align(len(b.descs) * int(unsafe.Sizeof(resizeDesc{})))
+	l.weights = align(l.taps + 12*len(b.taps))
+	l.size = align(l.weights + 4*len(b.weights))
+	return l
+}
+
+// pack writes the plan into buf (at least layout().size bytes), with the horizontal
+// pass's rows at device address tmp.
+func (b *ResizeBatch) pack(buf []byte, tmp uintptr) resizeLayout {
+	l := b.layout()
+	for i := range b.descs {
+		b.descs[i].Tmp = uint64(tmp) + uint64(b.tmpOff[i])
+	}
+	copy(buf[l.descs:], bytesOf(b.descs))
+	copy(buf[l.taps:], bytesOf(b.taps))
+	copy(buf[l.weights:], bytesOf(b.weights))
+	return l
+}
+
+// CMNParams are crop_mirror_normalize's per-operator settings: out = (in - Mean[c]) /
+// Std[c] * Scale + Shift, as in engine/imaging.NormalizeParams.
+type CMNParams struct {
+	Mean, Std    []float32 // one value per channel, or one for all; empty: 0 and 1
+	Scale, Shift float32   // Scale 1 for DALI's default
+	Out          imaging.DType
+	CHW          bool
+	PadChannels  bool // pad the channels to the next power of two with zeros
+}
+
+// CMNSample is one sample of crop_mirror_normalize.
+type CMNSample struct {
+	Src    uintptr // uint8 HWC
+	W, H   int
+	Stride int // bytes per source row; 0 means W * channels
+	Dst    uintptr
+	CropX  int // the window, in source pixels; it may leave the image (zero padding)
+	CropY  int
+	CropW  int
+	CropH  int
+	Mirror bool
+}
+
+// cmnDesc is godali_cmn_desc.
+type cmnDesc struct {
+	Src, Dst, LUT                      uint64
+	SrcW, SrcH, SrcStride, Channels    int32
+	CropX, CropY, CropW, CropH         int32
+	OutChannels, ElemSize, CHW, Mirror int32
+}
+
+// CMNBatch is the plan of a batch of crop_mirror_normalize samples sharing one operator's
+// parameters and channel count.
+type CMNBatch struct {
+	descs      []cmnDesc
+	lut        []byte
+	channels   int
+	outCh      int
+	elem       int
+	chw        bool
+	maxW, maxH int
+}
+
+// Reset empties the batch and tabulates the normalisation of every uint8 value of each
+// of the channels, exactly as the CPU operator does.
+func (b *CMNBatch) Reset(p *CMNParams, channels int) error {
+	b.descs = b.descs[:0]
+	b.maxW, b.maxH = 0, 0
+	if channels < 1 || channels > maxChannels {
+		return fmt.Errorf("crop_mirror_normalize: %d channels: expected 1..%d", channels, maxChannels)
+	}
+	if p.Out.Size() == 0 {
+		return fmt.Errorf("crop_mirror_normalize: dtype %v: expected FLOAT, FLOAT16, UINT8 or INT8", p.Out)
+	}
+	for _, l := range [][]float32{p.Mean, p.Std} {
+		if len(l) > 1 && len(l) != channels {
+			return fmt.Errorf("crop_mirror_normalize: mean/std have %d values: expected 1 or %d (one per channel)", len(l), channels)
+		}
+		for _, v := range l {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("crop_mirror_normalize: mean %v, std %v: expected finite values", p.Mean, p.Std)
+			}
+		}
+	}
+	for _, v := range p.Std {
+		if v == 0 {
+			return fmt.Errorf("crop_mirror_normalize: std %v: expected non-zero values", p.Std)
+		}
+	}
+	b.channels, b.elem, b.chw = channels, p.Out.Size(), p.CHW
+	b.outCh = channels
+	if p.PadChannels {
+		b.outCh = 1
+		for b.outCh < channels {
+			b.outCh *= 2
+		}
+	}
+	n := channels * 256 * b.elem
+	if cap(b.lut) < n {
+		b.lut = make([]byte, n)
+	}
+	b.lut = b.lut[:n]
+	for ch := 0; ch < channels; ch++ {
+		mean, std := meanStd(p.Mean, ch, 0), meanStd(p.Std, ch, 1)
+		for v := 0; v < 256; v++ {
+			f := (float64(v)-mean)/std*float64(p.Scale) + float64(p.Shift)
+			i := (ch*256 + v) * b.elem
+			switch p.Out {
+			case imaging.Float32:
+				putLE32(b.lut[i:], math.Float32bits(float32(f)))
+			case imaging.Float16:
+				h := imaging.Float32ToFloat16(float32(f))
+				b.lut[i], b.lut[i+1] = byte(h), byte(h>>8)
+			case imaging.UInt8:
+				b.lut[i] = byte(math.Min(math.Max(math.Round(f), 0), 255))
+			case imaging.Int8:
+				b.lut[i] = byte(int8(math.Min(math.Max(math.Round(f), -128), 127)))
+			}
+		}
+	}
+	return nil
+}
+
+func meanStd(v []float32, ch int, def float64) float64 {
+	switch len(v) {
+	case 0:
+		return def
+	case 1:
+		return float64(v[0])
+	}
+	return float64(v[ch])
+}
+
+func putLE32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+
+// OutBytes is the output size of a sample with a cw x ch window.
+func (b *CMNBatch) OutBytes(cw, ch int) int { return cw * ch * b.outCh * b.elem }
+
+// Add plans one sample.
+func (b *CMNBatch) Add(s *CMNSample) error {
+	if b.elem == 0 {
+		return fmt.Errorf("crop_mirror_normalize: Add before Reset")
+	}
+	if s.W < 1 || s.H < 1 || s.W > maxDim || s.H > maxDim {
+		return fmt.Errorf("crop_mirror_normalize: input %dx%d: expected 1..%d per side", s.W, s.H, maxDim)
+	}
+	if s.CropW < 1 || s.CropH < 1 || s.CropW > maxDim || s.CropH > maxDim {
+		return fmt.Errorf("crop_mirror_normalize: crop %dx%d: expected 1..%d per side", s.CropW, s.CropH, maxDim)
+	}
+	if abs(s.CropX) > maxDim || abs(s.CropY) > maxDim {
+		return fmt.Errorf("crop_mirror_normalize: crop position (%d, %d): expected within +-%d", s.CropX, s.CropY, maxDim)
+	}
+	stride := s.Stride
+	if stride == 0 {
+		stride = s.W * b.channels
+	}
+	if stride < s.W*b.channels || stride > math.MaxInt32 {
+		return fmt.Errorf("crop_mirror_normalize: stride %d: expected at least %d bytes", stride, s.W*b.channels)
+	}
+	if s.Dst%uintptr(b.elem) != 0 {
+		return fmt.Errorf("crop_mirror_normalize: output address %#x is not aligned to %d bytes", s.Dst, b.elem)
+	}
+	d := cmnDesc{Src: uint64(s.Src), Dst: uint64(s.Dst), SrcW: int32(s.W), SrcH: int32(s.H), SrcStride: int32(stride),
+		Channels: int32(b.channels), CropX: int32(s.CropX), CropY: int32(s.CropY), CropW: int32(s.CropW), CropH: int32(s.CropH),
+		OutChannels: int32(b.outCh), ElemSize: int32(b.elem), CHW: boolInt(b.chw), Mirror: boolInt(s.Mirror)}
+	b.descs = append(b.descs, d)
+	b.maxW, b.maxH = max(b.maxW, s.CropW), max(b.maxH, s.CropH)
+	return nil
+}
+
+// Len is the number of samples.
+func (b *CMNBatch) Len() int { return len(b.descs) }
+
+func (b *CMNBatch) layout() (lut, size int) {
+	lut = align(len(b.descs) * int(unsafe.Sizeof(cmnDesc{})))
+	return lut, align(lut + len(b.lut))
+}
+
+// pack writes descriptors and tables into buf, which will be uploaded to device address
+// base.
+func (b *CMNBatch) pack(buf []byte, base uintptr) {
+	lut, _ := b.layout()
+	for i := range b.descs {
+		b.descs[i].LUT = uint64(base) + uint64(lut)
+	}
+	copy(buf, bytesOf(b.descs))
+	copy(buf[lut:], b.lut)
+}
+
+// CropSample is one crop or flip of a uint8 HWC image.
+type CropSample struct {
+	Src      uintptr
+	W, H     int
+	Stride   int // 0 means W * Channels
+	Channels int
+	Dst      uintptr // CropW * CropH * Channels bytes
+	X, Y     int     // window; it may leave the image, where Fill is written
+	CropW    int
+	CropH    int
+	Fill     byte
+	FlipH    bool // mirror horizontally
+	FlipV    bool // upside down
+}
+
+// cropDesc is godali_crop_desc.
+type cropDesc struct {
+	Src, Dst                        uint64
+	SrcW, SrcH, SrcStride, Channels int32
+	X, Y, W, H                      int32
+	Fill, FlipH, FlipV, Reserved    int32
+}
+
+// CropBatch is the plan of a batch of crops and flips.
+type CropBatch struct {
+	descs      []cropDesc
+	maxW, maxH int
+}
+
+// Reset empties the batch.
+func (b *CropBatch) Reset() { b.descs, b.maxW, b.maxH = b.descs[:0], 0, 0 }
+
+// Len is the number of samples.
+func (b *CropBatch) Len() int { return len(b.descs) }
+
+// Add plans one sample.
+func (b *CropBatch) Add(s *CropSample) error {
+	if s.W < 1 || s.H < 1 || s.W > maxDim || s.H > maxDim || s.Channels < 1 || s.Channels > maxChannels {
+		return fmt.Errorf("crop: input %dx%dx%d: expected 1..%d per side and 1..%d channels", s.W, s.H, s.Channels, maxDim, maxChannels)
+	}
+	if s.CropW < 1 || s.CropH < 1 || s.CropW > maxDim || s.CropH > maxDim {
+		return fmt.Errorf("crop: window %dx%d: expected 1..%d per side", s.CropW, s.CropH, maxDim)
+	}
+	if abs(s.X) > maxDim || abs(s.Y) > maxDim {
+		return fmt.Errorf("crop: position (%d, %d): expected within +-%d", s.X, s.Y, maxDim)
+	}
+	stride := s.Stride
+	if stride == 0 {
+		stride = s.W * s.Channels
+	}
+	if stride < s.W*s.Channels || stride > math.MaxInt32 {
+		return fmt.Errorf("crop: stride %d: expected at least %d bytes", stride, s.W*s.Channels)
+	}
+	b.descs = append(b.descs, cropDesc{Src: uint64(s.Src), Dst: uint64(s.Dst), SrcW: int32(s.W), SrcH: int32(s.H),
+		SrcStride: int32(stride), Channels: int32(s.Channels), X: int32(s.X), Y: int32(s.Y), W: int32(s.CropW), H: int32(s.CropH),
+		Fill: int32(s.Fill), FlipH: boolInt(s.FlipH), FlipV: boolInt(s.FlipV)})
+	b.maxW, b.maxH = max(b.maxW, s.CropW), max(b.maxH, s.CropH)
+	return nil
+}
+
+func (b *CropBatch) size() int { return align(len(b.descs) * int(unsafe.Sizeof(cropDesc{}))) }
+
+func (b *CropBatch) pack(buf []byte) { copy(buf, bytesOf(b.descs)) }
+
+func boolInt(v bool) int32 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// align rounds n up to 16 bytes: every part of an upload starts suitably aligned.
+func align(n int) int { return (n + 15) &^ 15 }
+
+// bytesOf views a slice of plain-data structs as bytes (the host is little-endian, as
+// are the GPUs).
+func bytesOf[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
+}
