@@ -45,9 +45,11 @@ func init() {
 	RegisterBackend("decoders.image_random_crop", "cpu", func(a *Args) (Operator, error) { return newCPUDecoder(a, true) })
 }
 
-// dctScaleMinRatio: DCT-domain downscaling is used when the decoded region is at least
-// this many times larger than what the consumer produces from it.
-const dctScaleMinRatio = 2.0
+// dctScaleMargin: DCT-domain downscaling may shrink the decoded region down to this many
+// times what the consumer produces from it, never further, so that the consumer's
+// antialiased resize still averages the DCT scaling's differences away (the result stays
+// within DALI's tolerance of PIL's decode + resize).
+const dctScaleMargin = 2
 
 // RandomCrop is the RandomResizedCrop window choice.
 type RandomCrop struct {
@@ -144,9 +146,12 @@ func (d *cpuDecoder) Infer(in []TensorMeta) ([]TensorMeta, error) {
 	return []TensorMeta{{DType: UInt8, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
 }
 
-// SetConsumer remembers a consumer that shrinks the image, to decode no larger than it needs.
+// SetConsumer remembers a consumer that shrinks the image, to decode no larger than it
+// needs. Only the random-crop decoder uses it: decoders.image stays bit-exact with PIL's
+// full decode (validation pipelines compare against it), while training crops, random
+// anyway, take the speed.
 func (d *cpuDecoder) SetConsumer(c Operator) {
-	if h, ok := c.(SizeHinter); ok {
+	if h, ok := c.(SizeHinter); ok && d.crop != nil {
 		d.consumer = h
 	}
 }
@@ -176,8 +181,8 @@ func (d *cpuDecoder) Setup(ws *Workspace) error {
 	}
 	if d.consumer != nil {
 		tw, th := d.consumer.OutputSizeFor(rw, rh)
-		if tw > 0 && th > 0 && float64(rw) >= dctScaleMinRatio*float64(tw) && float64(rh) >= dctScaleMinRatio*float64(th) {
-			st.opt.MinWidth, st.opt.MinHeight = tw, th
+		if tw > 0 && th > 0 && rw >= dctScaleMargin*tw && rh >= dctScaleMargin*th {
+			st.opt.MinWidth, st.opt.MinHeight = dctScaleMargin*tw, dctScaleMargin*th
 		}
 	}
 	ow, oh, oc, err := st.dec.OutputSize(data, info, st.opt)

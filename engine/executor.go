@@ -303,8 +303,9 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch int
 		}
 		b := p.newBatch(epoch, iter)
 		if p.source != nil {
-			b.Valid, b.Last = p.source.NextBatch(b.refs)
-			if b.Valid == 0 {
+			var ok bool
+			b.Valid, b.Last, ok = p.source.NextBatch(b.refs)
+			if !ok {
 				b.endOfEpoch = true
 				close(b.done)
 				p.inflight <- b // has room: we hold a credit

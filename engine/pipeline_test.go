@@ -204,8 +204,8 @@ func TestEpochShardsAndPadding(t *testing.T) {
 		r.StartEpoch(e)
 		refs := make([]SampleRef, 4)
 		for {
-			v, _ := r.NextBatch(refs)
-			if v == 0 {
+			v, _, ok := r.NextBatch(refs)
+			if !ok {
 				return
 			}
 			valid = append(valid, v)
@@ -228,8 +228,16 @@ func TestEpochShardsAndPadding(t *testing.T) {
 	if m := r.Meta(); m.ShardSize != 4 || m.EpochSize != 10 || m.EpochSizePadded != 12 {
 		t.Errorf("padded meta %+v", m)
 	}
-	if s, _ := epoch(r, 0); fmt.Sprint(s) != "[0 1 2 2]" {
-		t.Errorf("padded shard 0: %v, want the last sample repeated", s)
+	r.StartEpoch(0)
+	refs := make([]SampleRef, 4)
+	if v, last, ok := r.NextBatch(refs); v != 3 || !last || !ok || refs[3].Index != 2 {
+		t.Errorf("padded shard 0: valid %d last %v ok %v refs %v, want 3 real samples and the last repeated", v, last, ok, refs)
+	}
+	// Without padding every shard still runs ceil(ceil(n/k)/batch) batches (equal step
+	// counts across data-parallel ranks), wrapping around its start.
+	r = reader(`, "shard_id": 0, "num_shards": 3, "stick_to_shard": true`)
+	if s, v := epoch(r, 0); fmt.Sprint(s) != "[0 1 2]" || fmt.Sprint(v) != "[3]" {
+		t.Errorf("unpadded shard 0: %v valid %v", s, v)
 	}
 	r = reader(`, "shard_id": 0, "num_shards": 3`)
 	if s, _ := epoch(r, 1); fmt.Sprint(s) != "[3 4 5]" {

@@ -18,8 +18,9 @@ type BatchSource interface {
 	Open() error
 	// StartEpoch prepares the sample order of an epoch.
 	StartEpoch(epoch int64)
-	// NextBatch fills refs (len = batch size) and returns how many of them belong to the
-	// epoch; 0 means the epoch is over. The rest is padding.
-	NextBatch(refs []SampleRef) (valid int, last bool)
+	// NextBatch fills refs (len = batch size) and returns how many of them are real
+	// samples of the shard (the rest is padding) and whether this is the epoch's last
+	// batch; ok is false when the epoch is over and refs were not filled.
+	NextBatch(refs []SampleRef) (valid int, last, ok bool)
 	Meta() ReaderMeta
 }

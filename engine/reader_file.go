@@ -296,10 +296,7 @@ func (r *fileReader) StartEpoch(epoch int64) {
 		order = bufferShuffle(order, r.fill, &rng)
 	}
 	r.order = order
-	r.length = len(order)
-	if r.pad {
-		r.length = (n + r.shards - 1) / r.shards
-	}
+	r.length = (n + r.shards - 1) / r.shards // every shard reads ceil(n/k) positions
 	r.cursor = 0
 }
 
@@ -327,9 +324,12 @@ func bufferShuffle(in []int, fill int, rng *RNG) []int {
 	return out
 }
 
-func (r *fileReader) NextBatch(refs []SampleRef) (int, bool) {
+// NextBatch follows DALI: every shard runs ceil(ceil(n/k) / batch) batches per epoch,
+// so that data-parallel ranks take the same number of steps; positions past the shard's
+// samples repeat the last one (pad_last_batch) or wrap around to its start.
+func (r *fileReader) NextBatch(refs []SampleRef) (int, bool, bool) {
 	if r.cursor >= r.length {
-		return 0, true
+		return 0, true, false
 	}
 	size := len(r.order)
 	valid := 0
@@ -339,18 +339,16 @@ func (r *fileReader) NextBatch(refs []SampleRef) (int, bool) {
 		switch {
 		case pos < size:
 			idx = r.order[pos]
-		case pos < r.length || r.pad:
+			valid++
+		case r.pad:
 			idx = r.order[size-1]
 		default:
-			idx = r.order[(pos-r.length)%size]
-		}
-		if pos < r.length {
-			valid++
+			idx = r.order[(pos-size)%size]
 		}
 		refs[j] = r.entries[idx]
 	}
 	r.cursor += len(refs)
-	return valid, r.cursor >= r.length
+	return valid, r.cursor >= r.length, true
 }
 
 type fileReaderState struct {

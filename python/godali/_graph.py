@@ -1,0 +1,472 @@
+"""The operator graph: schemas from the library, DataNode, and the fn.* functions.
+
+fn.* functions are generated from godali_operator_schemas(), the single source of operator
+names, arguments, defaults and documentation. Arguments are checked where the user calls
+the operator, so a typo fails on that line with the valid names listed, not later inside
+build().
+"""
+
+import difflib
+import inspect
+import json
+import numbers
+import threading
+
+from . import _lib
+from . import types as _types
+
+_RESERVED = ("device", "name", "preserve", "bytes_per_sample_hint")
+_INTERNAL_OPS_PREFIX = "_"
+
+
+class ArgSchema:
+    """One operator argument: name, type, default, doc, required, tensor_input."""
+
+    __slots__ = ("name", "type", "default", "doc", "required", "tensor_input", "values")
+
+    def __init__(self, d):
+        self.name = d["name"]
+        self.type = d.get("type", "string")
+        self.default = d.get("default")
+        self.doc = d.get("doc", "")
+        self.required = bool(d.get("required", False))
+        self.tensor_input = bool(d.get("tensor_input", False))
+        self.values = d.get("values") or d.get("enum")
+
+    def describe(self):
+        s = "%s (%s" % (self.name, self.type)
+        if self.required:
+            s += ", required"
+        elif self.default is not None:
+            s += ", default %s" % json.dumps(self.default)
+        if self.tensor_input:
+            s += ", per-sample input allowed"
+        return s + ")"
+
+
+class OpSchema:
+    """One operator's schema."""
+
+    def __init__(self, d):
+        self.name = d["name"]
+        self.doc = d.get("doc", "")
+        self.devices = list(d.get("devices") or ["cpu"])
+        self.min_inputs = int(d.get("min_inputs", 0))
+        self.max_inputs = int(d.get("max_inputs", self.min_inputs))
+        self.outputs = list(d.get("outputs") or [])
+        self.is_reader = bool(d.get("is_reader", self.name.startswith("readers.")))
+        self.args = {}
+        for a in d.get("args") or []:
+            arg = ArgSchema(a)
+            self.args[arg.name] = arg
+
+    def docstring(self):
+        lines = [self.doc.strip() or self.name, ""]
+        lines.append("Devices: %s. Inputs: %s. Outputs: %s." % (
+            ", ".join(self.devices),
+            "%d" % self.min_inputs if self.min_inputs == self.max_inputs
+            else "%d to %d" % (self.min_inputs, self.max_inputs),
+            ", ".join(self.outputs) or "none"))
+        lines.append("")
+        lines.append("Keyword arguments:")
+        for a in self.args.values():
+            lines.append("    %s" % a.describe())
+            if a.doc:
+                lines.append("        %s" % a.doc.strip())
+        lines.append("    device (string): one of %s" % ", ".join(self.devices))
+        lines.append("    name (string): node name; readers are addressed by it")
+        return "\n".join(lines)
+
+
+class Schemas:
+    """Every operator the loaded library offers, plus its pipeline-level keys."""
+
+    def __init__(self, text):
+        doc = json.loads(text)
+        self.version = doc.get("version", "")
+        self.flavour = doc.get("flavour", "")
+        self.ops = {}
+        for d in doc.get("operators") or []:
+            op = OpSchema(d)
+            self.ops[op.name] = op
+        pipe = doc.get("pipeline")
+        if isinstance(pipe, dict):
+            pipe = pipe.get("args") or pipe.get("keys") or list(pipe.keys())
+        keys = set()
+        for k in pipe or []:
+            keys.add(k["name"] if isinstance(k, dict) else str(k))
+        self.pipeline_keys = keys
+        self.raw = doc
+
+
+_schemas = None
+_schemas_lock = threading.Lock()
+
+
+def schemas():
+    """Returns the Schemas of the loaded library (loading it on first use)."""
+    global _schemas
+    if _schemas is None:
+        with _schemas_lock:
+            if _schemas is None:
+                _schemas = Schemas(_lib.get().schemas_json())
+    return _schemas
+
+
+# --- the current pipeline --------------------------------------------------------------
+
+_tls = threading.local()
+
+
+def _stack():
+    s = getattr(_tls, "stack", None)
+    if s is None:
+        s = _tls.stack = []
+    return s
+
+
+def push_pipeline(p):
+    _stack().append(p)
+
+
+def pop_pipeline(p):
+    s = _stack()
+    if s and s[-1] is p:
+        s.pop()
+    elif p in s:
+        s.remove(p)
+
+
+def current_pipeline():
+    s = _stack()
+    return s[-1] if s else None
+
+
+# --- graph nodes -----------------------------------------------------------------------
+
+class OpNode:
+    """One operator instance in a pipeline graph."""
+
+    __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
+                 "outputs", "seq", "pipeline", "preserve")
+
+    def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve):
+        self.schema = schema
+        self.op = schema.name
+        self.device = device
+        self.inputs = inputs
+        self.arg_inputs = arg_inputs
+        self.args = args
+        self.pipeline = pipeline
+        self.preserve = preserve
+        self.seq, self.name = pipeline._register_node(self, name)
+        out_device = "cpu" if device == "cpu" else "gpu"
+        self.outputs = [DataNode(self, i, out_name, out_device)
+                        for i, out_name in enumerate(schema.outputs)]
+
+    def to_json(self):
+        d = {"op": self.op, "name": self.name, "device": self.device}
+        if self.inputs:
+            d["inputs"] = [x.name for x in self.inputs]
+        if self.arg_inputs:
+            d["arg_inputs"] = {k: v.name for k, v in self.arg_inputs.items()}
+        d["outputs"] = [x.name for x in self.outputs]
+        if self.args:
+            d["args"] = dict(self.args)
+        return d
+
+
+class DataNode:
+    """A symbolic batch inside a pipeline graph: an operator's output (DALI's DataNode)."""
+
+    __slots__ = ("source", "index", "output_name", "device", "name")
+
+    def __init__(self, source, index, output_name, device):
+        self.source = source
+        self.index = index
+        self.output_name = output_name
+        self.device = device
+        self.name = "%s:%s" % (source.name, output_name)
+
+    def gpu(self):
+        """Returns this data moved to the GPU (needs the CUDA flavour)."""
+        if self.device == "gpu":
+            return self
+        sch = schemas()
+        op = sch.ops.get("_to_gpu")
+        if op is None:
+            lib = _lib.get()
+            raise _lib.NoCUDAError(
+                "godali: DataNode.gpu() needs the CUDA flavour of godali "
+                "(libgodali_cuda.so and a working GPU); this process loaded the %s flavour "
+                "from %s, which has no '_to_gpu' operator" % (lib.flavour, lib.path),
+                _lib.ERROR_NO_CUDA)
+        device = "mixed" if "mixed" in op.devices else op.devices[0]
+        node = OpNode(op, device, [self], {}, {}, self.source.pipeline, None, False)
+        return node.outputs[0]
+
+    def cpu(self):
+        if self.device == "cpu":
+            return self
+        raise NotImplementedError("godali: moving GPU data back to the host inside a "
+                                  "pipeline is not supported; call as_cpu() on the output")
+
+    def __repr__(self):
+        return "DataNode(name=%r, device=%r)" % (self.name, self.device)
+
+    def __bool__(self):
+        raise TypeError("godali: a DataNode is symbolic and has no truth value; "
+                        "conditionals inside pipelines are not supported")
+
+
+# --- argument checking -----------------------------------------------------------------
+
+class _ArgError(TypeError):
+    pass
+
+
+def _is_int(v):
+    return isinstance(v, numbers.Integral)
+
+
+def _conv_scalar(kind, v, enum_cls):
+    if kind == "int":
+        if _is_int(v):
+            return int(v)
+        raise _ArgError("expected an int, got %s" % _show(v))
+    if kind == "float":
+        if isinstance(v, numbers.Real) and not isinstance(v, bool):
+            return float(v)
+        raise _ArgError("expected a number, got %s" % _show(v))
+    if kind == "bool":
+        if isinstance(v, bool) or type(v).__name__ == "bool_":
+            return bool(v)
+        if _is_int(v) and int(v) in (0, 1):
+            return bool(v)
+        raise _ArgError("expected a bool, got %s" % _show(v))
+    if kind == "string":
+        if isinstance(v, str):
+            return v
+        raise _ArgError("expected a string, got %s" % _show(v))
+    if enum_cls is not None:
+        return _conv_enum(enum_cls, v)
+    # An argument type this package does not know: pass JSON-compatible values through.
+    if isinstance(v, (str, bool, int, float)):
+        return v
+    raise _ArgError("cannot pass %s" % _show(v))
+
+
+def _conv_enum(enum_cls, v):
+    if isinstance(v, enum_cls):
+        return v.name
+    names = [m.name for m in enum_cls if m.value >= 0]
+    if isinstance(v, str):
+        key = v.upper()
+        for n in names:
+            if n.upper() == key or n.upper() == "INTERP_" + key:
+                return n
+        raise _ArgError("expected one of types.%s, got %r" % (", types.".join(names), v))
+    if isinstance(v, _types._Named):
+        raise _ArgError("expected a types.%s value (%s), got types.%s"
+                        % (enum_cls.__name__, ", ".join(names), v.name))
+    raise _ArgError("expected a types.%s value (%s), got %s"
+                    % (enum_cls.__name__, ", ".join(names), _show(v)))
+
+
+def _show(v):
+    r = repr(v)
+    if len(r) > 60:
+        r = r[:57] + "..."
+    return "%s %s" % (type(v).__name__, r)
+
+
+def convert_arg(arg, v):
+    """Converts a Python value to the JSON value of schema argument `arg`."""
+    kind = arg.type
+    enum_cls = _types.ENUM_OF_SCHEMA_TYPE.get(kind)
+    if kind.endswith("_list"):
+        elem = kind[:-len("_list")]
+        if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
+            v = v.tolist()
+        if isinstance(v, (list, tuple)):
+            out = [_conv_scalar(elem, x, _types.ENUM_OF_SCHEMA_TYPE.get(elem)) for x in v]
+        else:
+            # DALI broadcasts a scalar given for a list argument.
+            out = _conv_scalar(elem, v, _types.ENUM_OF_SCHEMA_TYPE.get(elem))
+    else:
+        if hasattr(v, "item") and not isinstance(v, (str, bytes)) and \
+                getattr(v, "shape", None) == ():
+            v = v.item()
+        out = _conv_scalar(kind, v, enum_cls)
+    if arg.values and not kind.endswith("_list") and out not in arg.values:
+        raise _ArgError("expected one of %s, got %r" % (", ".join(map(repr, arg.values)),
+                                                        out))
+    return out
+
+
+def _suggest(word, choices):
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return "; did you mean %r?" % close[0] if close else ""
+
+
+# --- operator functions ----------------------------------------------------------------
+
+def _call_op(schema, inputs, kwargs):
+    fname = "fn." + schema.name
+    pipe = current_pipeline()
+    if pipe is None:
+        raise RuntimeError(
+            "godali: %s was called outside a pipeline: call operators inside `with pipe:` "
+            "or in a function decorated with @pipeline_def" % fname)
+    device = kwargs.pop("device", None)
+    name = kwargs.pop("name", None)
+    preserve = bool(kwargs.pop("preserve", False))
+    kwargs.pop("bytes_per_sample_hint", None)  # a DALI memory hint godali has no use for
+
+    for i, x in enumerate(inputs):
+        if not isinstance(x, DataNode):
+            raise TypeError("godali: %s: input %d must be a DataNode (the output of another "
+                            "operator), got %s" % (fname, i, _show(x)))
+        if x.source.pipeline is not pipe:
+            raise ValueError("godali: %s: input %d belongs to another pipeline" % (fname, i))
+    if not schema.min_inputs <= len(inputs) <= schema.max_inputs:
+        want = ("%d" % schema.min_inputs if schema.min_inputs == schema.max_inputs
+                else "%d to %d" % (schema.min_inputs, schema.max_inputs))
+        raise TypeError("godali: %s takes %s input%s, got %d"
+                        % (fname, want, "" if want == "1" else "s", len(inputs)))
+
+    lib = _lib.get()
+    if device is None:
+        device = "gpu" if (any(x.device == "gpu" for x in inputs)
+                           and "gpu" in schema.devices) else "cpu"
+    if not isinstance(device, str):
+        raise TypeError("godali: %s: device must be a string ('cpu', 'mixed' or 'gpu'), "
+                        "got %s" % (fname, _show(device)))
+    if device != "cpu" and lib.flavour != "cuda":
+        raise _lib.NoCUDAError(
+            "godali: %s(device=%r) needs the CUDA flavour of godali (libgodali_cuda.so and "
+            "a working GPU); this process loaded the %s flavour from %s"
+            % (fname, device, lib.flavour, lib.path), _lib.ERROR_NO_CUDA)
+    if device not in schema.devices:
+        raise ValueError("godali: %s does not run on device %r; it supports: %s"
+                         % (fname, device, ", ".join(schema.devices)))
+    for i, x in enumerate(inputs):
+        if x.device == "gpu" and device != "gpu":
+            raise ValueError("godali: %s(device=%r): input %d is on the GPU; a %s operator "
+                             "takes host data" % (fname, device, i, device))
+
+    if name is not None and not isinstance(name, str):
+        raise TypeError("godali: %s: name must be a string, got %s" % (fname, _show(name)))
+
+    args = {}
+    arg_inputs = {}
+    for key, value in kwargs.items():
+        arg = schema.args.get(key)
+        if arg is None:
+            valid = sorted(schema.args) + list(_RESERVED)
+            raise TypeError("godali: %s got an unknown argument %r%s; valid arguments: %s"
+                            % (fname, key, _suggest(key, valid), ", ".join(valid)))
+        if isinstance(value, DataNode):
+            if not arg.tensor_input:
+                raise TypeError("godali: %s: argument %r must be a constant (%s); it cannot "
+                                "be a DataNode" % (fname, key, arg.type))
+            if value.device != "cpu":
+                raise ValueError("godali: %s: argument input %r must be on the host"
+                                 % (fname, key))
+            if value.source.pipeline is not pipe:
+                raise ValueError("godali: %s: argument input %r belongs to another pipeline"
+                                 % (fname, key))
+            arg_inputs[key] = value
+            continue
+        if value is None:
+            continue  # DALI: None means "not given"
+        try:
+            args[key] = convert_arg(arg, value)
+        except _ArgError as e:
+            raise TypeError("godali: %s: argument %r (%s): %s"
+                            % (fname, key, arg.type, e)) from None
+    for arg in schema.args.values():
+        if arg.required and arg.name not in args and arg.name not in arg_inputs:
+            raise TypeError("godali: %s: missing required argument %r"
+                            % (fname, arg.name))
+
+    node = OpNode(schema, device, list(inputs), arg_inputs, args, pipe, name, preserve)
+    outs = node.outputs
+    if len(outs) == 1:
+        return outs[0]
+    return tuple(outs) if outs else None
+
+
+def make_op_function(schema):
+    """Builds the fn.* function of one operator schema."""
+
+    def op(*inputs, **kwargs):
+        return _call_op(schema, inputs, kwargs)
+
+    short = schema.name.rsplit(".", 1)[-1]
+    op.__name__ = short
+    op.__qualname__ = schema.name
+    op.__module__ = "godali.fn"
+    op.__doc__ = schema.docstring()
+    params = []
+    if schema.max_inputs > 0:
+        params.append(inspect.Parameter("inputs", inspect.Parameter.VAR_POSITIONAL))
+    for a in schema.args.values():
+        default = inspect.Parameter.empty if a.required else a.default
+        params.append(inspect.Parameter(a.name, inspect.Parameter.KEYWORD_ONLY,
+                                        default=default))
+    params.append(inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY,
+                                    default=None))
+    params.append(inspect.Parameter("name", inspect.Parameter.KEYWORD_ONLY, default=None))
+    try:
+        op.__signature__ = inspect.Signature(params)
+    except ValueError:
+        pass  # an argument name that is not a Python identifier
+    op.schema = schema
+    return op
+
+
+class Namespace:
+    """A group of operators (fn.readers, fn.decoders, fn.random, ...)."""
+
+    def __init__(self, path):
+        self._path = path
+        self._members = {}
+
+    def _add(self, name, value):
+        self._members[name] = value
+        setattr(self, name, value)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError("godali: %s has no operator %r%s; it has: %s"
+                             % (self._path, name, _suggest(name, self._members),
+                                ", ".join(sorted(self._members))))
+
+    def __dir__(self):
+        return sorted(self._members)
+
+    def __repr__(self):
+        return "<godali operator namespace %s: %s>" % (self._path,
+                                                        ", ".join(sorted(self._members)))
+
+
+def build_namespace(sch):
+    """Returns the root Namespace holding every public operator of `sch`."""
+    root = Namespace("godali.fn")
+    for name in sorted(sch.ops):
+        if name.startswith(_INTERNAL_OPS_PREFIX):
+            continue
+        parts = name.split(".")
+        ns = root
+        path = "godali.fn"
+        for p in parts[:-1]:
+            path += "." + p
+            nxt = ns._members.get(p)
+            if not isinstance(nxt, Namespace):
+                nxt = Namespace(path)
+                ns._add(p, nxt)
+            ns = nxt
+        ns._add(parts[-1], make_op_function(sch.ops[name]))
+    return root

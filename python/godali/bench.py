@@ -1,0 +1,1260 @@
+"""godali bench: is the input pipeline starving the model, and how much does godali help?
+
+    python -m godali bench [--data DIR] [--batch-size N] [--device cpu|cuda|auto]
+                           [--iters N] [--warmup N] [--repeats R] [--workers N]
+                           [--model resnet50|resnet18|none|auto] [--contenders a,b,...]
+                           [--json PATH] [--chart PATH]
+
+Every contender reads the same images with the same batch size on the same number of
+CPU cores, in a fresh process of its own (so that no contender's threads, caches or
+forked workers disturb another's, and the Go runtime inside godali never meets a
+fork()). Trials alternate between contenders, rotating the order each repeat; each
+trial excludes its warm-up batches, and the table shows the median over the repeats.
+
+Contenders (those that need a GPU run only when one is present):
+
+  torch            torch DataLoader(ImageFolder) with RandomResizedCrop(224),
+                   RandomHorizontalFlip, ToTensor, Normalize; num_workers = cores,
+                   pin_memory on CUDA
+  godali-cpu       godali's ResNet-50 training pipeline, CPU flavour
+  godali-cuda      the same with decoders on device="mixed" (CUDA flavour)
+  torchvision-gpu  torchvision.io.decode_jpeg(device="cuda") + GPU crop/resize/flip
+  decode-godali    decode-only ceiling: readers.file + decoders.image (libjpeg-turbo),
+                   full resolution, nothing else, on `cores` threads
+  decode-pil       decode-only ceiling: PIL's libjpeg-turbo decoding, full resolution,
+                   nothing else, in a pool of `cores` processes
+
+Each trial reads one long shuffled stream of samples (several passes over the data set
+back to back), as a real ImageNet epoch would: a small data set must not make the
+contenders pay epoch restarts that a 1.28M-image epoch never shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE_PARENT = Path(__file__).resolve().parents[1]
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "godali"
+DEFAULT_DATA = CACHE_DIR / "bench-data"
+DEFAULT_JSON = CACHE_DIR / "bench-results.json"
+DEFAULT_IMAGES = 1000
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff",
+                    ".webp")
+SEED = 12  # DALI's ResNet-50 example seeds its pipeline with 12 + local_rank
+
+
+@dataclass(frozen=True)
+class Contender:
+    """Contender is one way of feeding images to a training loop."""
+
+    key: str
+    label: str
+    gpu: bool  # needs a CUDA device
+    loader: bool  # delivers training batches (not a decode-only ceiling)
+    doc: str
+
+
+CONTENDERS = (
+    Contender("torch", "torch DataLoader", False, True,
+              "DataLoader(ImageFolder) + RandomResizedCrop(224), RandomHorizontalFlip, "
+              "ToTensor, Normalize; num_workers = cores; pin_memory on CUDA"),
+    Contender("godali-cpu", "godali cpu", False, True,
+              "ResNet-50 training pipeline (image_random_crop, resize 224 triangular, "
+              "coin_flip, crop_mirror_normalize to float NCHW), CPU flavour"),
+    Contender("godali-cuda", "godali cuda (mixed)", True, True,
+              "the same pipeline with decoders.image_random_crop(device='mixed') and "
+              "resize/crop_mirror_normalize on the GPU"),
+    Contender("torchvision-gpu", "torchvision GPU decode", True, True,
+              "torchvision.io.decode_jpeg(device='cuda') + resized_crop/flip/normalize "
+              "on the GPU, one Python thread"),
+    Contender("decode-godali", "decode only: godali", False, False,
+              "readers.file + decoders.image (libjpeg-turbo), full resolution, RGB, "
+              "nothing else, num_threads = cores"),
+    Contender("decode-pil", "decode only: PIL pool", False, False,
+              "PIL Image.load (libjpeg-turbo), full resolution, RGB, nothing else, "
+              "in a pool of `cores` processes"),
+)
+BY_KEY = {c.key: c for c in CONTENDERS}
+
+
+class BenchError(Exception):
+    """BenchError reports a bad argument or a contender that could not run."""
+
+
+class TrialError(BenchError):
+    """TrialError is a trial process that failed; str() is its last error line."""
+
+    def __init__(self, contender: str, code: int, stderr: str):
+        lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+        self.contender, self.code, self.stderr = contender, code, stderr
+        last = lines[-1] if lines else "no output"
+        super().__init__(f"exit {code}: {last}")
+
+
+# ---------------------------------------------------------------------------------------
+# Process-tree accounting (Linux /proc). CPU time and memory are summed over the process
+# and all its descendants, so that DataLoader workers and pool processes count.
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat_fields(pid: int):
+    with open(f"/proc/{pid}/stat") as f:
+        s = f.read()
+    # The command name may hold spaces and parentheses: fields start after the last ')'.
+    return s[s.rfind(")") + 2:].split()
+
+
+def process_tree(pid: int) -> list:
+    """process_tree returns pid and the pids of all its live descendants."""
+    children = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return [pid]
+    for d in entries:
+        if not d.isdigit():
+            continue
+        try:
+            ppid = int(_stat_fields(int(d))[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo.extend(children.get(p, ()))
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """tree_cpu_seconds is the user+system CPU time of pid and its live descendants."""
+    ticks, own = 0, 0.0
+    for p in process_tree(pid):
+        if p == os.getpid():
+            # getrusage has microsecond resolution where /proc counts 10 ms ticks.
+            import resource
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            own = ru.ru_utime + ru.ru_stime
+            continue
+        try:
+            f = _stat_fields(p)
+            ticks += int(f[11]) + int(f[12])  # utime, stime: fields 14 and 15
+        except (OSError, IndexError, ValueError):
+            continue
+    return own + ticks / _CLK_TCK
+
+
+def _memory_kb(pid: int) -> int:
+    # PSS splits pages shared between forked workers fairly; plain RSS would count the
+    # parent's torch libraries once per DataLoader worker.
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def system_busy_seconds() -> float:
+    """system_busy_seconds is the CPU time all processes have used since boot."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    # user nice system idle iowait irq softirq steal: everything but idle and iowait.
+    return (sum(v[:8]) - v[3] - v[4]) / _CLK_TCK
+
+
+def tree_memory_mb(pid: int) -> float:
+    """tree_memory_mb is the proportional set size of pid and its descendants, in MB."""
+    return sum(_memory_kb(p) for p in process_tree(pid)) / 1024
+
+
+# ---------------------------------------------------------------------------------------
+# NVML through ctypes: no Python package needed, and nothing happens without a driver.
+
+class _NvmlMemory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+
+
+class _NvmlUtilization(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+class NVML:
+    """NVML reads memory use and utilisation of GPU 0 from libnvidia-ml."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+        if self.lib.nvmlInit_v2() != 0:
+            raise OSError("nvmlInit failed")
+        count = ctypes.c_uint()
+        if self.lib.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0 or count.value == 0:
+            raise OSError("no NVIDIA GPU")
+        self.count = count.value
+        self.handle = ctypes.c_void_p()
+        if self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.handle)) != 0:
+            raise OSError("nvmlDeviceGetHandleByIndex failed")
+
+    @classmethod
+    def open(cls):
+        """open returns an NVML reader, or None when there is no NVIDIA GPU."""
+        try:
+            return cls()
+        except (OSError, AttributeError):
+            return None
+
+    def name(self) -> str:
+        buf = ctypes.create_string_buffer(96)
+        self.lib.nvmlDeviceGetName(self.handle, buf, 96)
+        return buf.value.decode(errors="replace")
+
+    def memory_used_mb(self) -> float:
+        m = _NvmlMemory()
+        self.lib.nvmlDeviceGetMemoryInfo(self.handle, ctypes.byref(m))
+        return m.used / 2**20
+
+    def utilization(self) -> int:
+        u = _NvmlUtilization()
+        self.lib.nvmlDeviceGetUtilizationRates(self.handle, ctypes.byref(u))
+        return int(u.gpu)
+
+
+# ---------------------------------------------------------------------------------------
+# Worker side: one trial of one contender, in its own process. It talks to the parent on
+# stdout: "P" after each batch, "W"/"E" around the timed window, "R <json>" at the end.
+
+def _emit(line: str):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def list_image_folder(root) -> tuple:
+    """list_image_folder returns (paths, labels) the way torchvision's ImageFolder does."""
+    root = Path(root)
+    classes = sorted(d.name for d in os.scandir(root) if d.is_dir())
+    paths, labels = [], []
+    for label, cls in enumerate(classes):
+        for dirpath, _, names in sorted(os.walk(root / cls, followlinks=True)):
+            for name in sorted(names):
+                if name.lower().endswith(IMAGE_EXTENSIONS):
+                    paths.append(os.path.join(dirpath, name))
+                    labels.append(label)
+    if not paths:
+        raise BenchError(f"--data {root}: no images in class subdirectories "
+                         f"(expected ROOT/CLASS/*.JPEG, like torchvision's ImageFolder)")
+    return paths, labels
+
+
+def _sample_stream(n: int, total: int, seed: int) -> list:
+    """_sample_stream returns total indices: shuffled passes over n samples, back to back."""
+    rng = random.Random(seed)
+    order = []
+    while len(order) < total:
+        perm = list(range(n))
+        rng.shuffle(perm)
+        order.extend(perm)
+    return order[:total]
+
+
+_setup_started = 0.0  # when the contender began building its loader (imports done)
+
+
+def _timed(batches, cfg: dict, sync) -> dict:
+    """_timed consumes warm-up batches, then times cfg['iters'] batches."""
+    it = iter(batches)
+    first = None
+    for _ in range(cfg["warmup"]):
+        next(it)
+        sync()
+        if first is None:
+            first = time.perf_counter() - _setup_started
+        _emit("P")
+    _emit("W")
+    pid = os.getpid()
+    c0 = tree_cpu_seconds(pid)
+    t0 = time.perf_counter()
+    times = []
+    last = t0
+    for _ in range(cfg["iters"]):
+        next(it)
+        sync()
+        now = time.perf_counter()
+        times.append(now - last)
+        last = now
+        _emit("P")
+    wall = time.perf_counter() - t0
+    cpu = tree_cpu_seconds(pid) - c0
+    _emit("E")
+    if first is None:
+        first = times[0] + t0 - _setup_started
+    return {"wall_s": wall, "cpu_s": cpu, "images": cfg["iters"] * cfg["batch_size"],
+            "batch_s": times, "first_batch_s": first}
+
+
+def _stream_len(cfg: dict) -> int:
+    # Enough samples that prefetching never reaches the end of the stream.
+    return (cfg["warmup"] + cfg["iters"] + 8) * cfg["batch_size"]
+
+
+def _cuda_sync(cfg: dict):
+    if cfg["device"] != "cuda":
+        return lambda: None
+    import torch
+    return torch.cuda.synchronize
+
+
+def _worker_torch(cfg: dict) -> dict:
+    import torch
+    from torch.utils.data import DataLoader, RandomSampler
+    from torchvision import datasets, transforms
+
+    cuda = cfg["device"] == "cuda"
+    tf = transforms.Compose([
+        transforms.RandomResizedCrop(224),
+        transforms.RandomHorizontalFlip(),
+        transforms.ToTensor(),
+        transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+    ])
+    ds = datasets.ImageFolder(cfg["data"], tf)
+    gen = torch.Generator()
+    gen.manual_seed(cfg["seed"])
+    sampler = RandomSampler(ds, replacement=False, num_samples=_stream_len(cfg),
+                            generator=gen)
+    dl = DataLoader(ds, batch_size=cfg["batch_size"], sampler=sampler,
+                    num_workers=cfg["cores"], pin_memory=cuda, drop_last=True)
+
+    def batches():
+        for images, labels in dl:
+            if cuda:
+                images = images.cuda(non_blocking=True)
+                labels = labels.cuda(non_blocking=True)
+            yield images, labels
+
+    res = _timed(batches(), cfg, _cuda_sync(cfg))
+    res["versions"] = {"torch": torch.__version__}
+    return res
+
+
+def _godali_torch(t, torch):
+    """_godali_torch turns a godali pipeline output into a torch tensor without a copy."""
+    return torch.utils.dlpack.from_dlpack(t)
+
+
+def _godali_pipeline(cfg: dict, decode_only: bool):
+    # worker_main loaded the flavour this contender times: the CPU contenders must not
+    # pick up the CUDA library on a GPU machine.
+    mixed = cfg["contender"] == "godali-cuda"
+    import godali
+    from godali import fn, pipeline_def, types
+
+    paths, labels = list_image_folder(cfg["data"])
+    order = _sample_stream(len(paths), _stream_len(cfg), cfg["seed"])
+    files = [paths[i] for i in order]
+    file_labels = [labels[i] for i in order]
+
+    @pipeline_def
+    def rn50_train():
+        jpegs, lab = fn.readers.file(files=files, labels=file_labels, random_shuffle=True,
+                                     pad_last_batch=True, name="Reader")
+        extra = {}
+        if mixed:
+            extra = {"preallocate_width_hint": 5980, "preallocate_height_hint": 6430}
+        images = fn.decoders.image_random_crop(
+            jpegs, device="mixed" if mixed else "cpu", output_type=types.RGB,
+            random_aspect_ratio=[0.8, 1.25], random_area=[0.1, 1.0], num_attempts=100,
+            **extra)
+        images = fn.resize(images, resize_x=224, resize_y=224,
+                           interp_type=types.INTERP_TRIANGULAR)
+        mirror = fn.random.coin_flip(probability=0.5)
+        images = fn.crop_mirror_normalize(
+            images, dtype=types.FLOAT, output_layout="CHW", crop=(224, 224),
+            mean=[m * 255 for m in IMAGENET_MEAN], std=[s * 255 for s in IMAGENET_STD],
+            mirror=mirror)
+        return images, lab
+
+    @pipeline_def
+    def decode():
+        jpegs, lab = fn.readers.file(files=files, labels=file_labels, name="Reader")
+        images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+        return images, lab
+
+    factory = decode if decode_only else rn50_train
+    pipe = factory(batch_size=cfg["batch_size"], num_threads=cfg["cores"],
+                   device_id=0 if mixed else None, seed=cfg["seed"],
+                   prefetch_queue_depth=2)
+    pipe.build()
+    return godali, pipe
+
+
+def _worker_godali(cfg: dict) -> dict:
+    import torch
+
+    decode_only = cfg["contender"] == "decode-godali"
+    godali, pipe = _godali_pipeline(cfg, decode_only)
+    cuda = cfg["device"] == "cuda"
+
+    def batches():
+        while True:
+            out = pipe.run()
+            if decode_only:
+                # The ceiling: decoded pixels exist; nothing more is asked of them.
+                yield out
+                continue
+            images = _godali_torch(out[0], torch)
+            labels = _godali_torch(out[1], torch)
+            if cuda and images.device.type != "cuda":
+                images = images.cuda(non_blocking=True)
+                labels = labels.cuda(non_blocking=True)
+            yield images, labels
+
+    res = _timed(batches(), cfg, _cuda_sync(cfg))
+    info = godali.library_info()
+    res["versions"] = {"godali": info.get("library_version"),
+                       "godali_flavour": info.get("flavour"),
+                       "godali_library": info.get("library_path")}
+    pipe.close()
+    return res
+
+
+def _worker_torchvision_gpu(cfg: dict) -> dict:
+    import torch
+    import torchvision.transforms.functional as TF
+    from torchvision.io import ImageReadMode, decode_image, decode_jpeg
+    from torchvision.transforms import RandomResizedCrop
+
+    paths, labels = list_image_folder(cfg["data"])
+    order = _sample_stream(len(paths), _stream_len(cfg), cfg["seed"])
+    rng = random.Random(cfg["seed"])
+    torch.manual_seed(cfg["seed"])
+    mean = torch.tensor(IMAGENET_MEAN, device="cuda").view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD, device="cuda").view(1, 3, 1, 1)
+    fallbacks = 0
+
+    def read(path):
+        with open(path, "rb") as f:
+            return torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
+
+    def decode_one(data):
+        # nvJPEG takes baseline and progressive RGB/gray JPEGs; the rest (the PNG, CMYK)
+        # is decoded on the CPU, as a user of this recipe would have to.
+        nonlocal fallbacks
+        try:
+            return decode_jpeg(data, mode=ImageReadMode.RGB, device="cuda")
+        except RuntimeError:
+            fallbacks += 1
+            try:
+                return decode_image(data, mode=ImageReadMode.RGB).cuda()
+            except RuntimeError:
+                import io as _io
+
+                import numpy as np
+                from PIL import Image
+                im = Image.open(_io.BytesIO(data.numpy().tobytes())).convert("RGB")
+                return torch.from_numpy(np.asarray(im).copy()).permute(2, 0, 1).cuda()
+
+    def batches():
+        bs = cfg["batch_size"]
+        for start in range(0, len(order) - bs + 1, bs):
+            idx = order[start:start + bs]
+            datas = [read(paths[i]) for i in idx]
+            # Only JPEGs go to the batched call: one PNG would make it fail whole.
+            jpeg = [k for k, d in enumerate(datas) if d[:2].tolist() == [0xFF, 0xD8]]
+            imgs = [None] * len(datas)
+            try:  # torchvision >= 0.19 decodes a list in one batched call
+                decoded = decode_jpeg([datas[k] for k in jpeg], mode=ImageReadMode.RGB,
+                                      device="cuda")
+                for k, img in zip(jpeg, decoded):
+                    imgs[k] = img
+            except (TypeError, RuntimeError):
+                pass
+            imgs = [img if img is not None else decode_one(d)
+                    for img, d in zip(imgs, datas)]
+            out = []
+            for img in imgs:
+                top, left, h, w = RandomResizedCrop.get_params(img, (0.08, 1.0),
+                                                               (3 / 4, 4 / 3))
+                img = TF.resized_crop(img, top, left, h, w, [224, 224], antialias=True)
+                if rng.random() < 0.5:
+                    img = img.flip(-1)
+                out.append(img)
+            x = torch.stack(out).float().div_(255).sub_(mean).div_(std)
+            y = torch.tensor([labels[i] for i in idx], device="cuda")
+            yield x, y
+
+    res = _timed(batches(), cfg, torch.cuda.synchronize)
+    res["cpu_fallbacks"] = fallbacks
+    return res
+
+
+def _pil_decode(paths: list) -> int:
+    from PIL import Image
+    for path in paths:
+        with Image.open(path) as im:
+            im.load()  # full resolution: no draft(), no reduce
+            if im.mode != "RGB":
+                im.convert("RGB")
+    return len(paths)
+
+
+def _worker_decode_pil(cfg: dict) -> dict:
+    import collections
+    import multiprocessing
+
+    import PIL
+
+    paths, _ = list_image_folder(cfg["data"])
+    order = _sample_stream(len(paths), _stream_len(cfg), cfg["seed"])
+    bs, chunk = cfg["batch_size"], 4
+    chunks = iter([[paths[i] for i in order[k:k + chunk]]
+                   for k in range(0, len(order), chunk)])
+    pool = multiprocessing.get_context("fork").Pool(cfg["cores"])
+    # Two batches in flight, like the other contenders' prefetch queues: an unbounded
+    # imap would decode far ahead during the warm-up and flatter the timed window.
+    inflight = collections.deque()
+
+    def refill():
+        while len(inflight) * chunk < 2 * bs:
+            paths_chunk = next(chunks, None)
+            if paths_chunk is None:
+                return
+            inflight.append(pool.apply_async(_pil_decode, (paths_chunk,)))
+
+    def batches():
+        done = 0
+        while True:
+            refill()
+            done += inflight.popleft().get()
+            if done >= bs:
+                done -= bs
+                yield None
+
+    try:
+        res = _timed(batches(), cfg, lambda: None)
+    finally:
+        pool.terminate()
+        pool.join()
+    res["versions"] = {"pil": PIL.__version__}
+    return res
+
+
+def _worker_model(cfg: dict) -> dict:
+    import torch
+    import torchvision
+
+    cuda = cfg["device"] == "cuda"
+    dev = torch.device("cuda" if cuda else "cpu")
+    torch.manual_seed(cfg["seed"])
+    model = getattr(torchvision.models, cfg["model"])(num_classes=1000).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    bs = cfg["model_batch"]
+    x = torch.randn(bs, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (bs,), device=dev)
+    if cuda:
+        # What a GPU training script runs today: channels-last and mixed precision.
+        model = model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    scaler = torch.cuda.amp.GradScaler(enabled=cuda)
+
+    def steps():
+        while True:
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(device_type="cuda" if cuda else "cpu", enabled=cuda):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            yield loss
+
+    c = dict(cfg, batch_size=bs)
+    res = _timed(steps(), c, torch.cuda.synchronize if cuda else (lambda: None))
+    res["batch_size"] = bs
+    res["precision"] = "amp fp16, channels_last" if cuda else "fp32"
+    res["torch_threads"] = torch.get_num_threads()
+    return res
+
+
+WORKERS = {
+    "torch": _worker_torch,
+    "godali-cpu": _worker_godali,
+    "godali-cuda": _worker_godali,
+    "decode-godali": _worker_godali,
+    "torchvision-gpu": _worker_torchvision_gpu,
+    "decode-pil": _worker_decode_pil,
+    "model": _worker_model,
+}
+
+
+def worker_main(cfg_json: str) -> int:
+    cfg = json.loads(cfg_json)
+    if cfg.get("affinity"):
+        os.sched_setaffinity(0, cfg["affinity"])
+    if cfg["contender"] in ("godali-cpu", "godali-cuda", "decode-godali"):
+        # Load the library before torch: a Go c-shared library needs glibc's static TLS
+        # reserve, which torch's many libraries can use up when they are loaded first.
+        os.environ["GODALI_FLAVOUR"] = "cuda" if cfg["contender"] == "godali-cuda" else "cpu"
+        import godali
+        godali.library_info()
+    try:
+        import torch
+        # The loading contenders' main process only hands batches on; the model trial
+        # gets all the cores it is given.
+        torch.set_num_threads(cfg["cores"])
+    except ImportError:
+        pass
+    global _setup_started
+    _setup_started = time.perf_counter()
+    res = WORKERS[cfg["contender"]](cfg)
+    _emit("R " + json.dumps(res))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# Parent side.
+
+class Progress:
+    """Progress draws a one-line bar on stderr (a line per trial when not a terminal)."""
+
+    def __init__(self, total: int):
+        self.total = max(1, total)
+        self.done = 0
+        self.tty = sys.stderr.isatty()
+        self.label = ""
+
+    def step(self, n: int = 1):
+        self.done = min(self.total, self.done + n)
+        self._draw()
+
+    def set_label(self, label: str):
+        self.label = label
+        self._draw()
+
+    def _draw(self):
+        if not self.tty:
+            return
+        width = 28
+        fill = width * self.done // self.total
+        pct = 100 * self.done / self.total
+        line = f"[{'#' * fill}{'.' * (width - fill)}] {pct:3.0f}%  {self.label}"
+        sys.stderr.write("\r" + line[:110].ljust(110))
+        sys.stderr.flush()
+
+    def note(self, text: str):
+        if self.tty:
+            sys.stderr.write("\r" + " " * 110 + "\r")
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+        self._draw()
+
+    def close(self):
+        if self.tty:
+            sys.stderr.write("\r" + " " * 110 + "\r")
+            sys.stderr.flush()
+
+
+def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = None,
+              timeout: float = 1800) -> dict:
+    """run_trial runs one contender's trial in a fresh process and returns its figures."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(PACKAGE_PARENT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    # Load this file by path rather than `-m godali.bench`, so that a contender that does
+    # not use godali never imports the package (whose library's Go runtime must not meet
+    # the DataLoader's fork()), and the package directory never shadows the stdlib.
+    boot = ("import importlib.util as u, sys\n"
+            "s = u.spec_from_file_location('godali_bench_worker', sys.argv[1])\n"
+            "m = u.module_from_spec(s)\n"
+            "sys.modules[s.name] = m\n"
+            "s.loader.exec_module(m)\n"
+            "sys.exit(m.worker_main(sys.argv[2]))\n")
+    cmd = [sys.executable, "-c", boot, str(Path(__file__).resolve()), json.dumps(cfg)]
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+        peak = {"mem": 0.0, "gpu_mem": 0.0}
+        window = {"on": False, "util": [], "busy": [0.0, 0.0]}
+        gpu_base = nvml.memory_used_mb() if nvml else 0.0
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peak["mem"] = max(peak["mem"], tree_memory_mb(proc.pid))
+                if nvml:
+                    peak["gpu_mem"] = max(peak["gpu_mem"], nvml.memory_used_mb() - gpu_base)
+                    if window["on"]:
+                        window["util"].append(nvml.utilization())
+                stop.wait(0.1)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        result = None
+        deadline = time.monotonic() + timeout
+        try:
+            for line in proc.stdout:
+                if line.startswith("P"):
+                    if progress:
+                        progress.step()
+                elif line.startswith("W"):
+                    window["on"] = True
+                    window["busy"][0] = system_busy_seconds()
+                elif line.startswith("E"):
+                    window["on"] = False
+                    window["busy"][1] = system_busy_seconds()
+                elif line.startswith("R "):
+                    result = json.loads(line[2:])
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    break
+            proc.wait()
+        finally:
+            stop.set()
+            sampler.join()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if proc.returncode != 0 or result is None:
+            err.seek(0)
+            raise TrialError(cfg["contender"], proc.returncode, err.read()[-4000:])
+    result["peak_mem_mb"] = peak["mem"]
+    # CPU time other processes took while the trial was timed: on a shared machine the
+    # figures mean little when this is large.
+    busy = window["busy"][1] - window["busy"][0]
+    ncpu = os.cpu_count() or 1
+    result["foreign_cpu"] = max(0.0, busy - result["cpu_s"]) / (result["wall_s"] * ncpu)
+    if nvml:
+        result["gpu_mem_mb"] = peak["gpu_mem"]
+        result["gpu_util"] = statistics.fmean(window["util"]) if window["util"] else None
+    return result
+
+
+def _versions() -> dict:
+    v = {"python": platform.python_version()}
+    for mod in ("torch", "torchvision", "PIL", "numpy"):
+        try:
+            v[mod] = __import__(mod).__version__
+        except Exception:
+            v[mod] = None
+    return v
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def _memory_gb() -> float:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return 0.0
+
+
+def _godali_flavours() -> dict:
+    """_godali_flavours says which godali libraries are built, without loading them."""
+    repo = PACKAGE_PARENT.parent
+    found = {}
+    for flavour, name in (("cpu", "libgodali.so"), ("cuda", "libgodali_cuda.so")):
+        explicit = os.environ.get("GODALI_LIBRARY", "")
+        dirs = [Path(explicit)] if explicit and Path(explicit).is_dir() else []
+        dirs += [PACKAGE_PARENT / "godali" / "lib", repo / "build"]
+        if explicit and Path(explicit).name == name:
+            dirs.insert(0, Path(explicit).parent)
+        for d in dirs:
+            if (d / name).is_file():
+                found[flavour] = str(d / name)
+                break
+    return found
+
+
+def _resolve_device(requested: str, nvml: NVML | None) -> str:
+    if requested == "cpu":
+        return "cpu"
+    try:
+        import torch
+        torch_cuda = torch.version.cuda is not None
+    except ImportError:
+        torch_cuda = False
+    have = nvml is not None and torch_cuda
+    if requested == "cuda" and not have:
+        why = "no NVIDIA GPU found" if nvml is None else "this torch was built without CUDA"
+        raise BenchError(f"--device cuda: {why}")
+    return "cuda" if have else "cpu"
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(key: str, runs: list, cores: int, batch_size: int) -> dict:
+    """summarize reduces one contender's trials to medians."""
+    rates = [r["images"] / r["wall_s"] for r in runs]
+    return {
+        "images_per_s": statistics.median(rates),
+        "images_per_s_runs": rates,
+        "ms_per_batch": statistics.median(1000 * r["wall_s"] * batch_size / r["images"]
+                                          for r in runs),
+        "cpu_util": statistics.median(r["cpu_s"] / r["wall_s"] / cores for r in runs),
+        "peak_mem_mb": max(r["peak_mem_mb"] for r in runs),
+        "gpu_mem_mb": _median([r.get("gpu_mem_mb") for r in runs]),
+        "gpu_util": _median([r.get("gpu_util") for r in runs]),
+        "foreign_cpu": max(r.get("foreign_cpu", 0.0) for r in runs),
+        "cpu_ms_per_image": statistics.median(1000 * r["cpu_s"] / r["images"] for r in runs),
+        "first_batch_s": statistics.median(r["first_batch_s"] for r in runs),
+    }
+
+
+def end_to_end(loader: float, model: float, device: str) -> float:
+    """end_to_end estimates training images/s from loader and model rates.
+
+    On a GPU the loader runs on the CPU while the model runs on the GPU, so the slower
+    of the two sets the pace. On a CPU both compete for the same cores, so their times
+    per image add up.
+    """
+    if device == "cuda":
+        return min(loader, model)
+    return 1 / (1 / loader + 1 / model)
+
+
+def verdict(results: dict, model: dict | None, device: str) -> dict | None:
+    """verdict says whether the loader or the model is the bottleneck, and what godali buys."""
+    torch_r = results.get("torch", {}).get("images_per_s")
+    godali_key = "godali-cuda" if results.get("godali-cuda", {}).get("images_per_s") \
+        else "godali-cpu"
+    godali_r = results.get(godali_key, {}).get("images_per_s")
+    if not model or not torch_r or not godali_r:
+        return None
+    m = model["images_per_s"]
+    e_torch = end_to_end(torch_r, m, device)
+    e_godali = end_to_end(godali_r, m, device)
+    speedup = e_godali / e_torch
+    bottleneck = "loader" if torch_r < m else "model"
+    if speedup >= 1.2:
+        worth = (f"worth it: expect about {speedup:.2f}x faster training "
+                 f"({e_torch:,.0f} -> {e_godali:,.0f} images/s)")
+    elif speedup >= 1.05:
+        worth = (f"marginal: about {speedup:.2f}x ({e_torch:,.0f} -> {e_godali:,.0f} "
+                 "images/s)")
+    else:
+        worth = (f"not worth it here: the model sets the pace ({m:,.0f} images/s), so "
+                 f"a faster loader gains {100 * (speedup - 1):.0f}%")
+    if device == "cuda":
+        rule = "end to end = min(loader, model): the loader overlaps the GPU's work"
+    else:
+        rule = ("end to end = 1 / (1/loader + 1/model): on a CPU the loader and the model "
+                "share the cores")
+    return {"bottleneck": bottleneck, "godali_contender": godali_key,
+            "model_images_per_s": m, "torch_end_to_end": e_torch,
+            "godali_end_to_end": e_godali, "speedup": speedup, "judgement": worth,
+            "rule": rule}
+
+
+def _fmt(v, spec, none="-"):
+    return none if v is None else format(v, spec)
+
+
+def format_table(rows: list, device: str) -> str:
+    """format_table renders the results as an aligned text table."""
+    gpu = device == "cuda"
+    head = ["contender", "images/s", "spread", "vs torch", "ms/batch", "CPU util",
+            "CPU ms/img", "peak mem MB", "1st batch s"]
+    if gpu:
+        head += ["GPU mem MB", "GPU util"]
+    lines = []
+    torch_r = next((r["images_per_s"] for r in rows
+                    if r["key"] == "torch" and r.get("images_per_s")), None)
+    for r in rows:
+        if r["status"] != "ok":
+            reason = r.get("reason", "")
+            reason = reason if len(reason) <= 140 else reason[:137] + "..."
+            lines.append([r["label"], f"{r['status']}: {reason}"])
+            continue
+        runs = r["images_per_s_runs"]
+        spread = (max(runs) - min(runs)) / r["images_per_s"] if len(runs) > 1 else None
+        cells = [r["label"], f"{r['images_per_s']:,.0f}",
+                 _fmt(spread and 100 * spread, ".0f") + ("%" if spread is not None else ""),
+                 f"{r['images_per_s'] / torch_r:.2f}x" if torch_r else "-",
+                 f"{r['ms_per_batch']:.1f}", f"{100 * r['cpu_util']:.0f}%",
+                 f"{r['cpu_ms_per_image']:.2f}", f"{r['peak_mem_mb']:,.0f}",
+                 f"{r['first_batch_s']:.2f}"]
+        if gpu:
+            cells += [_fmt(r.get("gpu_mem_mb"), ",.0f"),
+                      _fmt(r.get("gpu_util"), ".0f") + ("%" if r.get("gpu_util") is not None
+                                                        else "")]
+        lines.append(cells)
+    widths = [max(len(head[i]), *(len(c[i]) for c in lines if len(c) == len(head)))
+              for i in range(len(head))]
+    out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w)
+                     for i, (h, w) in enumerate(zip(head, widths)))]
+    out.append("  ".join("-" * w for w in widths))
+    for c in lines:
+        if len(c) != len(head):
+            out.append(c[0].ljust(widths[0]) + "  " + c[1])
+        else:
+            out.append("  ".join(x.ljust(w) if i == 0 else x.rjust(w)
+                                 for i, (x, w) in enumerate(zip(c, widths))))
+    return "\n".join(out)
+
+
+def draw_chart(path, rows: list, model: dict | None, title: str) -> bool:
+    """draw_chart writes a bar chart of images/s when matplotlib is installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    ok = [r for r in rows if r["status"] == "ok"]
+    if not ok:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(ok) + 1.6))
+    names = [r["label"] for r in ok][::-1]
+    vals = [r["images_per_s"] for r in ok][::-1]
+    lo = [v - min(r["images_per_s_runs"]) for v, r in zip(vals, ok[::-1])]
+    hi = [max(r["images_per_s_runs"]) - v for v, r in zip(vals, ok[::-1])]
+    colors = ["#2a7" if r["key"].startswith("godali") else
+              "#999" if r["key"].startswith("decode") else "#48c" for r in ok][::-1]
+    ax.barh(names, vals, xerr=[lo, hi], color=colors)
+    if model:
+        ax.axvline(model["images_per_s"], color="#c33", linestyle="--",
+                   label=f"{model['name']} training step: {model['images_per_s']:,.0f}/s")
+        ax.legend(loc="lower right")
+    ax.set_xlabel("images/s (median; bars show min-max over repeats)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _default_contenders(device: str) -> list:
+    keys = ["torch", "godali-cpu"]
+    if device == "cuda":
+        keys += ["godali-cuda", "torchvision-gpu"]
+    return keys + ["decode-godali", "decode-pil"]
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog="python -m godali bench",
+        description="Compare godali with torch's DataLoader (and the decode-only ceiling) "
+                    "on the same images, batch size and CPU cores; optionally time a "
+                    "training step to see which one is the bottleneck.")
+    ap.add_argument("--data", help="ImageFolder tree (ROOT/CLASS/*.JPEG); default: build "
+                    f"{DEFAULT_IMAGES} ImageNet-like images into {DEFAULT_DATA} once")
+    ap.add_argument("--batch-size", type=int,
+                    help="images per batch (default: 256 on cuda, as in DALI's ResNet-50 "
+                         "example; 64 on cpu, where 256-image batches would make each "
+                         "timed window a handful of batches)")
+    ap.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                    help="cuda adds the GPU contenders and delivers every batch on the GPU "
+                         "(default: auto, cuda when an NVIDIA GPU and a CUDA torch exist)")
+    ap.add_argument("--iters", type=int, help="timed batches per trial "
+                    "(default: 32 on cpu, 20 on cuda)")
+    ap.add_argument("--warmup", type=int, help="batches per trial before timing starts "
+                    "(default: 4 on cpu, 5 on cuda)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="trials per contender; the median is reported (3)")
+    ap.add_argument("--workers", type=int,
+                    help="CPU cores each contender gets: DataLoader workers, godali "
+                         "threads, pool processes (default: all available; fewer pins "
+                         "every contender to that many cores)")
+    ap.add_argument("--model", choices=("resnet50", "resnet18", "none", "auto"),
+                    default="auto",
+                    help="also time a training step of this torchvision model on synthetic "
+                         "inputs and say which side is the bottleneck (default: auto, "
+                         "resnet50 on cuda and none on cpu, where it takes minutes)")
+    ap.add_argument("--model-batch", type=int,
+                    help="batch size of the model timing (default: the batch size on cuda, "
+                         "16 on cpu; images/s barely depends on it there)")
+    ap.add_argument("--contenders",
+                    help="comma-separated subset of: " + ", ".join(BY_KEY))
+    ap.add_argument("--images", type=int, default=DEFAULT_IMAGES,
+                    help=f"size of the default data set ({DEFAULT_IMAGES})")
+    ap.add_argument("--json", default=str(DEFAULT_JSON),
+                    help=f"where to write the results (default: {DEFAULT_JSON})")
+    ap.add_argument("--chart", help="PNG chart path (default: next to the JSON file; "
+                    "drawn only when matplotlib is installed)")
+    ap.add_argument("--seed", type=int, default=SEED)
+    args = ap.parse_args(argv)
+    for name in ("batch_size", "iters", "warmup", "workers", "model_batch"):
+        v = getattr(args, name)
+        if v is not None and v < (0 if name == "warmup" else 1):
+            raise BenchError(f"--{name.replace('_', '-')}: expected a positive number, "
+                             f"got {v}")
+    if args.repeats < 1:
+        raise BenchError(f"--repeats: expected a positive number, got {args.repeats}")
+    return args
+
+
+def main(argv=None) -> int:
+    """main runs the benchmark; argv excludes the program name."""
+    try:
+        return _main(sys.argv[1:] if argv is None else list(argv))
+    except BenchError as e:
+        print(f"godali bench: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ngodali bench: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv) -> int:
+    args = parse_args(argv)
+    nvml = NVML.open()
+    device = _resolve_device(args.device, nvml)
+    if device != "cuda":
+        nvml = None
+    gpu = device == "cuda"
+    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else list(range(os.cpu_count() or 1))
+    cores = args.workers or len(available)
+    if cores > len(available):
+        raise BenchError(f"--workers {cores}: only {len(available)} cores are available")
+    affinity = available[:cores] if cores < len(available) else None
+    batch = args.batch_size or (256 if gpu else 64)
+    iters = args.iters or (20 if gpu else 32)
+    warmup = args.warmup if args.warmup is not None else (5 if gpu else 4)
+    model_name = args.model if args.model != "auto" else ("resnet50" if gpu else "none")
+    model_batch = args.model_batch or (batch if gpu else min(batch, 16))
+
+    if args.contenders:
+        keys = [k.strip() for k in args.contenders.split(",") if k.strip()]
+        bad = [k for k in keys if k not in BY_KEY]
+        if bad:
+            raise BenchError(f"--contenders: unknown {', '.join(bad)}; valid: "
+                             f"{', '.join(BY_KEY)}")
+    else:
+        keys = _default_contenders(device)
+
+    # The data set.
+    from godali.tools import make_dataset
+
+    if args.data:
+        data = Path(args.data)
+        if not data.is_dir():
+            raise BenchError(f"--data {data}: not a directory")
+        stamp = make_dataset.read_stamp(data)
+        n_files = len(list_image_folder(data)[0])
+        stats = {"count": n_files}
+        if stamp:
+            stats = stamp["stats"]
+        elif n_files <= 20000:  # reading every header of a big tree takes too long
+            try:
+                stats = make_dataset.measure(data)
+            except Exception as e:  # a file PIL cannot open: the contenders will say so
+                print(f"data set: statistics not available ({e})")
+        print(f"data set: {data}")
+    else:
+        data = DEFAULT_DATA
+        data.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        building = Progress(args.images)
+        building.set_label(f"building the data set ({args.images} images)")
+        try:
+            stats, built = make_dataset.ensure(
+                data, n=args.images, progress=lambda done, total: building.step())
+        except make_dataset.DatasetError as e:
+            raise BenchError(str(e)) from e
+        finally:
+            building.close()
+        how = (f"built in {time.perf_counter() - t0:.1f} s" if built else "reused")
+        print(f"data set: {data} ({how}; cut from the photographs in "
+              f"{make_dataset.DEFAULT_PHOTOS})")
+    if "mean_width" in stats:
+        print(make_dataset.format_stats(stats))
+
+    flavours = _godali_flavours()
+    skipped = {}
+    for k in keys:
+        c = BY_KEY[k]
+        if c.gpu and not gpu:
+            skipped[k] = "needs a CUDA GPU"
+        elif k == "godali-cuda" and "cuda" not in flavours:
+            skipped[k] = "build/libgodali_cuda.so not built (make cuda)"
+    run_keys = [k for k in keys if k not in skipped]
+
+    cfg_base = {"data": str(data), "batch_size": batch, "iters": iters, "warmup": warmup,
+                "device": device, "cores": cores, "seed": args.seed, "affinity": affinity}
+    machine = {"cpu": _cpu_model(), "cores_available": len(available),
+               "memory_gb": round(_memory_gb(), 1), "gpu": nvml.name() if nvml else None,
+               "os": platform.platform(), "versions": _versions(),
+               "godali_libraries": flavours}
+    print(f"machine: {machine['cpu']}, {len(available)} cores, {machine['memory_gb']} GB"
+          + (f", {machine['gpu']}" if machine["gpu"] else ", no GPU"))
+    print(f"setup: device {device}, batch {batch}, {cores} cores per contender, "
+          f"{warmup} warm-up + {iters} timed batches per trial, {args.repeats} repeats "
+          f"alternating, median reported")
+
+    model_steps = 0
+    if model_name != "none":
+        model_steps = (2 if gpu else 1) + (20 if gpu else 3)
+    total = len(run_keys) * args.repeats * (warmup + iters) + model_steps
+    progress = Progress(total)
+    runs = {k: [] for k in run_keys}
+    failed, logs = {}, {}
+    for rep in range(args.repeats):
+        order = run_keys[rep % len(run_keys):] + run_keys[:rep % len(run_keys)] \
+            if run_keys else []
+        for k in order:
+            if k in failed:
+                progress.step(warmup + iters)
+                continue
+            progress.set_label(f"{k}  repeat {rep + 1}/{args.repeats}")
+            try:
+                r = run_trial(dict(cfg_base, contender=k), progress, nvml)
+            except TrialError as e:
+                failed[k] = str(e)
+                logs[k] = e.stderr
+                progress.note(f"  {k}: FAILED ({e})")
+                continue
+            runs[k].append(r)
+            if not progress.tty:
+                progress.note(f"  {k} repeat {rep + 1}: "
+                              f"{r['images'] / r['wall_s']:,.0f} images/s")
+
+    model = None
+    if model_name != "none":
+        progress.set_label(f"{model_name} training step ({model_batch} images)")
+        mcfg = dict(cfg_base, contender="model", model=model_name, model_batch=model_batch,
+                    warmup=2 if gpu else 1, iters=20 if gpu else 3)
+        try:
+            r = run_trial(mcfg, progress, nvml)
+            model = {"name": model_name, "batch_size": model_batch,
+                     "images_per_s": r["images"] / r["wall_s"],
+                     "ms_per_step": 1000 * statistics.median(r["batch_s"]),
+                     "precision": r["precision"], "peak_mem_mb": r["peak_mem_mb"],
+                     "gpu_mem_mb": r.get("gpu_mem_mb")}
+        except TrialError as e:
+            failed["model"] = str(e)
+            logs["model"] = e.stderr
+            progress.note(f"  model: FAILED ({e})")
+    progress.close()
+
+    rows, results = [], {}
+    for k in keys:
+        c = BY_KEY[k]
+        row = {"key": k, "label": c.label, "description": c.doc}
+        if k in skipped:
+            row.update(status="skipped", reason=skipped[k])
+        elif k in failed:
+            row.update(status="failed", reason=failed[k], log=logs.get(k, ""))
+        else:
+            row.update(status="ok", **summarize(k, runs[k], cores, batch))
+            results[k] = row
+            for r in runs[k]:
+                if "versions" in r:
+                    row["versions"] = r["versions"]
+                if "cpu_fallbacks" in r:
+                    row["cpu_fallbacks"] = r["cpu_fallbacks"]
+        rows.append(row)
+
+    print()
+    print(format_table(rows, device))
+    notes = []
+    for k in ("godali-cpu", "godali-cuda"):
+        if k not in results:
+            continue
+        g = results[k]["images_per_s"]
+        parts = [f"{g / results[t]['images_per_s']:.2f}x {BY_KEY[t].label}"
+                 for t in ("torch", "decode-godali", "decode-pil") if t in results]
+        if parts:
+            notes.append(f"{BY_KEY[k].label}: " + ", ".join(parts))
+    if notes:
+        print()
+        print("\n".join(notes))
+    print("CPU util: process + children CPU time / wall time / cores; CPU ms/img: that "
+          "CPU time per image; peak mem: PSS of the contender's process tree; 1st batch: "
+          "seconds from creating the loader to its first batch.")
+    busy = max((r.get("foreign_cpu", 0.0) for r in results.values()), default=0.0)
+    if busy > 0.1:
+        print(f"warning: other processes used up to {100 * busy:.0f}% of the CPUs during "
+              "timed windows; these figures are unreliable. Run again on a quiet machine.")
+    if model:
+        print()
+        print(f"model: {model_name} training step (forward, backward, SGD), batch "
+              f"{model_batch}, {model['precision']}: {model['images_per_s']:,.1f} images/s "
+              f"({model['ms_per_step']:.0f} ms/step)")
+    v = verdict(results, model, device)
+    if v:
+        side = ("the input pipeline starves the model" if v["bottleneck"] == "loader"
+                else "the model is the bottleneck")
+        print(f"with torch DataLoader: {side}. godali is {v['judgement']}.")
+        print(f"  ({v['rule']})")
+    elif model_name == "none":
+        print()
+        print("add --model resnet50 (or resnet18) to see whether the loader or the model "
+              "is the bottleneck, and what end-to-end speed-up to expect.")
+
+    doc = {
+        "godali_bench": 1,
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": "python -m godali bench " + " ".join(argv),
+        "machine": machine,
+        "config": {"device": device, "batch_size": batch, "cores": cores, "iters": iters,
+                   "warmup": warmup, "repeats": args.repeats, "seed": args.seed,
+                   "data": str(data), "model": model_name, "model_batch": model_batch},
+        "dataset": stats,
+        "contenders": rows,
+        "model": model,
+        "verdict": v,
+    }
+    json_path = Path(args.json)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(doc, indent=1))
+    print()
+    print(f"results: {json_path}")
+    chart = Path(args.chart) if args.chart else json_path.with_suffix(".png")
+    title = (f"{machine['cpu']}, {cores} cores" + (f", {machine['gpu']}" if gpu else "")
+             + f"; batch {batch}")
+    if draw_chart(chart, rows, model, title):
+        print(f"chart: {chart}")
+    elif args.chart:
+        print("chart: not drawn (matplotlib is not installed)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

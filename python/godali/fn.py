@@ -1,0 +1,38 @@
+"""DALI-style operator functions: fn.readers.file, fn.decoders.image_random_crop, ...
+
+The functions are generated from the loaded library's operator schemas the first time an
+attribute of this module is used (that is when the library is loaded). Each takes the
+operator's inputs positionally and its arguments as keywords, plus `device` and `name`;
+help(fn.resize) shows the arguments, their types and defaults.
+"""
+
+import threading
+
+from . import _graph
+
+_lock = threading.Lock()
+_root = None
+
+
+def _ensure():
+    global _root
+    if _root is None:
+        with _lock:
+            if _root is None:
+                root = _graph.build_namespace(_graph.schemas())
+                globals().update(root._members)
+                _root = root
+    return _root
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    root = _ensure()
+    if name in root._members:
+        return root._members[name]
+    return getattr(root, name)  # raises with the list of operators
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ensure()._members))

@@ -1,0 +1,502 @@
+"""Pipeline and pipeline_def, with DALI's names, defaults and behaviour.
+
+A Pipeline records fn.* calls made while it is current (`with pipe:` or inside a
+@pipeline_def function), turns the graph reachable from its outputs into the JSON
+description of docs/pipeline.md, and drives the library through ctypes.
+"""
+
+import functools
+import inspect
+import json
+import weakref
+from collections import namedtuple
+from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
+
+from . import _dlpack, _graph, _lib
+from .tensors import TensorList, _Lease
+
+BatchInfo = namedtuple("BatchInfo", "batch_size valid epoch iteration last_in_epoch skipped")
+BatchInfo.__doc__ = """Facts about the current batch.
+
+valid: the leading samples that belong to this epoch; the rest of the batch is padding
+(the last sample repeated when the reader pads, otherwise the shard wrapping around).
+skipped: samples replaced because they failed to decode (on_error="skip")."""
+
+_DEVICE_TYPES = {"cpu": _dlpack.kDLCPU, "gpu": _dlpack.kDLCUDA, "cuda": _dlpack.kDLCUDA}
+
+
+def _device_type(device):
+    if isinstance(device, int):
+        return device
+    try:
+        return _DEVICE_TYPES[device]
+    except KeyError:
+        raise ValueError("godali: device must be 'cpu' or 'gpu', not %r" % (device,)) from None
+
+
+class Pipeline:
+    """A data pipeline (DALI's nvidia.dali.Pipeline).
+
+    Arguments follow DALI: batch_size (required, > 0), num_threads (-1: the library's
+    default, 4), device_id (-1: the GPU 0 if the graph has GPU operators, else none;
+    None: CPU only), seed (-1: random; any other value makes outputs reproducible),
+    prefetch_queue_depth (batches prepared ahead; an int, or DALI's
+    {"cpu_size": a, "gpu_size": b}). exec_pipelined and exec_async are accepted for
+    compatibility: godali always runs ahead of the consumer.
+
+    godali extras: max_image_pixels (refuse images whose header declares more pixels;
+    None: the library's default, 0: no limit), on_error ("raise": a bad sample raises
+    DataError naming the file, and the next run() goes on; "skip": it is replaced and
+    counted in batch_info.skipped), first_epoch (the epoch number the pipeline starts at:
+    resuming at epoch n gives epoch n's shuffle and shard).
+    """
+
+    def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1,
+                 exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
+                 bytes_per_sample=0, set_affinity=False, max_streams=-1,
+                 default_cuda_stream_priority=0, *, enable_memory_stats=False,
+                 max_image_pixels=None, on_error="raise", first_epoch=0):
+        # bytes_per_sample .. enable_memory_stats are DALI tuning knobs godali has no use
+        # for; they are accepted so DALI code runs unchanged.
+        self._batch_size = int(batch_size) if batch_size is not None else -1
+        self._num_threads = int(num_threads) if num_threads is not None else -1
+        self._device_id = device_id
+        self._seed = int(seed) if seed is not None else -1
+        self._exec_pipelined = bool(exec_pipelined)
+        self._exec_async = bool(exec_async)
+        if isinstance(prefetch_queue_depth, dict):
+            depth = max(int(prefetch_queue_depth.get("cpu_size", 2)),
+                        int(prefetch_queue_depth.get("gpu_size", 2)))
+        else:
+            depth = int(prefetch_queue_depth)
+        if depth <= 0:
+            raise ValueError("godali: prefetch_queue_depth must be > 0, got %r"
+                             % (prefetch_queue_depth,))
+        self._prefetch_queue_depth = depth
+        if on_error not in ("raise", "skip"):
+            raise ValueError("godali: on_error must be 'raise' or 'skip', not %r"
+                             % (on_error,))
+        self._on_error = on_error
+        if max_image_pixels is not None and int(max_image_pixels) < 0:
+            raise ValueError("godali: max_image_pixels must be >= 0 (0: no limit)")
+        self._max_image_pixels = None if max_image_pixels is None else int(max_image_pixels)
+        self._first_epoch = int(first_epoch)
+        if self._first_epoch < 0:
+            raise ValueError("godali: first_epoch must be >= 0")
+
+        self._nodes = []
+        self._names = set()
+        self._outputs = None
+        self._handle = 0
+        self._lib = None
+        self._built = False
+        self._closed = False
+        self._num_outputs = 0
+        self._batch_seq = 0
+        self._info_seq = -1
+        self._info_cache = None
+        self._finalizer = None
+        # Reused ctypes out-parameters: no allocation per batch for them.
+        self._out_info = _lib.OutputInfo()
+        self._out_info_ref = byref(self._out_info)
+        self._out_ptr = c_void_p()
+        self._out_ptr_ref = byref(self._out_ptr)
+        self._binfo = _lib.BatchInfo()
+        self._binfo_ref = byref(self._binfo)
+
+    # -- DALI's properties --------------------------------------------------------------
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def max_batch_size(self):
+        return self._batch_size
+
+    @property
+    def num_threads(self):
+        return self._num_threads
+
+    @property
+    def device_id(self):
+        return self._device_id
+
+    @property
+    def seed(self):
+        return self._seed
+
+    @property
+    def exec_pipelined(self):
+        return self._exec_pipelined
+
+    @property
+    def exec_async(self):
+        return self._exec_async
+
+    @property
+    def prefetch_queue_depth(self):
+        return self._prefetch_queue_depth
+
+    @property
+    def first_epoch(self):
+        return self._first_epoch
+
+    # -- graph definition ---------------------------------------------------------------
+
+    @staticmethod
+    def current():
+        """The pipeline that fn.* calls are recorded into, or None."""
+        return _graph.current_pipeline()
+
+    def __enter__(self):
+        _graph.push_pipeline(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        _graph.pop_pipeline(self)
+        return False
+
+    def _register_node(self, node, name):
+        if self._handle:
+            raise RuntimeError("godali: operators cannot be added to a pipeline that is "
+                               "already built")
+        seq = len(self._nodes)
+        if name is None:
+            base = node.op
+            i = seq
+            name = "%s_%d" % (base, i)
+            while name in self._names:
+                i += 1
+                name = "%s_%d" % (base, i)
+        elif name in self._names:
+            raise ValueError("godali: fn.%s: a node named %r already exists in this "
+                             "pipeline; node names must be unique" % (node.op, name))
+        self._names.add(name)
+        self._nodes.append(node)
+        return seq, name
+
+    def set_outputs(self, *outputs):
+        """Sets the DataNodes the pipeline returns, in order."""
+        flat = []
+        for o in outputs:
+            if isinstance(o, (list, tuple)):
+                flat.extend(o)
+            else:
+                flat.append(o)
+        for i, o in enumerate(flat):
+            if not isinstance(o, _graph.DataNode):
+                raise TypeError("godali: set_outputs: output %d must be a DataNode (an "
+                                "operator's result), got %s" % (i, type(o).__name__))
+            if o.source.pipeline is not self:
+                raise ValueError("godali: set_outputs: output %d belongs to another pipeline"
+                                 % i)
+        if not flat:
+            raise ValueError("godali: set_outputs needs at least one output")
+        self._outputs = flat
+
+    def define_graph(self):
+        """Override in a subclass (DALI's legacy API): call fn.* and return the outputs."""
+        raise NotImplementedError
+
+    def _reachable_nodes(self):
+        seen = set()
+        stack = [o.source for o in self._outputs]
+        stack.extend(n for n in self._nodes if n.preserve)
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            stack.extend(x.source for x in n.inputs)
+            stack.extend(x.source for x in n.arg_inputs.values())
+        return [n for n in self._nodes if id(n) in seen]
+
+    def _uses_gpu(self, nodes):
+        return any(n.device != "cpu" for n in nodes)
+
+    def description(self):
+        """The pipeline as the dict that docs/pipeline.md describes."""
+        if self._batch_size <= 0:
+            raise ValueError("godali: batch_size must be a positive int, got %r"
+                             % self._batch_size)
+        if self._outputs is None:
+            if type(self).define_graph is not Pipeline.define_graph:
+                with self:
+                    outs = self.define_graph()
+                if not isinstance(outs, (list, tuple)):
+                    outs = (outs,)
+                self.set_outputs(*outs)
+            else:
+                raise RuntimeError("godali: the pipeline has no outputs: call "
+                                   "pipe.set_outputs(...) inside `with pipe:`, or use "
+                                   "@pipeline_def")
+        nodes = self._reachable_nodes()
+        lib = _lib.get()
+        uses_gpu = self._uses_gpu(nodes)
+        device_id = self._device_id
+        if device_id is not None:
+            device_id = int(device_id)
+            if device_id < 0:
+                device_id = 0 if uses_gpu else None
+            elif lib.flavour != "cuda" and not uses_gpu:
+                # DALI scripts pass device_id=0 to CPU-only pipelines as a habit.
+                device_id = None
+        if uses_gpu and device_id is None:
+            raise ValueError("godali: the pipeline has GPU operators but device_id=None")
+        d = {"batch_size": self._batch_size}
+        if self._num_threads > 0:
+            d["num_threads"] = self._num_threads
+        d["device_id"] = device_id
+        d["prefetch_queue_depth"] = self._prefetch_queue_depth
+        d["seed"] = self._seed
+        if self._max_image_pixels is not None:
+            d["max_image_pixels"] = self._max_image_pixels
+        d["on_error"] = self._on_error
+        if not self._exec_pipelined:
+            d["exec_pipelined"] = False
+        if not self._exec_async:
+            d["exec_async"] = False
+        if self._first_epoch:
+            d["first_epoch"] = self._first_epoch
+        d["ops"] = [n.to_json() for n in nodes]
+        d["outputs"] = [o.name for o in self._outputs]
+        return d
+
+    def to_json(self, indent=None):
+        """The pipeline's JSON description (what a C or C++ trainer would pass to
+        godali_pipeline_create)."""
+        return json.dumps(self.description(), indent=indent)
+
+    serialize = to_json
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def build(self):
+        """Validates the graph and starts the pipeline (implicit in run())."""
+        if self._handle and self._built:
+            return
+        lib = _lib.get()
+        if not self._handle:
+            text = self.to_json().encode("utf-8")
+            h = c_uint64(0)
+            lib.pipeline_create(text, len(text), byref(h))
+            self._handle = h.value
+            self._lib = lib
+            # Destroys the handle when the Pipeline is collected, or at interpreter exit.
+            self._finalizer = weakref.finalize(self, _destroy, lib, self._handle)
+            n = c_int(0)
+            lib.pipeline_num_outputs(self._handle, byref(n))
+            self._num_outputs = n.value
+        lib.pipeline_build(self._handle)
+        self._built = True
+
+    def close(self):
+        """Destroys the pipeline now. Outputs handed out earlier stay valid."""
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
+        self._handle = 0
+        self._built = False
+        self._closed = True
+
+    destroy = close
+
+    # -- running ------------------------------------------------------------------------
+
+    def schedule_run(self):
+        """Asks the pipeline to prepare batches ahead (up to prefetch_queue_depth)."""
+        self._lib_or_build().pipeline_run(self._handle)
+
+    def _lib_or_build(self):
+        if not self._built:
+            if self._closed:
+                raise RuntimeError("godali: this pipeline was closed; create a new one")
+            self.build()
+        return self._lib
+
+    def outputs(self):
+        """Waits for the next batch and returns one TensorList per output.
+
+        Raises StopIteration after the epoch's last batch (call reset() for the next one)
+        and DataError when a sample could not be read (the next call goes on).
+        """
+        lib = self._lib_or_build()
+        h = self._handle
+        if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
+            raise StopIteration
+        self._batch_seq += 1
+        return tuple(self._fetch(lib, h, i) for i in range(self._num_outputs))
+
+    share_outputs = outputs
+
+    def release_outputs(self):
+        """DALI API; godali outputs are released when the TensorLists are freed."""
+
+    def run(self):
+        """schedule_run() then outputs(): returns one TensorList per output."""
+        lib = self._lib_or_build()
+        lib.pipeline_run(self._handle)
+        return self.outputs()
+
+    def _fetch(self, lib, h, index):
+        lib.pipeline_output_info(h, index, self._out_info_ref)
+        info = self._out_info
+        if info.uniform:
+            lib.pipeline_output(h, index, self._out_ptr_ref)
+            return TensorList(dense=_Lease(lib, self._out_ptr.value))
+        samples = []
+        for s in range(info.num_samples):
+            lib.pipeline_output_sample(h, index, s, self._out_ptr_ref)
+            samples.append(_Lease(lib, self._out_ptr.value))
+        return TensorList(samples=samples)
+
+    def reset(self):
+        """Starts the next epoch (readers move to their next shard unless
+        stick_to_shard). Batches already handed out stay valid."""
+        self._lib_or_build().pipeline_reset(self._handle)
+
+    @property
+    def batch_info(self):
+        """BatchInfo of the current batch (the one outputs()/run() returned last)."""
+        if self._info_seq != self._batch_seq or self._info_cache is None:
+            self._lib_or_build().pipeline_batch_info(self._handle, self._binfo_ref)
+            b = self._binfo
+            self._info_cache = BatchInfo(b.batch_size, b.valid, b.epoch, b.iteration,
+                                         bool(b.last_in_epoch), b.skipped)
+            self._info_seq = self._batch_seq
+        return self._info_cache
+
+    # -- readers and memory -------------------------------------------------------------
+
+    def reader_names(self):
+        """Names of the reader nodes in the graph."""
+        nodes = self._reachable_nodes() if self._outputs else self._nodes
+        return [n.name for n in nodes if n.schema.is_reader]
+
+    def _reader_name(self, name):
+        if name is None:
+            return None
+        if not isinstance(name, str):
+            raise TypeError("godali: reader name must be a string")
+        return name
+
+    def epoch_size(self, name=None):
+        """Samples in the data set of the reader `name` (all shards). Without a name: a
+        dict of every reader's epoch size."""
+        self._lib_or_build()
+        if name is None:
+            return {n: self.epoch_size(n) for n in self.reader_names()}
+        out = c_int64()
+        self._lib.pipeline_epoch_size(self._handle, self._reader_name(name).encode(),
+                                      byref(out))
+        return out.value
+
+    def reader_meta(self, name=None):
+        """DALI's reader metadata of `name` as a dict: epoch_size, epoch_size_padded,
+        shard_size, shard_id, number_of_shards, pad_last_batch, stick_to_shard. Without a
+        name: a dict of every reader's metadata."""
+        self._lib_or_build()
+        if name is None:
+            return {n: self.reader_meta(n) for n in self.reader_names()}
+        m = _lib.ReaderMeta()
+        self._lib.pipeline_reader_meta(self._handle, self._reader_name(name).encode(),
+                                       byref(m))
+        d = _lib.struct_dict(m)
+        d["pad_last_batch"] = bool(d["pad_last_batch"])
+        d["stick_to_shard"] = bool(d["stick_to_shard"])
+        return d
+
+    def pool_stats(self, device="cpu"):
+        """The pipeline's buffer pool counters (host pool, or device="gpu")."""
+        s = _lib.PoolStats()
+        self._lib_or_build().pipeline_pool_stats(self._handle, _device_type(device), byref(s))
+        return _lib.struct_dict(s)
+
+    def output_names(self):
+        """Names of the outputs, as the library reports them."""
+        lib = self._lib_or_build()
+        out = c_char_p()
+        names = []
+        for i in range(self._num_outputs):
+            lib.pipeline_output_name(self._handle, i, byref(out))
+            names.append(out.value.decode("utf-8"))
+        return names
+
+    def __repr__(self):
+        return "godali.Pipeline(batch_size=%d, num_threads=%d, device_id=%r, seed=%d%s)" % (
+            self._batch_size, self._num_threads, self._device_id, self._seed,
+            ", built" if self._built else "")
+
+
+def _destroy(lib, handle):
+    # Runs at garbage collection or interpreter exit. In a forked child the library
+    # cannot be entered; the parent still owns the pipeline.
+    if not lib.in_owner_process():
+        return
+    try:
+        lib.pipeline_destroy(handle)
+    except _lib.InvalidHandleError:
+        pass
+
+
+def memory_stats(device="cpu"):
+    """Counters of every buffer pool of the process, including those of destroyed
+    pipelines whose tensors are still held (godali_memory_stats)."""
+    return _lib.get().memory_stats_dict(_device_type(device))
+
+
+def live_pipelines():
+    """How many pipeline handles are alive in the library."""
+    return _lib.get().live_pipeline_count()
+
+
+_PIPELINE_PARAMS = frozenset(inspect.signature(Pipeline.__init__).parameters) - {"self"}
+
+
+def pipeline_def(fn=None, **pipeline_kwargs):
+    """Turns a graph-defining function into a pipeline factory (DALI's pipeline_def).
+
+    The decorated function calls fn.* and returns the outputs. Calling the factory with
+    Pipeline arguments (batch_size=..., num_threads=..., device_id=..., seed=..., and
+    godali's max_image_pixels, on_error, first_epoch) returns a Pipeline; other keyword
+    arguments go to the function. Defaults can be given to the decorator:
+    @pipeline_def(batch_size=32).
+    """
+
+    def decorate(func):
+        params = inspect.signature(func).parameters
+        takes_var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+        @functools.wraps(func)
+        def factory(*args, **kwargs):
+            pkw = dict(pipeline_kwargs)
+            fkw = {}
+            for k, v in kwargs.items():
+                # A function parameter that shares a Pipeline name goes to both, as DALI.
+                if k in _PIPELINE_PARAMS:
+                    pkw[k] = v
+                    if k in params:
+                        fkw[k] = v
+                elif k in params or takes_var_kw:
+                    fkw[k] = v
+                else:
+                    raise TypeError("godali: %s() got an unexpected keyword argument %r "
+                                    "(neither a Pipeline argument nor one of the "
+                                    "function's)" % (func.__name__, k))
+            pipe = Pipeline(**pkw)
+            with pipe:
+                outs = func(*args, **fkw)
+                if outs is None:
+                    raise ValueError("godali: %s() must return the pipeline's outputs"
+                                     % func.__name__)
+                if not isinstance(outs, (list, tuple)):
+                    outs = (outs,)
+                pipe.set_outputs(*outs)
+            return pipe
+
+        return factory
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate

@@ -1,0 +1,1 @@
+"""Command-line tools that ship with godali (``python -m godali.tools.make_dataset``)."""

@@ -1,0 +1,142 @@
+"""Shared fixtures: generated image trees, the corpus, and GPU skipping.
+
+Tests build their own data with PIL in temporary folders. The real-world JPEG corpus is
+read from the repo's tests/data/corpus (or the shared corpus when the repo copy is
+missing).
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.dirname(HERE)
+REPO = os.path.dirname(PYTHON_DIR)
+
+if PYTHON_DIR not in sys.path:
+    sys.path.insert(0, PYTHON_DIR)
+
+from godali import _lib  # noqa: E402
+
+
+def _flavour():
+    try:
+        return _lib.get().flavour
+    except ImportError:
+        return None
+
+
+def pytest_sessionstart(session):
+    # Without the library every test would fail on the same ImportError: say it once.
+    try:
+        _lib.get()
+    except ImportError as e:
+        pytest.exit("godali tests need the library: %s" % e, returncode=1)
+
+
+def pytest_collection_modifyitems(config, items):
+    if _flavour() == "cuda":
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device and the CUDA flavour of godali")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def lib():
+    """The loaded library (fails loudly when it is not built)."""
+    return _lib.get()
+
+
+def make_jpeg(path, h, w, seed, quality=90, mode="RGB"):
+    """Writes a smooth, photo-like JPEG (gradients plus mild noise) of h x w pixels."""
+    rng = np.random.default_rng(seed)
+    y = np.linspace(0, 1, h)[:, None]
+    x = np.linspace(0, 1, w)[None, :]
+    base = np.stack([
+        128 + 100 * np.sin(6.28 * (x * rng.uniform(0.5, 2) + y * rng.uniform(0.1, 1))),
+        128 + 100 * np.cos(6.28 * (y * rng.uniform(0.5, 2))) * np.ones_like(x),
+        255 * x * y,
+    ], axis=-1)
+    img = np.clip(base + rng.normal(0, 8, base.shape), 0, 255).astype(np.uint8)
+    im = Image.fromarray(img)
+    if mode != "RGB":
+        im = im.convert(mode)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    im.save(path, quality=quality)
+    return path
+
+
+@pytest.fixture(scope="session")
+def image_folder(tmp_path_factory):
+    """An ImageFolder tree: 3 classes, 10 JPEGs of varied sizes (at least 48 px)."""
+    root = tmp_path_factory.mktemp("imagefolder")
+    sizes = [(64, 80), (72, 96), (96, 72), (50, 120), (88, 88), (120, 60), (64, 64),
+             (100, 76), (48, 56), (80, 100)]
+    for i, (h, w) in enumerate(sizes):
+        make_jpeg(str(root / ("class_%d" % (i % 3)) / ("img_%02d.jpg" % i)), h, w, seed=i)
+    return str(root)
+
+
+@pytest.fixture(scope="session")
+def seven_files(tmp_path_factory):
+    """7 tiny JPEGs; labels 1..7 identify them (DALI's LastBatchPolicy example)."""
+    root = tmp_path_factory.mktemp("seven")
+    files = []
+    for i in range(7):
+        files.append(make_jpeg(str(root / ("s%d.jpg" % (i + 1))), 8, 8, seed=100 + i))
+    return files, list(range(1, 8))
+
+
+@pytest.fixture(scope="session")
+def unique_folder(tmp_path_factory):
+    """An ImageFolder of 11 classes with one image each: the label identifies the sample."""
+    root = tmp_path_factory.mktemp("unique")
+    for i in range(11):
+        make_jpeg(str(root / ("c%02d" % i) / "x.jpg"), 40 + 2 * i, 48, seed=200 + i)
+    return str(root)
+
+
+@pytest.fixture(scope="session")
+def corpus_dir():
+    for d in (os.path.join(REPO, "tests", "data", "corpus"), "/work/shared/testdata/images"):
+        if os.path.isdir(d):
+            return d
+    pytest.skip("no image corpus (tests/data/corpus)")
+
+
+def corpus_jpegs(corpus_dir):
+    """JPEG files of the corpus that PIL decodes as RGB or L, per its MANIFEST.tsv when
+    present."""
+    out = []
+    manifest = os.path.join(corpus_dir, "MANIFEST.tsv")
+    if os.path.exists(manifest):
+        with open(manifest) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) >= 4 and parts[2].startswith("JPEG ") and parts[3] == "ok":
+                    mode = parts[2].split()[1]
+                    if mode in ("RGB", "L"):
+                        out.append(os.path.join(corpus_dir, parts[0]))
+    else:
+        for dp, _, fns in os.walk(corpus_dir):
+            for fn in fns:
+                if fn.lower().endswith((".jpg", ".jpeg")):
+                    out.append(os.path.join(dp, fn))
+    return sorted(p for p in out if os.path.exists(p))
+
+
+def run_python(code, env=None, timeout=120):
+    """Runs code in a fresh /usr/bin/python3 (same sys.executable) with this package on
+    the path; returns the CompletedProcess."""
+    e = dict(os.environ)
+    e["PYTHONPATH"] = PYTHON_DIR + os.pathsep + e.get("PYTHONPATH", "")
+    if env:
+        e.update(env)
+    return subprocess.run([sys.executable, "-c", code], env=e, capture_output=True,
+                          text=True, timeout=timeout)

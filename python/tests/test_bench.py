@@ -1,0 +1,177 @@
+"""Tests of godali.bench: accounting helpers, the verdict, and a small end-to-end run."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PYTHON_DIR = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PYTHON_DIR))
+
+from godali import bench  # noqa: E402
+from godali.tools import make_dataset  # noqa: E402
+
+HAVE_GODALI_CPU = "cpu" in bench._godali_flavours()
+
+
+def test_process_tree_and_cpu_time_count_children():
+    # The child burns CPU for a while; the parent's tree must include it and its time.
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.6: pass\n"
+                              "time.sleep(30)"])
+    try:
+        assert child.pid in bench.process_tree(os.getpid())
+        deadline = time.monotonic() + 20
+        while bench.tree_cpu_seconds(child.pid) < 0.55 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert bench.tree_cpu_seconds(child.pid) >= 0.55
+        assert bench.tree_cpu_seconds(os.getpid()) >= bench.tree_cpu_seconds(child.pid)
+        assert bench.tree_memory_mb(child.pid) > 1
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_end_to_end_rules():
+    # GPU: loader and model overlap, the slower sets the pace.
+    assert bench.end_to_end(1000, 3000, "cuda") == 1000
+    assert bench.end_to_end(5000, 3000, "cuda") == 3000
+    # CPU: they share the cores, times per image add up: 1/(1/100 + 1/25) = 20.
+    assert bench.end_to_end(100, 25, "cpu") == pytest.approx(20)
+
+
+def _results(torch_r, godali_r):
+    return {"torch": {"images_per_s": torch_r}, "godali-cpu": {"images_per_s": godali_r}}
+
+
+def test_verdict_loader_bound_on_gpu_is_worth_it():
+    v = bench.verdict(_results(1000, 2500), {"images_per_s": 3000}, "cuda")
+    assert v["bottleneck"] == "loader"
+    assert v["speedup"] == pytest.approx(2.5)
+    assert v["judgement"].startswith("worth it")
+
+
+def test_verdict_model_bound_on_cpu_is_not_worth_it():
+    v = bench.verdict(_results(200, 400), {"images_per_s": 8}, "cpu")
+    assert v["bottleneck"] == "model"
+    # 1/(1/400+1/8) / (1/(1/200+1/8)) = 1.0196...
+    assert v["speedup"] == pytest.approx((1 / (1 / 400 + 1 / 8)) / (1 / (1 / 200 + 1 / 8)))
+    assert v["judgement"].startswith("not worth it")
+
+
+def test_verdict_needs_both_loaders_and_a_model():
+    assert bench.verdict(_results(100, 200), None, "cpu") is None
+    assert bench.verdict({"torch": {"images_per_s": 100}}, {"images_per_s": 5}, "cpu") is None
+
+
+def test_summarize_takes_medians():
+    runs = [{"images": 640, "wall_s": w, "cpu_s": 1.5 * w, "peak_mem_mb": m,
+             "first_batch_s": w / 2}
+            for w, m in ((2.0, 100), (4.0, 300), (3.2, 200))]
+    s = bench.summarize("torch", runs, cores=2, batch_size=64)
+    assert s["images_per_s"] == pytest.approx(200)  # median of 320, 160, 200
+    assert s["ms_per_batch"] == pytest.approx(320)
+    assert s["cpu_util"] == pytest.approx(0.75)
+    assert s["peak_mem_mb"] == 300
+    assert s["cpu_ms_per_image"] == pytest.approx(1000 * 1.5 * 3.2 / 640)
+    assert s["first_batch_s"] == pytest.approx(1.6)
+    assert sorted(s["images_per_s_runs"]) == pytest.approx([160, 200, 320])
+
+
+def test_sample_stream_is_whole_shuffled_passes():
+    order = bench._sample_stream(10, 35, seed=1)
+    assert len(order) == 35
+    for k in range(3):
+        assert sorted(order[10 * k:10 * k + 10]) == list(range(10))
+    assert order[:10] != list(range(10))
+    assert bench._sample_stream(10, 35, seed=1) == order
+
+
+def test_list_image_folder_matches_torchvision(tmp_path):
+    from torchvision import datasets
+    for cls in ("b", "a"):
+        (tmp_path / cls).mkdir()
+        for name in ("x.JPEG", "y.png", "notes.txt"):
+            (tmp_path / cls / name).write_bytes(b"")
+    paths, labels = bench.list_image_folder(tmp_path)
+    ref = datasets.ImageFolder(tmp_path, loader=lambda p: p)
+    assert paths == [p for p, _ in ref.samples]
+    assert labels == [c for _, c in ref.samples]
+
+
+def test_format_table_shows_failures_and_ratios():
+    rows = [
+        {"key": "torch", "label": "torch DataLoader", "status": "ok", "images_per_s": 100.0,
+         "images_per_s_runs": [90.0, 100.0, 110.0], "ms_per_batch": 640.0,
+         "cpu_util": 0.95, "peak_mem_mb": 900.0, "cpu_ms_per_image": 19.0,
+         "first_batch_s": 1.5},
+        {"key": "godali-cpu", "label": "godali cpu", "status": "ok", "images_per_s": 200.0,
+         "images_per_s_runs": [200.0], "ms_per_batch": 320.0, "cpu_util": 0.99,
+         "peak_mem_mb": 300.0, "cpu_ms_per_image": 9.9, "first_batch_s": 0.4},
+        {"key": "godali-cuda", "label": "godali cuda (mixed)", "status": "skipped",
+         "reason": "needs a CUDA GPU"},
+    ]
+    text = bench.format_table(rows, "cpu")
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["contender", "images/s"]
+    assert "2.00x" in lines[3] and "20%" in lines[2] and "19.00" in lines[2]
+    assert "0.40" in lines[3]
+    assert "skipped: needs a CUDA GPU" in lines[4]
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "data"
+    make_dataset.build(out, n=16, classes=3, seed=5, scale=0.5, jobs=2)
+    return out
+
+
+def test_bench_smoke_run(tiny_data, tmp_path, capsys):
+    keys = ["torch", "decode-pil", "godali-cpu", "decode-godali", "godali-cuda"]
+    out_json = tmp_path / "r.json"
+    code = bench.main(["--data", str(tiny_data), "--device", "cpu", "--batch-size", "4",
+                       "--iters", "2", "--warmup", "1", "--repeats", "2",
+                       "--contenders", ",".join(keys), "--json", str(out_json)])
+    text = capsys.readouterr().out
+    doc = json.loads(out_json.read_text())
+    rows = {r["key"]: r for r in doc["contenders"]}
+    assert [r["key"] for r in doc["contenders"]] == keys
+    assert doc["config"]["batch_size"] == 4 and doc["config"]["repeats"] == 2
+    assert doc["dataset"]["count"] == 16
+    assert doc["machine"]["cores_available"] >= 1
+    assert "contender" in text and "images/s" in text and "CPU util" in text
+
+    ran = ["torch", "decode-pil"] + (["godali-cpu", "decode-godali"] if HAVE_GODALI_CPU
+                                     else [])
+    for k in ran:
+        r = rows[k]
+        assert r["status"] == "ok", r
+        assert len(r["images_per_s_runs"]) == 2
+        assert r["images_per_s"] > 0 and r["ms_per_batch"] > 0
+        assert r["cpu_util"] >= 0  # a window of milliseconds: /proc counts 10 ms ticks
+        assert r["peak_mem_mb"] > 10
+        assert r["first_batch_s"] > 0 and r["cpu_ms_per_image"] >= 0
+        assert r["label"] in text
+    assert rows["godali-cuda"]["status"] == "skipped"
+    if HAVE_GODALI_CPU:
+        assert code == 0
+        assert rows["godali-cpu"]["versions"]["godali_flavour"] == "cpu"
+    else:
+        assert code == 1
+        assert rows["godali-cpu"]["status"] == "failed"
+        assert "library" in rows["godali-cpu"]["reason"]
+
+
+def test_bench_rejects_bad_arguments(tmp_path, capsys):
+    assert bench.main(["--data", str(tmp_path), "--contenders", "torch,nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--contenders" in err and "nope" in err and "godali-cpu" in err
+    assert bench.main(["--data", str(tmp_path / "missing"), "--device", "cpu"]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert bench.main(["--batch-size", "0"]) == 2
+    assert "--batch-size" in capsys.readouterr().err

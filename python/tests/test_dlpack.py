@@ -1,0 +1,133 @@
+"""DLPack capsules made in pure ctypes: naming, ownership and consumers (torch, numpy)."""
+
+import ctypes
+import gc
+
+import numpy as np
+import pytest
+import torch
+
+from godali import _dlpack
+from godali.tensors import Tensor, TensorList, _Buffer
+
+_get_name = ctypes.pythonapi.PyCapsule_GetName
+_get_name.restype = ctypes.c_char_p
+_get_name.argtypes = [ctypes.py_object]
+_get_ptr = ctypes.pythonapi.PyCapsule_GetPointer
+_get_ptr.restype = ctypes.c_void_p
+_get_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class Owner:
+    """Stands for an engine lease: counts how often it is released."""
+
+    alive = 0
+
+    def __init__(self, arr):
+        self.arr = arr
+        Owner.alive += 1
+
+    def __del__(self):
+        Owner.alive -= 1
+
+
+def _buffer(arr):
+    code = {"f": _dlpack.kDLFloat, "i": _dlpack.kDLInt, "u": _dlpack.kDLUInt}[arr.dtype.kind]
+    return _Buffer(arr.ctypes.data, _dlpack.kDLCPU, 0, code, arr.dtype.itemsize * 8, 1,
+                   arr.shape, None, Owner(arr))
+
+
+def test_struct_layouts_match_dlpack_h():
+    # Offsets from include/dlpack/dlpack.h on a 64-bit host.
+    assert ctypes.sizeof(_dlpack.DLDevice) == 8
+    assert ctypes.sizeof(_dlpack.DLDataType) == 4
+    assert _dlpack.DLTensor.shape.offset == 24
+    assert ctypes.sizeof(_dlpack.DLTensor) == 48
+    assert _dlpack.DLManagedTensor.deleter.offset == 56
+    assert _dlpack.DLManagedTensorVersioned.dl_tensor.offset == 32
+
+
+def test_unconsumed_capsule_releases_owner():
+    before = Owner.alive
+    buf = _buffer(np.arange(6, dtype=np.float32).reshape(2, 3))
+    cap = buf.capsule()
+    assert _get_name(cap) == b"dltensor"
+    del buf
+    assert Owner.alive == before + 1  # the capsule keeps it
+    n = _dlpack.live_exports()
+    del cap
+    gc.collect()
+    assert Owner.alive == before
+    assert _dlpack.live_exports() == n - 1
+
+
+def test_torch_consumes_capsule_once_and_frees_on_tensor_death():
+    before = Owner.alive
+    arr = np.arange(12, dtype=np.int32).reshape(3, 4)
+    buf = _buffer(arr)
+    cap = buf.capsule()
+    t = torch.utils.dlpack.from_dlpack(cap)
+    assert _get_name(cap) == b"used_dltensor"
+    assert t.data_ptr() == arr.ctypes.data
+    assert t.tolist() == arr.tolist()
+    del buf, cap, arr
+    gc.collect()
+    assert Owner.alive == before + 1  # torch's tensor holds it
+    del t
+    gc.collect()
+    assert Owner.alive == before
+
+
+def test_versioned_capsule():
+    arr = np.arange(4, dtype=np.uint8)
+    tl = TensorList(dense=_buffer(arr.reshape(2, 2)))
+    cap = tl.__dlpack__(max_version=(1, 0))
+    assert _get_name(cap) == b"dltensor_versioned"
+    m = _dlpack.DLManagedTensorVersioned.from_address(_get_ptr(cap, b"dltensor_versioned"))
+    assert (m.version.major, m.version.minor) == (1, 0)
+    assert m.dl_tensor.data == arr.ctypes.data
+    assert [m.dl_tensor.shape[i] for i in range(m.dl_tensor.ndim)] == [2, 2]
+    assert _get_name(tl.__dlpack__(max_version=(0, 8))) == b"dltensor"
+    assert _get_name(tl.__dlpack__()) == b"dltensor"
+    del cap
+    gc.collect()
+
+
+def test_torch2_style_keywords_are_accepted():
+    # torch 2.x calls __dlpack__(stream=..., max_version=...) and numpy 2 adds copy and
+    # dl_device; none of them may raise TypeError.
+    tl = TensorList(dense=_buffer(np.zeros((2, 3), np.float32)))
+    for kw in ({}, {"stream": None}, {"stream": None, "max_version": (1, 0)},
+               {"max_version": (1, 0), "dl_device": (1, 0), "copy": False}):
+        cap = tl.__dlpack__(**kw)
+        assert _get_name(cap) in (b"dltensor", b"dltensor_versioned")
+    assert tl.__dlpack_device__() == (_dlpack.kDLCPU, 0)
+    with pytest.raises(BufferError):
+        tl.__dlpack__(copy=True)
+    if hasattr(torch, "from_dlpack"):
+        t = torch.from_dlpack(tl)
+        assert tuple(t.shape) == (2, 3)
+
+
+def test_numpy_consumers_share_memory():
+    arr = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    tl = TensorList(dense=_buffer(arr))
+    a = tl.as_array()
+    assert a.ctypes.data == arr.ctypes.data
+    np.testing.assert_array_equal(a, arr)
+    b = np.asarray(tl)  # __array_interface__
+    assert b.ctypes.data == arr.ctypes.data
+    s = tl[1]
+    assert isinstance(s, Tensor)
+    assert s.shape() == (3, 4)
+    assert np.asarray(s).ctypes.data == arr.ctypes.data + 12 * 4
+    np.testing.assert_array_equal(s.as_array(), arr[1])
+    assert s.as_tensor().data_ptr() == arr.ctypes.data + 12 * 4
+
+
+def test_many_exports_of_one_batch():
+    arr = np.arange(8, dtype=np.int64).reshape(2, 4)
+    tl = TensorList(dense=_buffer(arr))
+    ts = [tl.as_tensor() for _ in range(5)] + [tl[i].as_tensor() for i in range(2)]
+    assert all(t.data_ptr() in (arr.ctypes.data, arr.ctypes.data + 32) for t in ts)
+    assert ts[-1].tolist() == [4, 5, 6, 7]

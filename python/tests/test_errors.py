@@ -1,0 +1,87 @@
+"""Bad samples: the message names the file, the pipeline stays usable, on_error="skip"."""
+
+import os
+
+import pytest
+
+import godali
+from godali import fn, types
+
+from conftest import make_jpeg
+
+
+@pytest.fixture
+def files_with_a_bad_one(tmp_path):
+    good = [make_jpeg(str(tmp_path / ("ok%d.jpg" % i)), 20, 24, seed=i) for i in range(5)]
+    bad = str(tmp_path / "broken.jpg")
+    with open(good[0], "rb") as f:
+        data = f.read()
+    with open(bad, "wb") as f:
+        f.write(data[:200])  # a truncated JPEG
+    # labels by position: batch 0 = [0, 1], batch 1 = [2 (broken), 3], batch 2 = [4, 5]
+    return good[:2] + [bad] + good[2:], bad
+
+
+def _pipe(files, **kw):
+    pipe = godali.Pipeline(batch_size=2, num_threads=1, seed=1, **kw)
+    with pipe:
+        jpegs, labels = fn.readers.file(files=files, labels=list(range(len(files))))
+        images = fn.resize(fn.decoders.image(jpegs, output_type=types.RGB), resize_x=8,
+                           resize_y=8)
+        pipe.set_outputs(images, labels)
+    return pipe
+
+
+def test_bad_file_is_named_and_pipeline_goes_on(files_with_a_bad_one):
+    files, bad = files_with_a_bad_one
+    pipe = _pipe(files)
+    images, labels = pipe.run()
+    assert labels.as_array().ravel().tolist() == [0, 1]
+    with pytest.raises(godali.DataError) as e:
+        pipe.run()
+    assert bad in str(e.value) or os.path.basename(bad) in str(e.value)
+    assert e.value.status == -4
+    images, labels = pipe.run()  # the following batch
+    assert labels.as_array().ravel().tolist() == [4, 5]
+    with pytest.raises(StopIteration):
+        pipe.run()
+    pipe.reset()
+    assert pipe.run()[1].as_array().ravel().tolist() == [0, 1]
+    pipe.close()
+
+
+def test_skip_replaces_and_counts(files_with_a_bad_one):
+    files, bad = files_with_a_bad_one
+    pipe = _pipe(files, on_error="skip")
+    seen = []
+    skipped = 0
+    for _ in range(3):
+        images, labels = pipe.run()
+        assert images.as_tensor().shape == (2, 8, 8, 3)
+        skipped += pipe.batch_info.skipped
+        seen.append(labels.as_array().ravel().tolist())
+    assert skipped == 1
+    assert seen[0] == [0, 1] and seen[2] == [4, 5]
+    assert 2 not in seen[1]  # the broken file's sample was replaced
+
+
+def test_missing_file_root_names_it(tmp_path):
+    missing = str(tmp_path / "does_not_exist")
+    pipe = godali.Pipeline(batch_size=1)
+    with pipe:
+        _, labels = fn.readers.file(file_root=missing)
+        pipe.set_outputs(labels)
+    with pytest.raises(godali.GodaliError) as e:
+        pipe.build()
+    assert "does_not_exist" in str(e.value)
+
+
+def test_decompression_bomb_refused(tmp_path):
+    big = make_jpeg(str(tmp_path / "big.jpg"), 300, 400, seed=1)
+    pipe = godali.Pipeline(batch_size=1, max_image_pixels=100 * 100)
+    with pipe:
+        jpegs, _ = fn.readers.file(files=[big])
+        pipe.set_outputs(fn.decoders.image(jpegs))
+    with pytest.raises(godali.DataError) as e:
+        pipe.run()
+    assert "big.jpg" in str(e.value)
