@@ -118,29 +118,37 @@ func (p *HostPool) Get(n int) (*Lease, error) {
 			return nil, Errorf(StatusInternal, "host pool: cannot map %d bytes: %v", cs, err)
 		}
 		l = &Lease{pool: p, mem: mem}
-		p.count(&p.c.allocations, 1)
-		p.count(&p.c.reserved, int64(cs))
+		p.count(allocations, 1)
+		p.count(reserved, int64(cs))
 	}
 	l.size = n
 	l.refs.Store(1)
-	p.count(&p.c.acquires, 1)
-	p.count(&p.c.outstanding, 1)
-	p.count(&p.c.inUse, int64(len(l.mem)))
+	p.count(acquires, 1)
+	p.count(outstanding, 1)
+	p.count(inUse, int64(len(l.mem)))
 	return l, nil
 }
 
-func (p *HostPool) count(c *atomic.Int64, d int64) {
-	c.Add(d)
-	// The same field of the global counters.
-	off := uintptr(unsafe.Pointer(c)) - uintptr(unsafe.Pointer(&p.c))
-	(*atomic.Int64)(unsafe.Add(unsafe.Pointer(&globalHost), off)).Add(d)
+// count adds d to one counter of the pool and the same counter of the process.
+func (p *HostPool) count(field func(*poolCounters) *atomic.Int64, d int64) {
+	field(&p.c).Add(d)
+	field(&globalHost).Add(d)
 }
+
+func allocations(c *poolCounters) *atomic.Int64 { return &c.allocations }
+func releases(c *poolCounters) *atomic.Int64    { return &c.releases }
+func acquires(c *poolCounters) *atomic.Int64    { return &c.acquires }
+func returns(c *poolCounters) *atomic.Int64     { return &c.returns }
+func outstanding(c *poolCounters) *atomic.Int64 { return &c.outstanding }
+func reserved(c *poolCounters) *atomic.Int64    { return &c.reserved }
+func inUse(c *poolCounters) *atomic.Int64       { return &c.inUse }
+func exported(c *poolCounters) *atomic.Int64    { return &c.exported }
 
 func (p *HostPool) put(l *Lease) {
 	cs := len(l.mem)
-	p.count(&p.c.returns, 1)
-	p.count(&p.c.outstanding, -1)
-	p.count(&p.c.inUse, -int64(cs))
+	p.count(returns, 1)
+	p.count(outstanding, -1)
+	p.count(inUse, -int64(cs))
 	p.mu.Lock()
 	if !p.closed {
 		p.free[cs] = append(p.free[cs], l)
@@ -155,8 +163,8 @@ func (p *HostPool) unmap(l *Lease) {
 	cs := len(l.mem)
 	_ = syscall.Munmap(l.mem)
 	l.mem = nil
-	p.count(&p.c.releases, 1)
-	p.count(&p.c.reserved, -int64(cs))
+	p.count(releases, 1)
+	p.count(reserved, -int64(cs))
 }
 
 // Close gives idle buffers back to the system; outstanding ones follow on return.
@@ -177,7 +185,7 @@ func (p *HostPool) Close() {
 func (p *HostPool) Stats() PoolStats { return p.c.snapshot() }
 
 // Exported adjusts the count of DLPack tensors alive (the C layer calls it).
-func (p *HostPool) Exported(d int64) { p.count(&p.c.exported, d) }
+func (p *HostPool) Exported(d int64) { p.count(exported, d) }
 
 func readScalar(b []byte, d DType) float64 {
 	switch d {

@@ -58,8 +58,9 @@ func init() {
 
 // randomOp fills its output from the sample's random stream.
 type randomOp struct {
-	args *Args
-	draw func(*RNG) float64
+	args   *Args
+	draw   func(*RNG) float64
+	static []int // the per-sample shape, set by Infer
 }
 
 func (o *randomOp) shape() []int {
@@ -76,11 +77,12 @@ func (o *randomOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
 			return nil, o.args.Errorf("shape", "dimensions must be >= 0, got %v", o.args.Ints("shape"))
 		}
 	}
-	return []TensorMeta{{DType: o.args.DType("dtype"), Shape: o.shape()}}, nil
+	o.static = o.shape()
+	return []TensorMeta{{DType: o.args.DType("dtype"), Shape: o.static}}, nil
 }
 
 func (o *randomOp) Setup(ws *Workspace) error {
-	ws.Out[0].Shape = append(ws.Out[0].Shape[:0], o.shape()...)
+	ws.Out[0].Shape = append(ws.Out[0].Shape[:0], o.static...)
 	return nil
 }
 
