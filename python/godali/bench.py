@@ -35,7 +35,6 @@ import argparse
 import ctypes
 import datetime
 import json
-import math
 import os
 import platform
 import random
@@ -68,27 +67,26 @@ class Contender:
     key: str
     label: str
     gpu: bool  # needs a CUDA device
-    loader: bool  # delivers training batches (not a decode-only ceiling)
     doc: str
 
 
 CONTENDERS = (
-    Contender("torch", "torch DataLoader", False, True,
+    Contender("torch", "torch DataLoader", False,
               "DataLoader(ImageFolder) + RandomResizedCrop(224), RandomHorizontalFlip, "
               "ToTensor, Normalize; num_workers = cores; pin_memory on CUDA"),
-    Contender("godali-cpu", "godali cpu", False, True,
+    Contender("godali-cpu", "godali cpu", False,
               "ResNet-50 training pipeline (image_random_crop, resize 224 triangular, "
               "coin_flip, crop_mirror_normalize to float NCHW), CPU flavour"),
-    Contender("godali-cuda", "godali cuda (mixed)", True, True,
+    Contender("godali-cuda", "godali cuda (mixed)", True,
               "the same pipeline with decoders.image_random_crop(device='mixed') and "
               "resize/crop_mirror_normalize on the GPU"),
-    Contender("torchvision-gpu", "torchvision GPU decode", True, True,
+    Contender("torchvision-gpu", "torchvision GPU decode", True,
               "torchvision.io.decode_jpeg(device='cuda') + resized_crop/flip/normalize "
               "on the GPU, one Python thread"),
-    Contender("decode-godali", "decode only: godali", False, False,
+    Contender("decode-godali", "decode only: godali", False,
               "readers.file + decoders.image (libjpeg-turbo), full resolution, RGB, "
               "nothing else, num_threads = cores"),
-    Contender("decode-pil", "decode only: PIL pool", False, False,
+    Contender("decode-pil", "decode only: PIL pool", False,
               "PIL Image.load (libjpeg-turbo), full resolution, RGB, nothing else, "
               "in a pool of `cores` processes"),
 )
@@ -530,6 +528,7 @@ def _pil_decode(paths: list) -> int:
 
 def _worker_decode_pil(cfg: dict) -> dict:
     import collections
+    import concurrent.futures
     import multiprocessing
 
     import PIL
@@ -539,7 +538,9 @@ def _worker_decode_pil(cfg: dict) -> dict:
     bs, chunk = cfg["batch_size"], 4
     chunks = iter([[paths[i] for i in order[k:k + chunk]]
                    for k in range(0, len(order), chunk)])
-    pool = multiprocessing.get_context("fork").Pool(cfg["cores"])
+    # concurrent.futures reports a worker that died (BrokenProcessPool) where
+    # multiprocessing.Pool would wait for its lost task forever.
+    pool = concurrent.futures.ProcessPoolExecutor(cfg["cores"], mp_context=multiprocessing.get_context("fork"))
     # Two batches in flight, like the other contenders' prefetch queues: an unbounded
     # imap would decode far ahead during the warm-up and flatter the timed window.
     inflight = collections.deque()
@@ -549,13 +550,13 @@ def _worker_decode_pil(cfg: dict) -> dict:
             paths_chunk = next(chunks, None)
             if paths_chunk is None:
                 return
-            inflight.append(pool.apply_async(_pil_decode, (paths_chunk,)))
+            inflight.append(pool.submit(_pil_decode, paths_chunk))
 
     def batches():
         done = 0
         while True:
             refill()
-            done += inflight.popleft().get()
+            done += inflight.popleft().result(timeout=300)
             if done >= bs:
                 done -= bs
                 yield None
@@ -563,8 +564,7 @@ def _worker_decode_pil(cfg: dict) -> dict:
     try:
         res = _timed(batches(), cfg, lambda: None)
     finally:
-        pool.terminate()
-        pool.join()
+        pool.shutdown(wait=False, cancel_futures=True)
     res["versions"] = {"pil": PIL.__version__}
     return res
 
@@ -704,23 +704,28 @@ def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = N
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
         peak = {"mem": 0.0, "gpu_mem": 0.0}
-        window = {"on": False, "util": [], "busy": [0.0, 0.0]}
+        window = {"on": False, "util": [], "busy": [0.0, 0.0], "own": [0.0, 0.0]}
         gpu_base = nvml.memory_used_mb() if nvml else 0.0
         stop = threading.Event()
 
         def sample():
             while not stop.is_set():
+                if time.monotonic() > deadline:  # a contender that hangs silently
+                    proc.kill()
+                    return
                 peak["mem"] = max(peak["mem"], tree_memory_mb(proc.pid))
                 if nvml:
                     peak["gpu_mem"] = max(peak["gpu_mem"], nvml.memory_used_mb() - gpu_base)
                     if window["on"]:
                         window["util"].append(nvml.utilization())
-                stop.wait(0.1)
+                # Sparse enough that this process's /proc reading does not slow the
+                # contender down on a 2-core machine.
+                stop.wait(0.25)
 
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
         result = None
         deadline = time.monotonic() + timeout
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         try:
             for line in proc.stdout:
                 if line.startswith("P"):
@@ -729,9 +734,11 @@ def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = N
                 elif line.startswith("W"):
                     window["on"] = True
                     window["busy"][0] = system_busy_seconds()
+                    window["own"][0] = time.process_time()
                 elif line.startswith("E"):
                     window["on"] = False
                     window["busy"][1] = system_busy_seconds()
+                    window["own"][1] = time.process_time()
                 elif line.startswith("R "):
                     result = json.loads(line[2:])
                 if time.monotonic() > deadline:
@@ -751,8 +758,9 @@ def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = N
     # CPU time other processes took while the trial was timed: on a shared machine the
     # figures mean little when this is large.
     busy = window["busy"][1] - window["busy"][0]
+    own = window["own"][1] - window["own"][0]  # this process's sampling
     ncpu = os.cpu_count() or 1
-    result["foreign_cpu"] = max(0.0, busy - result["cpu_s"]) / (result["wall_s"] * ncpu)
+    result["foreign_cpu"] = max(0.0, busy - own - result["cpu_s"]) / (result["wall_s"] * ncpu)
     if nvml:
         result["gpu_mem_mb"] = peak["gpu_mem"]
         result["gpu_util"] = statistics.fmean(window["util"]) if window["util"] else None
@@ -828,7 +836,7 @@ def _median(xs):
     return statistics.median(xs) if xs else None
 
 
-def summarize(key: str, runs: list, cores: int, batch_size: int) -> dict:
+def summarize(runs: list, cores: int, batch_size: int) -> dict:
     """summarize reduces one contender's trials to medians."""
     rates = [r["images"] / r["wall_s"] for r in runs]
     return {
@@ -1182,7 +1190,7 @@ def _main(argv) -> int:
         elif k in failed:
             row.update(status="failed", reason=failed[k], log=logs.get(k, ""))
         else:
-            row.update(status="ok", **summarize(k, runs[k], cores, batch))
+            row.update(status="ok", **summarize(runs[k], cores, batch))
             results[k] = row
             for r in runs[k]:
                 if "versions" in r:

@@ -73,7 +73,7 @@ def test_summarize_takes_medians():
     runs = [{"images": 640, "wall_s": w, "cpu_s": 1.5 * w, "peak_mem_mb": m,
              "first_batch_s": w / 2}
             for w, m in ((2.0, 100), (4.0, 300), (3.2, 200))]
-    s = bench.summarize("torch", runs, cores=2, batch_size=64)
+    s = bench.summarize(runs, cores=2, batch_size=64)
     assert s["images_per_s"] == pytest.approx(200)  # median of 320, 160, 200
     assert s["ms_per_batch"] == pytest.approx(320)
     assert s["cpu_util"] == pytest.approx(0.75)
