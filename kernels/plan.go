@@ -8,13 +8,15 @@ import (
 	"github.com/godali/godali/engine/imaging"
 )
 
-// precisionBits matches GODALI_PRECISION_BITS and engine/imaging.
+// precisionBits matches GODALI_PRECISION_BITS and engine/imaging's FixedOne.
 const (
 	precisionBits = 22
-	fixedOne      = 1 << precisionBits
 	maxDim        = 1 << 24
 	maxChannels   = 64
 )
+
+// The kernels shift by precisionBits; the weights come from engine/imaging.
+var _ = [1]struct{}{}[imaging.FixedOne-(1<<precisionBits)]
 
 // Tap is one output's filter: Weights[Off:Off+N] applied to source indices Start.. .
 type Tap struct{ Start, N, Off int32 }
@@ -55,7 +57,7 @@ type ResizeBatch struct {
 	tmpOff   []int
 	taps     []Tap
 	weights  []int32
-	coef     []float64
+	axis     imaging.AxisTaps
 	tmpBytes int
 	maxW     int // widest output
 	maxH     int // tallest output
@@ -136,129 +138,14 @@ func (b *ResizeBatch) Add(s *ResizeSample) error {
 	return nil
 }
 
-// appendAxis appends one tap per output sample along an axis. It is engine/imaging's
-// axis planning (PIL's precompute_coeffs) with identity and nearest-neighbour axes
-// expressed as single taps of weight one, which the integer kernels turn into exact
-// copies.
+// appendAxis appends one tap per output sample along an axis, with engine/imaging's own
+// weights (PIL's coefficients), so that the GPU resamples exactly like the CPU operator.
 func (b *ResizeBatch) appendAxis(inSize int, in0, in1 float64, outSize int, interp imaging.Interp, antialias bool) {
-	single := func(start int) {
-		b.taps = append(b.taps, Tap{Start: int32(start), N: 1, Off: int32(len(b.weights))})
-		b.weights = append(b.weights, fixedOne)
-	}
-	if outSize == inSize && in0 == 0 && in1 == float64(inSize) {
-		for i := 0; i < outSize; i++ {
-			single(i)
-		}
-		return
-	}
-	scale := float64(float32(in1)-float32(in0)) / float64(outSize)
-	if interp == imaging.InterpNN {
-		for i := 0; i < outSize; i++ {
-			single(clampInt(int(math.Floor(in0+(float64(i)+0.5)*scale)), 0, inSize-1))
-		}
-		return
-	}
-	// Downscaling widens the filter only with antialias; INTERP_TRIANGULAR is the same
-	// filter as INTERP_LINEAR (engine/imaging follows DALI here).
-	fs := math.Abs(scale)
-	if fs < 1 || !antialias {
-		fs = 1
-	}
-	support := filterSupport(interp) * fs
-	ksize := int(math.Ceil(support))*2 + 1
-	if cap(b.coef) < ksize {
-		b.coef = make([]float64, ksize)
-	}
-	ks := b.coef[:ksize]
-	inv := 1 / fs
-	for i := 0; i < outSize; i++ {
-		center := in0 + (float64(i)+0.5)*scale
-		xmin := max(int(center-support+0.5), 0)
-		xmax := min(int(center+support+0.5), inSize)
-		n := min(max(xmax-xmin, 0), ksize)
-		sum := 0.0
-		for x := 0; x < n; x++ {
-			w := filterWeight(interp, (float64(x+xmin)-center+0.5)*inv)
-			ks[x] = w
-			sum += w
-		}
-		off := len(b.weights)
-		if sum != 0 {
-			for x := 0; x < n; x++ {
-				v := ks[x] / sum * fixedOne
-				if v < 0 {
-					b.weights = append(b.weights, int32(v-0.5))
-				} else {
-					b.weights = append(b.weights, int32(v+0.5))
-				}
-			}
-		}
-		lo, hi := off, len(b.weights)
-		for lo < hi && b.weights[lo] == 0 {
-			lo++
-		}
-		for hi > lo && b.weights[hi-1] == 0 {
-			hi--
-		}
-		if lo == hi {
-			// No source pixel under the filter: replicate the nearest edge pixel.
-			b.weights = b.weights[:off]
-			single(clampInt(int(math.Floor(center)), 0, inSize-1))
-			continue
-		}
-		copy(b.weights[off:], b.weights[lo:hi])
-		b.weights = b.weights[:off+hi-lo]
-		b.taps = append(b.taps, Tap{Start: int32(xmin + lo - off), N: int32(hi - lo), Off: int32(off)})
-	}
+	b.axis.Each(inSize, in0, in1, outSize, interp, antialias, func(start int32, w []int32) {
+		b.taps = append(b.taps, Tap{Start: start, N: int32(len(w)), Off: int32(len(b.weights))})
+		b.weights = append(b.weights, w...)
+	})
 }
-
-// filterSupport is the filter's half-width at scale 1 (engine/imaging, PIL).
-func filterSupport(i imaging.Interp) float64 {
-	switch i {
-	case imaging.InterpCubic:
-		return 2
-	case imaging.InterpLanczos3:
-		return 3
-	}
-	return 1
-}
-
-// filterWeight evaluates the continuous kernel with PIL's formulas, as engine/imaging does.
-func filterWeight(i imaging.Interp, x float64) float64 {
-	if x < 0 {
-		x = -x
-	}
-	switch i {
-	case imaging.InterpCubic:
-		const a = -0.5
-		if x < 1 {
-			return ((a+2)*x-(a+3))*x*x + 1
-		}
-		if x < 2 {
-			return (((x-5)*x+8)*x - 4) * a
-		}
-		return 0
-	case imaging.InterpLanczos3:
-		if x < 3 {
-			return sinc(x) * sinc(x/3)
-		}
-		return 0
-	}
-	if x < 1 {
-		return 1 - x
-	}
-	return 0
-}
-
-func sinc(x float64) float64 {
-	if x == 0 {
-		return 1
-	}
-	x *= math.Pi
-	return math.Sin(x) / x
-}
-
-func clampInt(v, lo, hi int) int { return min(max(v, lo), hi) }
 
 // resizeLayout is where the parts of a packed ResizeBatch lie in the upload buffer.
 type resizeLayout struct{ descs, taps, weights, size int }
