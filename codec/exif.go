@@ -47,6 +47,10 @@ func jpegExif(data []byte) []byte {
 	return nil
 }
 
+// ExifOrientation returns the orientation (1..8) in an EXIF payload (with or without its
+// "Exif\x00\x00" prefix) or a TIFF structure; 1 when absent or malformed.
+func ExifOrientation(t []byte) int { return tiffOrientation(t) }
+
 // tiffOrientation reads tag 0x0112 (Orientation) from IFD0 of a TIFF structure (EXIF
 // payload or TIFF file), either byte order. Anything malformed, missing, out of 1..8, or
 // not a single value means 1, as PIL's exif_transpose then does nothing.

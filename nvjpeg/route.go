@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/godali/godali/codec"
 )
 
 // Subsampling is an nvjpegChromaSubsampling_t.
@@ -146,9 +148,7 @@ func ParseJPEG(data []byte) (JPEGInfo, error) {
 		case m == 0xEE && len(seg) >= 12 && string(seg[:5]) == "Adobe":
 			info.AdobeTransform = int(seg[11])
 		case m == 0xE1 && len(seg) >= 6 && string(seg[:6]) == "Exif\x00\x00":
-			if o := exifOrientation(seg[6:]); o >= 1 && o <= 8 {
-				info.Orientation = o
-			}
+			info.Orientation = codec.ExifOrientation(seg)
 		case m == 0xDA:
 			if !sawFrame {
 				return info, fmt.Errorf("JPEG stream: scan before the frame header")
@@ -190,37 +190,6 @@ func subsampling(n int, s [4][2]int) Subsampling {
 		return CSS410
 	}
 	return CSSUnknown
-}
-
-// exifOrientation reads tag 0x0112 of IFD0 of a TIFF structure; 0 when absent.
-func exifOrientation(t []byte) int {
-	if len(t) < 8 {
-		return 0
-	}
-	var bo binary.ByteOrder
-	switch string(t[:4]) {
-	case "II*\x00":
-		bo = binary.LittleEndian
-	case "MM\x00*":
-		bo = binary.BigEndian
-	default:
-		return 0
-	}
-	off := int(bo.Uint32(t[4:]))
-	if off < 8 || off+2 > len(t) {
-		return 0
-	}
-	n := int(bo.Uint16(t[off:]))
-	for k := 0; k < n; k++ {
-		e := off + 2 + 12*k
-		if e+12 > len(t) {
-			return 0
-		}
-		if bo.Uint16(t[e:]) == 0x0112 && bo.Uint16(t[e+2:]) == 3 {
-			return int(bo.Uint16(t[e+8:]))
-		}
-	}
-	return 0
 }
 
 // Route is the decoder a JPEG goes to.
