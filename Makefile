@@ -68,7 +68,7 @@ $(BUILD)/libgodali_cuda.so: $(GOSRC) | cuda-kernels
 test-cuda-compile: cuda-kernels
 	$(CUDA_ENV) $(GO) vet -tags cuda ./...
 	@mkdir -p $(CUDA_TESTS)
-	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./kernels/
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./kernels/ ./engine/
 	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(CUDA_TESTS)/libjpeg.so.62; fi
 	$(CUDA_ENV) $(GO) test -tags 'cuda nodevice' -run 'TestLoad|TestCandidates|TestROIArgs' ./nvjpeg/
 
@@ -79,6 +79,7 @@ test-cuda: test-cuda-compile
 	cd internal/cuda && ../../$(CUDA_TESTS)/cuda.test -test.v $(TESTFLAGS)
 	cd nvjpeg && ../$(CUDA_TESTS)/nvjpeg.test -test.v $(TESTFLAGS)
 	cd kernels && ../$(CUDA_TESTS)/kernels.test -test.v $(TESTFLAGS)
+	cd engine && ../$(CUDA_TESTS)/engine.test -test.v $(TESTFLAGS)
 
 test: all test-go test-c test-python $(if $(WANT_CUDA),test-cuda)
 

@@ -65,7 +65,7 @@ static void tensor_deleter(DLManagedTensor *self) {
   free(b);
 }
 
-DLManagedTensor *godali_new_tensor(void *data, int ndim, const int64_t *shape, uint8_t code,
+DLManagedTensor *godali_new_tensor(uintptr_t data, int ndim, const int64_t *shape, uint8_t code,
                                    uint8_t bits, int32_t device_type, int32_t device_id,
                                    uint64_t ctx) {
   tensor_block *b = malloc(sizeof(tensor_block) + sizeof(int64_t) * (ndim > 0 ? ndim : 1));
@@ -73,7 +73,7 @@ DLManagedTensor *godali_new_tensor(void *data, int ndim, const int64_t *shape, u
   memset(b, 0, sizeof(*b));
   if (ndim > 0) memcpy(b->shape, shape, sizeof(int64_t) * ndim);
   DLTensor *t = &b->managed.dl_tensor;
-  t->data = data;
+  t->data = (void *)data; /* a host address, or a CUdeviceptr for kDLCUDA */
   t->device.device_type = (DLDeviceType)device_type;
   t->device.device_id = device_id;
   t->ndim = ndim;
@@ -102,7 +102,14 @@ static void tensor_deleter_v(DLManagedTensorVersioned *self) {
   free(b);
 }
 
-DLManagedTensorVersioned *godali_new_tensor_versioned(void *data, int ndim, const int64_t *shape,
+// godali_tensor_context returns the export id of a tensor this library made, 0 for any
+// other tensor (the deleter tells them apart).
+uint64_t godali_tensor_context(const DLManagedTensor *t) {
+  if (t == NULL || t->deleter != tensor_deleter) return 0;
+  return ((const tensor_block *)t)->ctx;
+}
+
+DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, const int64_t *shape,
                                                       uint8_t code, uint8_t bits,
                                                       int32_t device_type, int32_t device_id,
                                                       uint64_t ctx) {
@@ -114,7 +121,7 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(void *data, int ndim, cons
   b->managed.version.minor = DLPACK_MINOR_VERSION;
   b->managed.flags = 0;
   DLTensor *t = &b->managed.dl_tensor;
-  t->data = data;
+  t->data = (void *)data;
   t->device.device_type = (DLDeviceType)device_type;
   t->device.device_id = device_id;
   t->ndim = ndim;

@@ -7,10 +7,11 @@
 
 void godali_set_error(const char *msg, size_t len);
 void godali_clear_error(void);
-DLManagedTensor *godali_new_tensor(void *data, int ndim, const int64_t *shape, uint8_t code,
+DLManagedTensor *godali_new_tensor(uintptr_t data, int ndim, const int64_t *shape, uint8_t code,
                                    uint8_t bits, int32_t device_type, int32_t device_id,
                                    uint64_t ctx);
-DLManagedTensorVersioned *godali_new_tensor_versioned(void *data, int ndim, const int64_t *shape,
+uint64_t godali_tensor_context(const DLManagedTensor *t);
+DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, const int64_t *shape,
                                                       uint8_t code, uint8_t bits,
                                                       int32_t device_type, int32_t device_id,
                                                       uint64_t ctx);

@@ -322,6 +322,10 @@ func godali_pipeline_output_info(h C.godali_pipeline_t, index C.int, out *C.goda
 		}
 		out.ndim = C.int32_t(len(o.SampleShape(0)))
 		out.device_type = C.kDLCPU
+		if o.OnGPU {
+			out.device_type = C.kDLCUDA
+			out.device_id = C.int32_t(o.DeviceID)
+		}
 		code, bits := o.Meta.DType.DLPack()
 		out.dtype.code = C.uint8_t(code)
 		out.dtype.bits = C.uint8_t(bits)

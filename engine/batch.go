@@ -23,6 +23,7 @@ type Batch struct {
 	done       chan struct{}
 	err        error
 	endOfEpoch bool
+	gpu        *gpuBatch // the batch's GPU memory and fences; nil without a GPU stage
 }
 
 // OutputBatch is one pipeline output of a batch.
@@ -30,6 +31,11 @@ type OutputBatch struct {
 	Name  string
 	Meta  TensorMeta
 	Dense bool // every sample has the build-time shape: one lease for the batch
+	// OnGPU: the output is GPU data (from a mixed or gpu node), in device memory on
+	// DeviceID; the views then carry a DeviceRef instead of a host lease.
+	OnGPU    bool
+	DeviceID int
+	dev      deviceOutput // where the GPU stage put it
 
 	pool        *HostPool
 	whole       *Lease // Dense: [N, ...]
@@ -46,8 +52,11 @@ func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
 		errs: make([]error, n), done: make(chan struct{})}
 	for _, d := range p.Graph.Outputs {
 		o := &OutputBatch{Name: d.Name, Meta: d.Meta, Dense: d.Meta.Static(), pool: p.pool,
-			shapes: make([][]int, n)}
-		if !o.Dense {
+			shapes: make([][]int, n), OnGPU: p.Part.OnGPU(d)}
+		if o.OnGPU {
+			o.DeviceID = *p.Spec.DeviceID
+		}
+		if !o.Dense && !o.OnGPU {
 			o.samples = make([]*Lease, n)
 		}
 		b.outs = append(b.outs, o)
@@ -57,7 +66,7 @@ func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
 
 func (b *Batch) allocateOutputs() error {
 	for _, o := range b.outs {
-		if !o.Dense {
+		if !o.Dense || o.OnGPU {
 			continue
 		}
 		o.sampleBytes = o.Meta.DType.Size()
@@ -95,6 +104,10 @@ func (o *OutputBatch) sampleBuffer(i int, t *Tensor, need int) ([]byte, error) {
 }
 
 func (b *Batch) release() {
+	if b.gpu != nil {
+		b.gpu.release()
+		b.gpu = nil
+	}
 	for _, o := range b.outs {
 		if o.whole != nil {
 			o.whole.Release()
@@ -125,12 +138,18 @@ func (b *Batch) NumOutputs() int { return len(b.outs) }
 // Sources are the files of the batch's samples.
 func (b *Batch) Sources() []SampleRef { return b.refs }
 
-// View is exported memory: the caller owns one reference of Lease and must Release it.
+// View is exported memory: the caller owns one reference of Lease (host memory) or Dev
+// (GPU memory) and must Release it.
 type View struct {
-	Ptr   unsafe.Pointer
+	Ptr   unsafe.Pointer // host memory
 	Shape []int64
 	DType DType
 	Lease *Lease
+	// GPU memory: DevPtr on device DeviceID, held by Dev, which also orders the
+	// consumer's stream after the work that wrote it.
+	DevPtr   uintptr
+	DeviceID int
+	Dev      *DeviceRef
 }
 
 // Uniform reports whether every sample has the same shape.
@@ -167,6 +186,9 @@ func sameShape(a, b []int) bool {
 // DenseView exports the whole output as [N, ...]: without a copy when dense, gathered
 // into one lease (once per batch) when ragged samples share a shape.
 func (o *OutputBatch) DenseView() (View, error) {
+	if o.OnGPU {
+		return o.deviceDenseView()
+	}
 	n := len(o.shapes)
 	shape := make([]int64, 0, 1+len(o.shapes[0]))
 	shape = append(shape, int64(n))
@@ -202,6 +224,9 @@ func (o *OutputBatch) DenseView() (View, error) {
 func (o *OutputBatch) SampleView(i int) (View, error) {
 	if i < 0 || i >= len(o.shapes) {
 		return View{}, Errorf(StatusInvalidArgument, "sample index %d out of range [0, %d)", i, len(o.shapes))
+	}
+	if o.OnGPU {
+		return o.deviceSampleView(i)
 	}
 	shape := make([]int64, len(o.shapes[i]))
 	for k, d := range o.shapes[i] {

@@ -19,8 +19,12 @@ import (
 type Pipeline struct {
 	Spec  *Spec
 	Graph *Graph
+	// Part says which nodes the workers run per sample and which the GPU stage runs
+	// per batch.
+	Part *Partition
 
 	pool   *HostPool
+	gpu    *gpuStage // nil unless the graph has mixed or gpu nodes
 	limits Limits
 	seed   uint64
 	source BatchSource
@@ -59,7 +63,11 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{Spec: spec, Graph: g, pool: NewHostPool(), epoch: spec.FirstEpoch}
+	part, err := PartitionGraph(g)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch}
 	p.limits.MaxImagePixels = spec.MaxImagePixels
 	if spec.Seed == -1 {
 		p.seed = rand.Uint64()
@@ -105,6 +113,14 @@ func (p *Pipeline) Build() error {
 		return err
 	}
 	n := p.Spec.NumThreads
+	if p.Part.UsesGPU() {
+		// The GPU stage first: it opens the device, whose NVML affinity places the
+		// workers that GODALI_AFFINITY_MASK leaves out.
+		if p.gpu, err = newGPUStage(p); err != nil {
+			return err
+		}
+		cpus = p.gpu.workerCPUs(cpus, n)
+	}
 	p.tasks = make(chan task, p.Spec.BatchSize*(p.Spec.PrefetchQueueDepth+1))
 	for i := 0; i < n; i++ {
 		w := newWorker(p, i)
@@ -258,6 +274,9 @@ func (p *Pipeline) Close() {
 		p.releaseCurrent()
 		close(p.tasks)
 		p.workerWG.Wait()
+		if p.gpu != nil {
+			p.gpu.close()
+		}
 	}
 	p.closed = true
 	for _, n := range p.Graph.Nodes {
@@ -314,7 +333,11 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch int
 		} else {
 			b.Valid = bs
 		}
-		if err := b.allocateOutputs(); err != nil {
+		err := b.allocateOutputs()
+		if err == nil && p.gpu != nil {
+			b.gpu, err = p.gpu.newBatch(b)
+		}
+		if err != nil {
 			b.err = err
 			close(b.done)
 			p.inflight <- b
@@ -375,6 +398,10 @@ func (p *Pipeline) finish(b *Batch) {
 			b.err = &Error{Status: StatusData, Err: b.err}
 		}
 	}
+	if p.gpu != nil && b.err == nil {
+		p.gpu.submit(b) // the GPU stage closes b.done once the batch's work is queued
+		return
+	}
 	close(b.done)
 }
 
@@ -408,10 +435,16 @@ type worker struct {
 	bufs   [][][]byte   // by node ID, output index: grow-only intermediate buffers
 	states []any
 	rng    RNG
+	gpu    *workerGPU // the worker's stream for mixed nodes; nil without a GPU stage
+	sg     sampleGPU  // what mixed nodes see of the GPU for the current sample
 }
 
 func newWorker(p *Pipeline, id int) *worker {
 	w := &worker{p: p, id: id}
+	if p.gpu != nil {
+		w.gpu = p.gpu.newWorker()
+		w.sg.worker = w.gpu
+	}
 	g := p.Graph
 	w.ws = make([]*Workspace, len(g.Nodes))
 	w.bufs = make([][][]byte, len(g.Nodes))
@@ -430,9 +463,12 @@ func newWorker(p *Pipeline, id int) *worker {
 		for _, d := range n.ArgIn {
 			ws.ArgIn = append(ws.ArgIn, outs[d])
 		}
-		if s, ok := n.Op.(WorkerStateful); ok {
+		if s, ok := n.Op.(WorkerStateful); ok && n.Device != "gpu" {
 			ws.State = s.NewWorkerState()
 			w.states[n.ID] = ws.State
+		}
+		if n.Device == "mixed" {
+			ws.gpu = &w.sg
 		}
 		w.ws[n.ID] = ws
 		w.bufs[n.ID] = make([][]byte, len(n.Out))
@@ -458,11 +494,15 @@ func (w *worker) loop(cpu int) {
 		}
 		t.b.wg.Done()
 	}
+	// GPU work the worker queued must be over before the states that own its buffers
+	// (nvJPEG decoders, staging) go.
+	w.gpu.drain()
 	for _, s := range w.states {
 		if c, ok := s.(Closer); ok {
 			c.Close()
 		}
 	}
+	w.gpu.close()
 }
 
 func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
@@ -473,10 +513,15 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 		}
 	}()
 	pos := b.Iteration*int64(len(b.refs)) + int64(i)
-	for _, n := range w.p.Graph.Nodes {
+	part := w.p.Part
+	w.sg.batch = b.gpu
+	for _, n := range part.Sample {
 		node = n.Name
 		ws := w.ws[n.ID]
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
+		if ws.gpu != nil {
+			ws.Note = b.gpu.note(n, i)
+		}
 		w.rng.Seed(w.p.seed, uint64(b.Epoch), uint64(pos), uint64(n.ID))
 		if err := n.Op.Setup(ws); err != nil {
 			return wrapSampleErr(ref, n, err)
@@ -484,13 +529,33 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 		for k, d := range n.Out {
 			t := ws.Out[k]
 			need := t.NumBytes()
-			if d.Output >= 0 {
+			slot := part.slots[n.ID][k]
+			switch {
+			case slot.device >= 0:
+				// GPU data: device memory of the batch, written by the node's Run.
+				t.Data = nil
+				dev, err := b.gpu.deviceSample(slot.device, i, t, need)
+				if err != nil {
+					return wrapSampleErr(ref, n, err)
+				}
+				t.Dev = dev
+			case d.Output >= 0:
 				data, err := b.outs[d.Output].sampleBuffer(i, t, need)
 				if err != nil {
 					return wrapSampleErr(ref, n, err)
 				}
 				t.Data = data
-			} else {
+				if slot.kept >= 0 {
+					b.gpu.keepHost(slot.kept, i, t)
+				}
+			case slot.kept >= 0:
+				// Host data the GPU stage reads: pinned memory kept with the batch.
+				data, err := b.gpu.keptSample(slot.kept, i, t, need)
+				if err != nil {
+					return wrapSampleErr(ref, n, err)
+				}
+				t.Data = data
+			default:
 				buf := w.bufs[n.ID][k]
 				if cap(buf) < need {
 					buf = make([]byte, need+need/4)

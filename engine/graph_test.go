@@ -35,8 +35,10 @@ func TestBuildRejectsBadDescriptions(t *testing.T) {
 			[]string{`"d"`, `"probability"`, "per sample"}},
 		{"unknown output", `{"batch_size": 2, "ops": [{"op": "random.coin_flip", "name": "c", "outputs": ["m"]}], "outputs": ["z"]}`,
 			[]string{`"z"`, "available: m"}},
+		// No flavour has a gpu decoder: ErrNoCUDA in the CPU flavour, "no gpu
+		// implementation" in the CUDA flavour, both naming the node and the device.
 		{"gpu on cpu flavour", `{"batch_size": 2, "device_id": 0, "ops": [{"op": "random.coin_flip", "name": "c", "outputs": ["m"]},
-			{"op": "resize", "name": "r", "device": "gpu", "inputs": ["m"], "outputs": ["x"], "args": {"resize_x": 8}}], "outputs": ["x"]}`,
+			{"op": "decoders.image", "name": "r", "device": "gpu", "inputs": ["m"], "outputs": ["x"]}], "outputs": ["x"]}`,
 			[]string{`"r"`, "gpu"}},
 		{"bad reader args", `{"batch_size": 2, "ops": [{"op": "readers.file", "name": "R", "outputs": ["b", "l"], "args": {"files": ["a"], "shard_id": 3, "num_shards": 2}}], "outputs": ["b"]}`,
 			[]string{`"R"`, `"shard_id"`}},

@@ -41,9 +41,12 @@ func (m TensorMeta) Static() bool {
 }
 
 // Tensor is one sample of a data node: shape, type and the bytes, which live in a worker
-// buffer, a pool lease or a batch lease.
+// buffer, a pool lease or a batch lease. A sample of GPU data (the output of a mixed or
+// gpu node) has no Data: Dev is its device address, in memory of the pipeline's device
+// pool.
 type Tensor struct {
 	Data   []byte
+	Dev    uintptr
 	Shape  []int
 	DType  DType
 	Layout string
@@ -83,6 +86,47 @@ type Workspace struct {
 	Position int64 // position in the epoch's sample stream
 	Epoch    int64
 	Limits   *Limits
+	// Note is the sample's record for the per-batch half of a mixed node (nil for other
+	// nodes): the per-sample half writes it, RunBatch reads it.
+	Note *SampleNote
+	gpu  *sampleGPU // the worker's stream and the batch's GPU state, for mixed nodes
+}
+
+// BatchOperator is implemented by the operators of "mixed" and "gpu" nodes, which the
+// GPU stage runs once per batch on its own goroutine and stream (docs/cuda.md).
+//
+// A mixed node's Setup and Run run per sample on the worker threads, like a cpu node's,
+// with host inputs and GPU outputs (the executor allocates each sample's device memory
+// after Setup and sets Tensor.Dev): they parse, route, and queue per-sample GPU work on
+// the worker's stream. Its RunBatch then runs on the GPU stage once the batch's CPU phase
+// is over (e.g. the hardware-decoder batch).
+//
+// A gpu node's Setup and Run run on the GPU stage: Setup for every sample (output shapes
+// from input shapes; random choices from ws.RNG, seeded as on the CPU), then the stage
+// allocates the batch's outputs, then Run for every sample (record the sample in the
+// operator's batch plan), then RunBatch, which queues the kernels on bw.GPU's stream.
+// Nothing is waited for on the host.
+type BatchOperator interface {
+	Operator
+	RunBatch(bw *BatchWorkspace) error
+}
+
+// BatchWorkspace is what RunBatch sees of a batch.
+type BatchWorkspace struct {
+	Node  string
+	Size  int        // samples in the batch
+	In    [][]Tensor // [input][sample]: GPU data, or host data kept for the GPU stage
+	Out   [][]Tensor // [output][sample]: device tensors, allocated, Dev set
+	Notes []SampleNote
+	Refs  []SampleRef
+	GPU   *GPUContext
+}
+
+// SampleNote is what the per-sample half of a mixed node tells its per-batch half about
+// one sample: which decoder takes it (Route) and the window to decode.
+type SampleNote struct {
+	Route      int
+	X, Y, W, H int
 }
 
 // Limits are pipeline-wide guards operators enforce.

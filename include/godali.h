@@ -167,10 +167,29 @@ godali_status_t godali_pipeline_output_info(godali_pipeline_t p, int index, goda
  * different shapes fails with GODALI_ERROR_STATE (use godali_pipeline_output_sample).
  * Ownership: the caller owns the tensor and must call out->deleter(out) exactly once.
  * The memory stays valid until then, also after the pipeline is destroyed; the deleter
- * may run on any thread. */
+ * may run on any thread.
+ * GPU outputs (godali_output_info_t.device_type == kDLCUDA, CUDA flavour): this call
+ * waits on the host until the batch's GPU work is done, and the deleter frees the memory
+ * after the work then queued on the legacy default stream. To avoid the host wait, use
+ * godali_pipeline_output_cuda with the stream that will read the tensor. */
 godali_status_t godali_pipeline_output(godali_pipeline_t p, int index, DLManagedTensor **out);
 
-/* godali_pipeline_output_versioned: as godali_pipeline_output, DLPack >= 1.0 struct. */
+/* godali_pipeline_output_cuda: as godali_pipeline_output, ordered with a CUDA stream
+ * instead of the host, following DLPack's rules for the `stream` argument of
+ * __dlpack__: 1 is the legacy default stream, 2 the per-thread default stream, a value
+ * above 2 a CUstream (cudaStream_t) handle of the pipeline's device, -1 asks for no
+ * synchronisation (the consumer orders itself, e.g. after a device-wide sync); 0 is
+ * rejected. For a GPU output, `stream` is made to wait (cuStreamWaitEvent) for the work
+ * that produced the batch; the host does not wait. The deleter releases the memory only
+ * after the work queued on that stream when it runs (the legacy default stream for -1
+ * and 2, whose per-thread stream cannot be named from another thread), so the consumer
+ * may call it as soon as it has queued its last use. For host outputs `stream` is
+ * checked and otherwise ignored. */
+godali_status_t godali_pipeline_output_cuda(godali_pipeline_t p, int index, int64_t stream,
+                                            DLManagedTensor **out);
+
+/* godali_pipeline_output_versioned: as godali_pipeline_output (a host wait for GPU
+ * outputs), DLPack >= 1.0 struct. */
 godali_status_t godali_pipeline_output_versioned(godali_pipeline_t p, int index,
                                                  DLManagedTensorVersioned **out);
 
@@ -179,6 +198,21 @@ godali_status_t godali_pipeline_output_versioned(godali_pipeline_t p, int index,
 godali_status_t godali_pipeline_output_sample(godali_pipeline_t p, int index, int64_t sample,
                                               DLManagedTensor **out);
 
+/* godali_pipeline_output_sample_cuda: godali_pipeline_output_sample with the stream
+ * rules of godali_pipeline_output_cuda. */
+godali_status_t godali_pipeline_output_sample_cuda(godali_pipeline_t p, int index,
+                                                   int64_t sample, int64_t stream,
+                                                   DLManagedTensor **out);
+
+/* godali_tensor_stream_wait makes `stream` (DLPack rules, as for
+ * godali_pipeline_output_cuda) wait for the GPU work that produced a tensor from
+ * godali_pipeline_output* whose deleter has not run, and makes the deleter release the
+ * memory after that stream's work. It serves consumers that meet the tensor after the
+ * pipeline has moved on (a later __dlpack__ call): the fence then may also cover later
+ * batches of the pipeline, which is waiting longer, never too little. Host tensors
+ * succeed without doing anything. */
+godali_status_t godali_tensor_stream_wait(const DLManagedTensor *t, int64_t stream);
+
 /* godali_pipeline_reader_meta describes the reader named `name` (the node's "name"). */
 godali_status_t godali_pipeline_reader_meta(godali_pipeline_t p, const char *name,
                                             godali_reader_meta_t *out);
@@ -186,8 +220,9 @@ godali_status_t godali_pipeline_reader_meta(godali_pipeline_t p, const char *nam
 /* godali_pipeline_epoch_size writes the reader's epoch_size (DALI's pipe.epoch_size). */
 godali_status_t godali_pipeline_epoch_size(godali_pipeline_t p, const char *name, int64_t *out);
 
-/* godali_pipeline_pool_stats: the pipeline's host (device_type kDLCPU) or device
- * (kDLCUDA) pool. */
+/* godali_pipeline_pool_stats: the pipeline's host pool (device_type kDLCPU), device pool
+ * (kDLCUDA) or pinned host pool (kDLCUDAHost). After warm-up a pipeline's device pool
+ * makes no more allocations (cuMemAlloc): `allocations` stays constant. */
 godali_status_t godali_pipeline_pool_stats(godali_pipeline_t p, int32_t device_type,
                                            godali_pool_stats_t *out);
 

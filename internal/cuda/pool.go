@@ -114,9 +114,10 @@ type Block struct {
 	size  int
 	refs  atomic.Int32
 
-	fence   sync.Mutex // guards ev and pending
-	ev      Event      // created on the first ReleaseAfter
-	pending bool       // ev marks work that may still use the block
+	fence    sync.Mutex // guards ev, evStream and pending
+	ev       Event      // created on the first ReleaseAfter
+	evStream Stream     // the stream ev was last recorded on
+	pending  bool       // ev marks work that may still use the block
 }
 
 // Ptr is the address of the block: a CUdeviceptr for device pools, a host address (also
@@ -208,9 +209,11 @@ func (b *Block) recordUse(s Stream) error {
 			return err
 		}
 		b.ev = ev
-	} else if b.pending {
+	} else if b.pending && b.evStream != s {
 		// Two holders fenced on different streams: one event cannot express both, so
-		// wait for the first on the host (rare: tensors exported twice).
+		// wait for the first on the host (rare: a tensor exported to two streams). On
+		// the same stream the new record comes later in stream order and covers both
+		// (the samples of a batch exported one by one share a block).
 		if err := be.hostSync(b.ev); err != nil {
 			return err
 		}
@@ -218,7 +221,7 @@ func (b *Block) recordUse(s Stream) error {
 	if err := be.record(b.ev, s); err != nil {
 		return err
 	}
-	b.pending = true
+	b.evStream, b.pending = s, true
 	return nil
 }
 

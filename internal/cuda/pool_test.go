@@ -235,6 +235,28 @@ func TestPoolDoubleFenceWaitsForFirst(t *testing.T) {
 	p.Close()
 }
 
+// TestPoolSameStreamFencesDoNotWait: holders released after work on one stream (per-sample
+// tensors of one block, freed by the same consumer) need no host wait between them.
+func TestPoolSameStreamFencesDoNotWait(t *testing.T) {
+	f := newFake(KindDevice)
+	p := newPool(f)
+	b, _ := p.Get(1000, 1)
+	b.Retain()
+	b.Retain()
+	for i := 0; i < 3; i++ {
+		if err := b.ReleaseAfter(10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.waits) != 0 || f.recorded[b.ev] != 10 {
+		t.Fatalf("waits %v recorded %v", f.waits, f.recorded)
+	}
+	if b2, _ := p.Get(1000, 12); b2 != b || len(f.waits) != 1 || f.waits[0] != fmt.Sprintf("12<-%d", b.ev) {
+		t.Fatalf("reuse: waits %v", f.waits)
+	}
+	p.Close()
+}
+
 func TestPoolFailedFenceQuarantines(t *testing.T) {
 	f := newFake(KindDevice)
 	p := newPool(f)

@@ -342,12 +342,26 @@ class Pipeline:
     def _fetch(self, lib, h, index):
         lib.pipeline_output_info(h, index, self._out_info_ref)
         info = self._out_info
+        if info.device_type == _dlpack.kDLCUDA:
+            # No host wait here: each consumer's stream waits for the batch when it takes
+            # the tensor (__dlpack__(stream=...), tensors.py).
+            return self._fetch_cuda(lib, h, index, info)
         if info.uniform:
             lib.pipeline_output(h, index, self._out_ptr_ref)
             return TensorList(dense=_Lease(lib, self._out_ptr.value))
         samples = []
         for s in range(info.num_samples):
             lib.pipeline_output_sample(h, index, s, self._out_ptr_ref)
+            samples.append(_Lease(lib, self._out_ptr.value))
+        return TensorList(samples=samples)
+
+    def _fetch_cuda(self, lib, h, index, info):
+        if info.uniform:
+            lib.pipeline_output_cuda(h, index, -1, self._out_ptr_ref)
+            return TensorList(dense=_Lease(lib, self._out_ptr.value))
+        samples = []
+        for s in range(info.num_samples):
+            lib.pipeline_output_sample_cuda(h, index, s, -1, self._out_ptr_ref)
             samples.append(_Lease(lib, self._out_ptr.value))
         return TensorList(samples=samples)
 

@@ -4,6 +4,12 @@ Both export their memory without a copy through DLPack (__dlpack__), numpy's
 __array_interface__ (CPU) and __cuda_array_interface__ (GPU). The engine's buffer is given
 back to its pool when the last Python object or consumer tensor that refers to it is gone,
 also after the pipeline itself was destroyed.
+
+GPU outputs follow DLPack's stream protocol: __dlpack__(stream=s) makes the consumer's
+stream s wait (on the GPU, not the host) for the work that produced the batch, and the
+memory goes back to the pool only after the work then queued on s. stream=None means the
+legacy default stream, as the DLPack specification says for CUDA; -1 asks for no
+synchronisation.
 """
 
 import math
@@ -53,6 +59,13 @@ class _Buffer:
                                   self.code, self.bits, self.lanes, self.shape,
                                   self.strides, versioned=versioned)
 
+    def fence(self, stream):
+        """Orders a consumer's CUDA stream (DLPack's stream value) after the work that
+        wrote this GPU memory; host memory needs nothing."""
+        keeper = self.keeper()
+        if isinstance(keeper, _Lease):
+            keeper.wait_stream(stream)
+
 
 class _Lease(_Buffer):
     """A DLManagedTensor handed out by the engine; its deleter runs when this object dies.
@@ -83,6 +96,12 @@ class _Lease(_Buffer):
         if ptr and self._lib.in_owner_process():
             self._call_deleter(ptr)
 
+    def wait_stream(self, stream):
+        """Makes `stream` wait for the batch's GPU work (godali_tensor_stream_wait); the
+        engine frees the memory after that stream's work once this lease is released."""
+        if self._ptr and _is_gpu(self) and stream != -1:
+            self._lib.tensor_stream_wait(self._ptr, stream)
+
     def __del__(self):
         try:
             self.release()
@@ -92,6 +111,28 @@ class _Lease(_Buffer):
 
 def _device_tuple(buf):
     return (buf.device_type, buf.device_id)
+
+
+def _consumer_stream(buf, stream):
+    """DLPack's stream argument for a CUDA buffer: None is the legacy default stream (1),
+    0 is ambiguous and refused. Host buffers need no stream and ignore it."""
+    if not _is_gpu(buf):
+        return None
+    if stream is None:
+        return 1
+    stream = int(stream)
+    if stream == 0 or stream < -1:
+        raise BufferError("godali: __dlpack__(stream=%d): expected None, -1, 1 (legacy "
+                          "default stream), 2 (per-thread default stream) or a CUDA "
+                          "stream handle" % stream)
+    return stream
+
+
+def _export(buf, stream, max_version):
+    s = _consumer_stream(buf, stream)
+    if s is not None:
+        buf.fence(s)
+    return buf.capsule(versioned=_dlpack.wants_versioned(max_version))
 
 
 def _is_gpu(buf):
@@ -117,8 +158,11 @@ def _cuda_array_interface(buf):
     ts = _dlpack.typestr(_dlpack.dtype_name(buf.code, buf.bits, buf.lanes))
     if ts is None:
         raise AttributeError("__cuda_array_interface__: no numpy type")
+    # The legacy default stream waits for the batch; consumers synchronise with it
+    # (version 3's "stream": 1).
+    buf.fence(1)
     d = {"shape": tuple(buf.shape), "typestr": ts, "data": (buf.data, False),
-         "version": 3, "stream": None}
+         "version": 3, "stream": 1}
     if buf.strides is not None:
         d["strides"] = tuple(s * buf.itemsize for s in buf.strides)
     return d
@@ -126,6 +170,10 @@ def _cuda_array_interface(buf):
 
 def _torch_from(buf):
     import torch.utils.dlpack
+    if _is_gpu(buf):
+        # A bare capsule carries no stream: order torch's current stream ourselves.
+        s = torch.cuda.current_stream(buf.device_id).cuda_stream
+        buf.fence(1 if s == 0 else s)
     return torch.utils.dlpack.from_dlpack(buf.capsule())
 
 
@@ -169,7 +217,7 @@ class Tensor:
         if copy:
             raise BufferError("godali: __dlpack__(copy=True) is not supported; the "
                               "export is always zero-copy")
-        return self._buf.capsule(versioned=_dlpack.wants_versioned(max_version))
+        return _export(self._buf, stream, max_version)
 
     def __dlpack_device__(self):
         return _device_tuple(self._buf)
@@ -284,7 +332,7 @@ class TensorList:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         if copy:
             raise BufferError("godali: __dlpack__(copy=True) is not supported")
-        return self._dense_buffer().capsule(versioned=_dlpack.wants_versioned(max_version))
+        return _export(self._dense_buffer(), stream, max_version)
 
     def __dlpack_device__(self):
         b = self._any()

@@ -1,0 +1,64 @@
+//go:build cuda
+
+package engine
+
+import (
+	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/kernels"
+)
+
+func init() {
+	RegisterBackend("crop_mirror_normalize", "gpu", func(a *Args) (Operator, error) {
+		o, err := newCMN(a)
+		if err != nil {
+			return nil, err
+		}
+		s := o.spec
+		return &gpuCMN{cpu: o, params: kernels.CMNParams{Mean: s.Mean, Std: s.Std, Scale: s.Scale, Shift: s.Shift,
+			Out: s.Out, CHW: s.CHW, PadChannels: s.Pad}}, nil
+	})
+}
+
+// gpuCMN is crop_mirror_normalize on device "gpu": the CPU operator's windows and
+// mirroring per sample, and a table of the CPU's exact results for the normalisation.
+type gpuCMN struct {
+	cpu      *cmnOp
+	params   kernels.CMNParams
+	plan     gpuPlan[kernels.CMNSample]
+	np       imaging.NormalizeParams
+	channels []int
+}
+
+func (o *gpuCMN) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.cpu.Infer(in) }
+
+func (o *gpuCMN) Setup(ws *Workspace) error {
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	if err := o.cpu.spec.params(ws, w, h, &o.np); err != nil {
+		return err
+	}
+	o.cpu.spec.setShape(ws.Out[0], o.np.CropW, o.np.CropH, c)
+	*o.plan.at(ws.Sample) = kernels.CMNSample{Src: in.Dev, W: w, H: h, CropX: o.np.CropX, CropY: o.np.CropY,
+		CropW: o.np.CropW, CropH: o.np.CropH, Mirror: o.np.Mirror}
+	for len(o.channels) <= ws.Sample {
+		o.channels = append(o.channels, 0)
+	}
+	o.channels[ws.Sample] = c
+	return nil
+}
+
+func (o *gpuCMN) Run(ws *Workspace) error {
+	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
+	return nil
+}
+
+func (o *gpuCMN) RunBatch(bw *BatchWorkspace) error {
+	c := o.channels[0]
+	for i, ci := range o.channels[:bw.Size] {
+		if ci != c {
+			return &SampleError{Source: bw.Refs[i].Path, Node: bw.Node,
+				Err: Errorf(StatusData, "crop_mirror_normalize on the GPU needs one channel count per batch: sample 0 has %d, this one %d", c, ci)}
+		}
+	}
+	return bw.GPU.Kernels.CropMirrorNormalize(&o.params, c, o.plan.batch(bw.Size))
+}

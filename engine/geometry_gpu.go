@@ -1,0 +1,84 @@
+//go:build cuda
+
+package engine
+
+import (
+	"math"
+
+	"github.com/godali/godali/kernels"
+)
+
+func init() {
+	RegisterBackend("crop", "gpu", func(a *Args) (Operator, error) {
+		c, err := newCrop(a)
+		if err != nil {
+			return nil, err
+		}
+		return &gpuCrop{cpu: c}, nil
+	})
+	RegisterBackend("flip", "gpu", func(a *Args) (Operator, error) { return &gpuFlip{cpu: &flipOp{args: a}}, nil })
+}
+
+// gpuCrop is crop on device "gpu": the CPU operator's window, one launch per batch.
+type gpuCrop struct {
+	cpu  *cropOp
+	plan gpuPlan[kernels.CropSample]
+}
+
+func (o *gpuCrop) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.cpu.Infer(in) }
+
+func (o *gpuCrop) Setup(ws *Workspace) error {
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	px, py := o.cpu.px, o.cpu.py
+	if o.cpu.pxIn >= 0 {
+		px = ws.ArgInputScalar(o.cpu.pxIn)
+	}
+	if o.cpu.pyIn >= 0 {
+		py = ws.ArgInputScalar(o.cpu.pyIn)
+	}
+	x := int(math.Floor(px*float64(w-o.cpu.w) + 0.5))
+	y := int(math.Floor(py*float64(h-o.cpu.h) + 0.5))
+	if !o.cpu.pad && (x < 0 || y < 0 || x+o.cpu.w > w || y+o.cpu.h > h) {
+		return Errorf(StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", o.cpu.w, o.cpu.h, x, y, w, h)
+	}
+	ws.Out[0].SetShape(o.cpu.h, o.cpu.w, c)
+	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, X: x, Y: y,
+		CropW: o.cpu.w, CropH: o.cpu.h, Fill: o.cpu.fill}
+	return nil
+}
+
+func (o *gpuCrop) Run(ws *Workspace) error {
+	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
+	return nil
+}
+
+func (o *gpuCrop) RunBatch(bw *BatchWorkspace) error {
+	return bw.GPU.Kernels.Crop(o.plan.batch(bw.Size))
+}
+
+// gpuFlip is flip on device "gpu": a crop of the whole image, mirrored as asked.
+type gpuFlip struct {
+	cpu  *flipOp
+	plan gpuPlan[kernels.CropSample]
+}
+
+func (o *gpuFlip) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.cpu.Infer(in) }
+
+func (o *gpuFlip) Setup(ws *Workspace) error {
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	ws.Out[0].SetShape(in.Shape...)
+	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, CropW: w, CropH: h,
+		FlipH: o.cpu.flag(ws, "horizontal"), FlipV: o.cpu.flag(ws, "vertical")}
+	return nil
+}
+
+func (o *gpuFlip) Run(ws *Workspace) error {
+	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
+	return nil
+}
+
+func (o *gpuFlip) RunBatch(bw *BatchWorkspace) error {
+	return bw.GPU.Kernels.Crop(o.plan.batch(bw.Size))
+}

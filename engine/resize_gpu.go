@@ -1,0 +1,103 @@
+//go:build cuda
+
+package engine
+
+import "github.com/godali/godali/kernels"
+
+func init() {
+	RegisterBackend("resize", "gpu", func(a *Args) (Operator, error) {
+		r, err := newResize(a)
+		if err != nil {
+			return nil, err
+		}
+		return &gpuResize{cpu: r}, nil
+	})
+	RegisterBackend("random_resized_crop", "gpu", func(a *Args) (Operator, error) {
+		r, err := newRandomResizedCrop(a)
+		if err != nil {
+			return nil, err
+		}
+		return &gpuRandomResizedCrop{cpu: r}, nil
+	})
+}
+
+// gpuPlan collects the samples of a batch between the stage's per-sample calls and
+// RunBatch; its slices are reused from batch to batch.
+type gpuPlan[T any] struct {
+	samples []T
+}
+
+// at returns sample i's entry, growing the plan to the batch.
+func (p *gpuPlan[T]) at(i int) *T {
+	for len(p.samples) <= i {
+		var z T
+		p.samples = append(p.samples, z)
+	}
+	return &p.samples[i]
+}
+
+// batch is the plan's first n samples.
+func (p *gpuPlan[T]) batch(n int) []T { return p.samples[:n] }
+
+// gpuResize is resize on device "gpu": the CPU operator's sizes and filters (kernels uses
+// the same weights), one launch pair per batch.
+type gpuResize struct {
+	cpu  *resizeOp
+	plan gpuPlan[kernels.ResizeSample]
+}
+
+func (r *gpuResize) Infer(in []TensorMeta) ([]TensorMeta, error) { return r.cpu.Infer(in) }
+
+func (r *gpuResize) Setup(ws *Workspace) error {
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	spec := r.cpu.spec
+	roi := spec.ROI(w, h)
+	ow, oh := spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
+	if ow == 0 {
+		return Errorf(StatusData, "resize: empty input region %v of a %dx%d image", roi, w, h)
+	}
+	ws.Out[0].SetShape(oh, ow, c)
+	*r.plan.at(ws.Sample) = kernels.ResizeSample{Src: in.Dev, SrcW: w, SrcH: h, Channels: c, DstW: ow, DstH: oh,
+		ROI: roi, Interp: spec.Interp(w, ow), Antialias: spec.Antialias}
+	return nil
+}
+
+func (r *gpuResize) Run(ws *Workspace) error {
+	r.plan.at(ws.Sample).Dst = ws.Out[0].Dev
+	return nil
+}
+
+func (r *gpuResize) RunBatch(bw *BatchWorkspace) error {
+	return bw.GPU.Kernels.Resize(r.plan.batch(bw.Size))
+}
+
+// gpuRandomResizedCrop is random_resized_crop on device "gpu": the window is drawn from
+// the sample's random stream as on the CPU, and resized as a region of interest.
+type gpuRandomResizedCrop struct {
+	cpu  *randomResizedCropOp
+	plan gpuPlan[kernels.ResizeSample]
+}
+
+func (o *gpuRandomResizedCrop) Infer(in []TensorMeta) ([]TensorMeta, error) {
+	return o.cpu.Infer(in)
+}
+
+func (o *gpuRandomResizedCrop) Setup(ws *Workspace) error {
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	win := o.cpu.crop.Window(w, h, ws.RNG)
+	ws.Out[0].SetShape(o.cpu.h, o.cpu.w, c)
+	*o.plan.at(ws.Sample) = kernels.ResizeSample{Src: in.Dev, SrcW: w, SrcH: h, Channels: c, DstW: o.cpu.w, DstH: o.cpu.h,
+		ROI: kernels.CropROI(win.X, win.Y, win.W, win.H), Interp: o.cpu.interp, Antialias: o.cpu.aa}
+	return nil
+}
+
+func (o *gpuRandomResizedCrop) Run(ws *Workspace) error {
+	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
+	return nil
+}
+
+func (o *gpuRandomResizedCrop) RunBatch(bw *BatchWorkspace) error {
+	return bw.GPU.Kernels.Resize(o.plan.batch(bw.Size))
+}
