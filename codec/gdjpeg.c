@@ -381,7 +381,7 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
     }
     break;
   }
-  ci->dct_method = JDCT_ISLOW;
+  ci->dct_method = job->fast_idct ? JDCT_IFAST : JDCT_ISLOW;
   ci->do_fancy_upsampling = TRUE;
   ci->scale_num = (unsigned)job->scale_num;
   ci->scale_denom = 8;

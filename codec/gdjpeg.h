@@ -45,6 +45,7 @@ typedef struct {
   int out;                     /* GD_OUT_* */
   int orientation;             /* EXIF 1..8, applied while writing rows */
   long long max_pixels;        /* >0: refuse larger headers */
+  int fast_idct;               /* 1: JDCT_IFAST instead of JDCT_ISLOW */
 } gd_job;
 
 typedef struct gd_jpeg_impl gd_jpeg_impl;

@@ -126,6 +126,7 @@ func (d *Decoder) decodeJPEG(data []byte, info Info, p plan, opt Options, dst []
 		out:         C.int(out),
 		orientation: C.int(p.orient),
 		max_pixels:  C.longlong(opt.MaxPixels),
+		fast_idct:   boolC(opt.FastIDCT),
 	}
 	rc := C.gd_jpeg_decode(st, bytePtr(data), C.size_t(len(data)), bytePtr(dst), C.size_t(len(dst)))
 	if rc != 0 {
@@ -172,4 +173,11 @@ func emit(src []byte, stride, pf int, p plan, out OutputType, dst []byte) error 
 	C.gd_emit(bytePtr(src), C.size_t(stride), C.int(pf), C.uint(p.rx), C.uint(p.ry),
 		C.uint(p.rw), C.uint(p.rh), C.int(p.orient), C.int(o), bytePtr(dst))
 	return nil
+}
+
+func boolC(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -15,7 +15,7 @@ var decoderArgs = []ArgSpec{
 	{Name: "preallocate_height_hint", Type: ArgInt, Default: 0, Doc: "mixed: expected maximum height, to preallocate"},
 	{Name: "device_memory_padding", Type: ArgInt, Default: 16 << 20, Doc: "mixed: device buffer padding in bytes"},
 	{Name: "host_memory_padding", Type: ArgInt, Default: 8 << 20, Doc: "mixed: pinned host buffer padding in bytes"},
-	{Name: "use_fast_idct", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; the accurate IDCT is used"},
+	{Name: "use_fast_idct", Type: ArgBool, Default: false, Doc: "use libjpeg-turbo's fast integer IDCT: quicker, slightly less accurate"},
 	{Name: "jpeg_fancy_upsampling", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; fancy upsampling is always on (matches PIL)"},
 	{Name: "seed", Type: ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 }
@@ -88,6 +88,7 @@ type cpuDecoder struct {
 	args     *Args
 	out      codec.OutputType
 	orient   bool
+	fastIDCT bool
 	crop     *RandomCrop
 	consumer SizeHinter
 }
@@ -108,7 +109,7 @@ func newCPUDecoder(a *Args, randomCrop bool) (Operator, error) {
 	if a.DType("dtype") != UInt8 {
 		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
 	}
-	d := &cpuDecoder{args: a, out: out, orient: a.Bool("adjust_orientation")}
+	d := &cpuDecoder{args: a, out: out, orient: a.Bool("adjust_orientation"), fastIDCT: a.Bool("use_fast_idct")}
 	if randomCrop {
 		rc, err := parseRandomCrop(a)
 		if err != nil {
@@ -166,7 +167,7 @@ func (d *cpuDecoder) Setup(ws *Workspace) error {
 		return err
 	}
 	st.info = info
-	st.opt = codec.Options{Out: d.out, AdjustOrientation: d.orient, MaxPixels: ws.Limits.MaxImagePixels}
+	st.opt = codec.Options{Out: d.out, AdjustOrientation: d.orient, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
 	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
 		return Errorf(StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
 	}
