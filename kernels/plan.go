@@ -254,38 +254,17 @@ func (b *CMNBatch) Reset(p *CMNParams, channels int) error {
 	}
 	b.lut = b.lut[:n]
 	for ch := 0; ch < channels; ch++ {
-		mean, std := meanStd(p.Mean, ch, 0), meanStd(p.Std, ch, 1)
+		mean, std := imaging.MeanStd(p.Mean, ch, 0), imaging.MeanStd(p.Std, ch, 1)
 		for v := 0; v < 256; v++ {
-			f := (float64(v)-mean)/std*float64(p.Scale) + float64(p.Shift)
+			// The CPU operator's own values, stored little-endian for the GPU.
+			bits := imaging.NormalizedBits(v, mean, std, float64(p.Scale), float64(p.Shift), p.Out)
 			i := (ch*256 + v) * b.elem
-			switch p.Out {
-			case imaging.Float32:
-				putLE32(b.lut[i:], math.Float32bits(float32(f)))
-			case imaging.Float16:
-				h := imaging.Float32ToFloat16(float32(f))
-				b.lut[i], b.lut[i+1] = byte(h), byte(h>>8)
-			case imaging.UInt8:
-				b.lut[i] = byte(math.Min(math.Max(math.Round(f), 0), 255))
-			case imaging.Int8:
-				b.lut[i] = byte(int8(math.Min(math.Max(math.Round(f), -128), 127)))
+			for k := 0; k < b.elem; k++ {
+				b.lut[i+k] = byte(bits >> (8 * k))
 			}
 		}
 	}
 	return nil
-}
-
-func meanStd(v []float32, ch int, def float64) float64 {
-	switch len(v) {
-	case 0:
-		return def
-	case 1:
-		return float64(v[0])
-	}
-	return float64(v[ch])
-}
-
-func putLE32(b []byte, v uint32) {
-	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
 
 // OutBytes is the output size of a sample with a cw x ch window.

@@ -214,7 +214,7 @@ func (nz *normalizer[T]) init(dst []T, w, h, c int, np *NormalizeParams) {
 		nz.extra = make([][256]T, c-len(nz.luts))
 	}
 	for ch := 0; ch < c; ch++ {
-		fillLUT(nz.lut(ch), meanStd(np.Mean, ch, 0), meanStd(np.Std, ch, 1), float64(np.Scale), float64(np.Shift), np.Out)
+		fillLUT(nz.lut(ch), MeanStd(np.Mean, ch, 0), MeanStd(np.Std, ch, 1), float64(np.Scale), float64(np.Shift), np.Out)
 	}
 	nz.cxA, nz.cxB = max(np.CropX, 0), min(np.CropX+np.CropW, w)
 	nz.yA, nz.yB = max(-np.CropY, 0), min(h-np.CropY, np.CropH)
@@ -237,7 +237,45 @@ func (nz *normalizer[T]) init(dst []T, w, h, c int, np *NormalizeParams) {
 	}
 }
 
-func meanStd(v []float32, ch int, def float64) float64 {
+// fillLUT tabulates the output bits of every uint8 input value of one channel, stored
+// so that a native store writes them little-endian.
+func fillLUT[T elem](lut *[256]T, mean, std, scale, shift float64, out DType) {
+	for v := range lut {
+		b := NormalizedBits(v, mean, std, scale, shift, out)
+		if !littleEndian {
+			switch out {
+			case Float32:
+				b = bits.ReverseBytes32(b)
+			case Float16:
+				b = uint32(bits.ReverseBytes16(uint16(b)))
+			}
+		}
+		lut[v] = T(b)
+	}
+}
+
+// NormalizedBits is crop_mirror_normalize's output for input value v of a channel with
+// that channel's mean and std: the element's bits (float32, IEEE half, uint8 or int8)
+// in the low bits of the result. Other backends (the GPU kernels) tabulate it to
+// produce the very same values.
+func NormalizedBits(v int, mean, std, scale, shift float64, out DType) uint32 {
+	f := (float64(v)-mean)/std*scale + shift
+	switch out {
+	case Float32:
+		return math.Float32bits(float32(f))
+	case Float16:
+		return uint32(Float32ToFloat16(float32(f)))
+	case UInt8:
+		return uint32(math.Min(math.Max(math.Round(f), 0), 255))
+	case Int8:
+		return uint32(uint8(int8(math.Min(math.Max(math.Round(f), -128), 127))))
+	}
+	return 0
+}
+
+// MeanStd returns channel ch's value of a per-channel list (one value applies to all,
+// none means def), as crop_mirror_normalize reads mean and std.
+func MeanStd(v []float32, ch int, def float64) float64 {
 	switch len(v) {
 	case 0:
 		return def
@@ -245,32 +283,6 @@ func meanStd(v []float32, ch int, def float64) float64 {
 		return float64(v[0])
 	}
 	return float64(v[ch])
-}
-
-// fillLUT tabulates the output bits of every uint8 input value of one channel, stored
-// so that a native store writes them little-endian.
-func fillLUT[T elem](lut *[256]T, mean, std, scale, shift float64, out DType) {
-	for v := range lut {
-		f := (float64(v)-mean)/std*scale + shift
-		var b uint32
-		switch out {
-		case Float32:
-			b = math.Float32bits(float32(f))
-			if !littleEndian {
-				b = bits.ReverseBytes32(b)
-			}
-		case Float16:
-			b = uint32(Float32ToFloat16(float32(f)))
-			if !littleEndian {
-				b = uint32(bits.ReverseBytes16(uint16(b)))
-			}
-		case UInt8:
-			b = uint32(math.Min(math.Max(math.Round(f), 0), 255))
-		case Int8:
-			b = uint32(uint8(int8(math.Min(math.Max(math.Round(f), -128), 127))))
-		}
-		lut[v] = T(b)
-	}
 }
 
 func (nz *normalizer[T]) lut(ch int) *[256]T {
