@@ -65,24 +65,31 @@ static void tensor_deleter(DLManagedTensor *self) {
   free(b);
 }
 
-DLManagedTensor *godali_new_tensor(uintptr_t data, int ndim, const int64_t *shape, uint8_t code,
-                                   uint8_t bits, int32_t device_type, int32_t device_id,
-                                   uint64_t ctx) {
-  tensor_block *b = malloc(sizeof(tensor_block) + sizeof(int64_t) * (ndim > 0 ? ndim : 1));
-  if (b == NULL) return NULL;
-  memset(b, 0, sizeof(*b));
-  if (ndim > 0) memcpy(b->shape, shape, sizeof(int64_t) * ndim);
-  DLTensor *t = &b->managed.dl_tensor;
-  t->data = (void *)data; /* a host address, or a CUdeviceptr for kDLCUDA */
+// fill_tensor describes compact row-major memory (a host address, or a CUdeviceptr for
+// kDLCUDA) whose shape array lives in the same allocation as the tensor.
+static void fill_tensor(DLTensor *t, uintptr_t data, int ndim, int64_t *shape_store,
+                        const int64_t *shape, uint8_t code, uint8_t bits, int32_t device_type,
+                        int32_t device_id) {
+  if (ndim > 0) memcpy(shape_store, shape, sizeof(int64_t) * ndim);
+  t->data = (void *)data;
   t->device.device_type = (DLDeviceType)device_type;
   t->device.device_id = device_id;
   t->ndim = ndim;
   t->dtype.code = code;
   t->dtype.bits = bits;
   t->dtype.lanes = 1;
-  t->shape = b->shape;
-  t->strides = NULL; /* compact row-major */
+  t->shape = shape_store;
+  t->strides = NULL;
   t->byte_offset = 0;
+}
+
+DLManagedTensor *godali_new_tensor(uintptr_t data, int ndim, const int64_t *shape, uint8_t code,
+                                   uint8_t bits, int32_t device_type, int32_t device_id,
+                                   uint64_t ctx) {
+  tensor_block *b = malloc(sizeof(tensor_block) + sizeof(int64_t) * (ndim > 0 ? ndim : 1));
+  if (b == NULL) return NULL;
+  memset(b, 0, sizeof(*b));
+  fill_tensor(&b->managed.dl_tensor, data, ndim, b->shape, shape, code, bits, device_type, device_id);
   b->managed.manager_ctx = b;
   b->managed.deleter = tensor_deleter;
   b->ctx = ctx;
@@ -116,20 +123,10 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, 
   tensor_block_v *b = malloc(sizeof(tensor_block_v) + sizeof(int64_t) * (ndim > 0 ? ndim : 1));
   if (b == NULL) return NULL;
   memset(b, 0, sizeof(*b));
-  if (ndim > 0) memcpy(b->shape, shape, sizeof(int64_t) * ndim);
   b->managed.version.major = DLPACK_MAJOR_VERSION;
   b->managed.version.minor = DLPACK_MINOR_VERSION;
   b->managed.flags = 0;
-  DLTensor *t = &b->managed.dl_tensor;
-  t->data = (void *)data;
-  t->device.device_type = (DLDeviceType)device_type;
-  t->device.device_id = device_id;
-  t->ndim = ndim;
-  t->dtype.code = code;
-  t->dtype.bits = bits;
-  t->dtype.lanes = 1;
-  t->shape = b->shape;
-  t->strides = NULL;
+  fill_tensor(&b->managed.dl_tensor, data, ndim, b->shape, shape, code, bits, device_type, device_id);
   b->managed.manager_ctx = b;
   b->managed.deleter = tensor_deleter_v;
   b->ctx = ctx;

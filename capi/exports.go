@@ -126,24 +126,40 @@ func (p *pipeline) export(index C.int, sample, stream int64, out **C.DLManagedTe
 	if out == nil {
 		return errNull("out")
 	}
-	v, err := p.view(index, sample)
+	t, err := p.exportTensor(index, sample, stream, false)
 	if err != nil {
 		return err
 	}
+	*out = (*C.DLManagedTensor)(t)
+	return nil
+}
+
+// exportTensor fences output index (sample < 0: the whole batch) for the consumer's
+// stream and wraps it in a C-allocated DLManagedTensor, or DLManagedTensorVersioned,
+// whose deleter returns the memory.
+func (p *pipeline) exportTensor(index C.int, sample, stream int64, versioned bool) (unsafe.Pointer, error) {
+	v, err := p.view(index, sample)
+	if err != nil {
+		return nil, err
+	}
 	if err := fence(v, stream); err != nil {
 		dropView(v)
-		return err
+		return nil, err
 	}
 	id := register(v)
 	code, bits := v.DType.DLPack()
 	dt, di := deviceOf(v)
-	t := C.godali_new_tensor(dataAddr(v), C.int(len(v.Shape)), shapePtr(v.Shape), C.uint8_t(code), C.uint8_t(bits), dt, di, C.uint64_t(id))
+	var t unsafe.Pointer
+	if versioned {
+		t = unsafe.Pointer(C.godali_new_tensor_versioned(dataAddr(v), C.int(len(v.Shape)), shapePtr(v.Shape), C.uint8_t(code), C.uint8_t(bits), dt, di, C.uint64_t(id)))
+	} else {
+		t = unsafe.Pointer(C.godali_new_tensor(dataAddr(v), C.int(len(v.Shape)), shapePtr(v.Shape), C.uint8_t(code), C.uint8_t(bits), dt, di, C.uint64_t(id)))
+	}
 	if t == nil {
 		godaliReleaseExport(C.uint64_t(id))
-		return engine.Errorf(engine.StatusInternal, "out of memory for a tensor descriptor")
+		return nil, engine.Errorf(engine.StatusInternal, "out of memory for a tensor descriptor")
 	}
-	*out = t
-	return nil
+	return t, nil
 }
 
 func checkSample(sample C.int64_t) error {
@@ -227,23 +243,11 @@ func godali_pipeline_output_versioned(h C.godali_pipeline_t, index C.int, out **
 		if out == nil {
 			return errNull("out")
 		}
-		v, err := p.view(index, -1)
+		t, err := p.exportTensor(index, -1, fenceHost, true)
 		if err != nil {
 			return err
 		}
-		if err := fence(v, fenceHost); err != nil {
-			dropView(v)
-			return err
-		}
-		id := register(v)
-		code, bits := v.DType.DLPack()
-		dt, di := deviceOf(v)
-		t := C.godali_new_tensor_versioned(dataAddr(v), C.int(len(v.Shape)), shapePtr(v.Shape), C.uint8_t(code), C.uint8_t(bits), dt, di, C.uint64_t(id))
-		if t == nil {
-			godaliReleaseExport(C.uint64_t(id))
-			return engine.Errorf(engine.StatusInternal, "out of memory for a tensor descriptor")
-		}
-		*out = t
+		*out = (*C.DLManagedTensorVersioned)(t)
 		return nil
 	})
 }
