@@ -122,6 +122,9 @@ func (p *Pipeline) Build() error {
 		cpus = p.gpu.workerCPUs(cpus, n)
 	}
 	p.tasks = make(chan task, p.Spec.BatchSize*(p.Spec.PrefetchQueueDepth+1))
+	// Build returns once every worker runs on its thread, pinned where the mask says.
+	var started sync.WaitGroup
+	started.Add(n)
 	for i := 0; i < n; i++ {
 		w := newWorker(p, i)
 		p.workers = append(p.workers, w)
@@ -130,8 +133,9 @@ func (p *Pipeline) Build() error {
 			cpu = cpus[i]
 		}
 		p.workerWG.Add(1)
-		go w.loop(cpu)
+		go w.loop(cpu, &started)
 	}
+	started.Wait()
 	p.credits = make(chan struct{}, p.Spec.PrefetchQueueDepth)
 	for i := 0; i < p.Spec.PrefetchQueueDepth; i++ {
 		p.credits <- struct{}{}
@@ -476,15 +480,17 @@ func newWorker(p *Pipeline, id int) *worker {
 	return w
 }
 
-func (w *worker) loop(cpu int) {
+func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	defer w.p.workerWG.Done()
+	// The goroutine keeps its thread to the end: a pinned thread then exits with it
+	// instead of going back to the Go scheduler with a one-CPU affinity.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if cpu >= 0 {
 		var set unix.CPUSet
 		set.Set(cpu)
 		_ = unix.SchedSetaffinity(0, &set) // a CPU outside the process's set is ignored, as in DALI
 	}
+	started.Done()
 	for t := range w.p.tasks {
 		err := w.runSample(t.b, t.i, t.ref)
 		if t.result != nil {

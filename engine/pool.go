@@ -8,39 +8,19 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/godali/godali/internal/poolstats"
 )
 
 // PoolStats are a pool's counters (godali_pool_stats_t).
-type PoolStats struct {
-	Allocations   int64 // buffers obtained from the system
-	Releases      int64 // buffers given back to the system
-	Acquires      int64 // buffers handed out
-	Returns       int64 // buffers returned
-	Outstanding   int64 // handed out and not returned
-	ReservedBytes int64 // bytes obtained from the system and not given back
-	InUseBytes    int64 // bytes of outstanding buffers
-	Exported      int64 // DLPack tensors whose deleter has not run
-}
-
-type poolCounters struct {
-	allocations, releases, acquires, returns, outstanding, reserved, inUse, exported atomic.Int64
-}
-
-func (c *poolCounters) snapshot() PoolStats {
-	return PoolStats{
-		Allocations: c.allocations.Load(), Releases: c.releases.Load(),
-		Acquires: c.acquires.Load(), Returns: c.returns.Load(),
-		Outstanding: c.outstanding.Load(), ReservedBytes: c.reserved.Load(),
-		InUseBytes: c.inUse.Load(), Exported: c.exported.Load(),
-	}
-}
+type PoolStats = poolstats.Stats
 
 // globalHost counts every host pool of the process, including pools of destroyed
 // pipelines whose buffers are still held by consumers.
-var globalHost poolCounters
+var globalHost poolstats.Counters
 
 // GlobalHostStats returns the process-wide host pool counters.
-func GlobalHostStats() PoolStats { return globalHost.snapshot() }
+func GlobalHostStats() PoolStats { return globalHost.Snapshot() }
 
 // HostPool hands out page-aligned host buffers that live outside the Go heap (mmap), so
 // C consumers may keep them. Buffers are grouped in size classes (8 per power of two) and
@@ -50,7 +30,7 @@ type HostPool struct {
 	mu     sync.Mutex
 	free   map[int][]*Lease // by class size
 	closed bool
-	c      poolCounters
+	c      poolstats.Counters
 }
 
 // NewHostPool returns an empty pool.
@@ -118,37 +98,28 @@ func (p *HostPool) Get(n int) (*Lease, error) {
 			return nil, Errorf(StatusInternal, "host pool: cannot map %d bytes: %v", cs, err)
 		}
 		l = &Lease{pool: p, mem: mem}
-		p.count(allocations, 1)
-		p.count(reserved, int64(cs))
+		p.count(poolstats.Allocations, 1)
+		p.count(poolstats.ReservedBytes, int64(cs))
 	}
 	l.size = n
 	l.refs.Store(1)
-	p.count(acquires, 1)
-	p.count(outstanding, 1)
-	p.count(inUse, int64(len(l.mem)))
+	p.count(poolstats.Acquires, 1)
+	p.count(poolstats.Outstanding, 1)
+	p.count(poolstats.InUseBytes, int64(len(l.mem)))
 	return l, nil
 }
 
 // count adds d to one counter of the pool and the same counter of the process.
-func (p *HostPool) count(field func(*poolCounters) *atomic.Int64, d int64) {
-	field(&p.c).Add(d)
-	field(&globalHost).Add(d)
+func (p *HostPool) count(f poolstats.Field, d int64) {
+	p.c.Add(f, d)
+	globalHost.Add(f, d)
 }
-
-func allocations(c *poolCounters) *atomic.Int64 { return &c.allocations }
-func releases(c *poolCounters) *atomic.Int64    { return &c.releases }
-func acquires(c *poolCounters) *atomic.Int64    { return &c.acquires }
-func returns(c *poolCounters) *atomic.Int64     { return &c.returns }
-func outstanding(c *poolCounters) *atomic.Int64 { return &c.outstanding }
-func reserved(c *poolCounters) *atomic.Int64    { return &c.reserved }
-func inUse(c *poolCounters) *atomic.Int64       { return &c.inUse }
-func exported(c *poolCounters) *atomic.Int64    { return &c.exported }
 
 func (p *HostPool) put(l *Lease) {
 	cs := len(l.mem)
-	p.count(returns, 1)
-	p.count(outstanding, -1)
-	p.count(inUse, -int64(cs))
+	p.count(poolstats.Returns, 1)
+	p.count(poolstats.Outstanding, -1)
+	p.count(poolstats.InUseBytes, -int64(cs))
 	p.mu.Lock()
 	if !p.closed {
 		p.free[cs] = append(p.free[cs], l)
@@ -163,8 +134,8 @@ func (p *HostPool) unmap(l *Lease) {
 	cs := len(l.mem)
 	_ = syscall.Munmap(l.mem)
 	l.mem = nil
-	p.count(releases, 1)
-	p.count(reserved, -int64(cs))
+	p.count(poolstats.Releases, 1)
+	p.count(poolstats.ReservedBytes, -int64(cs))
 }
 
 // Close gives idle buffers back to the system; outstanding ones follow on return.
@@ -182,10 +153,10 @@ func (p *HostPool) Close() {
 }
 
 // Stats returns the pool's counters.
-func (p *HostPool) Stats() PoolStats { return p.c.snapshot() }
+func (p *HostPool) Stats() PoolStats { return p.c.Snapshot() }
 
 // Exported adjusts the count of DLPack tensors alive (the C layer calls it).
-func (p *HostPool) Exported(d int64) { p.count(exported, d) }
+func (p *HostPool) Exported(d int64) { p.count(poolstats.Exported, d) }
 
 func readScalar(b []byte, d DType) float64 {
 	switch d {

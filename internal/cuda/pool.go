@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/godali/godali/internal/poolstats"
 )
 
 // Kind says what memory a Pool hands out.
@@ -25,38 +27,15 @@ func (k Kind) String() string {
 	return "device"
 }
 
-// Stats are a pool's counters; the fields are those of engine.PoolStats and
-// godali_pool_stats_t.
-type Stats struct {
-	Allocations   int64 // blocks obtained from the driver
-	Releases      int64 // blocks given back to the driver
-	Acquires      int64 // blocks handed out
-	Returns       int64 // blocks returned
-	Outstanding   int64 // handed out and not returned
-	ReservedBytes int64 // bytes obtained from the driver and not given back
-	InUseBytes    int64 // bytes of outstanding blocks
-	Exported      int64 // DLPack tensors whose deleter has not run
-}
-
-type counters struct {
-	allocations, releases, acquires, returns, outstanding, reserved, inUse, exported atomic.Int64
-}
-
-func (c *counters) snapshot() Stats {
-	return Stats{
-		Allocations: c.allocations.Load(), Releases: c.releases.Load(),
-		Acquires: c.acquires.Load(), Returns: c.returns.Load(),
-		Outstanding: c.outstanding.Load(), ReservedBytes: c.reserved.Load(),
-		InUseBytes: c.inUse.Load(), Exported: c.exported.Load(),
-	}
-}
+// Stats are a pool's counters (engine.PoolStats, godali_pool_stats_t).
+type Stats = poolstats.Stats
 
 // global counts every pool of the process by kind, including pools whose owner is gone
 // but whose blocks are still held by consumers.
-var global [2]counters
+var global [2]poolstats.Counters
 
 // GlobalStats returns the process-wide counters of one kind of pool.
-func GlobalStats(k Kind) Stats { return global[k].snapshot() }
+func GlobalStats(k Kind) Stats { return global[k].Snapshot() }
 
 // backing is what a Pool needs from the driver. The device and pinned backings live in
 // the cuda-tagged files; tests use a fake.
@@ -95,7 +74,7 @@ type Pool struct {
 	classes []int            // sorted keys of free
 	lost    []*Block         // blocks whose last use could not be fenced; freed by Close after a sync
 	closed  bool
-	c       counters
+	c       poolstats.Counters
 	drain   sync.Once
 }
 
@@ -179,9 +158,9 @@ func (b *Block) ReleaseAfter(s Stream) error {
 		b.fence.Unlock()
 		p := b.pool
 		if b.refs.Add(-1) == 0 {
-			p.count(&p.c.returns, 1)
-			p.count(&p.c.outstanding, -1)
-			p.count(&p.c.inUse, -int64(b.class))
+			p.count(poolstats.Returns, 1)
+			p.count(poolstats.Outstanding, -1)
+			p.count(poolstats.InUseBytes, -int64(b.class))
 			p.mu.Lock()
 			closed := p.closed
 			if !closed {
@@ -266,9 +245,9 @@ func (p *Pool) Get(n int, s Stream) (*Block, error) {
 	}
 	b.size = n
 	b.refs.Store(1)
-	p.count(&p.c.acquires, 1)
-	p.count(&p.c.outstanding, 1)
-	p.count(&p.c.inUse, int64(b.class))
+	p.count(poolstats.Acquires, 1)
+	p.count(poolstats.Outstanding, 1)
+	p.count(poolstats.InUseBytes, int64(b.class))
 	return b, nil
 }
 
@@ -306,8 +285,8 @@ func (p *Pool) allocate(cs int) (*Block, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s pool: allocating %d bytes: %w", p.Kind(), cs, err)
 	}
-	p.count(&p.c.allocations, 1)
-	p.count(&p.c.reserved, int64(cs))
+	p.count(poolstats.Allocations, 1)
+	p.count(poolstats.ReservedBytes, int64(cs))
 	return &Block{pool: p, ptr: ptr, host: host, class: cs}, nil
 }
 
@@ -333,9 +312,9 @@ func (p *Pool) Reserve(n, count int) error {
 }
 
 func (p *Pool) put(b *Block) {
-	p.count(&p.c.returns, 1)
-	p.count(&p.c.outstanding, -1)
-	p.count(&p.c.inUse, -int64(b.class))
+	p.count(poolstats.Returns, 1)
+	p.count(poolstats.Outstanding, -1)
+	p.count(poolstats.InUseBytes, -int64(b.class))
 	p.putFree(b)
 }
 
@@ -360,7 +339,7 @@ func (p *Pool) putFree(b *Block) {
 
 // checkDrained tells the backing when a closed pool has nothing outstanding any more.
 func (p *Pool) checkDrained() {
-	if p.c.outstanding.Load() == 0 {
+	if p.c.Load(poolstats.Outstanding) == 0 {
 		p.drain.Do(p.b.drained)
 	}
 }
@@ -381,8 +360,8 @@ func (p *Pool) release(b *Block) {
 	// latest, so the block counts as released either way.
 	_ = p.b.free(b.ptr)
 	b.ptr, b.host = 0, nil
-	p.count(&p.c.releases, 1)
-	p.count(&p.c.reserved, -int64(b.class))
+	p.count(poolstats.Releases, 1)
+	p.count(poolstats.ReservedBytes, -int64(b.class))
 }
 
 // Close gives idle blocks back to the driver; outstanding ones follow on return. A
@@ -410,14 +389,12 @@ func (p *Pool) Close() {
 }
 
 // Stats returns the pool's counters.
-func (p *Pool) Stats() Stats { return p.c.snapshot() }
+func (p *Pool) Stats() Stats { return p.c.Snapshot() }
 
 // Exported adjusts the count of DLPack tensors alive (the C layer calls it).
-func (p *Pool) Exported(d int64) { p.count(&p.c.exported, d) }
+func (p *Pool) Exported(d int64) { p.count(poolstats.Exported, d) }
 
-func (p *Pool) count(c *atomic.Int64, d int64) {
-	c.Add(d)
-	// The same field of the global counters of this kind.
-	off := uintptr(unsafe.Pointer(c)) - uintptr(unsafe.Pointer(&p.c))
-	(*atomic.Int64)(unsafe.Add(unsafe.Pointer(&global[p.b.kind()]), off)).Add(d)
+func (p *Pool) count(f poolstats.Field, d int64) {
+	p.c.Add(f, d)
+	global[p.b.kind()].Add(f, d)
 }
