@@ -18,7 +18,7 @@ import (
 
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/internal/cuda"
-	_ "github.com/godali/godali/internal/cuda/cudatest" // skips this binary without a GPU
+	"github.com/godali/godali/internal/cuda/cudatest" // also skips this binary without a GPU
 )
 
 // fetch copies a view of GPU memory to the host (waiting on the host) and drops the view.
@@ -121,34 +121,6 @@ func decodableCorpus(t *testing.T) []string {
 	return ok
 }
 
-// compareDecoded applies DALI's tolerance between cpu and mixed decoding (IDCT and
-// chroma upsampling differ): mean absolute difference at most 1 level and at most 0.5%
-// of the values more than 4 levels apart.
-func compareDecoded(t *testing.T, name string, got, want []byte) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: %d bytes, want %d", name, len(got), len(want))
-		return
-	}
-	var sum float64
-	far, worst := 0, 0
-	for i := range want {
-		d := int(got[i]) - int(want[i])
-		if d < 0 {
-			d = -d
-		}
-		sum += float64(d)
-		if d > 4 {
-			far++
-		}
-		worst = max(worst, d)
-	}
-	mean := sum / float64(max(len(want), 1))
-	if mean > 1 || float64(far) > 0.005*float64(len(want)) {
-		t.Errorf("%s: mean |diff| %.3f, %d of %d values differ by more than 4 (max %d)", name, mean, far, len(want), worst)
-	}
-}
-
 func decodePipeline(files []string, op, device string) string {
 	return fmt.Sprintf(`{"batch_size": 4, "num_threads": 3, "device_id": 0, "seed": 7, "ops": [
 		{"op": "readers.file", "name": "R", "outputs": ["b", "l"], "args": {"files": [%s], "pad_last_batch": true}},
@@ -190,7 +162,7 @@ func TestMixedDecodeMatchesCPU(t *testing.T) {
 						t.Errorf("%s: mixed shape %v, cpu %v", name, sg, sc)
 						continue
 					}
-					compareDecoded(t, name, pg, pc)
+					cudatest.CompareDecoded(t, name, pg, pc)
 					seen++
 				}
 			}

@@ -275,21 +275,9 @@ func (b *CMNBatch) Add(s *CMNSample) error {
 	if b.elem == 0 {
 		return fmt.Errorf("crop_mirror_normalize: Add before Reset")
 	}
-	if s.W < 1 || s.H < 1 || s.W > maxDim || s.H > maxDim {
-		return fmt.Errorf("crop_mirror_normalize: input %dx%d: expected 1..%d per side", s.W, s.H, maxDim)
-	}
-	if s.CropW < 1 || s.CropH < 1 || s.CropW > maxDim || s.CropH > maxDim {
-		return fmt.Errorf("crop_mirror_normalize: crop %dx%d: expected 1..%d per side", s.CropW, s.CropH, maxDim)
-	}
-	if abs(s.CropX) > maxDim || abs(s.CropY) > maxDim {
-		return fmt.Errorf("crop_mirror_normalize: crop position (%d, %d): expected within +-%d", s.CropX, s.CropY, maxDim)
-	}
-	stride := s.Stride
-	if stride == 0 {
-		stride = s.W * b.channels
-	}
-	if stride < s.W*b.channels || stride > math.MaxInt32 {
-		return fmt.Errorf("crop_mirror_normalize: stride %d: expected at least %d bytes", stride, s.W*b.channels)
+	stride, err := checkWindow("crop_mirror_normalize", s.W, s.H, b.channels, s.Stride, s.CropX, s.CropY, s.CropW, s.CropH)
+	if err != nil {
+		return err
 	}
 	if s.Dst%uintptr(b.elem) != 0 {
 		return fmt.Errorf("crop_mirror_normalize: output address %#x is not aligned to %d bytes", s.Dst, b.elem)
@@ -358,21 +346,12 @@ func (b *CropBatch) Len() int { return len(b.descs) }
 
 // Add plans one sample.
 func (b *CropBatch) Add(s *CropSample) error {
-	if s.W < 1 || s.H < 1 || s.W > maxDim || s.H > maxDim || s.Channels < 1 || s.Channels > maxChannels {
-		return fmt.Errorf("crop: input %dx%dx%d: expected 1..%d per side and 1..%d channels", s.W, s.H, s.Channels, maxDim, maxChannels)
+	if s.Channels < 1 || s.Channels > maxChannels {
+		return fmt.Errorf("crop: %d channels: expected 1..%d", s.Channels, maxChannels)
 	}
-	if s.CropW < 1 || s.CropH < 1 || s.CropW > maxDim || s.CropH > maxDim {
-		return fmt.Errorf("crop: window %dx%d: expected 1..%d per side", s.CropW, s.CropH, maxDim)
-	}
-	if abs(s.X) > maxDim || abs(s.Y) > maxDim {
-		return fmt.Errorf("crop: position (%d, %d): expected within +-%d", s.X, s.Y, maxDim)
-	}
-	stride := s.Stride
-	if stride == 0 {
-		stride = s.W * s.Channels
-	}
-	if stride < s.W*s.Channels || stride > math.MaxInt32 {
-		return fmt.Errorf("crop: stride %d: expected at least %d bytes", stride, s.W*s.Channels)
+	stride, err := checkWindow("crop", s.W, s.H, s.Channels, s.Stride, s.X, s.Y, s.CropW, s.CropH)
+	if err != nil {
+		return err
 	}
 	b.descs = append(b.descs, cropDesc{Src: uint64(s.Src), Dst: uint64(s.Dst), SrcW: int32(s.W), SrcH: int32(s.H),
 		SrcStride: int32(stride), Channels: int32(s.Channels), X: int32(s.X), Y: int32(s.Y), W: int32(s.CropW), H: int32(s.CropH),
@@ -410,4 +389,25 @@ func bytesOf[T any](s []T) []byte {
 	}
 	var z T
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
+}
+
+// checkWindow validates a w x h x c input (stride 0: packed rows) and a cw x ch window at
+// (x, y), which may leave the image; it returns the row stride in bytes.
+func checkWindow(op string, w, h, c, stride, x, y, cw, ch int) (int, error) {
+	if w < 1 || h < 1 || w > maxDim || h > maxDim {
+		return 0, fmt.Errorf("%s: input %dx%d: expected 1..%d per side", op, w, h, maxDim)
+	}
+	if cw < 1 || ch < 1 || cw > maxDim || ch > maxDim {
+		return 0, fmt.Errorf("%s: window %dx%d: expected 1..%d per side", op, cw, ch, maxDim)
+	}
+	if abs(x) > maxDim || abs(y) > maxDim {
+		return 0, fmt.Errorf("%s: window position (%d, %d): expected within +-%d", op, x, y, maxDim)
+	}
+	if stride == 0 {
+		stride = w * c
+	}
+	if stride < w*c || stride > math.MaxInt32 {
+		return 0, fmt.Errorf("%s: stride %d: expected at least %d bytes", op, stride, w*c)
+	}
+	return stride, nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/internal/cuda"
-	_ "github.com/godali/godali/internal/cuda/cudatest" // skips this binary without a GPU
+	"github.com/godali/godali/internal/cuda/cudatest" // also skips this binary without a GPU
 )
 
 // gpuFixture is a device, a stream, pools and an nvJPEG handle for the decode tests.
@@ -93,32 +93,6 @@ func corpusSamples(t *testing.T) []sample {
 	return out
 }
 
-// compareDecode applies DALI's tolerance for JPEG (cpu vs mixed within 4 levels, as
-// IDCT and chroma upsampling differ): mean absolute difference at most 1 and at most
-// 0.5% of the samples further apart than 4.
-func compareDecode(t *testing.T, name string, got, want []byte) {
-	t.Helper()
-	var sum float64
-	far, worst := 0, 0
-	for i := range want {
-		d := int(got[i]) - int(want[i])
-		if d < 0 {
-			d = -d
-		}
-		sum += float64(d)
-		if d > 4 {
-			far++
-		}
-		worst = max(worst, d)
-	}
-	mean := sum / float64(len(want))
-	if mean > 1 || float64(far) > 0.005*float64(len(want)) {
-		t.Errorf("%s: mean |diff| %.3f, %d of %d samples differ by more than 4 (max %d)", name, mean, far, len(want), worst)
-	} else {
-		t.Logf("%s: mean |diff| %.3f, max %d", name, mean, worst)
-	}
-}
-
 func (f *gpuFixture) readBack(t *testing.T, b *cuda.Block, n int) []byte {
 	t.Helper()
 	if err := f.dev.Synchronize(f.stream); err != nil {
@@ -179,7 +153,7 @@ func TestHybridDecodeMatchesLibjpeg(t *testing.T) {
 		if err := d.DecodeDevice(Image{Ptr: out.Ptr(), Pitch: s.w * 3}, uintptr(f.stream)); err != nil {
 			t.Fatal(err)
 		}
-		compareDecode(t, s.name+" ("+backend.String()+")", f.readBack(t, out, s.w*s.h*3), s.want)
+		cudatest.CompareDecoded(t, s.name+" ("+backend.String()+")", f.readBack(t, out, s.w*s.h*3), s.want)
 		out.Release()
 	}
 }
@@ -222,7 +196,7 @@ func TestHardwareBatchDecodeMatchesLibjpeg(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, s := range batch {
-			compareDecode(t, s.name+" (hardware)", f.readBack(t, blocks[2*i+1], s.w*s.h*3), s.want)
+			cudatest.CompareDecoded(t, s.name+" (hardware)", f.readBack(t, blocks[2*i+1], s.w*s.h*3), s.want)
 		}
 	}
 	// A centred ROI of every image, against the same window of libjpeg's full decode.
@@ -245,7 +219,7 @@ func TestHardwareBatchDecodeMatchesLibjpeg(t *testing.T) {
 			for y := r.Y; y < r.Y+r.H; y++ {
 				want = append(want, s.want[(y*s.w+r.X)*3:(y*s.w+r.X+r.W)*3]...)
 			}
-			compareDecode(t, s.name+" (hardware ROI)", got, want)
+			cudatest.CompareDecoded(t, s.name+" (hardware ROI)", got, want)
 		}
 	}
 	for _, b := range blocks {
