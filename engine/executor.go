@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -512,6 +513,7 @@ func (p *Pipeline) replace(b *Batch, failed []int) error {
 				pending = append(pending, r.i)
 			}
 		}
+		sort.Ints(pending) // results come in any order; errors name the first sample
 	}
 	b.Skipped = int64(len(failed))
 	for _, i := range failed {
