@@ -302,6 +302,32 @@ func godali_pipeline_batch_info(h C.godali_pipeline_t, out *C.godali_batch_info_
 	})
 }
 
+//export godali_pipeline_skipped
+func godali_pipeline_skipped(h C.godali_pipeline_t, out **C.char, n *C.size_t) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if out == nil {
+			return errNull("out_json")
+		}
+		b, err := p.current()
+		if err != nil {
+			return err
+		}
+		skips := b.Skips
+		if skips == nil {
+			skips = []engine.Skip{}
+		}
+		doc, err := json.Marshal(skips)
+		if err != nil {
+			return err
+		}
+		*out = C.CString(string(doc)) // NUL-terminated; the caller frees it with godali_free
+		if n != nil {
+			*n = C.size_t(len(doc))
+		}
+		return nil
+	})
+}
+
 //export godali_pipeline_output_info
 func godali_pipeline_output_info(h C.godali_pipeline_t, index C.int, out *C.godali_output_info_t) C.int {
 	return withPipeline(h, func(p *pipeline) error {

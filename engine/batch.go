@@ -14,6 +14,7 @@ type Batch struct {
 	Last        bool  // the epoch's last batch
 	Skipped     int64 // failed samples replaced (on_error = "skip")
 	SkippedErrs []error
+	Skips       []Skip // the replaced samples' files, in sample order
 
 	pool       *HostPool
 	refs       []SampleRef
@@ -23,7 +24,16 @@ type Batch struct {
 	done       chan struct{}
 	err        error
 	endOfEpoch bool
-	gpu        *gpuBatch // the batch's GPU memory and fences; nil without a GPU stage
+	lastTry    map[int]error // a failed sample's last replacement's error (on_error = "skip")
+	gpu        *gpuBatch     // the batch's GPU memory and fences; nil without a GPU stage
+}
+
+// Skip describes a sample replaced under on_error = "skip".
+type Skip struct {
+	Sample int    `json:"sample"` // index in the batch
+	File   string `json:"file"`   // the file that failed ("" when the sample has none)
+	Node   string `json:"node"`   // the node that failed
+	Error  string `json:"error"`
 }
 
 // OutputBatch is one pipeline output of a batch.
@@ -69,11 +79,13 @@ func (b *Batch) allocateOutputs() error {
 		if !o.Dense || o.OnGPU {
 			continue
 		}
-		o.sampleBytes = o.Meta.DType.Size()
-		for _, d := range o.Meta.Shape {
-			o.sampleBytes *= d
+		var ok bool
+		o.sampleBytes, ok = checkedBytes(o.Meta.DType, o.Meta.Shape)
+		n, ok2 := mulSize(o.sampleBytes, len(b.refs))
+		if !ok || !ok2 {
+			return Errorf(StatusInvalidPipeline, "output %q: a batch of %d samples of shape %v does not fit in memory", o.Name, len(b.refs), o.Meta.Shape)
 		}
-		l, err := b.pool.Get(o.sampleBytes * len(b.refs))
+		l, err := b.pool.Get(n)
 		if err != nil {
 			return err
 		}

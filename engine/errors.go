@@ -19,6 +19,7 @@ const (
 	StatusState           Status = -5
 	StatusNoCUDA          Status = -6
 	StatusCUDA            Status = -7
+	StatusOutOfMemory     Status = -8
 	StatusInternal        Status = -100
 )
 
@@ -44,6 +45,12 @@ func (e *Error) Unwrap() error { return e.Err }
 // Errorf builds an *Error with the given status.
 func Errorf(s Status, format string, args ...any) error {
 	return &Error{Status: s, Msg: fmt.Sprintf(format, args...)}
+}
+
+// errOutOfMemory is the failure to obtain memory from the system: a status of its own, a
+// plain message naming what was asked for.
+func errOutOfMemory(what string, n int, err error) error {
+	return &Error{Status: StatusOutOfMemory, Msg: fmt.Sprintf("out of memory: %s: %d bytes (%.1f GiB) could not be allocated (%v)", what, n, float64(n)/(1<<30), err)}
 }
 
 // ErrEndOfEpoch is returned by Next after the last batch of an epoch.

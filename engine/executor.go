@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +52,26 @@ type task struct {
 	b      *Batch
 	i      int
 	ref    *SampleRef // source; differs from b.refs[i] when a failed sample is replaced
-	result chan<- error
+	result chan<- sampleResult
 }
+
+// sampleResult is the outcome of a replacement sample (on_error = "skip").
+type sampleResult struct {
+	i   int
+	err error
+}
+
+// maxQueuedTasks bounds the task queue between the producer and the workers.
+const maxQueuedTasks = 1 << 16
+
+// maxReplacements is how many good samples of the batch a failed one tries in turn
+// under on_error = "skip" before the batch fails.
+const maxReplacements = 3
+
+// bigBuffer: a worker's intermediate buffers from this size on come from the host pool
+// (mmap) rather than the Go heap, so that failing to get one is an error of the sample,
+// not a fatal error of the Go runtime.
+const bigBuffer = 64 << 20
 
 // NewPipeline parses a JSON description and builds its graph. Nothing runs yet.
 func NewPipeline(desc []byte) (*Pipeline, error) {
@@ -94,7 +113,9 @@ func (p *Pipeline) Pool() *HostPool { return p.pool }
 // OutputNames are the pipeline outputs in order.
 func (p *Pipeline) OutputNames() []string { return p.Spec.Outputs }
 
-// Build opens the readers and starts the workers. Idempotent.
+// Build opens the readers, maps the output buffers and starts the workers. Idempotent.
+// A failed build leaves nothing running (no worker, no GPU stage, no idle buffer) and may
+// be retried.
 func (p *Pipeline) Build() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -114,15 +135,23 @@ func (p *Pipeline) Build() error {
 		return err
 	}
 	n := p.Spec.NumThreads
+	// Everything that can fail comes before the workers start.
+	if err := p.reserveDenseOutputs(); err != nil {
+		p.pool.Trim()
+		return err
+	}
 	if p.Part.UsesGPU() {
 		// The GPU stage first: it opens the device, whose NVML affinity places the
 		// workers that GODALI_AFFINITY_MASK leaves out.
 		if p.gpu, err = newGPUStage(p); err != nil {
+			p.gpu = nil
+			p.pool.Trim()
 			return err
 		}
 		cpus = p.gpu.workerCPUs(cpus, n)
 	}
-	p.tasks = make(chan task, p.Spec.BatchSize*(p.Spec.PrefetchQueueDepth+1))
+	// Room for every sample in flight, bounded: a full queue only makes the producer wait.
+	p.tasks = make(chan task, min(p.Spec.BatchSize*(p.Spec.PrefetchQueueDepth+1), maxQueuedTasks))
 	// Build returns once every worker runs on its thread, pinned where the mask says.
 	var started sync.WaitGroup
 	started.Add(n)
@@ -142,9 +171,6 @@ func (p *Pipeline) Build() error {
 		p.credits <- struct{}{}
 	}
 	p.inflight = make(chan *Batch, p.Spec.PrefetchQueueDepth)
-	if err := p.reserveDenseOutputs(); err != nil {
-		return err
-	}
 	p.built = true
 	return nil
 }
@@ -159,9 +185,12 @@ func (p *Pipeline) reserveDenseOutputs() error {
 		if !d.Meta.Static() || p.Part.OnGPU(d) {
 			continue
 		}
-		n := d.Meta.DType.Size() * p.Spec.BatchSize
-		for _, k := range d.Meta.Shape {
-			n *= k
+		n, ok := mulSize(p.Spec.BatchSize, d.Meta.DType.Size())
+		if ok {
+			n, ok = mulSize(n, d.Meta.Shape...)
+		}
+		if !ok || classSize(n) < 0 {
+			return Errorf(StatusInvalidPipeline, "output %q: a batch of %d samples of shape %v does not fit in memory", d.Name, p.Spec.BatchSize, d.Meta.Shape)
 		}
 		need[classSize(n)] += p.Spec.PrefetchQueueDepth + 1
 	}
@@ -270,6 +299,11 @@ func (p *Pipeline) Reset() error {
 	}
 	if !p.built {
 		return Errorf(StatusState, "pipeline is not built: call build first")
+	}
+	if p.taken == 0 && !p.atEnd {
+		// Nothing of this epoch has been taken: it is still the next one (a second reset
+		// in a row, or a reset before the first batch, does not skip an epoch).
+		return nil
 	}
 	p.stopProducer()
 	p.epoch++
@@ -425,26 +459,9 @@ func (p *Pipeline) finish(b *Batch) {
 	}
 	if len(failed) > 0 {
 		if p.Spec.OnError == "skip" && len(failed) < len(b.errs) {
-			res := make(chan error, len(failed))
-			for _, i := range failed {
-				j := nearestGood(b.errs, i)
-				b.wg.Add(1)
-				p.tasks <- task{b: b, i: i, ref: &b.refs[j], result: res}
-			}
-			b.wg.Wait()
-			for range failed {
-				if err := <-res; err != nil && b.err == nil {
-					b.err = err
-				}
-			}
-			b.Skipped = int64(len(failed))
-			b.SkippedErrs = append(b.SkippedErrs, firstErrs(b.errs)...)
+			b.err = p.replace(b, failed)
 		} else {
-			b.err = b.errs[failed[0]]
-			if len(failed) > 1 {
-				b.err = fmt.Errorf("%w (and %d more failed samples in this batch)", b.errs[failed[0]], len(failed)-1)
-			}
-			b.err = &Error{Status: StatusData, Err: b.err}
+			b.err = sampleFailure(b.errs[failed[0]], len(failed)-1)
 		}
 	}
 	if p.gpu != nil && b.err == nil {
@@ -454,26 +471,92 @@ func (p *Pipeline) finish(b *Batch) {
 	close(b.done)
 }
 
-func nearestGood(errs []error, i int) int {
-	for d := 1; d < len(errs); d++ {
-		if j := i - d; j >= 0 && errs[j] == nil {
-			return j
+// replace runs each failed sample again with the file of a good sample of the batch,
+// the nearest first, up to maxReplacements of them, and records the skipped files. A
+// sample that none of them can stand in for fails the batch with a data error.
+func (p *Pipeline) replace(b *Batch, failed []int) error {
+	res := make(chan sampleResult, len(failed))
+	tries := make([]int, len(b.errs))
+	pending := failed
+	for round := 0; len(pending) > 0; round++ {
+		var sent int
+		var exhausted []int
+		for _, i := range pending {
+			j := nthGood(b.errs, i, round)
+			if j < 0 || round >= maxReplacements {
+				exhausted = append(exhausted, i)
+				continue
+			}
+			tries[i]++
+			b.wg.Add(1)
+			p.tasks <- task{b: b, i: i, ref: &b.refs[j], result: res}
+			sent++
 		}
-		if j := i + d; j < len(errs) && errs[j] == nil {
-			return j
+		if len(exhausted) > 0 {
+			// Let the replacements already queued finish before the batch is given up.
+			b.wg.Wait()
+			for ; sent > 0; sent-- {
+				<-res
+			}
+			i := exhausted[0]
+			return &Error{Status: StatusData, Err: fmt.Errorf("on_error=\"skip\": %w; and %d replacement samples of the batch failed as well: %v", b.errs[i], tries[i], b.lastTry[i])}
 		}
+		b.wg.Wait()
+		pending = pending[:0:0]
+		for ; sent > 0; sent-- {
+			r := <-res
+			if r.err != nil {
+				if b.lastTry == nil {
+					b.lastTry = map[int]error{}
+				}
+				b.lastTry[r.i] = r.err
+				pending = append(pending, r.i)
+			}
+		}
+		sort.Ints(pending) // results come in any order; errors name the first sample
 	}
-	return i
+	b.Skipped = int64(len(failed))
+	for _, i := range failed {
+		e := b.errs[i]
+		b.SkippedErrs = append(b.SkippedErrs, e)
+		sk := Skip{Sample: i, File: b.refs[i].Path, Error: e.Error()}
+		var se *SampleError
+		if errors.As(e, &se) {
+			sk.Node = se.Node
+			sk.Error = se.Err.Error()
+		}
+		b.Skips = append(b.Skips, sk)
+	}
+	return nil
 }
 
-func firstErrs(errs []error) []error {
-	var out []error
-	for _, e := range errs {
-		if e != nil {
-			out = append(out, e)
+// sampleFailure is the batch's error for a failed sample (and more others): a data error,
+// or out of memory.
+func sampleFailure(err error, more int) error {
+	st := StatusData
+	if StatusOf(err) == StatusOutOfMemory {
+		st = StatusOutOfMemory
+	}
+	if more > 0 {
+		err = fmt.Errorf("%w (and %d more failed samples in this batch)", err, more)
+	}
+	return &Error{Status: st, Err: err}
+}
+
+// nthGood returns the n-th good sample (errs[j] == nil) of the batch by distance from i,
+// -1 if there are fewer.
+func nthGood(errs []error, i, n int) int {
+	for d := 1; d < len(errs); d++ {
+		for _, j := range [2]int{i - d, i + d} {
+			if j >= 0 && j < len(errs) && errs[j] == nil {
+				if n == 0 {
+					return j
+				}
+				n--
+			}
 		}
 	}
-	return out
+	return -1
 }
 
 // worker holds one thread's workspaces and buffers.
@@ -483,6 +566,7 @@ type worker struct {
 	ws     []*Workspace // by node ID
 	bufs   [][][]byte   // by node ID, output index: grow-only intermediate buffers
 	states []any
+	big    [][]*Lease // by node ID, output index: intermediate buffers of bigBuffer or more
 	rng    RNG
 	gpu    *workerGPU // the worker's stream for mixed nodes; nil without a GPU stage
 	sg     sampleGPU  // what mixed nodes see of the GPU for the current sample
@@ -497,6 +581,7 @@ func newWorker(p *Pipeline, id int) *worker {
 	g := p.Graph
 	w.ws = make([]*Workspace, len(g.Nodes))
 	w.bufs = make([][][]byte, len(g.Nodes))
+	w.big = make([][]*Lease, len(g.Nodes))
 	w.states = make([]any, len(g.Nodes))
 	outs := map[*DataNode]*Tensor{}
 	for _, n := range g.Nodes {
@@ -521,6 +606,7 @@ func newWorker(p *Pipeline, id int) *worker {
 		}
 		w.ws[n.ID] = ws
 		w.bufs[n.ID] = make([][]byte, len(n.Out))
+		w.big[n.ID] = make([]*Lease, len(n.Out))
 	}
 	return w
 }
@@ -539,7 +625,7 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	for t := range w.p.tasks {
 		err := w.runSample(t.b, t.i, t.ref)
 		if t.result != nil {
-			t.result <- err
+			t.result <- sampleResult{i: t.i, err: err}
 		} else {
 			t.b.errs[t.i] = err
 		}
@@ -548,6 +634,13 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	// GPU work the worker queued must be over before the states that own its buffers
 	// (nvJPEG decoders, staging) go.
 	w.gpu.drain()
+	for _, ls := range w.big {
+		for _, l := range ls {
+			if l != nil {
+				l.Release()
+			}
+		}
+	}
 	for _, s := range w.states {
 		if c, ok := s.(Closer); ok {
 			c.Close()
@@ -579,7 +672,11 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 		}
 		for k, d := range n.Out {
 			t := ws.Out[k]
-			need := t.NumBytes()
+			// The size Setup chose is checked before any memory is given to it.
+			need, err := checkSampleSize(t, ws.Limits)
+			if err != nil {
+				return wrapSampleErr(ref, n, err)
+			}
 			slot := part.slots[n.ID][k]
 			switch {
 			case slot.device >= 0:
@@ -607,12 +704,11 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 				}
 				t.Data = data
 			default:
-				buf := w.bufs[n.ID][k]
-				if cap(buf) < need {
-					buf = make([]byte, need+need/4)
-					w.bufs[n.ID][k] = buf
+				data, err := w.buffer(n.ID, k, need)
+				if err != nil {
+					return wrapSampleErr(ref, n, err)
 				}
-				t.Data = buf[:need]
+				t.Data = data
 			}
 		}
 		if err := n.Op.Run(ws); err != nil {
@@ -620,6 +716,31 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 		}
 	}
 	return nil
+}
+
+// buffer returns a grow-only intermediate buffer of need bytes for output k of node id.
+func (w *worker) buffer(id, k, need int) ([]byte, error) {
+	if need < bigBuffer {
+		buf := w.bufs[id][k]
+		if cap(buf) < need {
+			buf = make([]byte, need+need/4)
+			w.bufs[id][k] = buf
+		}
+		return buf[:need], nil
+	}
+	if l := w.big[id][k]; l != nil && len(l.mem) >= need {
+		return l.mem[:need], nil
+	}
+	l, err := w.p.pool.Get(need)
+	if err != nil {
+		return nil, err
+	}
+	if old := w.big[id][k]; old != nil {
+		old.Release()
+	}
+	w.big[id][k] = l
+	w.bufs[id][k] = nil
+	return l.mem[:need], nil
 }
 
 func wrapSampleErr(ref *SampleRef, n *Node, err error) error {

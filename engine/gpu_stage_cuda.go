@@ -412,6 +412,11 @@ func (st *gpuStage) runSamples(b *Batch, gb *gpuBatch, sn *stageNode) error {
 		if err := sn.op.Setup(ws); err != nil {
 			return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
 		}
+		for _, t := range ws.Out { // sizes checked before memory is given to them
+			if _, err := checkSampleSize(t, ws.Limits); err != nil {
+				return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
+			}
+		}
 	}
 	for _, v := range sn.out {
 		if err := st.allocDevice(gb, v); err != nil {

@@ -186,6 +186,9 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		}
 		for i, d := range n.Out {
 			d.Meta = metas[i]
+			if err := checkOutputMeta(n, d, s.MaxImagePixels, s.BatchSize); err != nil {
+				return nil, err
+			}
 		}
 	}
 	g.Declared = nodes

@@ -69,11 +69,15 @@ func (l *Lease) Release() {
 	l.pool.put(l)
 }
 
-// classSize rounds n up to one of 8 sizes per power of two, at least one page.
+// classSize rounds n up to one of 8 sizes per power of two, at least one page; -1 when
+// the rounded size does not fit an int.
 func classSize(n int) int {
 	const page = 4096
 	if n <= page {
 		return page
+	}
+	if n > math.MaxInt/2 {
+		return -1
 	}
 	shift := bits.Len(uint(n-1)) - 4 // 8 steps between 2^(k-1) and 2^k
 	if shift < 12 {
@@ -86,6 +90,9 @@ func classSize(n int) int {
 // Get returns a lease of n bytes with one reference. Contents are unspecified.
 func (p *HostPool) Get(n int) (*Lease, error) {
 	cs := classSize(n)
+	if n < 0 || cs < 0 {
+		return nil, errOutOfMemory("host pool", n, syscall.ENOMEM)
+	}
 	p.mu.Lock()
 	var l *Lease
 	if list := p.free[cs]; len(list) > 0 {
@@ -112,6 +119,9 @@ func (p *HostPool) Get(n int) (*Lease, error) {
 // missing ones now rather than when the first batches need them.
 func (p *HostPool) Reserve(n, count int) error {
 	cs := classSize(n)
+	if n < 0 || cs < 0 {
+		return errOutOfMemory("host pool", n, syscall.ENOMEM)
+	}
 	p.mu.Lock()
 	have := len(p.free[cs])
 	p.mu.Unlock()
@@ -131,7 +141,7 @@ func (p *HostPool) Reserve(n, count int) error {
 func (p *HostPool) mapLease(cs int) (*Lease, error) {
 	mem, err := syscall.Mmap(-1, 0, cs, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
-		return nil, Errorf(StatusInternal, "host pool: cannot map %d bytes: %v", cs, err)
+		return nil, errOutOfMemory("host pool", cs, err)
 	}
 	p.count(poolstats.Allocations, 1)
 	p.count(poolstats.ReservedBytes, int64(cs))
@@ -165,6 +175,19 @@ func (p *HostPool) unmap(l *Lease) {
 	l.mem = nil
 	p.count(poolstats.Releases, 1)
 	p.count(poolstats.ReservedBytes, -int64(cs))
+}
+
+// Trim gives idle buffers back to the system; the pool stays usable.
+func (p *HostPool) Trim() {
+	p.mu.Lock()
+	free := p.free
+	p.free = map[int][]*Lease{}
+	p.mu.Unlock()
+	for _, list := range free {
+		for _, l := range list {
+			p.unmap(l)
+		}
+	}
 }
 
 // Close gives idle buffers back to the system; outstanding ones follow on return.

@@ -124,6 +124,22 @@ func (r *fileReader) Open() error {
 	}
 	a := r.args
 	root := a.String("file_root")
+	// Paths the description names must exist: a wrong one is the caller's argument, not
+	// a bad sample.
+	if root != "" {
+		if st, err := os.Stat(root); err != nil || !st.IsDir() {
+			why := "is not a directory"
+			if err != nil {
+				why = "cannot be read: " + err.Error()
+			}
+			return Errorf(StatusInvalidArgument, "%s: argument \"file_root\": %q %s", describe(a.Node, a.Schema.Name), root, why)
+		}
+	}
+	if a.Has("file_list") {
+		if _, err := os.Stat(a.String("file_list")); err != nil {
+			return Errorf(StatusInvalidArgument, "%s: argument \"file_list\": %q cannot be read: %v", describe(a.Node, a.Schema.Name), a.String("file_list"), err)
+		}
+	}
 	var err error
 	switch {
 	case a.Has("files"):

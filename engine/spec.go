@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"sort"
 	"strings"
 )
@@ -52,11 +54,19 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if err := dec.Decode(&top); err != nil {
 		return nil, Errorf(StatusInvalidPipeline, "pipeline description is not a JSON object: %v", err)
 	}
+	if top == nil {
+		return nil, Errorf(StatusInvalidPipeline, "pipeline description is not a JSON object: got null")
+	}
+	// One JSON value, nothing after it but white space.
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, Errorf(StatusInvalidPipeline, "pipeline description: unexpected data after the JSON object at byte offset %d", end)
+	}
 	if err := checkKeys("pipeline", top, topLevelKeys); err != nil {
 		return nil, err
 	}
 	s := &Spec{NumThreads: 4, PrefetchQueueDepth: 2, Seed: -1, MaxImagePixels: DefaultMaxImagePixels, OnError: "raise"}
-	intKey := func(key string, dst *int64, required bool, min int64) error {
+	intKey := func(key string, dst *int64, required bool, min, max int64) error {
 		raw, ok := top[key]
 		if !ok {
 			if required {
@@ -71,32 +81,35 @@ func ParseSpec(data []byte) (*Spec, error) {
 		if v < min {
 			return Errorf(StatusInvalidPipeline, "pipeline: key %q must be >= %d, got %d", key, min, v)
 		}
+		if v > max {
+			return Errorf(StatusInvalidPipeline, "pipeline: key %q must be <= %d, got %d", key, max, v)
+		}
 		*dst = v
 		return nil
 	}
 	var bs, nt, pq int64 = 0, 4, 2
-	if err := intKey("batch_size", &bs, true, 1); err != nil {
+	if err := intKey("batch_size", &bs, true, 1, MaxBatchSize); err != nil {
 		return nil, err
 	}
-	if err := intKey("num_threads", &nt, false, 1); err != nil {
+	if err := intKey("num_threads", &nt, false, 1, MaxNumThreads); err != nil {
 		return nil, err
 	}
-	if err := intKey("prefetch_queue_depth", &pq, false, 1); err != nil {
+	if err := intKey("prefetch_queue_depth", &pq, false, 1, MaxPrefetchQueueDepth); err != nil {
 		return nil, err
 	}
-	if err := intKey("seed", &s.Seed, false, -1<<62); err != nil {
+	if err := intKey("seed", &s.Seed, false, -1<<62, math.MaxInt64); err != nil {
 		return nil, err
 	}
-	if err := intKey("max_image_pixels", &s.MaxImagePixels, false, 0); err != nil {
+	if err := intKey("max_image_pixels", &s.MaxImagePixels, false, 0, math.MaxInt64); err != nil {
 		return nil, err
 	}
-	if err := intKey("first_epoch", &s.FirstEpoch, false, 0); err != nil {
+	if err := intKey("first_epoch", &s.FirstEpoch, false, 0, math.MaxInt64); err != nil {
 		return nil, err
 	}
 	s.BatchSize, s.NumThreads, s.PrefetchQueueDepth = int(bs), int(nt), int(pq)
 	if raw, ok := top["device_id"]; ok && string(bytes.TrimSpace(raw)) != "null" {
 		var d int64
-		if err := intKey("device_id", &d, false, 0); err != nil {
+		if err := intKey("device_id", &d, false, 0, math.MaxInt32); err != nil {
 			return nil, err
 		}
 		di := int(d)

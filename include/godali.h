@@ -11,7 +11,13 @@
  *     handle is rejected with GODALI_ERROR_INVALID_HANDLE (it is never reused);
  *   - no function crashes its host process on bad arguments: they return an error status.
  *
- * Pipelines are described in JSON (docs/pipeline.md).
+ * Pipelines are described in JSON (docs/pipeline.md). Limits, checked when a pipeline is
+ * created (GODALI_ERROR_INVALID_PIPELINE naming the key, node and argument): num_threads
+ * <= 256, batch_size <= 65536, prefetch_queue_depth <= 64; every operator output whose
+ * size is known at build fits max_image_pixels (height x width; default 178956970, 0: no
+ * limit) and byte sizes that fit in memory arithmetic. An output size known only at run
+ * time (resize_shorter of a large image) is checked before memory is given to it: the
+ * sample fails with GODALI_ERROR_DATA naming its file (on_error = "skip" replaces it).
  *
  * Threads: a pipeline may be used from any thread, one call at a time per pipeline.
  * fork(): the Go runtime inside the library does not survive fork(). A child process must
@@ -51,6 +57,8 @@ typedef enum {
   GODALI_ERROR_STATE = -5,            /* call out of order (e.g. next before build) */
   GODALI_ERROR_NO_CUDA = -6,          /* GPU requested but this is the CPU flavour */
   GODALI_ERROR_CUDA = -7,             /* a CUDA call failed */
+  GODALI_ERROR_OUT_OF_MEMORY = -8,    /* the system refused memory (mmap, a pool); the
+                                         message says how much was asked for */
   GODALI_ERROR_INTERNAL = -100        /* a bug in godali: please report it */
 } godali_status_t;
 
@@ -124,11 +132,15 @@ godali_status_t godali_operator_schemas(const char **out_json);
 
 /* godali_pipeline_create parses and validates a JSON pipeline description of len bytes
  * (len 0: NUL-terminated). Unknown operators or arguments, wrong types, dangling inputs
- * and cycles fail with GODALI_ERROR_INVALID_PIPELINE and a message naming the node. */
+ * and cycles fail with GODALI_ERROR_INVALID_PIPELINE and a message naming the node, as
+ * does text after the JSON object (other than white space). */
 godali_status_t godali_pipeline_create(const char *json, size_t len, godali_pipeline_t *out);
 
 /* godali_pipeline_build opens the data sources, starts the worker threads and sizes the
- * buffer pools. Idempotent. */
+ * buffer pools. Idempotent. A file_root or file_list that does not exist fails with
+ * GODALI_ERROR_INVALID_ARGUMENT naming the argument and path; memory the system refuses,
+ * with GODALI_ERROR_OUT_OF_MEMORY. A failed build leaves nothing running (no thread, no
+ * mapped buffer) and may be retried. */
 godali_status_t godali_pipeline_build(godali_pipeline_t p);
 
 /* godali_pipeline_run schedules work: after it, up to prefetch_queue_depth batches are
@@ -142,7 +154,9 @@ godali_status_t godali_pipeline_run(godali_pipeline_t p);
 godali_status_t godali_pipeline_next(godali_pipeline_t p);
 
 /* godali_pipeline_reset starts the next epoch (readers move on to their next shard
- * unless stick_to_shard). Batches already handed out stay valid. */
+ * unless stick_to_shard). Batches already handed out stay valid. A reset before any
+ * batch of the current epoch was taken (a second reset in a row, or one right after
+ * build) does nothing: it never skips an epoch. */
 godali_status_t godali_pipeline_reset(godali_pipeline_t p);
 
 /* godali_pipeline_checkpoint writes the pipeline's state after the batches the consumer
@@ -184,6 +198,14 @@ godali_status_t godali_pipeline_output_name(godali_pipeline_t p, int index, cons
 godali_status_t godali_pipeline_batch_info(godali_pipeline_t p, godali_batch_info_t *out);
 
 godali_status_t godali_pipeline_output_info(godali_pipeline_t p, int index, godali_output_info_t *out);
+
+/* godali_pipeline_skipped writes which samples of the current batch were replaced
+ * because they failed (on_error = "skip"; godali_batch_info_t.skipped counts them): a
+ * JSON array of *len bytes (len may be NULL), NUL-terminated, "[]" when none, of objects
+ * {"sample": index in the batch, "file": the file that failed, "node": the node that
+ * failed, "error": the message}, in sample order. GODALI_ERROR_STATE without a current
+ * batch. Ownership: the caller owns *out_json and frees it with godali_free. */
+godali_status_t godali_pipeline_skipped(godali_pipeline_t p, char **out_json, size_t *len);
 
 /* godali_pipeline_output writes output `index` of the current batch as one dense tensor
  * of shape [N, ...]. Uniform outputs are handed out without a copy; a ragged output whose

@@ -273,6 +273,114 @@ static void test_bad_file(const char *dir) {
   MUST(godali_pipeline_destroy(p));
 }
 
+/* count_threads: the process's threads (Linux /proc), -1 if unknown. */
+static int count_threads(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  int n = -1;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "Threads: %d", &n) == 1) break;
+  }
+  fclose(f);
+  return n;
+}
+
+/* test_hardening: limits refused at create, skipped files named, out of memory and a
+ * missing file_root as statuses of their own, failed builds leaving no thread behind. */
+static void test_hardening(const char *dir) {
+  char good[512], bad[512], json[4096];
+  snprintf(good, sizeof good, "%s/good.jpg", dir);
+  snprintf(bad, sizeof bad, "%s/broken.jpg", dir);
+  godali_pipeline_t p = 0;
+
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 2, \"num_threads\": 1, \"on_error\": \"skip\", \"ops\": ["
+           " {\"op\": \"readers.file\", \"name\": \"r\", \"outputs\": [\"b\", \"l\"],"
+           "  \"args\": {\"files\": [\"%s\", \"%s\"]}},"
+           " {\"op\": \"decoders.image\", \"name\": \"dec\", \"inputs\": [\"b\"], \"outputs\": [\"img\"]}],"
+           " \"outputs\": [\"img\"]}",
+           good, bad);
+  MUST(godali_pipeline_create(json, 0, &p));
+  MUST(godali_pipeline_build(p));
+  char *skipped = NULL;
+  size_t n = 0;
+  CHECK(godali_pipeline_skipped(p, &skipped, &n) == GODALI_ERROR_STATE, "skipped before next");
+  MUST(godali_pipeline_next(p));
+  godali_batch_info_t info;
+  MUST(godali_pipeline_batch_info(p, &info));
+  CHECK(info.skipped == 1, "skipped %lld", (long long)info.skipped);
+  MUST(godali_pipeline_skipped(p, &skipped, &n));
+  CHECK(n == strlen(skipped) && strstr(skipped, bad) && strstr(skipped, "\"sample\":1") &&
+            strstr(skipped, "\"node\":\"dec\""),
+        "skipped files: %s", skipped);
+  MUST(godali_free(skipped));
+  MUST(godali_pipeline_destroy(p));
+
+  /* Text after the JSON object. */
+  size_t len = strlen(json);
+  snprintf(json + len, sizeof json - len, " x");
+  CHECK(godali_pipeline_create(json, 0, &p) == GODALI_ERROR_INVALID_PIPELINE, "trailing data");
+  CHECK(strstr(godali_last_error(), "offset") != NULL, "message gives the offset");
+
+  /* Sizes and counts over the limits: refused at create, naming node and argument. */
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 2, \"num_threads\": %d, \"ops\": ["
+           " {\"op\": \"readers.file\", \"name\": \"r\", \"outputs\": [\"b\", \"l\"],"
+           "  \"args\": {\"files\": [\"%s\"]}},"
+           " {\"op\": \"decoders.image\", \"inputs\": [\"b\"], \"outputs\": [\"img\"]},"
+           " {\"op\": \"resize\", \"name\": \"big\", \"inputs\": [\"img\"], \"outputs\": [\"out\"],"
+           "  \"args\": {\"resize_x\": %d, \"resize_y\": %d}}],"
+           " \"outputs\": [\"out\"]}",
+           2, good, 100000, 100000);
+  CHECK(godali_pipeline_create(json, 0, &p) == GODALI_ERROR_INVALID_PIPELINE, "resize 100000");
+  CHECK(strstr(godali_last_error(), "big") && strstr(godali_last_error(), "resize_x"),
+        "message names node and argument");
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 2, \"num_threads\": 100000, \"ops\": ["
+           " {\"op\": \"readers.file\", \"outputs\": [\"b\", \"l\"], \"args\": {\"files\": [\"%s\"]}}],"
+           " \"outputs\": [\"l\"]}",
+           good);
+  CHECK(godali_pipeline_create(json, 0, &p) == GODALI_ERROR_INVALID_PIPELINE, "num_threads");
+  CHECK(strstr(godali_last_error(), "num_threads") != NULL, "message names num_threads");
+
+  /* A missing file_root fails the build, as an invalid argument. */
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 1, \"ops\": ["
+           " {\"op\": \"readers.file\", \"outputs\": [\"b\", \"l\"], \"args\": {\"file_root\": \"%s/nowhere\"}}],"
+           " \"outputs\": [\"l\"]}",
+           dir);
+  MUST(godali_pipeline_create(json, 0, &p));
+  CHECK(godali_pipeline_build(p) == GODALI_ERROR_INVALID_ARGUMENT, "missing file_root");
+  CHECK(strstr(godali_last_error(), "file_root") && strstr(godali_last_error(), "nowhere"),
+        "message names the argument and path");
+  MUST(godali_pipeline_destroy(p));
+
+  /* A batch of 65536 x 3 x 16384 x 16384 floats: more than an address space. The build
+   * fails with its own status, and 50 such builds leave no thread behind. */
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 65536, \"num_threads\": 4, \"max_image_pixels\": 0, \"ops\": ["
+           " {\"op\": \"readers.file\", \"outputs\": [\"b\", \"l\"], \"args\": {\"files\": [\"%s\"]}},"
+           " {\"op\": \"decoders.image\", \"inputs\": [\"b\"], \"outputs\": [\"img\"]},"
+           " {\"op\": \"crop_mirror_normalize\", \"inputs\": [\"img\"], \"outputs\": [\"out\"],"
+           "  \"args\": {\"crop\": [16384, 16384], \"dtype\": \"FLOAT\", \"out_of_bounds_policy\": \"pad\"}}],"
+           " \"outputs\": [\"out\"]}",
+           good);
+  int before = count_threads();
+  for (int i = 0; i < 50; i++) {
+    MUST(godali_pipeline_create(json, 0, &p));
+    godali_status_t st = godali_pipeline_build(p);
+    if (i == 0) {
+      CHECK(st == GODALI_ERROR_OUT_OF_MEMORY, "huge batch: status %d", st);
+      CHECK(strstr(godali_last_error(), "out of memory") && !strstr(godali_last_error(), "goroutine"),
+            "plain message");
+    }
+    MUST(godali_pipeline_destroy(p));
+  }
+  int after = count_threads();
+  CHECK(before < 0 || after <= before + 8, "threads %d -> %d after 50 failed builds", before, after);
+}
+
 /* step_t is what one godali_pipeline_next gave: the end of the epoch, or a batch. */
 typedef struct {
   int end_of_epoch;
@@ -398,6 +506,7 @@ int main(int argc, char **argv) {
   test_reproducible(root);
   test_bad_calls(root);
   test_bad_file(dir);
+  test_hardening(dir);
   test_checkpoint(root);
 
   int64_t live = -1;

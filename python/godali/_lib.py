@@ -32,6 +32,7 @@ ERROR_DATA = -4
 ERROR_STATE = -5
 ERROR_NO_CUDA = -6
 ERROR_CUDA = -7
+ERROR_OUT_OF_MEMORY = -8
 ERROR_INTERNAL = -100
 
 
@@ -72,6 +73,11 @@ class CUDAError(GodaliError):
     """A CUDA call inside the library failed."""
 
 
+class OutOfMemoryError(GodaliError, MemoryError):
+    """The system refused memory to the library (GODALI_ERROR_OUT_OF_MEMORY); the message
+    says how much was asked for."""
+
+
 class InternalError(GodaliError):
     """A bug in godali: please report it with the message."""
 
@@ -84,6 +90,7 @@ _ERRORS = {
     ERROR_STATE: StateError,
     ERROR_NO_CUDA: NoCUDAError,
     ERROR_CUDA: CUDAError,
+    ERROR_OUT_OF_MEMORY: OutOfMemoryError,
     ERROR_INTERNAL: InternalError,
 }
 
@@ -94,6 +101,7 @@ _STATUS_NAMES = {
     ERROR_INVALID_PIPELINE: "GODALI_ERROR_INVALID_PIPELINE",
     ERROR_DATA: "GODALI_ERROR_DATA", ERROR_STATE: "GODALI_ERROR_STATE",
     ERROR_NO_CUDA: "GODALI_ERROR_NO_CUDA", ERROR_CUDA: "GODALI_ERROR_CUDA",
+    ERROR_OUT_OF_MEMORY: "GODALI_ERROR_OUT_OF_MEMORY",
     ERROR_INTERNAL: "GODALI_ERROR_INTERNAL",
 }
 
@@ -158,6 +166,7 @@ _SIGNATURES = {
     "godali_pipeline_output_name": [_H, c_int, POINTER(c_char_p)],
     "godali_pipeline_batch_info": [_H, POINTER(BatchInfo)],
     "godali_pipeline_output_info": [_H, c_int, POINTER(OutputInfo)],
+    "godali_pipeline_skipped": [_H, _PP, POINTER(c_size_t)],
     "godali_pipeline_output": [_H, c_int, _PP],
     "godali_pipeline_output_versioned": [_H, c_int, _PP],
     "godali_pipeline_output_sample": [_H, c_int, c_int64, _PP],
@@ -429,6 +438,15 @@ class Library:
         """The pipeline's checkpoint (godali_pipeline_checkpoint) as a str."""
         ptr, n = c_void_p(), c_size_t()
         self.pipeline_checkpoint(handle, byref(ptr), byref(n))
+        try:
+            return ctypes.string_at(ptr.value, n.value).decode("utf-8")
+        finally:
+            self.free(ptr)
+
+    def skipped_json(self, handle):
+        """The current batch's skipped samples (godali_pipeline_skipped) as JSON text."""
+        ptr, n = c_void_p(), c_size_t()
+        self.pipeline_skipped(handle, byref(ptr), byref(n))
         try:
             return ctypes.string_at(ptr.value, n.value).decode("utf-8")
         finally:

@@ -48,7 +48,8 @@ class Pipeline:
     None: the library's default, 0: no limit), on_error ("raise": a bad sample raises
     DataError naming the file, and the next run() goes on; "skip": it is replaced and
     counted in batch_info.skipped), first_epoch (the epoch number the pipeline starts at:
-    resuming at epoch n gives epoch n's shuffle and shard).
+    resuming at epoch n gives epoch n's shuffle and shard). skipped() names the files
+    replaced in the current batch.
 
     Checkpoints (DALI's): with enable_checkpointing=True, checkpoint() returns the
     pipeline's state after the batches returned so far, and a pipeline created with the
@@ -122,6 +123,8 @@ class Pipeline:
         self._batch_seq = 0
         self._info_seq = -1
         self._info_cache = None
+        self._skip_seq = -1
+        self._skip_cache = None
         self._finalizer = None
         # Reused ctypes out-parameters: no allocation per batch for them.
         self._out_info = _lib.OutputInfo()
@@ -435,6 +438,17 @@ class Pipeline:
                                          bool(b.last_in_epoch), b.skipped)
             self._info_seq = self._batch_seq
         return self._info_cache
+
+    def skipped(self):
+        """The samples of the current batch that failed and were replaced
+        (on_error="skip"): a list of dicts {"sample": index in the batch, "file": the file
+        that failed, "node": the node that failed, "error": the message}, in sample
+        order; [] when none. batch_info.skipped counts them."""
+        if self._skip_seq != self._batch_seq or self._skip_cache is None:
+            text = self._lib_or_build().skipped_json(self._handle)
+            self._skip_cache = json.loads(text)
+            self._skip_seq = self._batch_seq
+        return [dict(d) for d in self._skip_cache]
 
     # -- readers and memory -------------------------------------------------------------
 

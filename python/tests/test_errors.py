@@ -85,3 +85,100 @@ def test_decompression_bomb_refused(tmp_path):
     with pytest.raises(godali.DataError) as e:
         pipe.run()
     assert "big.jpg" in str(e.value)
+
+
+def test_skip_names_the_skipped_files(files_with_a_bad_one):
+    files, bad = files_with_a_bad_one
+    pipe = _pipe(files, on_error="skip")
+    pipe.run()
+    assert pipe.skipped() == []
+    pipe.run()
+    sk = pipe.skipped()
+    assert len(sk) == 1 and pipe.batch_info.skipped == 1
+    assert sk[0]["sample"] == 0 and sk[0]["file"] == bad and sk[0]["error"]
+    assert sk[0]["node"].startswith("decoders.image")
+    pipe.run()
+    assert pipe.skipped() == []
+
+
+def test_iterator_names_the_skipped_files(files_with_a_bad_one):
+    pytest.importorskip("torch")
+    from godali.plugin.pytorch import GodaliGenericIterator
+    files, bad = files_with_a_bad_one
+    it = GodaliGenericIterator([_pipe(files, on_error="skip")], ["images", "labels"],
+                               size=6)
+    next(it)
+    assert it.skipped() == [[]]
+    next(it)
+    assert [[d["file"] for d in p] for p in it.skipped()] == [[bad]]
+
+
+def test_missing_file_root_is_an_invalid_argument(tmp_path):
+    missing = str(tmp_path / "does_not_exist")
+    pipe = godali.Pipeline(batch_size=1)
+    with pipe:
+        _, labels = fn.readers.file(file_root=missing)
+        pipe.set_outputs(labels)
+    with pytest.raises(godali.InvalidArgumentError) as e:
+        pipe.build()
+    assert "file_root" in str(e.value) and missing in str(e.value)
+
+
+def test_oversized_output_refused_at_build(files_with_a_bad_one):
+    files, _ = files_with_a_bad_one
+    pipe = godali.Pipeline(batch_size=2)
+    with pipe:
+        jpegs, _ = fn.readers.file(files=files)
+        pipe.set_outputs(fn.resize(fn.decoders.image(jpegs), resize_x=100000,
+                                   resize_y=100000, name="huge"))
+    with pytest.raises(godali.InvalidPipelineError) as e:
+        pipe.build()
+    assert "huge" in str(e.value) and "resize_x" in str(e.value)
+    assert "max_image_pixels" in str(e.value)
+
+
+def test_out_of_memory_is_its_own_error(files_with_a_bad_one):
+    files, _ = files_with_a_bad_one
+    # One batch of the output is 65536 x 3 x 16384 x 16384 x 4 bytes: more than any
+    # address space.
+    pipe = godali.Pipeline(batch_size=65536, num_threads=2, max_image_pixels=0)
+    with pipe:
+        jpegs, _ = fn.readers.file(files=files)
+        pipe.set_outputs(fn.crop_mirror_normalize(
+            fn.decoders.image(jpegs), crop=(16384, 16384), dtype=types.FLOAT,
+            out_of_bounds_policy="pad"))
+    with pytest.raises(godali.OutOfMemoryError) as e:
+        pipe.build()
+    assert isinstance(e.value, MemoryError) and e.value.status == -8
+    assert "out of memory" in str(e.value) and "goroutine" not in str(e.value)
+    # The failed build left nothing behind: it may be retried, and fails the same way.
+    with pytest.raises(godali.OutOfMemoryError):
+        pipe.build()
+    pipe.close()
+
+
+def test_trailing_data_after_the_description_is_refused(lib, files_with_a_bad_one):
+    from ctypes import byref, c_uint64
+    files, _ = files_with_a_bad_one
+    pipe = _pipe(files)
+    text = (pipe.to_json() + " {}").encode()
+    with pytest.raises(godali.InvalidPipelineError) as e:
+        lib.pipeline_create(text, len(text), byref(c_uint64(0)))
+    assert "offset %d" % (len(text) - 3) in str(e.value)
+
+
+def test_two_resets_in_a_row_do_not_skip_an_epoch(files_with_a_bad_one):
+    files, bad = files_with_a_bad_one
+    pipe = _pipe([f for f in files if f != bad])
+    pipe.reset()  # before the first batch: nothing to skip
+    epochs = []
+    for _ in range(3):
+        while True:
+            try:
+                pipe.run()
+            except StopIteration:
+                break
+            epochs.append(pipe.batch_info.epoch)
+        pipe.reset()
+        pipe.reset()
+    assert epochs == [0, 0, 0, 1, 1, 1, 2, 2, 2]

@@ -293,6 +293,12 @@ class GodaliGenericIterator:
             self._ended = True
         return result
 
+    def skipped(self):
+        """The samples of the batch returned last that failed and were replaced
+        (on_error="skip"): one list per pipeline of Pipeline.skipped()'s dicts (sample,
+        file, node, error)."""
+        return [p.skipped() for p in self._pipes]
+
     def reset(self):
         """Starts the next epoch, once the current one is over (DALI ignores, with a
         warning, a reset in the middle of an epoch; so does godali)."""
