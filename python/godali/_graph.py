@@ -217,8 +217,33 @@ class DataNode:
         return "DataNode(name=%r, device=%r)" % (self.name, self.device)
 
     def __bool__(self):
-        raise TypeError("godali: a DataNode is symbolic and has no truth value; "
-                        "conditionals inside pipelines are not supported")
+        raise TypeError("godali: a DataNode is symbolic and has no truth value: `if`, "
+                        "`while`, `and`, `or` and `not` on pipeline data (DALI's "
+                        "enable_conditionals) are not supported by godali; select per "
+                        "sample with operator arguments instead (for example "
+                        "fn.flip(images, horizontal=fn.random.coin_flip()))")
+
+
+def layout_of(node):
+    """The layout string of a DataNode's samples, as DALI reports it ("HWC" for decoded
+    images, crop_mirror_normalize's output_layout, "" when not an image)."""
+    seen = 0
+    while isinstance(node, DataNode) and seen < 10000:
+        op = node.source
+        name = op.op
+        if name.startswith("decoders."):
+            return "HWC"
+        if name == "crop_mirror_normalize":
+            lay = op.args.get("output_layout")
+            if lay is None:
+                arg = op.schema.args.get("output_layout")
+                lay = arg.default if arg is not None else "CHW"
+            return lay or ""
+        if name.startswith("readers.") or name.startswith("random.") or not op.inputs:
+            return ""
+        node = op.inputs[0]
+        seen += 1
+    return ""
 
 
 # --- argument checking -----------------------------------------------------------------
