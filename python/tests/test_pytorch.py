@@ -327,7 +327,7 @@ def test_mixed_decoder_matches_cpu(image_folder):
             jpegs, _ = fn.readers.file(file_root=image_folder)
             pipe.set_outputs(fn.decoders.image(jpegs, device=device, output_type=types.RGB))
         (images,) = pipe.run()
-        return [images[i].as_tensor().cpu().numpy() for i in range(len(images))]
+        return [torch.from_dlpack(images[i]).cpu().numpy() for i in range(len(images))]
 
     for a, b in zip(run("cpu"), run("mixed")):
         assert a.shape == b.shape
