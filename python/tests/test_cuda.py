@@ -77,12 +77,10 @@ def test_device_pool_stops_allocating(image_folder):
     def epochs(n):
         for _ in range(n):
             while True:
-                try:
-                    images, labels = pipe.run()
-                except StopIteration:
-                    break
+                images, labels = pipe.run()
                 held.append(torch.from_dlpack(images).sum())
-            pipe.reset()
+                if pipe.batch_info.last_in_epoch:
+                    break  # run() would go on into the next epoch, as DALI's
         torch.cuda.synchronize()
         held.clear()
 

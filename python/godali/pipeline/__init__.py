@@ -438,8 +438,8 @@ class Pipeline:
         """DALI's legacy hook, called before each run(); override to prepare inputs."""
 
     def empty(self):
-        """DALI API: whether no batch is prepared ahead. godali always prepares ahead
-        once started, and reports False."""
+        """DALI API: whether no batch is prepared ahead. A started godali pipeline
+        always prepares ahead (False); True before build()."""
         return not self._built
 
     @property
