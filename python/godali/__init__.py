@@ -18,7 +18,7 @@ from ._graph import DataNode
 from .pipeline import BatchInfo, Pipeline, live_pipelines, memory_stats, pipeline_def
 from .tensors import (Tensor, TensorCPU, TensorGPU, TensorList, TensorListCPU,
                       TensorListGPU)
-from . import fn
+from . import backend, fn, ops
 
 __version__ = "0.1.0"
 
@@ -26,8 +26,8 @@ __all__ = [
     "BatchInfo", "CUDAError", "DataError", "DataNode", "ForkedProcessError", "GodaliError",
     "InternalError", "InvalidArgumentError", "InvalidHandleError",
     "InvalidPipelineError", "NoCUDAError", "OutOfMemoryError", "Pipeline", "StateError", "Tensor", "TensorCPU",
-    "TensorGPU", "TensorList", "TensorListCPU", "TensorListGPU", "fn", "library_info",
-    "live_pipelines", "memory_stats", "pipeline_def", "types",
+    "TensorGPU", "TensorList", "TensorListCPU", "TensorListGPU", "backend", "fn",
+    "library_info", "live_pipelines", "memory_stats", "ops", "pipeline_def", "types",
 ]
 
 
@@ -56,4 +56,8 @@ def __getattr__(name):
     if name == "ImageFolderLoader":
         from .plugin.pytorch import ImageFolderLoader
         return ImageFolderLoader
+    if name == "math":
+        # DALI's math namespace, imported on first use.
+        import importlib
+        return importlib.import_module(".math", __name__)
     raise AttributeError("module 'godali' has no attribute %r" % name)

@@ -217,8 +217,33 @@ class DataNode:
         return "DataNode(name=%r, device=%r)" % (self.name, self.device)
 
     def __bool__(self):
-        raise TypeError("godali: a DataNode is symbolic and has no truth value; "
-                        "conditionals inside pipelines are not supported")
+        raise TypeError("godali: a DataNode is symbolic and has no truth value: `if`, "
+                        "`while`, `and`, `or` and `not` on pipeline data (DALI's "
+                        "enable_conditionals) are not supported by godali; select per "
+                        "sample with operator arguments instead (for example "
+                        "fn.flip(images, horizontal=fn.random.coin_flip()))")
+
+
+def layout_of(node):
+    """The layout string of a DataNode's samples, as DALI reports it ("HWC" for decoded
+    images, crop_mirror_normalize's output_layout, "" when not an image)."""
+    seen = 0
+    while isinstance(node, DataNode) and seen < 10000:
+        op = node.source
+        name = op.op
+        if name.startswith("decoders."):
+            return "HWC"
+        if name == "crop_mirror_normalize":
+            lay = op.args.get("output_layout")
+            if lay is None:
+                arg = op.schema.args.get("output_layout")
+                lay = arg.default if arg is not None else "CHW"
+            return lay or ""
+        if name.startswith("readers.") or name.startswith("random.") or not op.inputs:
+            return ""
+        node = op.inputs[0]
+        seen += 1
+    return ""
 
 
 # --- argument checking -----------------------------------------------------------------
@@ -286,6 +311,8 @@ def convert_arg(arg, v):
     """Converts a Python value to the JSON value of schema argument `arg`."""
     kind = arg.type
     enum_cls = _types.ENUM_OF_SCHEMA_TYPE.get(kind)
+    if isinstance(v, _types.ScalarConstant):
+        v = v.value
     if kind.endswith("_list"):
         elem = kind[:-len("_list")]
         if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
@@ -496,4 +523,29 @@ def build_namespace(sch):
                 ns._add(p, nxt)
             ns = nxt
         ns._add(parts[-1], make_op_function(sch.ops[name]))
+    for legacy, target in LEGACY_FN_NAMES.items():
+        if target in sch.ops and legacy not in root._members:
+            root._add(legacy, _legacy_alias(legacy, make_op_function(sch.ops[target])))
     return root
+
+
+# DALI's older, flat operator names (still accepted by DALI, with a deprecation warning)
+# -> the current ones.
+LEGACY_FN_NAMES = {
+    "file_reader": "readers.file",
+    "image_decoder": "decoders.image",
+    "image_decoder_random_crop": "decoders.image_random_crop",
+    "image_decoder_crop": "decoders.image_crop",
+    "image_decoder_slice": "decoders.image_slice",
+    "coin_flip": "random.coin_flip",
+    "uniform": "random.uniform",
+    "normal_distribution": "random.normal",
+}
+
+
+def _legacy_alias(legacy, func):
+    func.__name__ = legacy
+    func.__qualname__ = legacy
+    func.__doc__ = ("DALI's former name of fn.%s.\n\n" % func.schema.name) + \
+        (func.__doc__ or "")
+    return func

@@ -187,17 +187,88 @@ def _numpy_from(obj, buf):
     return np.asarray(obj)
 
 
+def _buffer_from_array(data):
+    """A _Buffer over an array-like object (numpy array, anything with
+    __array_interface__ or the buffer protocol, a torch tensor on CPU or GPU), sharing
+    its memory when it is C-contiguous (a compact copy otherwise)."""
+    if isinstance(data, Tensor):
+        return data._buf
+    if isinstance(data, TensorList):
+        return data._dense_buffer()
+    mod = type(data).__module__ or ""
+    if mod.startswith("torch") and getattr(data, "is_cuda", False):
+        t = data.contiguous()
+        code, bits = _TORCH_DL[str(t.dtype)]
+        return _Buffer(t.data_ptr(), _dlpack.kDLCUDA, t.device.index or 0, code, bits, 1,
+                       tuple(t.shape), None, t)
+    import numpy as np
+    if mod.startswith("torch"):
+        data = data.detach().numpy()
+    arr = np.ascontiguousarray(data)
+    key = (arr.dtype.kind, arr.dtype.itemsize)
+    if key not in _NP_DL:
+        raise TypeError("godali: no DALI type for numpy dtype %s" % arr.dtype)
+    code, bits = _NP_DL[key]
+    return _Buffer(arr.ctypes.data, _dlpack.kDLCPU, 0, code, bits, 1, tuple(arr.shape),
+                   None, arr)
+
+
+_NP_DL = {("u", 1): (1, 8), ("u", 2): (1, 16), ("u", 4): (1, 32), ("u", 8): (1, 64),
+          ("i", 1): (0, 8), ("i", 2): (0, 16), ("i", 4): (0, 32), ("i", 8): (0, 64),
+          ("f", 2): (2, 16), ("f", 4): (2, 32), ("f", 8): (2, 64), ("b", 1): (6, 8)}
+_TORCH_DL = {"torch.uint8": (1, 8), "torch.int8": (0, 8), "torch.int16": (0, 16),
+             "torch.int32": (0, 32), "torch.int64": (0, 64), "torch.float16": (2, 16),
+             "torch.float32": (2, 32), "torch.float64": (2, 64), "torch.bool": (6, 8)}
+
+
+def _check_layout(layout, ndim):
+    if layout is None:
+        return ""
+    if not isinstance(layout, str):
+        raise TypeError("godali: layout must be a string such as \"HWC\", not %s"
+                        % type(layout).__name__)
+    if layout and len(layout) != ndim:
+        raise ValueError("godali: layout %r has %d dimensions but the data has %d"
+                         % (layout, len(layout), ndim))
+    return layout
+
+
 class Tensor:
-    """One sample of an output (DALI's TensorCPU / TensorGPU), exported without a copy."""
+    """One tensor (DALI's TensorCPU / TensorGPU): a sample of an output, or a whole dense
+    batch (TensorList.as_tensor()). Exported without a copy through DLPack
+    (torch.from_dlpack(t)), numpy (np.asarray(t), as_array()) and
+    __cuda_array_interface__.
 
-    __slots__ = ("_buf",)
+    TensorCPU(array, layout="") wraps an array-like object (a numpy array, a torch
+    tensor) without a copy when it is C-contiguous, as DALI's does.
+    """
 
-    def __init__(self, buf):
+    __slots__ = ("_buf", "_layout")
+
+    def __init__(self, data, layout=None, is_pinned=False):
+        buf = _buffer_from_array(data)
+        want_gpu = isinstance(self, TensorGPU)
+        if isinstance(self, TensorCPU) and _is_gpu(buf):
+            raise TypeError("godali: TensorCPU needs host data; got GPU memory")
+        if want_gpu and not _is_gpu(buf):
+            raise TypeError("godali: TensorGPU needs GPU data (a CUDA torch tensor)")
         self._buf = buf
+        self._layout = _check_layout(layout, len(buf.shape))
+
+    @classmethod
+    def _wrap(cls, buf, layout=""):
+        t = object.__new__(TensorGPU if _is_gpu(buf) else TensorCPU)
+        t._buf = buf
+        t._layout = layout if layout and len(layout) == len(buf.shape) else ""
+        return t
 
     def shape(self):
-        """The sample's shape, as a tuple."""
-        return tuple(self._buf.shape)
+        """The tensor's shape, as a list (DALI's)."""
+        return list(self._buf.shape)
+
+    @property
+    def ndim(self):
+        return len(self._buf.shape)
 
     @property
     def dtype(self):
@@ -209,9 +280,21 @@ class Tensor:
         """"gpu" or "cpu"."""
         return "gpu" if _is_gpu(self._buf) else "cpu"
 
+    def layout(self):
+        """The layout string ("HWC", "CHW", ...; "" when unknown)."""
+        return self._layout
+
     def data_ptr(self):
         """The address of the first element."""
         return self._buf.data
+
+    def nbytes(self):
+        return math.prod(self._buf.shape) * self._buf.itemsize
+
+    def __len__(self):
+        if not self._buf.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._buf.shape[0]
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         if copy:
@@ -230,17 +313,57 @@ class Tensor:
     def __cuda_array_interface__(self):
         return _cuda_array_interface(self._buf)
 
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+        a = self.as_array()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
     def as_array(self):
         """A numpy array: zero-copy for host data, copied through torch from the GPU."""
         return _numpy_from(self, self._buf)
 
-    def as_tensor(self):
-        """A torch.Tensor sharing this sample's memory."""
-        return _torch_from(self._buf)
+    def as_cpu(self):
+        """This tensor in host memory: self for host data, a copy for GPU data."""
+        if not _is_gpu(self._buf):
+            return self
+        return Tensor._wrap(_host_copy(self._buf), self._layout)
+
+    def copy_to_external(self, ptr, cuda_stream=None, non_blocking=False, use_copy_kernel=False):
+        """Copies the data to the memory at `ptr` (an int or ctypes pointer) of nbytes()
+        bytes (DALI's copy_to_external). For GPU tensors ptr is device memory."""
+        import ctypes
+        dst = ptr.value if isinstance(ptr, ctypes.c_void_p) else int(ptr)
+        src = self._compact_buffer()
+        n = math.prod(src.shape) * src.itemsize
+        if not _is_gpu(src):
+            ctypes.memmove(dst, src.data, n)
+            return
+        raise NotImplementedError("godali: copy_to_external of GPU data is not supported; "
+                                  "use torch.from_dlpack(tensor) and copy_() instead")
+
+    def _compact_buffer(self):
+        b = self._buf
+        if b.is_compact():
+            return b
+        t = _torch_from(b).contiguous()
+        return _torch_buffer(t, b)
 
     def __repr__(self):
-        return "godali.Tensor(shape=%s, dtype=%s, device=%s)" % (
-            self.shape(), self.dtype.name, self.device)
+        return "godali.%s(shape=%s, dtype=%s%s)" % (
+            type(self).__name__, self.shape(), self.dtype.name,
+            ", layout=%s" % self._layout if self._layout else "")
+
+
+class TensorCPU(Tensor):
+    """A tensor in host memory (DALI's nvidia.dali.backend.TensorCPU)."""
+
+    __slots__ = ()
+
+
+class TensorGPU(Tensor):
+    """A tensor in GPU memory (DALI's nvidia.dali.backend.TensorGPU)."""
+
+    __slots__ = ()
 
 
 class TensorList:
@@ -249,14 +372,44 @@ class TensorList:
     Dense outputs (every sample the same shape) are one [N, ...] buffer and export as one
     tensor; ragged outputs (decoded images of different sizes) are N buffers, reachable
     per sample through tl[i]. Nothing is copied unless noted.
+
+    TensorListCPU(array, layout="") wraps an [N, ...] array (or a list of per-sample
+    arrays) as DALI's constructor does.
     """
 
-    __slots__ = ("_dense", "_samples", "_gathered")
+    __slots__ = ("_dense", "_samples", "_gathered", "_layout")
 
-    def __init__(self, dense=None, samples=None):
+    def __init__(self, data, layout=None, is_pinned=False):
+        if isinstance(data, (list, tuple)):
+            samples = [_buffer_from_array(x) for x in data]
+            dense = None
+            ndim = len(samples[0].shape) if samples else 0
+        else:
+            dense = _buffer_from_array(data)
+            samples = None
+            if not dense.shape:
+                raise ValueError("godali: a TensorList needs data with a batch dimension")
+            ndim = len(dense.shape) - 1
+        bufs = [dense] if dense is not None else samples
+        if isinstance(self, TensorListCPU) and any(_is_gpu(b) for b in bufs):
+            raise TypeError("godali: TensorListCPU needs host data; got GPU memory")
+        if isinstance(self, TensorListGPU) and not all(_is_gpu(b) for b in bufs):
+            raise TypeError("godali: TensorListGPU needs GPU data (CUDA torch tensors)")
         self._dense = dense
         self._samples = samples
         self._gathered = None
+        self._layout = _check_layout(layout, ndim)
+
+    @classmethod
+    def _wrap(cls, dense=None, samples=None, layout=""):
+        b = dense if dense is not None else (samples[0] if samples else None)
+        tl = object.__new__(TensorListGPU if (b is not None and _is_gpu(b))
+                            else TensorListCPU)
+        tl._dense = dense
+        tl._samples = samples
+        tl._gathered = None
+        tl._layout = layout or ""
+        return tl
 
     # -- DALI's TensorList API ----------------------------------------------------------
 
@@ -267,6 +420,9 @@ class TensorList:
 
     def __getitem__(self, i):
         n = len(self)
+        if isinstance(i, slice):
+            return TensorList._wrap(samples=[self[j]._buf for j in range(*i.indices(n))],
+                                    layout=self._layout)
         if not isinstance(i, int):
             try:
                 i = i.__index__()
@@ -278,7 +434,7 @@ class TensorList:
         if not 0 <= i < n:
             raise IndexError("sample index %d out of range for a batch of %d" % (i, n))
         if self._samples is not None:
-            return Tensor(self._samples[i])
+            return Tensor._wrap(self._samples[i], self._layout)
         d = self._dense
         itemsize = d.itemsize
         if d.strides is None:
@@ -287,8 +443,13 @@ class TensorList:
         else:
             step = d.strides[0] * itemsize
             strides = d.strides[1:]
-        return Tensor(_Buffer(d.data + i * step, d.device_type, d.device_id, d.code, d.bits,
-                              d.lanes, d.shape[1:], strides, d.keeper()))
+        return Tensor._wrap(_Buffer(d.data + i * step, d.device_type, d.device_id, d.code,
+                                    d.bits, d.lanes, d.shape[1:], strides, d.keeper()),
+                            self._layout)
+
+    def at(self, i):
+        """Sample i as a numpy array (DALI's TensorListCPU.at; GPU data is copied)."""
+        return self[i].as_array()
 
     def __iter__(self):
         for i in range(len(self)):
@@ -320,8 +481,8 @@ class TensorList:
         return "gpu" if (b is not None and _is_gpu(b)) else "cpu"
 
     def layout(self):
-        """DALI's layout string; godali does not track layouts and returns ""."""
-        return ""
+        """The samples' layout ("HWC", "CHW", ...; "" when unknown)."""
+        return self._layout
 
     def data_ptr(self):
         """The address of the dense [N, ...] data (dense outputs only)."""
@@ -349,13 +510,15 @@ class TensorList:
         return _cuda_array_interface(self._dense_buffer())
 
     def as_tensor(self):
-        """The batch as one torch.Tensor of shape [N, ...], sharing the engine's memory.
+        """The batch as one Tensor of shape [N, ...] (DALI's as_tensor), sharing the
+        engine's memory: torch.from_dlpack(tl.as_tensor()) or np.asarray(...).
 
         A ragged output whose samples happen to share a shape is gathered into a new
         buffer once (a copy); one with different shapes raises ValueError: index the
-        samples instead (tl[i].as_tensor()).
+        samples instead (tl[i]).
         """
-        return _torch_from(self._dense_buffer())
+        return Tensor._wrap(self._dense_buffer(),
+                            ("N" + self._layout) if self._layout else "")
 
     def as_array(self):
         """The batch as one numpy array [N, ...] (zero-copy for host data)."""
@@ -367,8 +530,18 @@ class TensorList:
         if b is None or not _is_gpu(b):
             return self
         if self._samples is not None and not self.is_dense_tensor():
-            return TensorList(samples=[_host_copy(s) for s in self._samples])
-        return TensorList(dense=_host_copy(self._dense_buffer()))
+            return TensorList._wrap(samples=[_host_copy(s) for s in self._samples],
+                                    layout=self._layout)
+        return TensorList._wrap(dense=_host_copy(self._dense_buffer()), layout=self._layout)
+
+    def copy_to_external(self, ptr, cuda_stream=None, non_blocking=False,
+                         use_copy_kernel=False):
+        """Copies the dense batch to the memory at `ptr` (DALI's copy_to_external)."""
+        self.as_tensor().copy_to_external(ptr, cuda_stream, non_blocking)
+
+    def _as_torch(self):
+        # The iterators' path: one torch tensor over the batch, no Tensor object between.
+        return _torch_from(self._dense_buffer())
 
     def __repr__(self):
         n = len(self)
@@ -376,8 +549,8 @@ class TensorList:
             shape = "[%d, %s]" % (n, ", ".join(str(s) for s in self._dense.shape[1:]))
         else:
             shape = "ragged (%d samples)" % n
-        return "godali.TensorList(%s, dtype=%s, device=%s)" % (shape, self.dtype.name,
-                                                               self.device)
+        return "godali.%s(%s, dtype=%s, device=%s)" % (type(self).__name__, shape,
+                                                        self.dtype.name, self.device)
 
     # -- internals ----------------------------------------------------------------------
 
@@ -392,6 +565,18 @@ class TensorList:
         if self._gathered is None:
             self._gathered = _gather(self._samples)
         return self._gathered
+
+
+class TensorListCPU(TensorList):
+    """A batch in host memory (DALI's nvidia.dali.backend.TensorListCPU)."""
+
+    __slots__ = ()
+
+
+class TensorListGPU(TensorList):
+    """A batch in GPU memory (DALI's nvidia.dali.backend.TensorListGPU)."""
+
+    __slots__ = ()
 
 
 def _gather(samples):
@@ -423,8 +608,3 @@ def _host_copy(buf):
                    tuple(t.shape), None, t)
 
 
-# DALI's class names.
-TensorListCPU = TensorList
-TensorListGPU = TensorList
-TensorCPU = Tensor
-TensorGPU = Tensor

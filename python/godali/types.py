@@ -83,6 +83,87 @@ INTERP_LANCZOS3 = DALIInterpType.INTERP_LANCZOS3
 INTERP_TRIANGULAR = DALIInterpType.INTERP_TRIANGULAR
 INTERP_GAUSSIAN = DALIInterpType.INTERP_GAUSSIAN
 
+class PipelineAPIType(_Named):
+    """DALI's PipelineAPIType (which API drives a pipeline)."""
+
+    BASIC = 0
+    ITERATOR = 1
+    SCHEDULED = 2
+
+
+class TensorLayout(str):
+    """A layout string ("HWC", "CHW", ...), as DALI's types.TensorLayout."""
+
+    __slots__ = ()
+
+    def ndim(self):
+        return len(self)
+
+
+class ScalarConstant:
+    """A scalar constant (DALI's types.ScalarConstant); operator arguments accept it
+    wherever they accept the plain number."""
+
+    __slots__ = ("value", "dtype")
+
+    def __init__(self, value, dtype=None):
+        if isinstance(value, bool):
+            self.dtype = BOOL if dtype is None else dtype
+        elif isinstance(value, int):
+            self.dtype = INT32 if dtype is None else dtype
+        elif isinstance(value, float):
+            self.dtype = FLOAT if dtype is None else dtype
+        else:
+            raise TypeError("godali: ScalarConstant takes a bool, int or float, not %s"
+                            % type(value).__name__)
+        self.value = value
+
+    def bool(self):
+        return ScalarConstant(bool(self.value), BOOL)
+
+    def int32(self):
+        return ScalarConstant(int(self.value), INT32)
+
+    def float32(self):
+        return ScalarConstant(float(self.value), FLOAT)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __index__(self):
+        if isinstance(self.value, (bool, int)):
+            return int(self.value)
+        raise TypeError("godali: a float ScalarConstant is not an index")
+
+    def __eq__(self, other):
+        if isinstance(other, ScalarConstant):
+            other = other.value
+        return self.value == other
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return "godali.types.ScalarConstant(%r, dtype=%s)" % (self.value, self.dtype.name)
+
+
+def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):
+    """DALI's types.Constant. A scalar gives a ScalarConstant, usable as an operator
+    argument. A tensor constant (a list or array, or a shape) would be a graph node that
+    godali has no operator for."""
+    if shape is None and layout is None and isinstance(value, (bool, int, float)):
+        return ScalarConstant(value, dtype)
+    raise NotImplementedError("godali: types.Constant of a tensor (a list, an array or a "
+                              "shape) needs a constant operator, which godali does not "
+                              "have; pass the value as an operator argument instead")
+
+
 # Layout constants: in DALI these are plain layout strings.
 NCHW = "CHW"
 NHWC = "HWC"

@@ -46,7 +46,7 @@ def test_resnet50_pipeline_into_torch_cuda_tensor(image_folder):
         hi = torch.tensor([(255 - m) / s for m, s in zip(MEAN, STD)],
                           device="cuda").view(1, 3, 1, 1)
         assert bool(((x >= lo - 1e-4) & (x <= hi + 1e-4)).all())
-        assert labels.as_tensor().shape[0] == 4
+        assert torch.from_dlpack(labels).shape[0] == 4
     stats = pipe.pool_stats("gpu")
     assert stats["allocations"] > 0 and stats["acquires"] > stats["allocations"]
     pipe.close()
@@ -56,7 +56,7 @@ def test_resnet50_pipeline_into_torch_cuda_tensor(image_folder):
 def test_consumer_stream_is_ordered_after_the_batch(image_folder):
     pipe = rn50(image_folder, seed=9)
     images, _ = pipe.run()
-    ref = images.as_tensor().clone()  # current (default) stream
+    ref = torch.from_dlpack(images).clone()  # current (default) stream
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         # torch passes s to __dlpack__: s waits for the batch, the host does not.
@@ -77,12 +77,10 @@ def test_device_pool_stops_allocating(image_folder):
     def epochs(n):
         for _ in range(n):
             while True:
-                try:
-                    images, labels = pipe.run()
-                except StopIteration:
-                    break
+                images, labels = pipe.run()
                 held.append(torch.from_dlpack(images).sum())
-            pipe.reset()
+                if pipe.batch_info.last_in_epoch:
+                    break  # run() would go on into the next epoch, as DALI's
         torch.cuda.synchronize()
         held.clear()
 

@@ -48,7 +48,7 @@ def make(lib, shape=(2, 3), device_id=1):
                                           (-1, [])])
 def test_dlpack_stream_fences_the_consumer(stream, want):
     lib = FakeLib()
-    tl = TensorList(dense=make(lib))
+    tl = TensorList._wrap(dense=make(lib))
     assert tl.__dlpack_device__() == (_dlpack.kDLCUDA, 1)
     cap = tl.__dlpack__(stream=stream)
     assert cap is not None
@@ -57,9 +57,9 @@ def test_dlpack_stream_fences_the_consumer(stream, want):
 
 def test_samples_of_a_dense_batch_fence_the_batch():
     lib = FakeLib()
-    tl = TensorList(dense=make(lib))
+    tl = TensorList._wrap(dense=make(lib))
     t = tl[1]
-    assert t.device == "gpu" and t.shape() == (3,)
+    assert t.device == "gpu" and t.shape() == [3]
     t.__dlpack__(stream=9)
     assert lib.waits == [9]
     assert t.__dlpack_device__() == (_dlpack.kDLCUDA, 1)
@@ -67,7 +67,7 @@ def test_samples_of_a_dense_batch_fence_the_batch():
 
 def test_stream_zero_is_refused():
     lib = FakeLib()
-    tl = TensorList(dense=make(lib))
+    tl = TensorList._wrap(dense=make(lib))
     with pytest.raises(BufferError, match="stream=0"):
         tl.__dlpack__(stream=0)
     assert lib.waits == []
@@ -75,7 +75,7 @@ def test_stream_zero_is_refused():
 
 def test_cuda_array_interface_orders_the_legacy_stream():
     lib = FakeLib()
-    tl = TensorList(dense=make(lib))
+    tl = TensorList._wrap(dense=make(lib))
     cai = tl.__cuda_array_interface__
     assert cai["stream"] == 1 and cai["shape"] == (2, 3) and cai["typestr"] == "<f4"
     assert lib.waits == [1]
@@ -88,7 +88,7 @@ def test_host_outputs_ignore_the_stream():
     lease = KeepLease(lib, ctypes.addressof(m))
     lease._keep = m
     lease.wait_stream(1)
-    TensorList(dense=lease).__dlpack__(stream=5)
+    TensorList._wrap(dense=lease).__dlpack__(stream=5)
     assert lib.waits == []
 
 

@@ -80,7 +80,7 @@ def test_torch_consumes_capsule_once_and_frees_on_tensor_death():
 
 def test_versioned_capsule():
     arr = np.arange(4, dtype=np.uint8)
-    tl = TensorList(dense=_buffer(arr.reshape(2, 2)))
+    tl = TensorList._wrap(dense=_buffer(arr.reshape(2, 2)))
     cap = tl.__dlpack__(max_version=(1, 0))
     assert _get_name(cap) == b"dltensor_versioned"
     m = _dlpack.DLManagedTensorVersioned.from_address(_get_ptr(cap, b"dltensor_versioned"))
@@ -96,7 +96,7 @@ def test_versioned_capsule():
 def test_torch2_style_keywords_are_accepted():
     # torch 2.x calls __dlpack__(stream=..., max_version=...) and numpy 2 adds copy and
     # dl_device; none of them may raise TypeError.
-    tl = TensorList(dense=_buffer(np.zeros((2, 3), np.float32)))
+    tl = TensorList._wrap(dense=_buffer(np.zeros((2, 3), np.float32)))
     for kw in ({}, {"stream": None}, {"stream": None, "max_version": (1, 0)},
                {"max_version": (1, 0), "dl_device": (1, 0), "copy": False}):
         cap = tl.__dlpack__(**kw)
@@ -111,7 +111,7 @@ def test_torch2_style_keywords_are_accepted():
 
 def test_numpy_consumers_share_memory():
     arr = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    tl = TensorList(dense=_buffer(arr))
+    tl = TensorList._wrap(dense=_buffer(arr))
     a = tl.as_array()
     assert a.ctypes.data == arr.ctypes.data
     np.testing.assert_array_equal(a, arr)
@@ -119,15 +119,15 @@ def test_numpy_consumers_share_memory():
     assert b.ctypes.data == arr.ctypes.data
     s = tl[1]
     assert isinstance(s, Tensor)
-    assert s.shape() == (3, 4)
+    assert s.shape() == [3, 4]
     assert np.asarray(s).ctypes.data == arr.ctypes.data + 12 * 4
     np.testing.assert_array_equal(s.as_array(), arr[1])
-    assert s.as_tensor().data_ptr() == arr.ctypes.data + 12 * 4
+    assert torch.from_dlpack(s).data_ptr() == arr.ctypes.data + 12 * 4
 
 
 def test_many_exports_of_one_batch():
     arr = np.arange(8, dtype=np.int64).reshape(2, 4)
-    tl = TensorList(dense=_buffer(arr))
-    ts = [tl.as_tensor() for _ in range(5)] + [tl[i].as_tensor() for i in range(2)]
+    tl = TensorList._wrap(dense=_buffer(arr))
+    ts = [torch.from_dlpack(tl) for _ in range(5)] + [torch.from_dlpack(tl[i]) for i in range(2)]
     assert all(t.data_ptr() in (arr.ctypes.data, arr.ctypes.data + 32) for t in ts)
     assert ts[-1].tolist() == [4, 5, 6, 7]

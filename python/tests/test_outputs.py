@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image, ImageOps
 
-import godali
+import godali, torch
 from godali import fn, types
 
 from conftest import corpus_jpegs, make_jpeg, run_python
@@ -82,7 +82,7 @@ def test_resize_triangular_matches_pil_bilinear(tmp_path, size):
                          interp_type=types.INTERP_TRIANGULAR), img
 
     resized, decoded = _run_once(files, graph)
-    t = resized.as_tensor()
+    t = torch.from_dlpack(resized)
     assert tuple(t.shape) == (3, out_h, out_w, 3)
     for i, path in enumerate(files):
         ref = np.asarray(Image.fromarray(decoded[i].as_array()).resize((out_w, out_h),
@@ -103,7 +103,7 @@ def test_fused_decode_resize_matches_pil(tmp_path, size):
     (resized,) = _run_once(files, lambda j: fn.resize(
         fn.decoders.image(j), resize_x=out_w, resize_y=out_h,
         interp_type=types.INTERP_TRIANGULAR))
-    t = resized.as_tensor()
+    t = torch.from_dlpack(resized)
     for i, path in enumerate(files):
         ref = np.asarray(Image.open(path).convert("RGB").resize((out_w, out_h),
                                                                  Image.BILINEAR))
@@ -154,7 +154,7 @@ def test_crop_mirror_normalize_matches_numpy(tmp_path, layout):
         return out, img, flip
 
     out, img, flip = _run_once(files, graph)
-    t = out.as_tensor()
+    t = torch.from_dlpack(out)
     assert t.dtype == torch.float32
     assert tuple(t.shape) == ((6, 3, 32, 24) if layout == "CHW" else (6, 32, 24, 3))
     flips = flip.as_array().ravel().tolist()
@@ -177,8 +177,8 @@ def test_crop_mirror_normalize_float16_and_uint8(tmp_path):
 
     half, img, u8 = _run_once(files, graph)
     ref = _cmn_reference(img[0].as_array(), (16, 16), (0.5, 0.5), 0, [10, 20, 30], [2, 3, 4])
-    assert half.as_tensor().dtype == torch.float16
-    np.testing.assert_allclose(half.as_tensor()[0].float().numpy(), ref, rtol=1e-3, atol=1e-2)
+    assert torch.from_dlpack(half).dtype == torch.float16
+    np.testing.assert_allclose(torch.from_dlpack(half)[0].float().numpy(), ref, rtol=1e-3, atol=1e-2)
     want = _cmn_reference(img[0].as_array(), (16, 16), (0.5, 0.5), 1, 0, 1, "HWC")
     np.testing.assert_array_equal(u8.as_array()[0], want.astype(np.uint8))
 
@@ -192,7 +192,7 @@ def test_validation_pipeline_matches_torchvision(image_folder):
         fn.resize(fn.decoders.image(j), resize_shorter=40,
                   interp_type=types.INTERP_TRIANGULAR),
         crop=(32, 32), mean=mean, std=std, dtype=types.FLOAT))
-    t = out.as_tensor()
+    t = torch.from_dlpack(out)
     for i, path in enumerate(files):
         im = Image.open(path).convert("RGB")
         w, h = im.size
@@ -215,15 +215,15 @@ def test_ragged_samples_zero_copy(image_folder):
         want = _pil_rgb(path)
         assert shapes[i] == want.shape
         s = images[i]
-        t = s.as_tensor()
+        t = torch.from_dlpack(s)
         assert t.data_ptr() == s.data_ptr()
         np.testing.assert_array_equal(t.numpy(), want)
         assert torch.utils.dlpack.from_dlpack(s.__dlpack__()).data_ptr() == s.data_ptr()
-    assert images[-1].shape() == shapes[-1]
+    assert tuple(images[-1].shape()) == shapes[-1]
     with pytest.raises(IndexError):
         images[4]
     with pytest.raises(ValueError, match="ragged"):
-        images.as_tensor()
+        torch.from_dlpack(images)
 
 
 def _stats(pipe=None):
@@ -240,13 +240,13 @@ def test_zero_copy_and_buffers_return_when_tensors_die(image_folder):
     images, labels = pipe.run()
     base = _stats(pipe)
     assert base["exported"] >= 2
-    t = images.as_tensor()
+    t = torch.from_dlpack(images)
     # The tensor's memory is the engine's buffer, as written in the DLTensor.
     assert t.data_ptr() == images.data_ptr()
     lease = images._dense
     assert lease.data == t.data_ptr()
     assert t.shape == (4, 20, 20, 3) and t.dtype == torch.uint8
-    view = images[2].as_tensor()
+    view = torch.from_dlpack(images[2])
     assert view.data_ptr() == t.data_ptr() + 2 * 20 * 20 * 3
     del images, lease
     gc.collect()
@@ -281,7 +281,7 @@ def test_tensors_outlive_the_pipeline(image_folder):
         pipe.set_outputs(fn.resize(fn.decoders.image(jpegs), resize_x=8, resize_y=8))
     (images,) = pipe.run()
     live = godali.live_pipelines()
-    t = images.as_tensor()
+    t = torch.from_dlpack(images)
     expected = t.clone()
     del images
     pipe.close()
@@ -309,8 +309,8 @@ with pipe:
     jpegs, labels = fn.readers.file(file_root=%r)
     pipe.set_outputs(fn.resize(fn.decoders.image(jpegs), resize_x=8, resize_y=8), labels)
 images, labels = pipe.run()
-KEEP = [images.as_tensor(), labels]   # held until the interpreter tears down
-LATE = [images[1].as_tensor()]
+KEEP = [torch.from_dlpack(images), labels]   # held until the interpreter tears down
+LATE = [torch.from_dlpack(images[1])]
 pipe.close()
 
 def at_exit():
@@ -333,14 +333,14 @@ atexit.register(at_exit)
 def test_release_at_exit_reaches_the_engine(image_folder):
     code = r"""
 import atexit, gc
-import godali
+import godali, torch
 from godali import fn
 pipe = godali.Pipeline(batch_size=2, num_threads=1, seed=1)
 with pipe:
     jpegs, labels = fn.readers.file(file_root=%r)
     pipe.set_outputs(labels)
 (labels,) = pipe.run()
-T = [labels.as_tensor()]
+T = [torch.from_dlpack(labels)]
 del labels
 def at_exit():
     print(godali.memory_stats()["exported"])
@@ -363,9 +363,9 @@ def test_gpu_outputs_are_zero_copy_cuda_tensors(image_folder):
     images, labels = pipe.run()
     assert images.device == "gpu"
     assert images.__dlpack_device__() == (2, 0)  # kDLCUDA, device 0
-    t = images.as_tensor()
+    t = torch.from_dlpack(images)
     assert t.is_cuda and t.data_ptr() == images.data_ptr()
-    assert labels.as_tensor().is_cuda
+    assert torch.from_dlpack(labels).is_cuda
     assert pipe.pool_stats("gpu")["exported"] >= 2
     host = images.as_cpu().as_array()
     assert host.shape == (4, 16, 16, 3)

@@ -49,7 +49,7 @@ def test_last_batch_policy_table_with_reader_name(seven_files, policy, padded, e
     files, labels = seven_files
     it = DALIClassificationIterator(_labels_pipe(files, labels, pad=padded),
                                     reader_name="Reader", last_batch_policy=policy,
-                                    last_batch_padded=padded, auto_reset=True)
+                                    auto_reset=True)
     assert len(it) == len(expected)
     assert _epoch(it) == expected
     assert _epoch(it) == expected  # auto_reset: the next epoch is the same
@@ -159,7 +159,10 @@ def test_reset_rules(seven_files, caplog):
     assert "not finished" in caplog.text
     rest = _epoch(it)
     assert [first[0]["label"].reshape(-1).tolist()] + rest == [[1, 2], [3, 4], [5, 6], [7]]
-    assert _epoch(it) == []  # no auto_reset: stays exhausted
+    with pytest.raises(StopIteration):  # no auto_reset: next() stays exhausted...
+        next(it)
+    # ... and iter() starts the next epoch, as DALI's (a second `for` loop works).
+    assert _epoch(it) == [[1, 2], [3, 4], [5, 6], [7]]
     it.reset()
     assert _epoch(it) == [[1, 2], [3, 4], [5, 6], [7]]
     # Stopping after len() batches without seeing StopIteration still allows reset().
@@ -172,7 +175,7 @@ def test_reset_rules(seven_files, caplog):
 
 def test_iterator_argument_checks(seven_files):
     files, labels = seven_files
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="size must not be set"):
         DALIClassificationIterator(_labels_pipe(files, labels), size=7, reader_name="Reader")
     with pytest.raises(ValueError, match="output_map"):
         DALIGenericIterator(_labels_pipe(files, labels), ["only_one"])
@@ -324,7 +327,7 @@ def test_mixed_decoder_matches_cpu(image_folder):
             jpegs, _ = fn.readers.file(file_root=image_folder)
             pipe.set_outputs(fn.decoders.image(jpegs, device=device, output_type=types.RGB))
         (images,) = pipe.run()
-        return [images[i].as_tensor().cpu().numpy() for i in range(len(images))]
+        return [torch.from_dlpack(images[i]).cpu().numpy() for i in range(len(images))]
 
     for a, b in zip(run("cpu"), run("mixed")):
         assert a.shape == b.shape

@@ -5,57 +5,44 @@ pipeline outputs into torch tensors without a copy, with DALI's LastBatchPolicy 
 and len(). ImageFolderLoader replaces DataLoader(ImageFolder(root, transform)) in one line.
 """
 
-import enum
-import json
 import logging
 import os
-import warnings
 
 import torch
 
-from .. import fn as _fn
-from .. import types as _types
-from ..pipeline import Pipeline
+from ... import fn as _fn
+from ... import types as _types
+from ...pipeline import Pipeline
+from ...tensors import TensorCPU, TensorGPU, TensorListCPU, TensorListGPU
+from ..base_iterator import (IteratorArgumentError, LastBatchPolicy, NoDataError,
+                             _GodaliBaseIterator, _shard_range)
 
 log = logging.getLogger("godali")
 
 __all__ = ["LastBatchPolicy", "GodaliGenericIterator", "GodaliClassificationIterator",
-           "DALIGenericIterator", "DALIClassificationIterator", "ImageFolderLoader",
-           "feed_ndarray", "to_torch_type"]
+           "GodaliRaggedIterator", "DALIGenericIterator", "DALIClassificationIterator",
+           "DALIRaggedIterator", "ImageFolderLoader", "feed_ndarray", "to_torch_type",
+           "IteratorArgumentError", "NoDataError"]
 
 
-class LastBatchPolicy(enum.Enum):
-    """What an iterator does with the epoch's last, incomplete batch (DALI's values).
-
-    FILL: the batch is returned full; the missing samples are the last sample repeated
-    (when the reader pads: pad_last_batch=True) or the start of the data wrapped around.
-    DROP: the batch is dropped and the epoch ends before it.
-    PARTIAL: the batch is returned with only the samples that belong to the epoch.
-    """
-
-    FILL = 0
-    DROP = 1
-    PARTIAL = 2
-
-
-def _shard_range(n, i, k):
-    return n * i // k, n * (i + 1) // k
-
-
-class GodaliGenericIterator:
+class GodaliGenericIterator(_GodaliBaseIterator):
     """Iterates over pipelines' outputs as torch tensors (DALI's DALIGenericIterator).
 
     Yields, per step, a list with one dict per pipeline: {output_map[j]: tensor}. Tensors
     share the engine's memory (zero copy) and live on the device the pipeline produced
-    them on. See DALI's documentation for the arguments; godali differs only in that a
-    pipeline with exactly one reader gives len() without reader_name or size.
+    them on. Arguments and semantics are DALI's (see godali.plugin.base_iterator for the
+    one difference, at epoch boundaries without pad_last_batch); godali also gives len()
+    for a pipeline with exactly one reader without reader_name or size.
 
     size: samples per epoch when reader_name is not given (DALI's counter semantics).
     reader_name: the reader node's name; epoch length, sharding and padding come from its
     metadata, and PARTIAL returns exactly each shard's samples, without the copies that
     pad_last_batch adds, so that the shards together hold every sample once.
+    auto_reset: True/"yes" resets at the end of each epoch; False/None/"no" raises
+    StopIteration until reset() or iter() is called.
     prepare_first_batch: the pipelines start preparing batches when the iterator is
     created (no batch is taken from them before the first next()).
+    dynamic_shape: accepted for compatibility (godali never copies, so shapes may vary).
 
     Checkpoints (DALI's): checkpoints() returns one checkpoint per pipeline, which also
     carries this iterator's counters; an iterator created with the same arguments over
@@ -66,259 +53,22 @@ class GodaliGenericIterator:
     def __init__(self, pipelines, output_map, size=-1, reader_name=None, auto_reset=False,
                  fill_last_batch=None, dynamic_shape=False, last_batch_padded=False,
                  last_batch_policy=LastBatchPolicy.FILL, prepare_first_batch=True):
-        if not isinstance(pipelines, (list, tuple)):
-            pipelines = [pipelines]
-        if not pipelines:
-            raise ValueError("godali: the iterator needs at least one pipeline")
-        for p in pipelines:
-            if not isinstance(p, Pipeline):
-                raise TypeError("godali: expected godali.Pipeline objects, got %s"
-                                % type(p).__name__)
-        self._pipes = list(pipelines)
-        self.batch_size = self._pipes[0].max_batch_size
-        for p in self._pipes:
-            if p.max_batch_size != self.batch_size:
-                raise ValueError("godali: all pipelines must have the same batch_size")
-        if isinstance(output_map, str):
-            output_map = [output_map]
-        self.output_map = list(output_map)
-        if len(set(self.output_map)) != len(self.output_map):
-            raise ValueError("godali: output_map names must be unique: %r" % (output_map,))
-        if auto_reset in (True, "yes"):
-            self._auto_reset = True
-        elif auto_reset in (False, "no"):
-            self._auto_reset = False
-        else:
-            raise ValueError("godali: auto_reset must be True/False or 'yes'/'no', not %r"
-                             % (auto_reset,))
-        if fill_last_batch is not None:
-            warnings.warn("fill_last_batch is deprecated; use last_batch_policy",
-                          DeprecationWarning, stacklevel=2)
-            last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else \
-                LastBatchPolicy.PARTIAL
-        if not isinstance(last_batch_policy, LastBatchPolicy):
-            raise TypeError("godali: last_batch_policy must be a LastBatchPolicy")
-        self._policy = last_batch_policy
-        self._last_batch_padded = bool(last_batch_padded)
-        size = int(size)
-        if size > 0 and reader_name is not None:
-            raise ValueError("godali: give either size or reader_name, not both")
-        self._reader_name = reader_name
+        super().__init__(pipelines, output_map, size=size, reader_name=reader_name,
+                         auto_reset=auto_reset, fill_last_batch=fill_last_batch,
+                         last_batch_padded=last_batch_padded,
+                         last_batch_policy=last_batch_policy,
+                         prepare_first_batch=prepare_first_batch)
 
-        for p in self._pipes:
-            p.build()
-            n = p._num_outputs
-            if n != len(self.output_map):
-                raise ValueError("godali: output_map has %d names but the pipeline has %d "
-                                 "outputs" % (len(self.output_map), n))
-
-        self._meta = None  # (n, k, pad, stick, shard ids) of the reader that sizes epochs
-        if reader_name is None and size <= 0:
-            names = [p.reader_names() for p in self._pipes]
-            if all(len(x) == 1 for x in names):
-                self._meta_from([x[0] for x in names])
-        elif reader_name is not None:
-            self._meta_from([reader_name] * len(self._pipes))
-        self._size_mode = size > 0
-        self._size = size if size > 0 else self._reader_size()
-
-        self._counter = 0      # samples delivered this epoch (size mode: DALI's counter)
-        self._batches = 0      # batches delivered this epoch
-        self._ended = False
-        self._restore_state()
-        if prepare_first_batch:
-            # Only scheduled, not taken: a checkpoint must not count a batch the caller
-            # has not seen.
-            for p in self._pipes:
-                p.schedule_run()
-
-    # -- checkpoints --------------------------------------------------------------------
-
-    _STATE_KEYS = ("counter", "batches", "ended")
-
-    def _restore_state(self):
-        states = [p._iterator_state for p in self._pipes]
-        if all(s is None for s in states):
-            return
-        if any(s != states[0] for s in states):
-            raise ValueError("godali: the pipelines were restored from checkpoints of "
-                             "different iterator states; pass the checkpoints that one "
-                             "iterator's checkpoints() returned")
-        st = states[0]
-        try:
-            self._counter = int(st["counter"])
-            self._batches = int(st["batches"])
-            self._ended = bool(st["ended"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError("godali: the checkpoint's iterator state is malformed: %r"
-                             % (st,)) from None
-
-    def checkpoints(self):
-        """One checkpoint per pipeline (DALI's iterator.checkpoints()): the state after
-        the batches this iterator has returned, with its counters. Create the pipelines
-        again with checkpoint=<each>, and this iterator with the same arguments over
-        them, to resume. Needs pipelines with enable_checkpointing=True."""
-        state = {"counter": self._counter, "batches": self._batches, "ended": self._ended}
-        out = []
-        for p in self._pipes:
-            doc = json.loads(p.checkpoint())
-            doc["iterator"] = state
-            out.append(json.dumps(doc, indent=1))
-        return out
-
-    # -- sizing -------------------------------------------------------------------------
-
-    def _meta_from(self, names):
-        metas = [p.reader_meta(nm) for p, nm in zip(self._pipes, names)]
-        m0 = metas[0]
-        for key in ("epoch_size", "number_of_shards", "pad_last_batch", "stick_to_shard"):
-            if any(m[key] != m0[key] for m in metas):
-                raise ValueError("godali: the pipelines' readers disagree on %s" % key)
-        self._meta = {
-            "n": m0["epoch_size"], "k": m0["number_of_shards"], "pad": m0["pad_last_batch"],
-            "stick": m0["stick_to_shard"], "shards": [m["shard_id"] for m in metas],
-        }
-
-    def _reader_size(self):
-        """DALI's per-shard epoch size: what len() divides by the batch size."""
-        m = self._meta
-        if m is None:
-            return -1
-        n, k, bs = m["n"], m["k"], self.batch_size
-        if self._policy == LastBatchPolicy.DROP:
-            return n // k
-        if m["pad"]:
-            return -(-n // k)
-        # The largest shard, rounded up to whole batches: every shard runs as many steps.
-        return -(-(-(-n // k)) // bs) * bs
-
-    @property
-    def size(self):
-        """Samples per epoch (per shard with a reader), as DALI's iterator reports it."""
-        return self._size
-
-    def __len__(self):
-        if self._size < 0:
-            raise TypeError("godali: this iterator has no length: give size= or "
-                            "reader_name=")
-        per = self.batch_size * (len(self._pipes) if self._size_mode else 1)
-        if self._policy == LastBatchPolicy.DROP:
-            return self._size // per
-        return -(-self._size // per)
-
-    # -- iteration ----------------------------------------------------------------------
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        return self._next_batch()
-
-    next = __next__
-
-    def _end(self):
-        self._ended = True
-        if self._auto_reset:
-            self.reset()
-        raise StopIteration
-
-    def _real_valid(self, j, info):
-        """Samples of batch `info` of pipeline j that belong to the shard, without the
-        copies pad_last_batch adds."""
-        m = self._meta
-        if m is None:
-            return info.valid
-        n, k = m["n"], m["k"]
-        shard = m["shards"][j]
-        if not m["stick"]:
-            shard = (shard + info.epoch) % k
-        b, e = _shard_range(n, shard, k)
-        left = (e - b) - info.iteration * self.batch_size
-        return max(0, min(self.batch_size, left, info.valid))
-
-    def _next_batch(self):
-        if self._ended:
-            self._end()
+    def _convert(self, outs, keep):
         bs = self.batch_size
-        if self._size_mode:
-            if self._counter >= self._size:
-                self._end()
-        elif self._meta is not None and self._batches >= len(self):
-            self._end()
-
-        outs = []
-        keep = []
-        for j, p in enumerate(self._pipes):
-            try:
-                o = p.outputs()
-            except StopIteration:
-                if not self._size_mode:
-                    self._end()
-                # DALI's readers never stop: size slices an endless stream.
-                p.reset()
-                o = p.outputs()
-            outs.append(o)
-            keep.append(bs if self._size_mode else self._real_valid(j, p.batch_info))
-
-        if self._size_mode:
-            before = self._counter
-            self._counter += bs * len(self._pipes)
-            overflow = self._counter - self._size
-            if overflow > 0:
-                if self._policy == LastBatchPolicy.DROP:
-                    self._end()
-                # Samples still owed: whole pipelines first, the last one partially.
-                owed = self._size - before
-                keep = [max(0, min(bs, owed - j * bs)) for j in range(len(self._pipes))]
-        else:
-            if self._policy == LastBatchPolicy.DROP and any(k < bs for k in keep):
-                self._end()
-            self._counter += sum(keep)
-        self._batches += 1
-
+        names = self.output_map
         result = []
-        for j, o in enumerate(outs):
-            d = {}
-            for name, tl in zip(self.output_map, o):
-                t = tl.as_tensor()
-                if self._policy == LastBatchPolicy.PARTIAL and keep[j] < bs:
-                    t = t[:keep[j]]
-                d[name] = t
-            result.append(d)
-        if self._size_mode and self._policy == LastBatchPolicy.PARTIAL and \
-                self._counter > self._size:
-            result = [r for r, k in zip(result, keep) if k > 0] or result[:1]
-        if not self._size_mode and all(p.batch_info.last_in_epoch for p in self._pipes):
-            # The engine's next call would only report the end of the epoch.
-            self._ended = True
-        return result
-
-    def skipped(self):
-        """The samples of the batch returned last that failed and were replaced
-        (on_error="skip"): one list per pipeline of Pipeline.skipped()'s dicts (sample,
-        file, node, error)."""
-        return [p.skipped() for p in self._pipes]
-
-    def reset(self):
-        """Starts the next epoch, once the current one is over (DALI ignores, with a
-        warning, a reset in the middle of an epoch; so does godali)."""
-        done = self._ended or (self._size_mode and self._counter >= self._size) or \
-            (self._meta is not None and self._batches >= len(self))
-        if not done:
-            log.warning("godali: the iterator does not support resetting while the epoch "
-                        "is not finished; ignoring reset()")
-            return
-        if self._size_mode:
-            if self._policy == LastBatchPolicy.FILL and not self._last_batch_padded:
-                self._counter = self._counter % self._size
+        for o, k in zip(outs, keep):
+            if k < bs:
+                result.append({name: tl._as_torch()[:k] for name, tl in zip(names, o)})
             else:
-                self._counter = 0
-        else:
-            for p in self._pipes:
-                p.reset()
-            self._counter = 0
-        self._batches = 0
-        self._ended = False
+                result.append({name: tl._as_torch() for name, tl in zip(names, o)})
+        return result
 
 
 class GodaliClassificationIterator(GodaliGenericIterator):
@@ -335,30 +85,109 @@ class GodaliClassificationIterator(GodaliGenericIterator):
                          prepare_first_batch=prepare_first_batch)
 
 
+class GodaliRaggedIterator(_GodaliBaseIterator):
+    """Iterates over outputs whose samples may differ in shape (DALI's
+    DALIRaggedIterator). output_types gives, per output, DENSE_TAG (one [N, ...] tensor),
+    SPARSE_LIST_TAG (a list of per-sample tensors, zero copy) or SPARSE_COO_TAG (a torch
+    sparse COO tensor: index (sample, element) of the samples' 1-D data, as DALI builds
+    it); default: all dense. Other arguments as GodaliGenericIterator."""
+
+    DENSE_TAG = "dense"
+    SPARSE_LIST_TAG = "sparse_list"
+    SPARSE_COO_TAG = "sparse_coo"
+
+    def __init__(self, pipelines, output_map, size=-1, reader_name=None, output_types=None,
+                 auto_reset=False, fill_last_batch=None, dynamic_shape=False,
+                 last_batch_padded=False, last_batch_policy=LastBatchPolicy.FILL,
+                 prepare_first_batch=True):
+        tags = {self.DENSE_TAG, self.SPARSE_LIST_TAG, self.SPARSE_COO_TAG}
+        if output_types is not None:
+            output_types = list(output_types)
+            if not set(output_types) <= tags:
+                raise IteratorArgumentError("godali: output_types may only hold DENSE_TAG, "
+                                            "SPARSE_LIST_TAG and SPARSE_COO_TAG, got %r"
+                                            % (output_types,))
+            n = 1 if isinstance(output_map, str) else len(output_map)
+            if len(output_types) != n:
+                raise IteratorArgumentError("godali: output_types has %d entries but "
+                                            "output_map %d" % (len(output_types), n))
+        self._output_types = output_types
+        super().__init__(pipelines, output_map, size=size, reader_name=reader_name,
+                         auto_reset=auto_reset, fill_last_batch=fill_last_batch,
+                         last_batch_padded=last_batch_padded,
+                         last_batch_policy=last_batch_policy,
+                         prepare_first_batch=prepare_first_batch)
+
+    def _convert(self, outs, keep):
+        from ...tensors import _torch_from
+        types_ = self._output_types or [self.DENSE_TAG] * len(self.output_map)
+        result = []
+        for o, k in zip(outs, keep):
+            d = {}
+            for name, tag, tl in zip(self.output_map, types_, o):
+                if tag == self.DENSE_TAG:
+                    d[name] = tl._as_torch()[:k]
+                    continue
+                samples = [_torch_from(tl[i]._buf) for i in range(min(k, len(tl)))]
+                if tag == self.SPARSE_COO_TAG:
+                    d[name] = _coo(samples)
+                else:
+                    d[name] = samples
+            result.append(d)
+        return result
+
+
+def _coo(samples):
+    if not samples:
+        return torch.sparse_coo_tensor(torch.zeros((2, 0), dtype=torch.int64), [])
+    flat = [s.reshape(-1) if s.dim() != 1 else s for s in samples]
+    values = torch.cat(flat)
+    rows = torch.cat([torch.full((len(s),), i, dtype=torch.int64)
+                      for i, s in enumerate(flat)])
+    cols = torch.cat([torch.arange(len(s), dtype=torch.int64) for s in flat])
+    idx = torch.stack([rows, cols]).to(values.device)
+    return torch.sparse_coo_tensor(idx, values)
+
+
 DALIGenericIterator = GodaliGenericIterator
 DALIClassificationIterator = GodaliClassificationIterator
+DALIRaggedIterator = GodaliRaggedIterator
 
 
-_TORCH_TYPES = {
+to_torch_type = {
     _types.UINT8: torch.uint8, _types.INT8: torch.int8, _types.INT16: torch.int16,
     _types.INT32: torch.int32, _types.INT64: torch.int64, _types.FLOAT16: torch.float16,
     _types.FLOAT: torch.float32, _types.FLOAT64: torch.float64, _types.BOOL: torch.bool,
 }
 
 
-def to_torch_type(dtype):
-    """The torch dtype of a types.DALIDataType."""
-    return _TORCH_TYPES[dtype]
-
-
-def feed_ndarray(tensor_list, arr, cuda_stream=None):
-    """Copies a dense TensorList (or sample) into the torch tensor `arr` (DALI's
-    feed_ndarray). godali's iterators do not need it: they share memory instead."""
-    src = tensor_list.as_tensor()
-    if tuple(src.shape) != tuple(arr.shape):
-        raise ValueError("godali: feed_ndarray: shapes differ: %s vs %s"
-                         % (tuple(src.shape), tuple(arr.shape)))
-    arr.copy_(src, non_blocking=cuda_stream is not None)
+def feed_ndarray(tensor_or_tl, arr, cuda_stream=None):
+    """Copies a godali Tensor or dense TensorList into the torch tensor `arr` (DALI's
+    feed_ndarray) and returns arr. godali's iterators do not need it: they share memory
+    instead. cuda_stream (a torch.cuda.Stream or a stream handle) makes the copy
+    asynchronous on that stream."""
+    from ...tensors import Tensor, TensorList, _torch_from
+    if isinstance(tensor_or_tl, TensorList):
+        buf = tensor_or_tl._dense_buffer()
+    elif isinstance(tensor_or_tl, Tensor):
+        buf = tensor_or_tl._buf
+    else:
+        raise TypeError("godali: feed_ndarray expects a godali Tensor or TensorList, got %s"
+                        % type(tensor_or_tl).__name__)
+    src = _torch_from(buf)
+    if src.dtype != arr.dtype:
+        raise TypeError("godali: feed_ndarray: the element types differ: %s vs %s"
+                        % (src.dtype, arr.dtype))
+    if list(src.shape) != list(arr.shape):
+        raise ValueError("godali: feed_ndarray: shapes do not match: the godali tensor has "
+                         "%s, the torch tensor %s" % (list(src.shape), list(arr.shape)))
+    if cuda_stream is not None and arr.is_cuda:
+        if not isinstance(cuda_stream, torch.cuda.Stream):
+            cuda_stream = torch.cuda.ExternalStream(int(cuda_stream), device=arr.device)
+        with torch.cuda.stream(cuda_stream):
+            arr.copy_(src, non_blocking=True)
+    else:
+        arr.copy_(src)
     return arr
 
 
@@ -452,7 +281,7 @@ class ImageFolderLoader:
     def _use_gpu_decode(self):
         """GPU decoding needs the CUDA flavour and GPU variants of every operator used;
         otherwise the CPU pipeline runs and batches are copied to the GPU."""
-        from .. import _graph, _lib
+        from ... import _graph, _lib
         if self.device.type != "cuda" or _lib.get().flavour != "cuda":
             return False
         ops = _graph.schemas().ops
@@ -566,8 +395,8 @@ class ImageFolderLoader:
                                    "got batch %d of epoch %d" % (done, epoch, info.iteration,
                                                                   info.epoch))
             keep = max(0, min(bs, real - done * bs, info.valid))
-            x = images.as_tensor()
-            y = labels.as_tensor().reshape(-1)
+            x = images._as_torch()
+            y = labels._as_torch().reshape(-1)
             if keep < bs:
                 if self.drop_last:
                     break

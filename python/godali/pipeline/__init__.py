@@ -12,8 +12,8 @@ import weakref
 from collections import namedtuple
 from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
 
-from . import _dlpack, _graph, _lib
-from .tensors import TensorList, _Lease
+from .. import _dlpack, _graph, _lib
+from ..tensors import TensorList, _Lease
 
 BatchInfo = namedtuple("BatchInfo", "batch_size valid epoch iteration last_in_epoch skipped")
 BatchInfo.__doc__ = """Facts about the current batch.
@@ -61,10 +61,25 @@ class Pipeline:
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  bytes_per_sample=0, set_affinity=False, max_streams=-1,
                  default_cuda_stream_priority=0, *, enable_memory_stats=False,
-                 enable_checkpointing=False, checkpoint=None,
+                 enable_checkpointing=False, checkpoint=None, py_num_workers=1,
+                 py_start_method="fork", py_callback_pickler=None, output_dtype=None,
+                 output_ndim=None, exec_dynamic=False, experimental_exec_dynamic=False,
+                 exec_separated=False, stream=None, enable_conditionals=False,
                  max_image_pixels=None, on_error="raise", first_epoch=0):
-        # bytes_per_sample .. enable_memory_stats are DALI tuning knobs godali has no use
-        # for; they are accepted so DALI code runs unchanged.
+        # bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
+        # enable_memory_stats, py_num_workers, py_start_method, py_callback_pickler,
+        # exec_dynamic, exec_separated and stream are DALI tuning knobs godali has no use
+        # for (its executor is always asynchronous and pipelined, and has no Python
+        # workers); they are accepted so DALI code runs unchanged.
+        self._exec_dynamic = bool(exec_dynamic or experimental_exec_dynamic)
+        self._py_num_workers = py_num_workers
+        self._py_start_method = py_start_method
+        self._set_affinity = bool(set_affinity)
+        self._max_streams = max_streams
+        self._enable_memory_stats = bool(enable_memory_stats)
+        self._enable_conditionals = bool(enable_conditionals)
+        self._output_dtype = output_dtype
+        self._output_ndim = output_ndim
         self._batch_size = int(batch_size) if batch_size is not None else -1
         self._num_threads = int(num_threads) if num_threads is not None else -1
         self._device_id = device_id
@@ -120,6 +135,7 @@ class Pipeline:
         self._built = False
         self._closed = False
         self._num_outputs = 0
+        self._layouts = []
         self._batch_seq = 0
         self._info_seq = -1
         self._info_cache = None
@@ -224,6 +240,7 @@ class Pipeline:
         if not flat:
             raise ValueError("godali: set_outputs needs at least one output")
         self._outputs = flat
+        self._layouts = [_graph.layout_of(o) for o in flat]
 
     def define_graph(self):
         """Override in a subclass (DALI's legacy API): call fn.* and return the outputs."""
@@ -361,52 +378,111 @@ class Pipeline:
     def outputs(self):
         """Waits for the next batch and returns one TensorList per output.
 
-        Raises StopIteration after the epoch's last batch (call reset() for the next one)
-        and DataError when a sample could not be read (the next call goes on).
+        As DALI's readers, godali's go on across epoch boundaries: after the last batch
+        of an epoch the next call returns the first batch of the next epoch (the next
+        shard unless stick_to_shard); batch_info tells which epoch a batch belongs to,
+        and the iterators count epochs from the reader's metadata. Raises DataError when
+        a sample could not be read (the next call goes on).
         """
         lib = self._lib_or_build()
         h = self._handle
         if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
-            raise StopIteration
-        self._batch_seq += 1
-        return tuple(self._fetch(lib, h, i) for i in range(self._num_outputs))
+            lib.pipeline_reset(h)
+            if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
+                raise StopIteration  # an epoch without batches: nothing to read
+        return self._take(lib, h)
 
     share_outputs = outputs
+
+    def _epoch_outputs(self):
+        """outputs() within one epoch: raises StopIteration after the epoch's last batch
+        (reset() starts the next one). The iterators use this."""
+        lib = self._lib_or_build()
+        h = self._handle
+        if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
+            raise StopIteration
+        return self._take(lib, h)
+
+    def _take(self, lib, h):
+        self._batch_seq += 1
+        outs = tuple(self._fetch(lib, h, i) for i in range(self._num_outputs))
+        if self._output_dtype is not None or self._output_ndim is not None:
+            self._check_outputs(outs)
+        return outs
+
+    def _check_outputs(self, outs):
+        def per_output(value, what):
+            if isinstance(value, (list, tuple)):
+                if len(value) != len(outs):
+                    raise ValueError("godali: %s has %d entries but the pipeline has %d "
+                                     "outputs" % (what, len(value), len(outs)))
+                return list(value)
+            return [value] * len(outs)
+
+        if self._output_dtype is not None:
+            for i, (want, tl) in enumerate(zip(per_output(self._output_dtype,
+                                                          "output_dtype"), outs)):
+                if want is not None and tl.dtype != want:
+                    raise TypeError("godali: output %d has type %s, but output_dtype "
+                                    "expects %s" % (i, tl.dtype.name, getattr(want, "name",
+                                                                              want)))
+        if self._output_ndim is not None:
+            for i, (want, tl) in enumerate(zip(per_output(self._output_ndim,
+                                                          "output_ndim"), outs)):
+                shapes = tl.shape()
+                if want is not None and shapes and len(shapes[0]) != want:
+                    raise ValueError("godali: output %d has %d dimensions, but output_ndim "
+                                     "expects %d" % (i, len(shapes[0]), want))
 
     def release_outputs(self):
         """DALI API; godali outputs are released when the TensorLists are freed."""
 
+    def iter_setup(self):
+        """DALI's legacy hook, called before each run(); override to prepare inputs."""
+
+    def empty(self):
+        """DALI API: whether no batch is prepared ahead. A started godali pipeline
+        always prepares ahead (False); True before build()."""
+        return not self._built
+
+    @property
+    def is_restored_from_checkpoint(self):
+        """True when the pipeline was created with checkpoint=..."""
+        return self._checkpoint is not None
+
     def run(self):
         """schedule_run() then outputs(): returns one TensorList per output."""
         lib = self._lib_or_build()
+        self.iter_setup()
         lib.pipeline_run(self._handle)
         return self.outputs()
 
     def _fetch(self, lib, h, index):
         lib.pipeline_output_info(h, index, self._out_info_ref)
         info = self._out_info
+        layout = self._layouts[index] if index < len(self._layouts) else ""
         if info.device_type == _dlpack.kDLCUDA:
             # No host wait here: each consumer's stream waits for the batch when it takes
             # the tensor (__dlpack__(stream=...), tensors.py).
-            return self._fetch_cuda(lib, h, index, info)
+            return self._fetch_cuda(lib, h, index, info, layout)
         if info.uniform:
             lib.pipeline_output(h, index, self._out_ptr_ref)
-            return TensorList(dense=_Lease(lib, self._out_ptr.value))
+            return TensorList._wrap(dense=_Lease(lib, self._out_ptr.value), layout=layout)
         samples = []
         for s in range(info.num_samples):
             lib.pipeline_output_sample(h, index, s, self._out_ptr_ref)
             samples.append(_Lease(lib, self._out_ptr.value))
-        return TensorList(samples=samples)
+        return TensorList._wrap(samples=samples, layout=layout)
 
-    def _fetch_cuda(self, lib, h, index, info):
+    def _fetch_cuda(self, lib, h, index, info, layout):
         if info.uniform:
             lib.pipeline_output_cuda(h, index, -1, self._out_ptr_ref)
-            return TensorList(dense=_Lease(lib, self._out_ptr.value))
+            return TensorList._wrap(dense=_Lease(lib, self._out_ptr.value), layout=layout)
         samples = []
         for s in range(info.num_samples):
             lib.pipeline_output_sample_cuda(h, index, s, -1, self._out_ptr_ref)
             samples.append(_Lease(lib, self._out_ptr.value))
-        return TensorList(samples=samples)
+        return TensorList._wrap(samples=samples, layout=layout)
 
     def reset(self):
         """Starts the next epoch (readers move to their next shard unless

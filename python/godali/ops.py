@@ -1,0 +1,122 @@
+"""DALI's class API (nvidia.dali.ops): ops.readers.File(...), ops.decoders.Image(...).
+
+An operator object is created with its arguments (usually in a Pipeline subclass's
+__init__, outside any pipeline) and called on DataNodes inside define_graph() or a
+pipeline definition; each call adds one node, as fn.* does. The classes are generated
+from the same operator schemas as fn.*: names are the fn names in CamelCase
+(crop_mirror_normalize -> CropMirrorNormalize, random.coin_flip -> random.CoinFlip),
+and DALI's former flat names (FileReader, ImageDecoder, CoinFlip, Uniform, ...) are
+kept as aliases.
+"""
+
+import threading
+
+from . import _graph
+
+_lock = threading.Lock()
+_root = None
+
+# DALI's former flat class names -> operator names.
+LEGACY_OPS_NAMES = {
+    "FileReader": "readers.file",
+    "ImageDecoder": "decoders.image",
+    "ImageDecoderRandomCrop": "decoders.image_random_crop",
+    "ImageDecoderCrop": "decoders.image_crop",
+    "ImageDecoderSlice": "decoders.image_slice",
+    "CoinFlip": "random.coin_flip",
+    "Uniform": "random.uniform",
+    "NormalDistribution": "random.normal",
+}
+
+
+def camel_case(name):
+    """crop_mirror_normalize -> CropMirrorNormalize (DALI's ops class names)."""
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+
+
+class Operator:
+    """Base of the generated operator classes: holds the construction arguments and
+    adds a node to the current pipeline each time it is called."""
+
+    schema = None
+
+    def __init__(self, *, device=None, **kwargs):
+        self._device = device
+        self._spec = dict(kwargs)
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def spec(self):
+        """The construction arguments."""
+        return dict(self._spec)
+
+    def __call__(self, *inputs, **kwargs):
+        args = dict(self._spec)
+        for k, v in kwargs.items():
+            if k in self._spec and not isinstance(v, _graph.DataNode) and k != "name":
+                raise TypeError("godali: ops.%s: argument %r was given when the operator "
+                                "was created and again when it was called"
+                                % (type(self).__name__, k))
+            args[k] = v
+        args.setdefault("device", self._device)
+        return _graph._call_op(self.schema, inputs, args)
+
+    def __repr__(self):
+        return "godali.ops.%s(device=%r)" % (type(self).__name__, self._device)
+
+
+def _make_class(schema, name):
+    doc = ("DALI's ops class of fn.%s: create it with the operator's arguments, call it "
+           "on the inputs.\n\n%s" % (schema.name, schema.docstring()))
+    return type(name, (Operator,), {"schema": schema, "__doc__": doc,
+                                    "__module__": "godali.ops"})
+
+
+def _build():
+    sch = _graph.schemas()
+    root = _graph.Namespace("godali.ops")
+    for op_name in sorted(sch.ops):
+        if op_name.startswith(_graph._INTERNAL_OPS_PREFIX):
+            continue
+        parts = op_name.split(".")
+        ns = root
+        path = "godali.ops"
+        for p in parts[:-1]:
+            path += "." + p
+            nxt = ns._members.get(p)
+            if not isinstance(nxt, _graph.Namespace):
+                nxt = _graph.Namespace(path)
+                ns._add(p, nxt)
+            ns = nxt
+        ns._add(camel_case(parts[-1]), _make_class(sch.ops[op_name], camel_case(parts[-1])))
+    for legacy, target in LEGACY_OPS_NAMES.items():
+        if target in sch.ops and legacy not in root._members:
+            root._add(legacy, _make_class(sch.ops[target], legacy))
+    return root
+
+
+def _ensure():
+    global _root
+    if _root is None:
+        with _lock:
+            if _root is None:
+                root = _build()
+                globals().update(root._members)
+                _root = root
+    return _root
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    root = _ensure()
+    if name in root._members:
+        return root._members[name]
+    return getattr(root, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ensure()._members))

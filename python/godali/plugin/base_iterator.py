@@ -1,0 +1,369 @@
+"""The framework-neutral part of the iterators (DALI's nvidia.dali.plugin.base_iterator).
+
+_GodaliBaseIterator keeps DALI's arguments, checks and epoch bookkeeping (size, reader
+metadata, LastBatchPolicy, auto_reset, reset() and iter() semantics) and hands its
+subclasses, per step, the pipelines' TensorLists with how many leading samples of each
+to keep. The PyTorch iterators (godali.plugin.pytorch) turn those into torch tensors.
+
+Epochs come from the engine: a reader's epoch is one pass over its shard, the last batch
+filled as the reader is configured (pad_last_batch repeats the last sample, otherwise the
+shard wraps around), and the next epoch starts the next shard (unless stick_to_shard) at
+its beginning. DALI's readers instead run as one endless stream, so that without
+pad_last_batch DALI's next epoch begins after the samples that filled the previous last
+batch; godali's begins at the shard's start. Everything else follows DALI.
+"""
+
+import enum
+import json
+import logging
+import warnings
+
+from ..pipeline import Pipeline
+
+log = logging.getLogger("godali")
+
+__all__ = ["LastBatchPolicy", "IteratorArgumentError", "NoDataError"]
+
+
+class LastBatchPolicy(enum.Enum):
+    """What an iterator does with the epoch's last, incomplete batch (DALI's values).
+
+    FILL: the batch is returned full; the missing samples are the last sample repeated
+    (when the reader pads: pad_last_batch=True) or the start of the data wrapped around.
+    DROP: the batch is dropped and the epoch ends before it.
+    PARTIAL: the batch is returned with only the samples that belong to the epoch.
+    """
+
+    FILL = 0
+    DROP = 1
+    PARTIAL = 2
+
+
+class IteratorArgumentError(ValueError, AssertionError):
+    """Arguments that DALI's iterators reject. DALI raises them with `assert`, so this is
+    both a ValueError and an AssertionError: code written for either catches it."""
+
+
+class NoDataError(RuntimeError, AssertionError):
+    """The iterator can produce no batch at all (DALI's "no data in the pipeline"), for
+    example LastBatchPolicy.DROP with a batch larger than the shard."""
+
+
+def _shard_range(n, i, k):
+    return n * i // k, n * (i + 1) // k
+
+
+def _auto_reset_flag(auto_reset):
+    if auto_reset is None or auto_reset is False or auto_reset == "no":
+        return False
+    if auto_reset is True or auto_reset == "yes":
+        return True
+    raise ValueError("godali: unsupported value for auto_reset: %r (expected True, False, "
+                     "None, \"yes\" or \"no\")" % (auto_reset,))
+
+
+class _GodaliBaseIterator:
+    """DALI's _DaliBaseIterator over godali pipelines; subclasses implement _convert."""
+
+    def __init__(self, pipelines, output_map, size=-1, reader_name=None, auto_reset=False,
+                 fill_last_batch=None, last_batch_padded=False,
+                 last_batch_policy=LastBatchPolicy.FILL, prepare_first_batch=True):
+        if pipelines is None:
+            raise IteratorArgumentError("godali: the iterator needs at least one pipeline")
+        if not isinstance(pipelines, (list, tuple)):
+            pipelines = [pipelines]
+        if not pipelines:
+            raise IteratorArgumentError("godali: the iterator needs at least one pipeline")
+        for p in pipelines:
+            if not isinstance(p, Pipeline):
+                raise TypeError("godali: expected godali.Pipeline objects, got %s"
+                                % type(p).__name__)
+        self._pipes = list(pipelines)
+        self._num_gpus = len(self._pipes)
+        self.batch_size = self._pipes[0].max_batch_size
+        if any(p.max_batch_size != self.batch_size for p in self._pipes):
+            raise IteratorArgumentError("godali: all pipelines must have the same "
+                                        "batch_size, got %r"
+                                        % [p.max_batch_size for p in self._pipes])
+
+        if isinstance(output_map, str):
+            output_map = [output_map]
+        if output_map is None or not all(isinstance(x, str) for x in output_map):
+            raise IteratorArgumentError("godali: output_map must be a list of output names "
+                                        "(strings), got %r" % (output_map,))
+        self.output_map = list(output_map)
+        if len(set(self.output_map)) != len(self.output_map):
+            raise IteratorArgumentError("godali: output_map names must be distinct: %r"
+                                        % (self.output_map,))
+
+        self._auto_reset = _auto_reset_flag(auto_reset)
+        if fill_last_batch is not None:
+            warnings.warn("fill_last_batch is deprecated; use last_batch_policy",
+                          Warning, stacklevel=3)
+            last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else \
+                LastBatchPolicy.PARTIAL
+        elif type(last_batch_policy) is not LastBatchPolicy:
+            raise ValueError("godali: wrong type for last_batch_policy: expected %s, got %s"
+                             % (LastBatchPolicy.__module__ + ".LastBatchPolicy",
+                                type(last_batch_policy).__name__))
+        self._policy = last_batch_policy
+        self._last_batch_padded = bool(last_batch_padded)
+
+        size = int(size)
+        if size == 0:
+            raise IteratorArgumentError("godali: size cannot be 0")
+        if reader_name is not None and size > 0:
+            raise IteratorArgumentError("godali: when reader_name is given, size must not "
+                                        "be set")
+        if reader_name is not None and last_batch_padded:
+            raise IteratorArgumentError("godali: when reader_name is given, "
+                                        "last_batch_padded must not be set: it comes from "
+                                        "the reader's pad_last_batch")
+        if reader_name is not None and not isinstance(reader_name, str):
+            raise TypeError("godali: reader_name must be a string")
+        self._reader_name = reader_name
+
+        for p in self._pipes:
+            p.build()
+            n = p._num_outputs
+            if n != len(self.output_map):
+                raise IteratorArgumentError(
+                    "godali: output_map has %d names (%s) but the pipeline has %d outputs"
+                    % (len(self.output_map), ", ".join(self.output_map), n))
+
+        self._meta = None
+        if reader_name is not None:
+            self._meta_from([reader_name] * self._num_gpus)
+        elif size < 0:
+            # godali: a pipeline with exactly one reader sizes its epochs without
+            # reader_name (DALI would need reader_name or size here).
+            names = [p.reader_names() for p in self._pipes]
+            if all(len(x) == 1 for x in names):
+                self._meta_from([x[0] for x in names])
+            elif self._num_gpus > 1:
+                raise IteratorArgumentError("godali: with several pipelines give "
+                                            "reader_name or size")
+        else:
+            warnings.warn("godali: set reader_name rather than size (and last_batch_padded) "
+                          "whenever possible; size counts samples without knowing the "
+                          "shards and may miss or repeat some", Warning, stacklevel=3)
+        self._size_mode = size > 0
+        self._size = size if size > 0 else self._reader_size()
+
+        self._counter = 0      # samples delivered this epoch (size mode: DALI's counter)
+        self._batches = 0      # batches delivered this epoch
+        self._ended = False
+        self._ever_consumed = False
+        self._restore_state()
+
+        if self._meta is not None and self._policy == LastBatchPolicy.DROP and \
+                self._size // self.batch_size == 0:
+            # DALI finds this when it prepares the first batch.
+            msg = ("godali: no batch can be produced: LastBatchPolicy.DROP with batch_size "
+                   "%d and shards of %d sample(s) drops every batch"
+                   % (self.batch_size, self._size))
+            if prepare_first_batch:
+                raise NoDataError(msg)
+            self._ended = True
+        if prepare_first_batch:
+            # Only scheduled, not taken: a checkpoint must not count a batch the caller
+            # has not seen.
+            for p in self._pipes:
+                p.schedule_run()
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def _restore_state(self):
+        states = [p._iterator_state for p in self._pipes]
+        if all(s is None for s in states):
+            return
+        if any(s != states[0] for s in states):
+            raise ValueError("godali: the pipelines were restored from checkpoints of "
+                             "different iterator states; pass the checkpoints that one "
+                             "iterator's checkpoints() returned")
+        st = states[0]
+        try:
+            self._counter = int(st["counter"])
+            self._batches = int(st["batches"])
+            self._ended = bool(st["ended"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError("godali: the checkpoint's iterator state is malformed: %r"
+                             % (st,)) from None
+
+    def skipped(self):
+        """The samples of the batch returned last that failed and were replaced
+        (on_error="skip"): one list per pipeline of Pipeline.skipped()'s dicts (sample,
+        file, node, error)."""
+        return [p.skipped() for p in self._pipes]
+
+    def checkpoints(self):
+        """One checkpoint per pipeline (DALI's iterator.checkpoints()): the state after
+        the batches this iterator has returned, with its counters. Create the pipelines
+        again with checkpoint=<each>, and this iterator with the same arguments over
+        them, to resume. Needs pipelines with enable_checkpointing=True."""
+        state = {"counter": self._counter, "batches": self._batches, "ended": self._ended}
+        out = []
+        for p in self._pipes:
+            doc = json.loads(p.checkpoint())
+            doc["iterator"] = state
+            out.append(json.dumps(doc, indent=1))
+        return out
+
+    # -- sizing -------------------------------------------------------------------------
+
+    def _meta_from(self, names):
+        metas = [p.reader_meta(nm) for p, nm in zip(self._pipes, names)]
+        m0 = metas[0]
+        for key in ("epoch_size", "number_of_shards", "pad_last_batch", "stick_to_shard"):
+            if any(m[key] != m0[key] for m in metas):
+                raise IteratorArgumentError("godali: the reader should have the same %s in "
+                                            "all the pipelines" % key)
+        self._meta = {
+            "n": m0["epoch_size"], "k": m0["number_of_shards"], "pad": m0["pad_last_batch"],
+            "stick": m0["stick_to_shard"], "shards": [m["shard_id"] for m in metas],
+        }
+        self._last_batch_padded = bool(m0["pad_last_batch"])
+
+    def _reader_size(self):
+        """DALI's per-shard epoch size: what len() divides by the batch size."""
+        m = self._meta
+        if m is None:
+            return -1
+        n, k, bs = m["n"], m["k"], self.batch_size
+        if self._policy == LastBatchPolicy.DROP:
+            return n // k
+        if m["pad"]:
+            return -(-n // k)
+        # The largest shard, rounded up to whole batches: every shard runs as many steps.
+        return -(-(-(-n // k)) // bs) * bs
+
+    @property
+    def size(self):
+        """Samples per epoch (per shard with a reader), as DALI's iterator reports it."""
+        return self._size
+
+    def __len__(self):
+        if self._size < 0:
+            raise TypeError("godali: this iterator has no length: give size= or "
+                            "reader_name=")
+        per = self.batch_size * (self._num_gpus if self._size_mode else 1)
+        if self._policy == LastBatchPolicy.DROP:
+            return self._size // per
+        return -(-self._size // per)
+
+    # -- iteration ----------------------------------------------------------------------
+
+    def __iter__(self):
+        # DALI: iter() on an iterator that has delivered data starts the next epoch (a
+        # second `for` loop over an iterator without auto_reset runs a new epoch; mid-epoch
+        # the reset is ignored with a warning).
+        if self._ever_consumed and (self._batches or self._ended):
+            self.reset()
+        return self
+
+    def __next__(self):
+        self._ever_consumed = True
+        outs, keep = self._next_outputs()
+        return self._convert(outs, keep)
+
+    def next(self):
+        """Returns the next batch (DALI's iterator.next())."""
+        return self.__next__()
+
+    def _convert(self, outs, keep):
+        raise NotImplementedError
+
+    def _end(self):
+        self._ended = True
+        if self._auto_reset:
+            self.reset()
+        raise StopIteration
+
+    def _real_valid(self, j, info):
+        """Samples of batch `info` of pipeline j that belong to the shard, without the
+        copies pad_last_batch adds."""
+        m = self._meta
+        if m is None:
+            return info.valid
+        n, k = m["n"], m["k"]
+        shard = m["shards"][j]
+        if not m["stick"]:
+            shard = (shard + info.epoch) % k
+        b, e = _shard_range(n, shard, k)
+        left = (e - b) - info.iteration * self.batch_size
+        return max(0, min(self.batch_size, left, info.valid))
+
+    def _next_outputs(self):
+        """The pipelines' outputs for the next step and, per pipeline, how many leading
+        samples belong to the epoch (the batch size when all of them do)."""
+        if self._ended:
+            self._end()
+        bs = self.batch_size
+        size_mode = self._size_mode
+        if size_mode:
+            if self._counter >= self._size:
+                self._end()
+        elif self._meta is not None and self._batches >= len(self):
+            self._end()
+
+        outs = []
+        keep = []
+        for j, p in enumerate(self._pipes):
+            if size_mode:
+                # DALI's readers never stop: size slices an endless stream.
+                outs.append(p.outputs())
+                keep.append(bs)
+                continue
+            try:
+                outs.append(p._epoch_outputs())
+            except StopIteration:
+                self._end()
+            keep.append(self._real_valid(j, p.batch_info) if self._meta is not None
+                        else bs)
+
+        if size_mode:
+            before = self._counter
+            self._counter += bs * self._num_gpus
+            if self._counter > self._size:
+                if self._policy == LastBatchPolicy.DROP:
+                    self._end()
+                # Samples still owed: whole pipelines first, the last one partially.
+                owed = self._size - before
+                keep = [max(0, min(bs, owed - j * bs)) for j in range(self._num_gpus)]
+                if self._policy == LastBatchPolicy.PARTIAL:
+                    # DALI returns only the pipelines that still owe samples.
+                    n = max(1, sum(1 for k in keep if k > 0))
+                    outs, keep = outs[:n], keep[:n]
+        else:
+            if self._policy == LastBatchPolicy.DROP and any(k < bs for k in keep):
+                self._end()
+            self._counter += sum(keep)
+            if self._meta is not None and all(p.batch_info.last_in_epoch
+                                              for p in self._pipes):
+                # The engine's next call would only report the end of the epoch.
+                self._ended = True
+        self._batches += 1
+        if self._policy != LastBatchPolicy.PARTIAL:
+            keep = [bs] * len(keep)
+        return outs, keep
+
+    def reset(self):
+        """Starts the next epoch, once the current one is over (DALI ignores, with a
+        warning, a reset in the middle of an epoch; so does godali)."""
+        done = self._ended or (self._size_mode and self._counter >= self._size) or \
+            (self._meta is not None and self._batches >= len(self))
+        if not done:
+            log.warning("godali: the iterator does not support resetting while the epoch "
+                        "is not finished; ignoring reset()")
+            return
+        if self._size_mode:
+            if self._policy == LastBatchPolicy.FILL and not self._last_batch_padded:
+                self._counter = self._counter % self._size
+            else:
+                self._counter = 0
+        else:
+            for p in self._pipes:
+                p.reset()
+            self._counter = 0
+        self._batches = 0
+        self._ended = False

@@ -1,0 +1,3 @@
+"""DALI's nvidia.dali.plugin.pytorch.experimental."""
+
+from . import proxy  # noqa: F401
