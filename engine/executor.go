@@ -109,6 +109,11 @@ func (p *Pipeline) Build() error {
 			return err
 		}
 	}
+	// Whatever can fail comes before the workers start, so that a failed Build leaves
+	// nothing running and may be retried.
+	if err := p.reserveDenseOutputs(); err != nil {
+		return err
+	}
 	cpus, err := affinityMask()
 	if err != nil {
 		return err
@@ -142,9 +147,6 @@ func (p *Pipeline) Build() error {
 		p.credits <- struct{}{}
 	}
 	p.inflight = make(chan *Batch, p.Spec.PrefetchQueueDepth)
-	if err := p.reserveDenseOutputs(); err != nil {
-		return err
-	}
 	p.built = true
 	return nil
 }

@@ -125,6 +125,7 @@ func (r *fileReader) Open() error {
 	a := r.args
 	root := a.String("file_root")
 	var err error
+	r.entries = nil // a failed Open may be retried: start from no files
 	switch {
 	case a.Has("files"):
 		files, labels := a.Strings("files"), a.Ints("labels")

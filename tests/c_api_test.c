@@ -273,6 +273,28 @@ static void test_bad_file(const char *dir) {
   MUST(godali_pipeline_destroy(p));
 }
 
+/* test_build_retry: a failed build leaves the pipeline as created, and a retry sees the
+ * same inputs (it used to count the listed files twice on the second try). */
+static void test_build_retry(const char *dir) {
+  char json[1024];
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 1, \"num_threads\": 1, \"ops\": ["
+           " {\"op\": \"readers.file\", \"name\": \"r\", \"outputs\": [\"b\", \"l\"],"
+           "  \"args\": {\"files\": [\"%s/good.jpg\"], \"num_shards\": 2}},"
+           " {\"op\": \"decoders.image\", \"inputs\": [\"b\"], \"outputs\": [\"img\"]}],"
+           " \"outputs\": [\"img\"]}",
+           dir);
+  godali_pipeline_t p = 0;
+  MUST(godali_pipeline_create(json, 0, &p));
+  for (int i = 0; i < 3; i++) {
+    CHECK(godali_pipeline_build(p) == GODALI_ERROR_DATA, "build %d: 1 file, 2 shards", i);
+    CHECK(strstr(godali_last_error(), "1 files cannot be split into num_shards=2") != NULL,
+          "build %d message", i);
+    CHECK(godali_pipeline_next(p) == GODALI_ERROR_STATE, "next after a failed build");
+  }
+  MUST(godali_pipeline_destroy(p));
+}
+
 /* step_t is what one godali_pipeline_next gave: the end of the epoch, or a batch. */
 typedef struct {
   int end_of_epoch;
@@ -578,6 +600,7 @@ int main(int argc, char **argv) {
   test_reproducible(root);
   test_bad_calls(root);
   test_bad_file(dir);
+  test_build_retry(dir);
   test_checkpoint(root);
   test_strides(root);
   test_size_t_lengths(root);
