@@ -127,7 +127,7 @@ FUZZ_TARGETS := codec:FuzzDecode codec:FuzzJPEG codec:FuzzPNG codec:FuzzBMP code
 fuzz: setup
 	@for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz ./$$pkg $$name for $(FUZZTIME)"; \
-	  $(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) || exit 1; \
+	  $(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel $(FUZZPARALLEL) || exit 1; \
 	done
 
 test-c: cpu
