@@ -21,7 +21,7 @@ endif
 # $ORIGIN: the library finds the libjpeg copied next to it on hosts that lack one.
 export CGO_LDFLAGS := -Wl,-rpath,$$ORIGIN -Wl,--enable-new-dtags
 
-.PHONY: all setup cpu cuda test test-go test-c test-python bench python clean
+.PHONY: all setup cpu cuda test test-go test-c test-python bench python clean fuzz
 
 all: setup cpu $(if $(WANT_CUDA),cuda)
 
@@ -114,6 +114,21 @@ test: all test-go test-c test-python $(if $(WANT_CUDA),test-cuda test-cuda-emu)
 test-go: setup
 	$(GO) vet ./...
 	$(GO) test ./...
+
+# Fuzz targets for every parser a user's bytes reach: the image decoders, pipeline
+# descriptions and checkpoints. `make fuzz` runs each for FUZZTIME; `go test` (test-go)
+# runs their seed corpora and the crashers kept under */testdata/fuzz.
+FUZZTIME     ?= 30s
+FUZZPARALLEL ?= 1
+FUZZ_TARGETS := codec:FuzzDecode codec:FuzzJPEG codec:FuzzPNG codec:FuzzBMP codec:FuzzTIFF \
+                codec:FuzzWebP codec:FuzzPNM codec:FuzzGIF \
+                engine:FuzzPipelineDescription engine:FuzzCheckpointRestore
+
+fuzz: setup
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz ./$$pkg $$name for $(FUZZTIME)"; \
+	  $(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel $(FUZZPARALLEL) || exit 1; \
+	done
 
 test-c: cpu
 	cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -50,13 +50,17 @@ void godali_clear_error(void) {
   if (b != NULL) b[0] = 0;
 }
 
-// One allocation holds the managed tensor and its shape; the context is the Go-side
-// export id.
+// One allocation holds the managed tensor, its shape and its strides (dims[0, ndim) and
+// dims[ndim, 2*ndim)); the context is the Go-side export id.
 typedef struct {
   DLManagedTensor managed;
   uint64_t ctx;
-  int64_t shape[];
+  int64_t dims[];
 } tensor_block;
+
+// dims_bytes is the size of the shape and strides arrays (one element for a scalar, so
+// that the flexible array is never empty).
+static size_t dims_bytes(int ndim) { return sizeof(int64_t) * (ndim > 0 ? 2 * (size_t)ndim : 1); }
 
 static void tensor_deleter(DLManagedTensor *self) {
   if (self == NULL) return;
@@ -66,11 +70,23 @@ static void tensor_deleter(DLManagedTensor *self) {
 }
 
 // fill_tensor describes compact row-major memory (a host address, or a CUdeviceptr for
-// kDLCUDA) whose shape array lives in the same allocation as the tensor.
-static void fill_tensor(DLTensor *t, uintptr_t data, int ndim, int64_t *shape_store,
+// kDLCUDA) whose shape and strides live in the same allocation as the tensor (dims, of
+// dims_bytes(ndim)). DLPack >= 1.2 requires strides for ndim > 0; they count elements,
+// and a dimension of size 0 strides as if it were 1, as PyTorch and NumPy lay out
+// contiguous tensors.
+static void fill_tensor(DLTensor *t, uintptr_t data, int ndim, int64_t *dims,
                         const int64_t *shape, uint8_t code, uint8_t bits, int32_t device_type,
                         int32_t device_id) {
-  if (ndim > 0) memcpy(shape_store, shape, sizeof(int64_t) * ndim);
+  int64_t *shape_store = dims, *strides = NULL; /* a scalar may have NULL strides */
+  if (ndim > 0) {
+    strides = dims + ndim;
+    memcpy(shape_store, shape, sizeof(int64_t) * ndim);
+    int64_t step = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+      strides[i] = step;
+      step *= shape[i] > 1 ? shape[i] : 1;
+    }
+  }
   t->data = (void *)data;
   t->device.device_type = (DLDeviceType)device_type;
   t->device.device_id = device_id;
@@ -79,17 +95,18 @@ static void fill_tensor(DLTensor *t, uintptr_t data, int ndim, int64_t *shape_st
   t->dtype.bits = bits;
   t->dtype.lanes = 1;
   t->shape = shape_store;
-  t->strides = NULL;
+  t->strides = strides;
   t->byte_offset = 0;
 }
 
 DLManagedTensor *godali_new_tensor(uintptr_t data, int ndim, const int64_t *shape, uint8_t code,
                                    uint8_t bits, int32_t device_type, int32_t device_id,
                                    uint64_t ctx) {
-  tensor_block *b = malloc(sizeof(tensor_block) + sizeof(int64_t) * (ndim > 0 ? ndim : 1));
+  if (ndim < 0) return NULL;
+  tensor_block *b = malloc(sizeof(tensor_block) + dims_bytes(ndim));
   if (b == NULL) return NULL;
   memset(b, 0, sizeof(*b));
-  fill_tensor(&b->managed.dl_tensor, data, ndim, b->shape, shape, code, bits, device_type, device_id);
+  fill_tensor(&b->managed.dl_tensor, data, ndim, b->dims, shape, code, bits, device_type, device_id);
   b->managed.manager_ctx = b;
   b->managed.deleter = tensor_deleter;
   b->ctx = ctx;
@@ -99,7 +116,7 @@ DLManagedTensor *godali_new_tensor(uintptr_t data, int ndim, const int64_t *shap
 typedef struct {
   DLManagedTensorVersioned managed;
   uint64_t ctx;
-  int64_t shape[];
+  int64_t dims[]; /* as tensor_block's */
 } tensor_block_v;
 
 static void tensor_deleter_v(DLManagedTensorVersioned *self) {
@@ -120,13 +137,14 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, 
                                                       uint8_t code, uint8_t bits,
                                                       int32_t device_type, int32_t device_id,
                                                       uint64_t ctx) {
-  tensor_block_v *b = malloc(sizeof(tensor_block_v) + sizeof(int64_t) * (ndim > 0 ? ndim : 1));
+  if (ndim < 0) return NULL;
+  tensor_block_v *b = malloc(sizeof(tensor_block_v) + dims_bytes(ndim));
   if (b == NULL) return NULL;
   memset(b, 0, sizeof(*b));
   b->managed.version.major = DLPACK_MAJOR_VERSION;
   b->managed.version.minor = DLPACK_MINOR_VERSION;
   b->managed.flags = 0;
-  fill_tensor(&b->managed.dl_tensor, data, ndim, b->shape, shape, code, bits, device_type, device_id);
+  fill_tensor(&b->managed.dl_tensor, data, ndim, b->dims, shape, code, bits, device_type, device_id);
   b->managed.manager_ctx = b;
   b->managed.deleter = tensor_deleter_v;
   b->ctx = ctx;

@@ -32,22 +32,70 @@ var pipelines = struct {
 	m    map[uint64]*pipeline
 }{m: map[uint64]*pipeline{}}
 
+// pipeline is one handle's state. mu serialises every exported call on the handle, so
+// that threads sharing a pipeline take turns instead of racing over its current batch;
+// destroy takes it too, so it waits for the calls in flight, and sets destroyed, which
+// the calls that were already waiting for mu see.
 type pipeline struct {
-	eng   *engine.Pipeline
-	names []*C.char // output names, freed on destroy
+	mu        sync.Mutex
+	destroyed bool
+	eng       *engine.Pipeline
+	names     []*C.char // output names, freed on destroy
 }
 
-func lookup(h C.godali_pipeline_t) (*pipeline, error) {
+func errHandle(h uint64) error {
 	if h == 0 {
-		return nil, engine.Errorf(engine.StatusInvalidHandle, "null pipeline handle")
+		return engine.Errorf(engine.StatusInvalidHandle, "null pipeline handle")
+	}
+	return engine.Errorf(engine.StatusInvalidHandle, "pipeline handle %d is not valid (destroyed, or never created)", h)
+}
+
+// addPipeline gives eng a new handle.
+func addPipeline(eng *engine.Pipeline) uint64 {
+	p := &pipeline{eng: eng}
+	for _, name := range eng.OutputNames() {
+		p.names = append(p.names, C.CString(name))
 	}
 	pipelines.Lock()
 	defer pipelines.Unlock()
-	p, ok := pipelines.m[uint64(h)]
+	pipelines.next++
+	h := pipelines.next
+	pipelines.m[h] = p
+	return h
+}
+
+// usePipeline runs fn with handle h's pipeline locked. A handle destroyed before or
+// while this call waited for the lock is GODALI_ERROR_INVALID_HANDLE.
+func usePipeline(h uint64, fn func(p *pipeline) error) error {
+	pipelines.Lock()
+	p, ok := pipelines.m[h]
+	pipelines.Unlock()
 	if !ok {
-		return nil, engine.Errorf(engine.StatusInvalidHandle, "pipeline handle %d is not valid (destroyed, or never created)", uint64(h))
+		return errHandle(h)
 	}
-	return p, nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.destroyed {
+		return errHandle(h)
+	}
+	return fn(p)
+}
+
+// destroyPipeline removes handle h once the calls in flight on it have returned, then
+// stops its pipeline and frees what the handle held.
+func destroyPipeline(h uint64) error {
+	return usePipeline(h, func(p *pipeline) error {
+		pipelines.Lock()
+		delete(pipelines.m, h)
+		pipelines.Unlock()
+		p.destroyed = true
+		p.eng.Close()
+		for _, s := range p.names {
+			C.free(unsafe.Pointer(s))
+		}
+		p.names = nil
+		return nil
+	})
 }
 
 // guard runs fn, turns its error or panic into a status and the thread's last error.
@@ -59,12 +107,14 @@ func guard(fn func() error) (status C.int) {
 		}
 	}()
 	err := fn()
-	if err == nil {
+	st := engine.StatusOf(err)
+	if st >= engine.StatusOK {
+		// Success and GODALI_END_OF_EPOCH are not failures: godali_last_error is "".
 		C.godali_clear_error()
-		return 0
+		return C.int(st)
 	}
 	setError(err.Error())
-	return C.int(engine.StatusOf(err))
+	return C.int(st)
 }
 
 func setError(msg string) {
@@ -151,38 +201,37 @@ func godali_pipeline_create(desc *C.char, n C.size_t, out *C.godali_pipeline_t) 
 		if out == nil {
 			return errNull("out")
 		}
-		var b []byte
-		if n == 0 {
-			b = []byte(C.GoString(desc))
-		} else {
-			b = C.GoBytes(unsafe.Pointer(desc), C.int(n))
+		b, err := documentBytes("json", desc, n)
+		if err != nil {
+			return err
 		}
 		eng, err := engine.NewPipeline(b)
 		if err != nil {
 			return err
 		}
-		p := &pipeline{eng: eng}
-		for _, name := range eng.OutputNames() {
-			p.names = append(p.names, C.CString(name))
-		}
-		pipelines.Lock()
-		pipelines.next++
-		h := pipelines.next
-		pipelines.m[h] = p
-		pipelines.Unlock()
-		*out = C.godali_pipeline_t(h)
+		*out = C.godali_pipeline_t(addPipeline(eng))
 		return nil
 	})
 }
 
+// maxDocumentBytes bounds the length of a pipeline description or checkpoint passed in:
+// a larger size_t is a caller's bug (an uninitialised or negative length), not a document.
+const maxDocumentBytes = 1 << 30
+
+// documentBytes copies the n bytes at ptr (n 0: a NUL-terminated string), taking the
+// whole size_t: a length is never truncated to a C int.
+func documentBytes(name string, ptr *C.char, n C.size_t) ([]byte, error) {
+	if n == 0 {
+		return []byte(C.GoString(ptr)), nil
+	}
+	if uint64(n) > maxDocumentBytes {
+		return nil, engine.Errorf(engine.StatusInvalidArgument, "%s length %d: expected at most %d bytes (or 0 for a NUL-terminated string)", name, uint64(n), maxDocumentBytes)
+	}
+	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(ptr)), int(n))...), nil
+}
+
 func withPipeline(h C.godali_pipeline_t, fn func(p *pipeline) error) C.int {
-	return guard(func() error {
-		p, err := lookup(h)
-		if err != nil {
-			return err
-		}
-		return fn(p)
-	})
+	return guard(func() error { return usePipeline(uint64(h), fn) })
 }
 
 //export godali_pipeline_build
@@ -210,20 +259,7 @@ func godali_pipeline_reset(h C.godali_pipeline_t) C.int {
 
 //export godali_pipeline_destroy
 func godali_pipeline_destroy(h C.godali_pipeline_t) C.int {
-	return guard(func() error {
-		p, err := lookup(h)
-		if err != nil {
-			return err
-		}
-		pipelines.Lock()
-		delete(pipelines.m, uint64(h))
-		pipelines.Unlock()
-		p.eng.Close()
-		for _, s := range p.names {
-			C.free(unsafe.Pointer(s))
-		}
-		return nil
-	})
+	return guard(func() error { return destroyPipeline(uint64(h)) })
 }
 
 //export godali_live_pipelines
@@ -385,11 +421,9 @@ func godali_pipeline_restore(h C.godali_pipeline_t, doc *C.char, n C.size_t) C.i
 		if doc == nil {
 			return errNull("checkpoint")
 		}
-		var b []byte
-		if n == 0 {
-			b = []byte(C.GoString(doc))
-		} else {
-			b = C.GoBytes(unsafe.Pointer(doc), C.int(n))
+		b, err := documentBytes("checkpoint", doc, n)
+		if err != nil {
+			return err
 		}
 		return p.eng.Restore(b)
 	})

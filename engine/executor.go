@@ -130,6 +130,11 @@ func (p *Pipeline) Build() error {
 			return err
 		}
 	}
+	// Whatever can fail comes before the workers start, so that a failed Build leaves
+	// nothing running and may be retried.
+	if err := p.reserveDenseOutputs(); err != nil {
+		return err
+	}
 	cpus, err := affinityMask()
 	if err != nil {
 		return err

@@ -141,6 +141,7 @@ func (r *fileReader) Open() error {
 		}
 	}
 	var err error
+	r.entries = nil // a failed Open may be retried: start from no files
 	switch {
 	case a.Has("files"):
 		files, labels := a.Strings("files"), a.Ints("labels")

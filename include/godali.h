@@ -5,8 +5,14 @@
  * detail. Conventions:
  *   - every function returns a godali_status_t; outputs are written through the last
  *     parameters, and only when the call returns GODALI_OK;
- *   - on failure, godali_last_error() returns a message for the calling thread that stays
- *     readable until that thread's next godali call;
+ *   - on failure (a negative status), godali_last_error() returns a message for the
+ *     calling thread that stays readable until that thread's next godali call; after
+ *     GODALI_OK and GODALI_END_OF_EPOCH, which are not failures, it returns "";
+ *   - a failed call leaves its outputs unwritten and the pipeline as it was, unless the
+ *     function's comment ("After a failure: ...") says otherwise; that comment also says
+ *     whether the call may be retried. GODALI_ERROR_INVALID_ARGUMENT and
+ *     GODALI_ERROR_INVALID_HANDLE never change anything. After GODALI_ERROR_INTERNAL
+ *     (a bug) or GODALI_ERROR_CUDA the pipeline's state is unknown: destroy it;
  *   - pipelines are opaque integer handles; 0 is never a valid handle, and a destroyed
  *     handle is rejected with GODALI_ERROR_INVALID_HANDLE (it is never reused);
  *   - no function crashes its host process on bad arguments: they return an error status.
@@ -19,7 +25,15 @@
  * time (resize_shorter of a large image) is checked before memory is given to it: the
  * sample fails with GODALI_ERROR_DATA naming its file (on_error = "skip" replaces it).
  *
- * Threads: a pipeline may be used from any thread, one call at a time per pipeline.
+ * Threads: a pipeline may be used from any thread and from several at once. The library
+ * serialises the calls on one pipeline (a lock per handle, held for the whole call): a
+ * godali_pipeline_next waiting for its batch delays the other threads' calls on that
+ * pipeline, including godali_pipeline_destroy, which waits for the calls in flight;
+ * calls made after it, or waiting when it ran, return GODALI_ERROR_INVALID_HANDLE.
+ * Pointers the library returned (output names, the current batch's tensors) stay what
+ * their lifetime notes say; "the current batch" is whichever another thread's
+ * godali_pipeline_next made current, so threads that share a pipeline must agree on
+ * who calls next. Calls on different pipelines run in parallel.
  * fork(): the Go runtime inside the library does not survive fork(). A child process must
  * not call into the library after its parent did; create pipelines after forking.
  *
@@ -116,47 +130,63 @@ typedef struct {
 #ifndef GODALI_INTERNAL_NO_PROTOTYPES /* defined only inside the library's own build */
 
 /* godali_last_error returns the message of the calling thread's last failed call, or ""
- * when it succeeded. Lifetime: valid until the same thread's next godali call. */
+ * when it succeeded or returned GODALI_END_OF_EPOCH. Lifetime: valid until the same
+ * thread's next godali call. */
 const char *godali_last_error(void);
 
-/* godali_version writes the library version. Any pointer may be NULL. */
+/* godali_version writes the library version. Any pointer may be NULL. Never fails. */
 godali_status_t godali_version(int *major, int *minor, int *patch);
 
-/* godali_flavour writes "cpu" or "cuda". Lifetime: static. */
+/* godali_flavour writes "cpu" or "cuda". Lifetime: static. Fails only on NULL. */
 godali_status_t godali_flavour(const char **out);
 
 /* godali_operator_schemas writes a JSON document describing every registered operator
  * (name, doc, devices, inputs, outputs, arguments with types and defaults) and the
- * pipeline-level keys. Lifetime: static (valid until the library is unloaded). */
+ * pipeline-level keys. Lifetime: static (valid until the library is unloaded). Fails only
+ * on NULL. */
 godali_status_t godali_operator_schemas(const char **out_json);
 
 /* godali_pipeline_create parses and validates a JSON pipeline description of len bytes
- * (len 0: NUL-terminated). Unknown operators or arguments, wrong types, dangling inputs
- * and cycles fail with GODALI_ERROR_INVALID_PIPELINE and a message naming the node, as
- * does text after the JSON object (other than white space). */
+ * (len 0: NUL-terminated; otherwise exactly len bytes are read, and a len above 1 GiB is
+ * GODALI_ERROR_INVALID_ARGUMENT). Unknown operators or arguments, wrong types, dangling
+ * inputs and cycles fail with GODALI_ERROR_INVALID_PIPELINE and a message naming the
+ * node, as does text after the JSON object (other than white space). After a failure:
+ * no pipeline exists, *out is unwritten; retrying the same text fails the same way.
+ * Nothing is opened or started yet: missing files show at build. */
 godali_status_t godali_pipeline_create(const char *json, size_t len, godali_pipeline_t *out);
 
-/* godali_pipeline_build opens the data sources, starts the worker threads and sizes the
- * buffer pools. Idempotent. A file_root or file_list that does not exist fails with
- * GODALI_ERROR_INVALID_ARGUMENT naming the argument and path; memory the system refuses,
- * with GODALI_ERROR_OUT_OF_MEMORY. A failed build leaves nothing running (no thread, no
- * mapped buffer) and may be retried. */
+/* godali_pipeline_build opens the data sources, sizes the buffer pools and starts the
+ * worker threads. Idempotent: building a built pipeline succeeds and does nothing.
+ * A file_root or file_list that does not exist fails with GODALI_ERROR_INVALID_ARGUMENT
+ * naming the argument and path; other unreadable data (no files) with GODALI_ERROR_DATA;
+ * memory the system refuses with GODALI_ERROR_OUT_OF_MEMORY; NO_CUDA / CUDA: no device.
+ * After a failure the pipeline stays created and not built (no thread, no mapped buffer
+ * is left), and build may be retried, e.g. after the files appeared; next/run/reset
+ * return GODALI_ERROR_STATE meanwhile, restore is still allowed. */
 godali_status_t godali_pipeline_build(godali_pipeline_t p);
 
 /* godali_pipeline_run schedules work: after it, up to prefetch_queue_depth batches are
- * being prepared ahead of the consumer. Does not block. */
+ * being prepared ahead of the consumer. Does not block; does nothing if work is already
+ * scheduled or the epoch has ended. Fails only with GODALI_ERROR_STATE before build (and
+ * on a bad handle); nothing changes then. */
 godali_status_t godali_pipeline_run(godali_pipeline_t p);
 
 /* godali_pipeline_next blocks until the next scheduled batch is complete and makes it the
  * pipeline's current batch (run is implied if nothing is scheduled). Returns
- * GODALI_END_OF_EPOCH after the epoch's last batch, and GODALI_ERROR_DATA when a sample
- * failed (the message names the file); the pipeline stays usable after both. */
+ * GODALI_END_OF_EPOCH after the epoch's last batch, and keeps returning it until
+ * godali_pipeline_reset (there is no current batch then). GODALI_ERROR_DATA: a sample of
+ * the batch failed (the message names the file); that batch is dropped (no current
+ * batch) and counts as taken, so the next call continues with the following batch.
+ * GODALI_ERROR_STATE: not built; nothing changes. Whatever it returns, the batch that was
+ * current before the call is no longer current (tensors already handed out stay valid). */
 godali_status_t godali_pipeline_next(godali_pipeline_t p);
 
 /* godali_pipeline_reset starts the next epoch (readers move on to their next shard
- * unless stick_to_shard). Batches already handed out stay valid. A reset before any
- * batch of the current epoch was taken (a second reset in a row, or one right after
- * build) does nothing: it never skips an epoch. */
+ * unless stick_to_shard), at any point of the current one: batches prepared ahead are
+ * dropped. Batches already handed out stay valid. A reset before any batch of the
+ * current epoch was taken (a second reset in a row, or one right after build) does
+ * nothing: it never skips an epoch. Fails only with GODALI_ERROR_STATE before build
+ * (nothing changes). */
 godali_status_t godali_pipeline_reset(godali_pipeline_t p);
 
 /* godali_pipeline_checkpoint writes the pipeline's state after the batches the consumer
@@ -165,28 +195,37 @@ godali_status_t godali_pipeline_reset(godali_pipeline_t p);
  * gives, from its first godali_pipeline_next on, exactly the batches this one gives from
  * its next call on. Needs "enable_checkpointing": true in the description
  * (GODALI_ERROR_STATE otherwise); may be called before build, between any two calls.
- * Ownership: the caller owns *out and frees it with godali_free. */
+ * Ownership: the caller owns *out and frees it with godali_free. After a failure
+ * (GODALI_ERROR_DATA: the reader's files could not be listed) nothing changes and *out
+ * is unwritten; it may be retried. */
 godali_status_t godali_pipeline_checkpoint(godali_pipeline_t p, char **out, size_t *len);
 
 /* godali_pipeline_restore sets a created, not yet built pipeline to the state of a
- * checkpoint of len bytes (len 0: NUL-terminated), then godali_pipeline_build as usual.
+ * checkpoint of len bytes (len 0: NUL-terminated; above 1 GiB:
+ * GODALI_ERROR_INVALID_ARGUMENT), then godali_pipeline_build as usual.
  * The checkpoint must come from a pipeline with the same description, up to
  * num_threads, prefetch_queue_depth, device_id, first_epoch, max_image_pixels and the
  * reader's file_root, and the reader must list the same files: otherwise, and for text
  * that is not a godali checkpoint, it fails with GODALI_ERROR_INVALID_ARGUMENT and a
  * message naming what differs, and the pipeline is left as it was. GODALI_ERROR_STATE
- * after build or without "enable_checkpointing": true. docs/pipeline.md describes the
- * document. */
+ * after build or without "enable_checkpointing": true. After any failure the pipeline is
+ * as it was and restore may be retried with another checkpoint. docs/pipeline.md
+ * describes the document. */
 godali_status_t godali_pipeline_restore(godali_pipeline_t p, const char *checkpoint, size_t len);
 
 /* godali_free frees memory the library allocated for the caller (godali_pipeline_checkpoint).
- * NULL is accepted. */
+ * NULL is accepted. Never fails. */
 godali_status_t godali_free(void *ptr);
 
-/* godali_pipeline_destroy stops the workers and releases the pipeline. Tensors handed
- * out earlier stay valid until their deleters run. A second destroy returns
- * GODALI_ERROR_INVALID_HANDLE. */
+/* godali_pipeline_destroy stops the workers and releases the pipeline, after the calls
+ * other threads have in flight on it returned. Tensors handed out earlier stay valid
+ * until their deleters run. A second destroy returns GODALI_ERROR_INVALID_HANDLE, its
+ * only failure (nothing to retry). */
 godali_status_t godali_pipeline_destroy(godali_pipeline_t p);
+
+/* The calls below only read: after a failure (a NULL pointer, an index out of range,
+ * GODALI_ERROR_STATE when there is no current batch) nothing changed and the pipeline
+ * is as usable as before. */
 
 /* godali_pipeline_num_outputs writes the number of pipeline outputs. */
 godali_status_t godali_pipeline_num_outputs(godali_pipeline_t p, int *out);
@@ -195,8 +234,10 @@ godali_status_t godali_pipeline_num_outputs(godali_pipeline_t p, int *out);
  * Lifetime: until the pipeline is destroyed. */
 godali_status_t godali_pipeline_output_name(godali_pipeline_t p, int index, const char **out);
 
+/* godali_pipeline_batch_info describes the current batch (GODALI_ERROR_STATE: none). */
 godali_status_t godali_pipeline_batch_info(godali_pipeline_t p, godali_batch_info_t *out);
 
+/* godali_pipeline_output_info describes output `index` of the current batch. */
 godali_status_t godali_pipeline_output_info(godali_pipeline_t p, int index, godali_output_info_t *out);
 
 /* godali_pipeline_skipped writes which samples of the current batch were replaced
@@ -211,6 +252,9 @@ godali_status_t godali_pipeline_skipped(godali_pipeline_t p, char **out_json, si
  * of shape [N, ...]. Uniform outputs are handed out without a copy; a ragged output whose
  * samples happen to share a shape is gathered into one buffer; a ragged output with
  * different shapes fails with GODALI_ERROR_STATE (use godali_pipeline_output_sample).
+ * The tensor is compact row-major with its strides filled in (in elements, as DLPack
+ * >= 1.2 requires for ndim > 0; a dimension of size 0 strides as if it were 1); its
+ * shape and strides arrays belong to it and are freed by its deleter.
  * Ownership: the caller owns the tensor and must call out->deleter(out) exactly once.
  * The memory stays valid until then, also after the pipeline is destroyed; the deleter
  * may run on any thread.
@@ -230,7 +274,8 @@ godali_status_t godali_pipeline_output(godali_pipeline_t p, int index, DLManaged
  * after the work queued on that stream when it runs (the legacy default stream for -1
  * and 2, whose per-thread stream cannot be named from another thread), so the consumer
  * may call it as soon as it has queued its last use. For host outputs `stream` is
- * checked and otherwise ignored. */
+ * checked and otherwise ignored. After a failure nothing was handed out and nothing
+ * changed: the call may be retried (GODALI_ERROR_CUDA excepted, see above). */
 godali_status_t godali_pipeline_output_cuda(godali_pipeline_t p, int index, int64_t stream,
                                             DLManagedTensor **out);
 
@@ -256,7 +301,9 @@ godali_status_t godali_pipeline_output_sample_cuda(godali_pipeline_t p, int inde
  * memory after that stream's work. It serves consumers that meet the tensor after the
  * pipeline has moved on (a later __dlpack__ call): the fence then may also cover later
  * batches of the pipeline, which is waiting longer, never too little. Host tensors
- * succeed without doing anything. */
+ * succeed without doing anything. GODALI_ERROR_INVALID_ARGUMENT (nothing changes) for
+ * NULL or a tensor this library did not make; a tensor whose deleter ran is freed memory
+ * and must not be passed. */
 godali_status_t godali_tensor_stream_wait(const DLManagedTensor *t, int64_t stream);
 
 /* godali_pipeline_reader_meta describes the reader named `name` (the node's "name"). */

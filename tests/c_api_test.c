@@ -381,6 +381,28 @@ static void test_hardening(const char *dir) {
   CHECK(before < 0 || after <= before + 8, "threads %d -> %d after 50 failed builds", before, after);
 }
 
+/* test_build_retry: a failed build leaves the pipeline as created, and a retry sees the
+ * same inputs (it used to count the listed files twice on the second try). */
+static void test_build_retry(const char *dir) {
+  char json[1024];
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 1, \"num_threads\": 1, \"ops\": ["
+           " {\"op\": \"readers.file\", \"name\": \"r\", \"outputs\": [\"b\", \"l\"],"
+           "  \"args\": {\"files\": [\"%s/good.jpg\"], \"num_shards\": 2}},"
+           " {\"op\": \"decoders.image\", \"inputs\": [\"b\"], \"outputs\": [\"img\"]}],"
+           " \"outputs\": [\"img\"]}",
+           dir);
+  godali_pipeline_t p = 0;
+  MUST(godali_pipeline_create(json, 0, &p));
+  for (int i = 0; i < 3; i++) {
+    CHECK(godali_pipeline_build(p) == GODALI_ERROR_DATA, "build %d: 1 file, 2 shards", i);
+    CHECK(strstr(godali_last_error(), "1 files cannot be split into num_shards=2") != NULL,
+          "build %d message", i);
+    CHECK(godali_pipeline_next(p) == GODALI_ERROR_STATE, "next after a failed build");
+  }
+  MUST(godali_pipeline_destroy(p));
+}
+
 /* step_t is what one godali_pipeline_next gave: the end of the epoch, or a batch. */
 typedef struct {
   int end_of_epoch;
@@ -480,6 +502,186 @@ static void test_checkpoint(const char *root) {
   MUST(godali_free(NULL));
 }
 
+
+/* check_strides: DLPack >= 1.2 wants strides for ndim > 0; godali's are compact
+ * row-major, in elements. */
+static void check_strides(const DLTensor *t, const char *what) {
+  if (t->ndim == 0) return;
+  CHECK(t->strides != NULL, "%s: strides NULL for ndim %d", what, t->ndim);
+  if (t->strides == NULL) return;
+  int64_t want = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    CHECK(t->strides[i] == want, "%s: strides[%d] = %lld, want %lld", what, i,
+          (long long)t->strides[i], (long long)want);
+    want *= t->shape[i] > 1 ? t->shape[i] : 1;
+  }
+}
+
+static void test_strides(const char *root) {
+  godali_pipeline_t p = make_resnet(root, 1);
+  MUST(godali_pipeline_next(p));
+  DLManagedTensor *img = NULL, *lab = NULL, *smp = NULL;
+  DLManagedTensorVersioned *v = NULL;
+  MUST(godali_pipeline_output(p, 0, &img));
+  MUST(godali_pipeline_output(p, 1, &lab));
+  MUST(godali_pipeline_output_sample(p, 0, 2, &smp));
+  MUST(godali_pipeline_output_versioned(p, 0, &v));
+  check_strides(&img->dl_tensor, "dense images");
+  CHECK(img->dl_tensor.strides && img->dl_tensor.strides[0] == 3 * 224 * 224 &&
+            img->dl_tensor.strides[1] == 224 * 224 && img->dl_tensor.strides[2] == 224 &&
+            img->dl_tensor.strides[3] == 1,
+        "NCHW strides");
+  check_strides(&lab->dl_tensor, "labels [4, 1]");
+  CHECK(lab->dl_tensor.strides && lab->dl_tensor.strides[0] == 1 && lab->dl_tensor.strides[1] == 1,
+        "labels strides");
+  check_strides(&smp->dl_tensor, "one sample");
+  CHECK(smp->dl_tensor.ndim == 3, "sample ndim %d", smp->dl_tensor.ndim);
+  check_strides(&v->dl_tensor, "versioned");
+  CHECK(v->version.major == DLPACK_MAJOR_VERSION && v->version.minor == DLPACK_MINOR_VERSION,
+        "versioned tensor version %u.%u", v->version.major, v->version.minor);
+  /* The arrays belong to the tensor: distinct per export, valid until the deleter. */
+  CHECK(img->dl_tensor.strides != v->dl_tensor.strides, "strides shared between exports");
+  img->deleter(img);
+  lab->deleter(lab);
+  smp->deleter(smp);
+  v->deleter(v);
+  MUST(godali_pipeline_destroy(p));
+}
+
+/* test_size_t_lengths: lengths are size_t; a length past 4 GiB is refused rather than
+ * read modulo 2^32 (which made 4 GiB + n read the first n bytes). */
+static void test_size_t_lengths(const char *root) {
+  if (sizeof(size_t) < 8) return;
+  char json[4096];
+  snprintf(json, sizeof json, resnet_json, 1, 1, ", \"enable_checkpointing\": true", root);
+  size_t n = strlen(json);
+  godali_pipeline_t p = 0;
+  size_t huge = ((size_t)1 << 32) + n;
+  CHECK(godali_pipeline_create(json, huge, &p) == GODALI_ERROR_INVALID_ARGUMENT && p == 0,
+        "create with a 4 GiB + %zu length", n);
+  CHECK(strstr(godali_last_error(), "length") != NULL, "message names the length");
+  CHECK(godali_pipeline_create(json, (size_t)-1, &p) == GODALI_ERROR_INVALID_ARGUMENT,
+        "create with SIZE_MAX");
+  /* An exact length past the document's end is read as given: trailing bytes count. */
+  MUST(godali_pipeline_create(json, n, &p));
+  char *ckpt = NULL;
+  size_t len = 0;
+  MUST(godali_pipeline_checkpoint(p, &ckpt, &len));
+  CHECK(godali_pipeline_restore(p, ckpt, ((size_t)1 << 32) + len) == GODALI_ERROR_INVALID_ARGUMENT,
+        "restore with a 4 GiB + %zu length", len);
+  CHECK(godali_pipeline_restore(p, ckpt, (size_t)-1) == GODALI_ERROR_INVALID_ARGUMENT,
+        "restore with SIZE_MAX");
+  MUST(godali_pipeline_restore(p, ckpt, len));
+  MUST(godali_free(ckpt));
+  MUST(godali_pipeline_destroy(p));
+}
+
+/* test_end_of_epoch_is_not_an_error: GODALI_END_OF_EPOCH leaves godali_last_error() "". */
+static void test_end_of_epoch_is_not_an_error(const char *root) {
+  godali_pipeline_t p = make_resnet(root, 1);
+  godali_status_t s;
+  while ((s = godali_pipeline_next(p)) == GODALI_OK) {
+  }
+  CHECK(s == GODALI_END_OF_EPOCH, "epoch ends with %d", s);
+  CHECK(godali_last_error()[0] == 0, "last error after END_OF_EPOCH: \"%s\"", godali_last_error());
+  /* A failure before it does not linger either. */
+  CHECK(godali_pipeline_output(p, 7, NULL) == GODALI_ERROR_INVALID_ARGUMENT, "bad call");
+  CHECK(godali_last_error()[0] != 0, "failure sets the message");
+  CHECK(godali_pipeline_next(p) == GODALI_END_OF_EPOCH, "sticky end of epoch");
+  CHECK(godali_last_error()[0] == 0, "last error after END_OF_EPOCH: \"%s\"", godali_last_error());
+  MUST(godali_pipeline_destroy(p));
+}
+
+/* Several threads share one handle: every call is serialised inside the library, and a
+ * destroy in the middle turns the others' later calls into GODALI_ERROR_INVALID_HANDLE. */
+typedef struct {
+  godali_pipeline_t p;
+  int id;
+  int destroyer;
+  int bad;         /* statuses outside the expected set */
+  int after_gone;  /* calls after the handle was seen invalid that did not say so */
+  long calls;
+} hammer_t;
+
+static int status_expected(godali_status_t s) {
+  return s == GODALI_OK || s == GODALI_END_OF_EPOCH || s == GODALI_ERROR_INVALID_HANDLE ||
+         s == GODALI_ERROR_STATE; /* output with no current batch: another thread's next ended the epoch */
+}
+
+static void *hammer(void *arg) {
+  hammer_t *h = arg;
+  int gone = 0;
+  for (int i = 0; i < 400; i++) {
+    godali_status_t s;
+    switch ((i + h->id) % 5) {
+    case 0:
+      s = godali_pipeline_next(h->p);
+      break;
+    case 1: {
+      DLManagedTensor *t = NULL;
+      s = godali_pipeline_output(h->p, 0, &t);
+      if (s == GODALI_OK) {
+        /* Touch both ends: the memory must stay mapped while this thread holds it. */
+        const volatile float *px = t->dl_tensor.data;
+        float sum = px[0] + px[4 * 3 * 224 * 224 - 1];
+        (void)sum;
+        t->deleter(t);
+      }
+      break;
+    }
+    case 2: {
+      godali_batch_info_t info;
+      s = godali_pipeline_batch_info(h->p, &info);
+      break;
+    }
+    case 3: {
+      DLManagedTensor *t = NULL;
+      s = godali_pipeline_output_sample(h->p, 1, 3, &t);
+      if (s == GODALI_OK) t->deleter(t);
+      break;
+    }
+    default:
+      s = (i % 3 == 0) ? godali_pipeline_reset(h->p) : godali_pipeline_run(h->p);
+    }
+    h->calls++;
+    if (!status_expected(s)) {
+      if (h->bad++ < 3) fprintf(stderr, "thread %d: status %d: %s\n", h->id, s, godali_last_error());
+    }
+    if (gone && s != GODALI_ERROR_INVALID_HANDLE) h->after_gone++;
+    if (s == GODALI_ERROR_INVALID_HANDLE) gone = 1;
+    if (h->destroyer && i == 200) {
+      s = godali_pipeline_destroy(h->p);
+      if (s != GODALI_OK) h->bad++;
+      gone = 1;
+    }
+  }
+  return NULL;
+}
+
+static void test_threads_share_a_pipeline(const char *root) {
+  enum { nthreads = 4 };
+  godali_pipeline_t p = make_resnet(root, 2);
+  pthread_t th[nthreads];
+  hammer_t h[nthreads];
+  for (int i = 0; i < nthreads; i++) {
+    memset(&h[i], 0, sizeof h[i]);
+    h[i].p = p;
+    h[i].id = i;
+    h[i].destroyer = i == 0;
+    CHECK(pthread_create(&th[i], NULL, hammer, &h[i]) == 0, "pthread_create");
+  }
+  for (int i = 0; i < nthreads; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(h[i].bad == 0, "thread %d: %d unexpected statuses", i, h[i].bad);
+    CHECK(h[i].after_gone == 0, "thread %d: %d calls on a destroyed handle did not fail", i,
+          h[i].after_gone);
+  }
+  CHECK(godali_pipeline_next(p) == GODALI_ERROR_INVALID_HANDLE, "destroyed by a thread");
+  godali_pool_stats_t st;
+  MUST(godali_memory_stats(kDLCPU, &st));
+  CHECK(st.exported == 0, "exported tensors alive %lld", (long long)st.exported);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "c_api_data";
   char root[512], cls[600], path[700];
@@ -507,7 +709,12 @@ int main(int argc, char **argv) {
   test_bad_calls(root);
   test_bad_file(dir);
   test_hardening(dir);
+  test_build_retry(dir);
   test_checkpoint(root);
+  test_strides(root);
+  test_size_t_lengths(root);
+  test_end_of_epoch_is_not_an_error(root);
+  test_threads_share_a_pipeline(root);
 
   int64_t live = -1;
   MUST(godali_live_pipelines(&live));

@@ -169,17 +169,30 @@ for _o in (_view_deleter_c, _capsule_destructor_c, _NAME_BUF, _NAME_V_BUF, _expo
 del _o
 
 
+def compact_strides(shape):
+    """Row-major strides in elements of a compact tensor of `shape`; a dimension of size 0
+    strides as if it were 1, as torch and numpy lay out contiguous tensors."""
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= max(dim, 1)
+    return tuple(reversed(strides))
+
+
 def to_capsule(owner, data, device_type, device_id, code, bits, lanes, shape, strides=None,
                versioned=False, read_only=False):
     """Returns a DLPack PyCapsule describing memory at `data` that `owner` keeps alive.
 
     shape and strides (in elements, or None for a compact row-major tensor) are sequences
-    of ints. The capsule is named "dltensor" (or "dltensor_versioned"); a consumer renames
+    of ints. The tensor always carries strides when ndim > 0, as DLPack >= 1.2 requires
+    of producers. The capsule is named "dltensor" (or "dltensor_versioned"); a consumer renames
     it when it takes ownership, after which the consumer's deleter call releases owner.
     """
     ndim = len(shape)
+    if strides is None:
+        strides = compact_strides(shape)
     shape_arr = (c_int64 * ndim)(*shape) if ndim else None
-    strides_arr = (c_int64 * ndim)(*strides) if (strides is not None and ndim) else None
+    strides_arr = (c_int64 * ndim)(*strides) if ndim else None
     if versioned:
         m = DLManagedTensorVersioned()
         m.version.major = 1

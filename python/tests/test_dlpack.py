@@ -131,3 +131,61 @@ def test_many_exports_of_one_batch():
     ts = [torch.from_dlpack(tl) for _ in range(5)] + [torch.from_dlpack(tl[i]) for i in range(2)]
     assert all(t.data_ptr() in (arr.ctypes.data, arr.ctypes.data + 32) for t in ts)
     assert ts[-1].tolist() == [4, 5, 6, 7]
+
+
+def _capsule_strides(cap, versioned):
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    ptr = _get_ptr(cap, name)
+    cls = _dlpack.DLManagedTensorVersioned if versioned else _dlpack.DLManagedTensor
+    t = cls.from_address(ptr).dl_tensor
+    if not t.strides:
+        return None
+    return tuple(t.strides[i] for i in range(t.ndim))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (4, 1), (1, 5), (3, 0, 2), (7,)])
+@pytest.mark.parametrize("versioned", [False, True])
+def test_capsules_carry_compact_strides(shape, versioned):
+    # DLPack >= 1.2: a producer fills strides whenever ndim > 0.
+    arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    tl = TensorList(dense=_buffer(arr))
+    cap = tl.__dlpack__(max_version=(1, 2) if versioned else None)
+    want = torch.empty(shape).stride()
+    assert _capsule_strides(cap, versioned) == want
+    del cap
+    # torch negotiates the struct it knows (this torch may predate versioned capsules).
+    t = torch.from_dlpack(tl) if hasattr(torch, "from_dlpack") else \
+        torch.utils.dlpack.from_dlpack(tl.__dlpack__())
+    assert t.stride() == want and t.is_contiguous()
+    assert t.data_ptr() == arr.ctypes.data or arr.size == 0
+    assert t.tolist() == arr.tolist()
+
+
+def test_library_tensors_carry_strides(image_folder):
+    # The engine's own DLManagedTensors (capi/bridge.c) and what torch makes of them.
+    import godali
+    from godali import fn
+    pipe = godali.Pipeline(batch_size=4, num_threads=1, seed=1)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=image_folder)
+        img = fn.resize(fn.decoders.image(jpegs), resize_x=20, resize_y=12)
+        ragged = fn.decoders.image(jpegs)
+        pipe.set_outputs(img, labels, ragged)
+    pipe.build()
+    images, labels, raw = pipe.run()
+    for out, shape in ((images, (4, 12, 20, 3)), (labels, (4, 1))):
+        lease = out._dense
+        m = _dlpack.DLManagedTensor.from_address(lease._ptr).dl_tensor
+        assert m.strides, "the library exported NULL strides"
+        want = torch.empty(shape).stride()
+        assert tuple(m.strides[i] for i in range(m.ndim)) == want
+        t = out.as_tensor()
+        assert tuple(t.shape) == shape
+        assert t.data_ptr() == lease.data  # zero-copy
+        assert t.stride() == want
+    for i in range(4):  # ragged samples, one DLManagedTensor each
+        s = raw[i]
+        t = s.as_tensor()
+        assert t.data_ptr() == s.data_ptr()
+        assert t.stride() == torch.empty(s.shape()).stride()
+    pipe.close()
