@@ -98,6 +98,9 @@ func (d *Decoder) OutputSize(data []byte, info Info, opt Options) (w, h, c int, 
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if err := checkDataFits(data, info); err != nil {
+		return 0, 0, 0, err
+	}
 	return p.ow, p.oh, p.oc, nil
 }
 
@@ -123,6 +126,9 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if err := checkDataFits(data, info); err != nil {
+		return 0, 0, 0, err
+	}
 	if n := p.ow * p.oh * p.oc; len(dst) < n {
 		return 0, 0, 0, fmt.Errorf("destination holds %d bytes, the %dx%dx%d image needs %d", len(dst), p.ow, p.oh, p.oc, n)
 	}
@@ -134,7 +140,7 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	case FormatBMP:
 		err = d.decodeBMP(data, info, p, opt.Out, dst)
 	default:
-		err = d.decodeStd(data, info, p, opt.Out, dst)
+		err = d.decodeStd(data, info, p, opt, dst)
 	}
 	if err != nil {
 		return 0, 0, 0, err
