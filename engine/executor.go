@@ -70,6 +70,7 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch}
 	p.limits.MaxImagePixels = spec.MaxImagePixels
+	p.limits.MaxFileBytes = spec.MaxFileBytes
 	if spec.Seed == -1 {
 		p.seed = rand.Uint64()
 	} else {
