@@ -13,7 +13,9 @@ type Decoder struct {
 	jpeg    *jpegState
 	cleanup runtime.Cleanup
 	closed  bool
-	scratch []byte // grow-only staging for formats decoded by Go code
+	scratch []byte // grow-only staging for formats decoded by Go code (see Trim)
+	// lastWork is the largest working memory of a JPEG decoded since the last Trim.
+	lastWork int64
 }
 
 // NewDecoder returns a Decoder. Its libjpeg state is created on first use (the zero
@@ -134,6 +136,7 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	}
 	switch info.Format {
 	case FormatJPEG:
+		d.lastWork = max(d.lastWork, info.WorkBytes+int64(p.sw)*int64(p.oc)*64)
 		err = d.decodeJPEG(data, info, p, opt, dst)
 	case FormatPNM:
 		err = d.decodePNM(data, info, p, opt.Out, dst)
@@ -147,6 +150,23 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	}
 	return p.ow, p.oh, p.oc, nil
 }
+
+// Trim drops the Decoder's scratch buffer when it has grown above limit bytes, and
+// asks the C allocator to return freed memory to the system after a decode that
+// needed more than limit (libjpeg's whole-image buffers, freed when each image ends,
+// may otherwise stay in malloc's arenas).
+func (d *Decoder) Trim(limit int) {
+	if cap(d.scratch) > limit {
+		d.scratch = nil
+	}
+	if d.lastWork > int64(limit) {
+		d.lastWork = 0
+		releaseCMemory()
+	}
+}
+
+// ScratchBytes is the capacity of the scratch buffer the Decoder holds.
+func (d *Decoder) ScratchBytes() int { return cap(d.scratch) }
 
 // grow returns the Decoder's scratch buffer resized to n bytes, reallocating only when
 // it has to grow.

@@ -11,6 +11,12 @@ package codec
 #include <stdio.h>
 #include <jpeglib.h>
 #include "gdjpeg.h"
+#ifdef __GLIBC__
+#include <malloc.h>
+static void gd_release_memory(void) { malloc_trim(0); }
+#else
+static void gd_release_memory(void) {}
+#endif
 */
 import "C"
 
@@ -53,6 +59,9 @@ func (d *Decoder) libjpeg() (*C.gd_jpeg, error) {
 	}
 	return d.jpeg.st, nil
 }
+
+// releaseCMemory returns memory libjpeg freed to the system.
+func releaseCMemory() { C.gd_release_memory() }
 
 func bytePtr(b []byte) *C.uchar { return (*C.uchar)(unsafe.Pointer(unsafe.SliceData(b))) }
 

@@ -323,6 +323,7 @@ func (p *Pipeline) Close() {
 		}
 	}
 	p.pool.Close()
+	releaseMemory()
 }
 
 // ReaderMeta describes the reader node named name.
@@ -539,6 +540,7 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	started.Done()
 	for t := range w.p.tasks {
 		err := w.runSample(t.b, t.i, t.ref)
+		w.trim()
 		if t.result != nil {
 			t.result <- err
 		} else {

@@ -45,7 +45,9 @@ class Pipeline:
     compatibility: godali always runs ahead of the consumer.
 
     godali extras: max_image_pixels (refuse images whose header declares more pixels;
-    None: the library's default, 0: no limit), on_error ("raise": a bad sample raises
+    None: the library's default, 0: no limit), max_file_bytes (readers refuse larger
+    files before reading them; None: the library's default, 256 MiB; 0: no limit),
+    on_error ("raise": a bad sample raises
     DataError naming the file, and the next run() goes on; "skip": it is replaced and
     counted in batch_info.skipped), first_epoch (the epoch number the pipeline starts at:
     resuming at epoch n gives epoch n's shuffle and shard).
@@ -61,7 +63,8 @@ class Pipeline:
                  bytes_per_sample=0, set_affinity=False, max_streams=-1,
                  default_cuda_stream_priority=0, *, enable_memory_stats=False,
                  enable_checkpointing=False, checkpoint=None,
-                 max_image_pixels=None, on_error="raise", first_epoch=0):
+                 max_image_pixels=None, on_error="raise", first_epoch=0,
+                 max_file_bytes=None):
         # bytes_per_sample .. enable_memory_stats are DALI tuning knobs godali has no use
         # for; they are accepted so DALI code runs unchanged.
         self._batch_size = int(batch_size) if batch_size is not None else -1
@@ -86,6 +89,9 @@ class Pipeline:
         if max_image_pixels is not None and int(max_image_pixels) < 0:
             raise ValueError("godali: max_image_pixels must be >= 0 (0: no limit)")
         self._max_image_pixels = None if max_image_pixels is None else int(max_image_pixels)
+        if max_file_bytes is not None and int(max_file_bytes) < 0:
+            raise ValueError("godali: max_file_bytes must be >= 0 (0: no limit)")
+        self._max_file_bytes = None if max_file_bytes is None else int(max_file_bytes)
         self._first_epoch = int(first_epoch)
         if self._first_epoch < 0:
             raise ValueError("godali: first_epoch must be >= 0")
@@ -279,6 +285,8 @@ class Pipeline:
         d["seed"] = self._seed
         if self._max_image_pixels is not None:
             d["max_image_pixels"] = self._max_image_pixels
+        if self._max_file_bytes is not None:
+            d["max_file_bytes"] = self._max_file_bytes
         d["on_error"] = self._on_error
         if not self._exec_pipelined:
             d["exec_pipelined"] = False
