@@ -13,10 +13,13 @@ type Trimmer interface{ Trim(limit int) }
 
 // trim drops the worker's buffers above TrimBytes after a sample.
 func (w *worker) trim() {
-	for _, outs := range w.bufs {
+	for id, outs := range w.bufs {
 		for k, b := range outs {
 			if cap(b) > TrimBytes {
 				outs[k] = nil
+				if ws := w.ws[id]; ws != nil && k < len(ws.Out) {
+					ws.Out[k].Data = nil // the tensor views the buffer too
+				}
 			}
 		}
 	}

@@ -41,6 +41,13 @@ func TestWorkersGiveBackLargeBuffers(t *testing.T) {
 				kept += cap(b)
 			}
 		}
+		for _, ws := range w.ws {
+			for _, o := range ws.Out {
+				if cap(o.Data) > TrimBytes {
+					t.Errorf("node %s's tensor still views a %d-byte buffer", ws.Node, cap(o.Data))
+				}
+			}
+		}
 		for _, s := range w.states {
 			if d, ok := s.(*decoderState); ok && d.dec.ScratchBytes() > TrimBytes {
 				t.Errorf("a decoder keeps %d bytes of scratch", d.dec.ScratchBytes())
