@@ -135,7 +135,20 @@ func probeBMP(data []byte) (Info, error) {
 	if hd.bpp <= 8 {
 		info.Components, info.ColorSpace = 1, "Palette"
 	}
+	if hd.compression == bmpRLE8 || hd.compression == bmpRLE4 {
+		info.WorkBytes = int64(hd.w) * int64(hd.h) // the index plane
+	}
 	return info, nil
+}
+
+// bmpRasterFits checks that an uncompressed raster lies within the file.
+func bmpRasterFits(hd bmpHeader, size int) error {
+	w, h := int64(hd.w), int64(hd.h)
+	stride := (w*int64(hd.bpp) + 31) / 32 * 4
+	if rowBytes := (w*int64(hd.bpp) + 7) / 8; int64(size-hd.offset) < (h-1)*stride+rowBytes {
+		return &decodeError{msg: fmt.Sprintf("BMP: pixel data truncated (%d bytes for %d rows of %d)", size-hd.offset, h, stride), kind: ErrTruncated}
+	}
+	return nil
 }
 
 // decodeBMP expands the pixels into the scratch buffer as RGB rows, top row first.

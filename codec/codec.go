@@ -99,6 +99,10 @@ type Info struct {
 	Orientation int
 	// Progressive and Arithmetic describe JPEG coding.
 	Progressive, Arithmetic bool
+	// WorkBytes is the size of the whole-image intermediate the format's decoder builds
+	// besides the output, as the header implies (0 when it decodes row by row); see
+	// WorkBytesPerPixel.
+	WorkBytes int64
 }
 
 // OrientedSize is the size of the image as Decode returns it without a ROI or scaling:
@@ -227,6 +231,9 @@ func planAt(info Info, opt Options, n int) (plan, error) {
 	}
 	if opt.MaxPixels > 0 && int64(W)*int64(H) > opt.MaxPixels {
 		return p, tooManyPixels(W, H, opt.MaxPixels)
+	}
+	if err := checkWork(info, opt); err != nil {
+		return p, err
 	}
 	switch opt.Out {
 	case RGB, BGR, Gray:

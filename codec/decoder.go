@@ -13,7 +13,9 @@ type Decoder struct {
 	jpeg    *jpegState
 	cleanup runtime.Cleanup
 	closed  bool
-	scratch []byte // grow-only staging for formats decoded by Go code
+	scratch []byte // grow-only staging for formats decoded by Go code (see Trim)
+	// lastWork is the largest working memory of a JPEG decoded since the last Trim.
+	lastWork int64
 }
 
 // NewDecoder returns a Decoder. Its libjpeg state is created on first use (the zero
@@ -98,6 +100,9 @@ func (d *Decoder) OutputSize(data []byte, info Info, opt Options) (w, h, c int, 
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if err := checkDataFits(data, info); err != nil {
+		return 0, 0, 0, err
+	}
 	return p.ow, p.oh, p.oc, nil
 }
 
@@ -123,24 +128,45 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if err := checkDataFits(data, info); err != nil {
+		return 0, 0, 0, err
+	}
 	if n := p.ow * p.oh * p.oc; len(dst) < n {
 		return 0, 0, 0, fmt.Errorf("destination holds %d bytes, the %dx%dx%d image needs %d", len(dst), p.ow, p.oh, p.oc, n)
 	}
 	switch info.Format {
 	case FormatJPEG:
+		d.lastWork = max(d.lastWork, info.WorkBytes+int64(p.sw)*int64(p.oc)*64)
 		err = d.decodeJPEG(data, info, p, opt, dst)
 	case FormatPNM:
 		err = d.decodePNM(data, info, p, opt.Out, dst)
 	case FormatBMP:
 		err = d.decodeBMP(data, info, p, opt.Out, dst)
 	default:
-		err = d.decodeStd(data, info, p, opt.Out, dst)
+		err = d.decodeStd(data, info, p, opt, dst)
 	}
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	return p.ow, p.oh, p.oc, nil
 }
+
+// Trim drops the Decoder's scratch buffer when it has grown above limit bytes, and
+// asks the C allocator to return freed memory to the system after a decode that
+// needed more than limit (libjpeg's whole-image buffers, freed when each image ends,
+// may otherwise stay in malloc's arenas).
+func (d *Decoder) Trim(limit int) {
+	if cap(d.scratch) > limit {
+		d.scratch = nil
+	}
+	if d.lastWork > int64(limit) {
+		d.lastWork = 0
+		releaseCMemory()
+	}
+}
+
+// ScratchBytes is the capacity of the scratch buffer the Decoder holds.
+func (d *Decoder) ScratchBytes() int { return cap(d.scratch) }
 
 // grow returns the Decoder's scratch buffer resized to n bytes, reallocating only when
 // it has to grow.

@@ -169,6 +169,17 @@ int gd_jpeg_header(gd_jpeg *s, const unsigned char *data, size_t len) {
   s->hdr.progressive = ci->progressive_mode ? 1 : 0;
   s->hdr.arithmetic = ci->arith_code ? 1 : 0;
   s->hdr.precision = ci->data_precision;
+  /* What jdcoefct.c allocates for a multi-scan image: every component's blocks, padded
+   * to whole iMCUs, 64 16-bit coefficients each. */
+  unsigned long long coef = 0;
+  for (int i = 0; i < ci->num_components; i++) {
+    const jpeg_component_info *c = &ci->comp_info[i];
+    unsigned long long bw = c->width_in_blocks, bh = c->height_in_blocks;
+    bw = (bw + (unsigned)c->h_samp_factor - 1) / (unsigned)c->h_samp_factor * (unsigned)c->h_samp_factor;
+    bh = (bh + (unsigned)c->v_samp_factor - 1) / (unsigned)c->v_samp_factor * (unsigned)c->v_samp_factor;
+    coef += bw * bh * (unsigned long long)sizeof(JBLOCK);
+  }
+  s->hdr.coef_bytes = coef;
   jpeg_abort_decompress(ci);
   forget_input(m);
   return 0;
@@ -385,6 +396,10 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
   ci->do_fancy_upsampling = TRUE;
   ci->scale_num = (unsigned)job->scale_num;
   ci->scale_denom = 8;
+  /* Bounds the whole-image buffers libjpeg sizes in jpeg_start_decompress (coefficients
+   * of multi-scan images): with no backing store, a larger need fails before it is
+   * allocated. */
+  ci->mem->max_memory_to_use = job->max_memory > 0 ? (long)job->max_memory : 0;
 
   jpeg_start_decompress(ci);
   if (ci->output_width != job->scaled_w || ci->output_height != job->scaled_h) {

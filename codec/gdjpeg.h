@@ -33,6 +33,7 @@ typedef struct {
   int progressive;
   int arithmetic;
   int precision;
+  unsigned long long coef_bytes; /* whole-image coefficient buffer (progressive mode) */
 } gd_header;
 
 /* gd_job: one decode request, computed by the Go side. All ROI coordinates are in the
@@ -46,6 +47,7 @@ typedef struct {
   int orientation;             /* EXIF 1..8, applied while writing rows */
   long long max_pixels;        /* >0: refuse larger headers */
   int fast_idct;               /* 1: JDCT_IFAST instead of JDCT_ISLOW */
+  long long max_memory;        /* >0: libjpeg's max_memory_to_use; larger needs fail */
 } gd_job;
 
 typedef struct gd_jpeg_impl gd_jpeg_impl;

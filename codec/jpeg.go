@@ -11,6 +11,12 @@ package codec
 #include <stdio.h>
 #include <jpeglib.h>
 #include "gdjpeg.h"
+#ifdef __GLIBC__
+#include <malloc.h>
+static void gd_release_memory(void) { malloc_trim(0); }
+#else
+static void gd_release_memory(void) {}
+#endif
 */
 import "C"
 
@@ -54,6 +60,9 @@ func (d *Decoder) libjpeg() (*C.gd_jpeg, error) {
 	return d.jpeg.st, nil
 }
 
+// releaseCMemory returns memory libjpeg freed to the system.
+func releaseCMemory() { C.gd_release_memory() }
+
 func bytePtr(b []byte) *C.uchar { return (*C.uchar)(unsafe.Pointer(unsafe.SliceData(b))) }
 
 // jpegError turns the C side's status and message into a Go error.
@@ -62,6 +71,9 @@ func jpegError(st *C.gd_jpeg, rc C.int) error {
 	switch {
 	case rc == 1:
 		return &decodeError{msg: "JPEG: " + msg + " (truncated?)", kind: ErrTruncated}
+	case strings.Contains(msg, "Backing store not supported"):
+		// libjpeg wanted more than max_memory_to_use for its whole-image buffers.
+		return &decodeError{msg: fmt.Sprintf("JPEG: decoding needs more working memory than max_image_pixels x %d bytes allows (libjpeg: %s)", WorkBytesPerPixel, msg), kind: ErrTooManyPixels}
 	case strings.HasPrefix(msg, "Unsupported JPEG data precision"):
 		return fmt.Errorf("JPEG: %s: only 8-bit JPEGs are supported", msg)
 	}
@@ -98,6 +110,7 @@ func (d *Decoder) probeJPEG(data []byte) (Info, error) {
 		Orientation: tiffOrientation(jpegExif(data)),
 		Progressive: h.progressive != 0,
 		Arithmetic:  h.arithmetic != 0,
+		WorkBytes:   jpegWorkBytes(h.progressive != 0, int64(h.coef_bytes)),
 	}, nil
 }
 
@@ -127,12 +140,32 @@ func (d *Decoder) decodeJPEG(data []byte, info Info, p plan, opt Options, dst []
 		orientation: C.int(p.orient),
 		max_pixels:  C.longlong(opt.MaxPixels),
 		fast_idct:   boolC(opt.FastIDCT),
+		max_memory:  C.longlong(jpegMaxMemory(opt)),
 	}
 	rc := C.gd_jpeg_decode(st, bytePtr(data), C.size_t(len(data)), bytePtr(dst), C.size_t(len(dst)))
 	if rc != 0 {
 		return jpegError(st, rc)
 	}
 	return nil
+}
+
+// jpegWorkBytes: a progressive image is decoded from a whole-image coefficient buffer;
+// a sequential one row by row.
+func jpegWorkBytes(progressive bool, coef int64) int64 {
+	if progressive {
+		return coef
+	}
+	return 0
+}
+
+// jpegMaxMemory is the bound libjpeg enforces itself, for what the header does not show
+// (a sequential image with non-interleaved scans also buffers every coefficient): the
+// working-memory bound plus room for libjpeg's row buffers.
+func jpegMaxMemory(opt Options) int64 {
+	if opt.MaxPixels <= 0 {
+		return 0
+	}
+	return opt.MaxPixels*WorkBytesPerPixel + 64<<20
 }
 
 // Pixel layouts of emit's source (gdjpeg.h's GD_PF_*).

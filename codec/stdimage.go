@@ -56,7 +56,7 @@ func recoverDecoder(f Format, err *error) {
 }
 
 func stdInfo(f Format, cfg image.Config) Info {
-	info := Info{Format: f, Width: cfg.Width, Height: cfg.Height, Orientation: 1}
+	info := Info{Format: f, Width: cfg.Width, Height: cfg.Height, Orientation: 1, WorkBytes: stdWorkBytes(f, cfg)}
 	switch cfg.ColorModel {
 	case color.GrayModel, color.Gray16Model:
 		info.ColorSpace, info.Components = "Gray", 1
@@ -102,6 +102,9 @@ func probePNG(data []byte) (Info, error) {
 			info.ColorSpace, info.Components = "RGBA", 4
 		}
 	}
+	if err := pngWork(data, &info); err != nil {
+		return Info{}, err
+	}
 	info.Orientation = tiffOrientation(pngExif(data))
 	return info, nil
 }
@@ -139,13 +142,17 @@ func probeTIFF(data []byte) (Info, error) {
 // decodeStd decodes PNG, GIF, WebP and TIFF with Go decoders. The header is read again
 // and checked against info first, so that an Info from other data cannot smuggle a huge
 // image past Options.MaxPixels.
-func (d *Decoder) decodeStd(data []byte, info Info, p plan, out OutputType, dst []byte) (err error) {
+func (d *Decoder) decodeStd(data []byte, info Info, p plan, opt Options, dst []byte) (err error) {
+	out := opt.Out
 	cfg, err := stdConfig(info.Format, data)
 	if err != nil {
 		return err
 	}
 	if cfg.Width != info.Width || cfg.Height != info.Height {
 		return fmt.Errorf("%s: header says %dx%d but Info says %dx%d", info.Format, cfg.Width, cfg.Height, info.Width, info.Height)
+	}
+	if err := checkWork(Info{Format: info.Format, Width: cfg.Width, Height: cfg.Height, ColorSpace: info.ColorSpace, WorkBytes: max(info.WorkBytes, stdWorkBytes(info.Format, cfg))}, opt); err != nil {
+		return err
 	}
 	img, err := stdDecode(info.Format, data)
 	if err != nil {

@@ -101,6 +101,9 @@ type decoderState struct {
 
 func (s *decoderState) Close() { s.dec.Close() }
 
+// Trim gives back the decoder's scratch and C memory grown above limit.
+func (s *decoderState) Trim(limit int) { s.dec.Trim(limit) }
+
 func newCPUDecoder(a *Args, randomCrop bool) (Operator, error) {
 	out, err := codec.ParseOutputType(a.String("output_type"))
 	if err != nil {

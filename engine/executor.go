@@ -89,6 +89,7 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch}
 	p.limits.MaxImagePixels = spec.MaxImagePixels
+	p.limits.MaxFileBytes = spec.MaxFileBytes
 	if spec.Seed == -1 {
 		p.seed = rand.Uint64()
 	} else {
@@ -361,6 +362,7 @@ func (p *Pipeline) Close() {
 		}
 	}
 	p.pool.Close()
+	releaseMemory()
 }
 
 // ReaderMeta describes the reader node named name.
@@ -629,6 +631,7 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	started.Done()
 	for t := range w.p.tasks {
 		err := w.runSample(t.b, t.i, t.ref)
+		w.trim()
 		if t.result != nil {
 			t.result <- sampleResult{i: t.i, err: err}
 		} else {

@@ -137,6 +137,7 @@ type SampleNote struct {
 // Limits are pipeline-wide guards operators enforce.
 type Limits struct {
 	MaxImagePixels int64
+	MaxFileBytes   int64 // readers refuse larger files (0: no limit)
 }
 
 // ArgInputScalar returns a per-sample scalar argument as float64, or def when absent.

@@ -208,14 +208,10 @@ func scanImageFolder(root string, filters []string, caseSensitive bool) ([]Sampl
 	var out []SampleRef
 	for label, c := range classes {
 		var files []string
-		err := filepath.WalkDir(filepath.Join(root, c), func(p string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && match(d.Name()) {
+		err := walkFollow(filepath.Join(root, c), func(p string) {
+			if match(filepath.Base(p)) {
 				files = append(files, p)
 			}
-			return nil
 		})
 		if err != nil {
 			return nil, err
@@ -403,20 +399,11 @@ func (r *fileReader) Setup(ws *Workspace) error {
 		syscall.Close(st.fd)
 		st.fd = -1
 	}
-	fd, err := syscall.Open(ws.Ref.Path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, size, err := openSampleFile(ws.Ref.Path, ws.Limits.MaxFileBytes)
 	if err != nil {
-		return fmt.Errorf("cannot open: %w", err)
+		return err
 	}
-	var s syscall.Stat_t
-	if err := syscall.Fstat(fd, &s); err != nil {
-		syscall.Close(fd)
-		return fmt.Errorf("cannot stat: %w", err)
-	}
-	if s.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		syscall.Close(fd)
-		return fmt.Errorf("not a regular file")
-	}
-	st.fd, st.size = fd, int(s.Size)
+	st.fd, st.size = fd, int(size)
 	ws.Out[0].SetShape(st.size)
 	if len(ws.Out) > 1 {
 		ws.Out[1].SetShape(1)

@@ -18,6 +18,7 @@ type Spec struct {
 	PrefetchQueueDepth int
 	Seed               int64
 	MaxImagePixels     int64
+	MaxFileBytes       int64
 	OnError            string
 	FirstEpoch         int64
 	// EnableCheckpointing allows Checkpoint and Restore (DALI's enable_checkpointing).
@@ -38,7 +39,7 @@ type NodeSpec struct {
 }
 
 var topLevelKeys = []string{"batch_size", "num_threads", "device_id", "prefetch_queue_depth",
-	"seed", "max_image_pixels", "on_error", "first_epoch", "ops", "outputs",
+	"seed", "max_image_pixels", "max_file_bytes", "on_error", "first_epoch", "ops", "outputs",
 	"exec_pipelined", "exec_async", "enable_checkpointing"}
 
 var nodeKeys = []string{"op", "name", "device", "inputs", "arg_inputs", "outputs", "args"}
@@ -65,7 +66,7 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if err := checkKeys("pipeline", top, topLevelKeys); err != nil {
 		return nil, err
 	}
-	s := &Spec{NumThreads: 4, PrefetchQueueDepth: 2, Seed: -1, MaxImagePixels: DefaultMaxImagePixels, OnError: "raise"}
+	s := &Spec{NumThreads: 4, PrefetchQueueDepth: 2, Seed: -1, MaxImagePixels: DefaultMaxImagePixels, MaxFileBytes: DefaultMaxFileBytes, OnError: "raise"}
 	intKey := func(key string, dst *int64, required bool, min, max int64) error {
 		raw, ok := top[key]
 		if !ok {
@@ -101,6 +102,9 @@ func ParseSpec(data []byte) (*Spec, error) {
 		return nil, err
 	}
 	if err := intKey("max_image_pixels", &s.MaxImagePixels, false, 0, math.MaxInt64); err != nil {
+		return nil, err
+	}
+	if err := intKey("max_file_bytes", &s.MaxFileBytes, false, 0, math.MaxInt64); err != nil {
 		return nil, err
 	}
 	if err := intKey("first_epoch", &s.FirstEpoch, false, 0, math.MaxInt64); err != nil {

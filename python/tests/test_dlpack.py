@@ -148,7 +148,7 @@ def _capsule_strides(cap, versioned):
 def test_capsules_carry_compact_strides(shape, versioned):
     # DLPack >= 1.2: a producer fills strides whenever ndim > 0.
     arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
-    tl = TensorList(dense=_buffer(arr))
+    tl = TensorList._wrap(dense=_buffer(arr))
     cap = tl.__dlpack__(max_version=(1, 2) if versioned else None)
     want = torch.empty(shape).stride()
     assert _capsule_strides(cap, versioned) == want
@@ -179,13 +179,13 @@ def test_library_tensors_carry_strides(image_folder):
         assert m.strides, "the library exported NULL strides"
         want = torch.empty(shape).stride()
         assert tuple(m.strides[i] for i in range(m.ndim)) == want
-        t = out.as_tensor()
+        t = torch.from_dlpack(out.as_tensor())
         assert tuple(t.shape) == shape
         assert t.data_ptr() == lease.data  # zero-copy
         assert t.stride() == want
     for i in range(4):  # ragged samples, one DLManagedTensor each
         s = raw[i]
-        t = s.as_tensor()
+        t = torch.from_dlpack(s)
         assert t.data_ptr() == s.data_ptr()
         assert t.stride() == torch.empty(s.shape()).stride()
     pipe.close()

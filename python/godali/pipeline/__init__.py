@@ -45,7 +45,9 @@ class Pipeline:
     compatibility: godali always runs ahead of the consumer.
 
     godali extras: max_image_pixels (refuse images whose header declares more pixels;
-    None: the library's default, 0: no limit), on_error ("raise": a bad sample raises
+    None: the library's default, 0: no limit), max_file_bytes (readers refuse larger
+    files before reading them; None: the library's default, 256 MiB; 0: no limit),
+    on_error ("raise": a bad sample raises
     DataError naming the file, and the next run() goes on; "skip": it is replaced and
     counted in batch_info.skipped), first_epoch (the epoch number the pipeline starts at:
     resuming at epoch n gives epoch n's shuffle and shard). skipped() names the files
@@ -65,7 +67,8 @@ class Pipeline:
                  py_start_method="fork", py_callback_pickler=None, output_dtype=None,
                  output_ndim=None, exec_dynamic=False, experimental_exec_dynamic=False,
                  exec_separated=False, stream=None, enable_conditionals=False,
-                 max_image_pixels=None, on_error="raise", first_epoch=0):
+                 max_image_pixels=None, on_error="raise", first_epoch=0,
+                 max_file_bytes=None):
         # bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
         # enable_memory_stats, py_num_workers, py_start_method, py_callback_pickler,
         # exec_dynamic, exec_separated and stream are DALI tuning knobs godali has no use
@@ -102,6 +105,9 @@ class Pipeline:
         if max_image_pixels is not None and int(max_image_pixels) < 0:
             raise ValueError("godali: max_image_pixels must be >= 0 (0: no limit)")
         self._max_image_pixels = None if max_image_pixels is None else int(max_image_pixels)
+        if max_file_bytes is not None and int(max_file_bytes) < 0:
+            raise ValueError("godali: max_file_bytes must be >= 0 (0: no limit)")
+        self._max_file_bytes = None if max_file_bytes is None else int(max_file_bytes)
         self._first_epoch = int(first_epoch)
         if self._first_epoch < 0:
             raise ValueError("godali: first_epoch must be >= 0")
@@ -299,6 +305,8 @@ class Pipeline:
         d["seed"] = self._seed
         if self._max_image_pixels is not None:
             d["max_image_pixels"] = self._max_image_pixels
+        if self._max_file_bytes is not None:
+            d["max_file_bytes"] = self._max_file_bytes
         d["on_error"] = self._on_error
         if not self._exec_pipelined:
             d["exec_pipelined"] = False
