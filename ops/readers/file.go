@@ -1,4 +1,4 @@
-package engine
+package readers
 
 import (
 	"bufio"
@@ -13,38 +13,40 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/godali/godali/engine"
 )
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "readers.file",
 		Doc: "Reads files from a directory tree (file_root: one label per sorted subdirectory, like " +
 			"torchvision's ImageFolder), a file_list of \"path label\" lines, or files+labels. " +
 			"Outputs the encoded bytes (uint8, 1-D) and an int32 label of shape [1].",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"data", "label"}, IsReader: true,
-		Args: []ArgSpec{
-			{Name: "file_root", Type: ArgString, Doc: "directory: each sorted subdirectory is a class"},
-			{Name: "file_list", Type: ArgString, Doc: "text file of \"path label\" lines, paths relative to file_root (or to the list's directory)"},
-			{Name: "files", Type: ArgStringList, Doc: "explicit list of paths (relative to file_root if given)"},
-			{Name: "labels", Type: ArgIntList, Doc: "labels for files (default: the file's index)"},
-			{Name: "file_filters", Type: ArgStringList, Default: []string{"*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.webp", "*.gif"}, Doc: "glob patterns of files taken from file_root"},
-			{Name: "case_sensitive_filter", Type: ArgBool, Default: false, Doc: "match file_filters case-sensitively"},
-			{Name: "random_shuffle", Type: ArgBool, Default: false, Doc: "shuffle within a buffer of initial_fill samples"},
-			{Name: "initial_fill", Type: ArgInt, Default: 1024, Doc: "size of the shuffling buffer"},
-			{Name: "shuffle_after_epoch", Type: ArgBool, Default: false, Doc: "shuffle the whole data set every epoch, identically on every shard (exclusive with random_shuffle and stick_to_shard)"},
-			{Name: "shard_id", Type: ArgInt, Default: 0, Doc: "shard read by this pipeline"},
-			{Name: "num_shards", Type: ArgInt, Default: 1, Doc: "number of shards; shard i covers [floor(n*i/k), floor(n*(i+1)/k))"},
-			{Name: "stick_to_shard", Type: ArgBool, Default: false, Doc: "read the same shard every epoch (default: move to the next shard each epoch)"},
-			{Name: "pad_last_batch", Type: ArgBool, Default: false, Doc: "repeat the last sample so every shard reads ceil(n/k) samples and the last batch is full"},
-			{Name: "seed", Type: ArgInt, Default: -1, Doc: "shuffling seed (-1: the pipeline's seed; shuffle_after_epoch then uses a fixed seed shared by all shards)"},
-			{Name: "read_ahead", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
-			{Name: "dont_use_mmap", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; files are always read, not mapped"},
-			{Name: "lazy_init", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
-			{Name: "prefetch_queue_depth", Type: ArgInt, Default: 1, Doc: "accepted for DALI compatibility; the pipeline's prefetch applies"},
-			{Name: "skip_cached_images", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+		Args: []engine.ArgSpec{
+			{Name: "file_root", Type: engine.ArgString, Doc: "directory: each sorted subdirectory is a class"},
+			{Name: "file_list", Type: engine.ArgString, Doc: "text file of \"path label\" lines, paths relative to file_root (or to the list's directory)"},
+			{Name: "files", Type: engine.ArgStringList, Doc: "explicit list of paths (relative to file_root if given)"},
+			{Name: "labels", Type: engine.ArgIntList, Doc: "labels for files (default: the file's index)"},
+			{Name: "file_filters", Type: engine.ArgStringList, Default: []string{"*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.webp", "*.gif"}, Doc: "glob patterns of files taken from file_root"},
+			{Name: "case_sensitive_filter", Type: engine.ArgBool, Default: false, Doc: "match file_filters case-sensitively"},
+			{Name: "random_shuffle", Type: engine.ArgBool, Default: false, Doc: "shuffle within a buffer of initial_fill samples"},
+			{Name: "initial_fill", Type: engine.ArgInt, Default: 1024, Doc: "size of the shuffling buffer"},
+			{Name: "shuffle_after_epoch", Type: engine.ArgBool, Default: false, Doc: "shuffle the whole data set every epoch, identically on every shard (exclusive with random_shuffle and stick_to_shard)"},
+			{Name: "shard_id", Type: engine.ArgInt, Default: 0, Doc: "shard read by this pipeline"},
+			{Name: "num_shards", Type: engine.ArgInt, Default: 1, Doc: "number of shards; shard i covers [floor(n*i/k), floor(n*(i+1)/k))"},
+			{Name: "stick_to_shard", Type: engine.ArgBool, Default: false, Doc: "read the same shard every epoch (default: move to the next shard each epoch)"},
+			{Name: "pad_last_batch", Type: engine.ArgBool, Default: false, Doc: "repeat the last sample so every shard reads ceil(n/k) samples and the last batch is full"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "shuffling seed (-1: the pipeline's seed; shuffle_after_epoch then uses a fixed seed shared by all shards)"},
+			{Name: "read_ahead", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+			{Name: "dont_use_mmap", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; files are always read, not mapped"},
+			{Name: "lazy_init", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+			{Name: "prefetch_queue_depth", Type: engine.ArgInt, Default: 1, Doc: "accepted for DALI compatibility; the pipeline's prefetch applies"},
+			{Name: "skip_cached_images", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
 		},
 	})
-	RegisterBackend("readers.file", "cpu", newFileReader)
+	engine.RegisterBackend("readers.file", "cpu", newFileReader)
 }
 
 // fileReaderDefaultShuffleSeed is shared by every shard so that shuffle_after_epoch
@@ -52,9 +54,9 @@ func init() {
 const fileReaderDefaultShuffleSeed = 0x6d2b79f5
 
 type fileReader struct {
-	args     *Args
+	args     *engine.Args
 	opened   bool
-	entries  []SampleRef
+	entries  []engine.SampleRef
 	shardID  int
 	shards   int
 	shuffle  bool
@@ -73,7 +75,7 @@ type fileReader struct {
 	digest     string
 }
 
-func newFileReader(a *Args) (Operator, error) {
+func newFileReader(a *engine.Args) (engine.Operator, error) {
 	r := &fileReader{args: a, shardID: a.Int("shard_id"), shards: a.Int("num_shards"),
 		shuffle: a.Bool("random_shuffle"), fill: a.Int("initial_fill"),
 		perEpoch: a.Bool("shuffle_after_epoch"), stick: a.Bool("stick_to_shard"),
@@ -111,8 +113,8 @@ func newFileReader(a *Args) (Operator, error) {
 	return r, nil
 }
 
-func (r *fileReader) Infer(in []TensorMeta) ([]TensorMeta, error) {
-	return []TensorMeta{{DType: UInt8, Shape: []int{-1}}, {DType: Int32, Shape: []int{1}}}, nil
+func (r *fileReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	return []engine.TensorMeta{{DType: engine.UInt8, Shape: []int{-1}}, {DType: engine.Int32, Shape: []int{1}}}, nil
 }
 
 // SetPipelineSeed is called by the executor before Open.
@@ -136,7 +138,7 @@ func (r *fileReader) Open() error {
 			if labels != nil {
 				l = int32(labels[i])
 			}
-			r.entries = append(r.entries, SampleRef{Path: f, Label: l})
+			r.entries = append(r.entries, engine.SampleRef{Path: f, Label: l})
 		}
 	case a.Has("file_list"):
 		r.entries, err = readFileList(a.String("file_list"), root)
@@ -144,13 +146,13 @@ func (r *fileReader) Open() error {
 		r.entries, err = scanImageFolder(root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
 	}
 	if err != nil {
-		return &Error{Status: StatusData, Msg: describe(a.Node, a.Schema.Name), Err: err}
+		return &engine.Error{Status: engine.StatusData, Msg: engine.Describe(a.Node, a.Schema.Name), Err: err}
 	}
 	if len(r.entries) == 0 {
-		return Errorf(StatusData, "%s: no files found (file_root=%q, file_list=%q, filters %v)", describe(a.Node, a.Schema.Name), root, a.String("file_list"), a.Strings("file_filters"))
+		return engine.Errorf(engine.StatusData, "%s: no files found (file_root=%q, file_list=%q, filters %v)", engine.Describe(a.Node, a.Schema.Name), root, a.String("file_list"), a.Strings("file_filters"))
 	}
 	if len(r.entries) < r.shards {
-		return Errorf(StatusData, "%s: %d files cannot be split into num_shards=%d shards", describe(a.Node, a.Schema.Name), len(r.entries), r.shards)
+		return engine.Errorf(engine.StatusData, "%s: %d files cannot be split into num_shards=%d shards", engine.Describe(a.Node, a.Schema.Name), len(r.entries), r.shards)
 	}
 	for i := range r.entries {
 		r.entries[i].Index = i
@@ -159,7 +161,7 @@ func (r *fileReader) Open() error {
 	return nil
 }
 
-func scanImageFolder(root string, filters []string, caseSensitive bool) ([]SampleRef, error) {
+func scanImageFolder(root string, filters []string, caseSensitive bool) ([]engine.SampleRef, error) {
 	dirs, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("file_root: %w", err)
@@ -188,7 +190,7 @@ func scanImageFolder(root string, filters []string, caseSensitive bool) ([]Sampl
 		}
 		return false
 	}
-	var out []SampleRef
+	var out []engine.SampleRef
 	for label, c := range classes {
 		var files []string
 		err := filepath.WalkDir(filepath.Join(root, c), func(p string, d os.DirEntry, err error) error {
@@ -205,7 +207,7 @@ func scanImageFolder(root string, filters []string, caseSensitive bool) ([]Sampl
 		}
 		sort.Strings(files)
 		for _, f := range files {
-			out = append(out, SampleRef{Path: f, Label: int32(label)})
+			out = append(out, engine.SampleRef{Path: f, Label: int32(label)})
 		}
 	}
 	return out, nil
@@ -216,7 +218,7 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-func readFileList(list, root string) ([]SampleRef, error) {
+func readFileList(list, root string) ([]engine.SampleRef, error) {
 	f, err := os.Open(list)
 	if err != nil {
 		return nil, fmt.Errorf("file_list: %w", err)
@@ -225,7 +227,7 @@ func readFileList(list, root string) ([]SampleRef, error) {
 	if root == "" {
 		root = filepath.Dir(list)
 	}
-	var out []SampleRef
+	var out []engine.SampleRef
 	sc := bufio.NewScanner(f)
 	line := 0
 	for sc.Scan() {
@@ -246,22 +248,17 @@ func readFileList(list, root string) ([]SampleRef, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(root, p)
 		}
-		out = append(out, SampleRef{Path: p, Label: int32(label)})
+		out = append(out, engine.SampleRef{Path: p, Label: int32(label)})
 	}
 	return out, sc.Err()
 }
 
-// ShardRange is DALI's shard arithmetic: shard i of k over n samples.
-func ShardRange(n, i, k int) (begin, end int) {
-	return int(int64(n) * int64(i) / int64(k)), int(int64(n) * int64(i+1) / int64(k))
-}
-
-func (r *fileReader) Meta() ReaderMeta {
+func (r *fileReader) Meta() engine.ReaderMeta {
 	n := int64(len(r.entries))
 	k := int64(r.shards)
-	m := ReaderMeta{EpochSize: n, EpochSizePadded: n, ShardID: r.shardID, NumShards: r.shards,
+	m := engine.ReaderMeta{EpochSize: n, EpochSizePadded: n, ShardID: r.shardID, NumShards: r.shards,
 		PadLastBatch: r.pad, StickToShard: r.stick}
-	b, e := ShardRange(len(r.entries), r.shardID, r.shards)
+	b, e := engine.ShardRange(len(r.entries), r.shardID, r.shards)
 	m.ShardSize = int64(e - b)
 	if r.pad {
 		per := (n + k - 1) / k
@@ -289,12 +286,12 @@ func (r *fileReader) epochOrder(epoch int64, buf []int) (shard int, order []int)
 	if !r.stick {
 		shard = int((int64(r.shardID) + epoch) % int64(r.shards))
 	}
-	var rng RNG
+	var rng engine.RNG
 	seed := r.pipeSeed
 	if r.seed >= 0 {
 		seed = uint64(r.seed)
 	}
-	b, e := ShardRange(n, shard, r.shards)
+	b, e := engine.ShardRange(n, shard, r.shards)
 	if r.perEpoch {
 		if r.seed < 0 {
 			seed = fileReaderDefaultShuffleSeed
@@ -324,7 +321,7 @@ func (r *fileReader) epochOrder(epoch int64, buf []int) (shard int, order []int)
 
 // bufferShuffle emits samples in the order a shuffling buffer of size fill produces:
 // DALI's random_shuffle is local, not a full permutation.
-func bufferShuffle(in []int, fill int, rng *RNG) []int {
+func bufferShuffle(in []int, fill int, rng *engine.RNG) []int {
 	out := make([]int, 0, len(in))
 	buf := make([]int, 0, fill)
 	next := 0
@@ -349,7 +346,7 @@ func bufferShuffle(in []int, fill int, rng *RNG) []int {
 // NextBatch follows DALI: every shard runs ceil(ceil(n/k) / batch) batches per epoch,
 // so that data-parallel ranks take the same number of steps; positions past the shard's
 // samples repeat the last one (pad_last_batch) or wrap around to its start.
-func (r *fileReader) NextBatch(refs []SampleRef) (int, bool, bool) {
+func (r *fileReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 	if r.cursor >= r.length {
 		return 0, true, false
 	}
@@ -380,7 +377,7 @@ type fileReaderState struct {
 
 func (r *fileReader) NewWorkerState() any { return &fileReaderState{fd: -1} }
 
-func (r *fileReader) Setup(ws *Workspace) error {
+func (r *fileReader) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*fileReaderState)
 	if st.fd >= 0 { // Run was not reached for the previous sample
 		syscall.Close(st.fd)
@@ -407,7 +404,7 @@ func (r *fileReader) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (r *fileReader) Run(ws *Workspace) error {
+func (r *fileReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*fileReaderState)
 	defer func() { syscall.Close(st.fd); st.fd = -1 }()
 	buf := ws.Out[0].Data
@@ -425,14 +422,14 @@ func (r *fileReader) Run(ws *Workspace) error {
 		off += n
 	}
 	if len(ws.Out) > 1 {
-		writeScalar(ws.Out[1].Data, Int32, float64(ws.Ref.Label))
+		engine.WriteScalar(ws.Out[1].Data, engine.Int32, float64(ws.Ref.Label))
 	}
 	return nil
 }
 
 // SourceState implements SourceCheckpointer. It recomputes the epoch's order rather than
 // reading the live one, which the producer has moved ahead of the consumer.
-func (r *fileReader) SourceState(epoch, batches int64, batchSize int) SourceState {
+func (r *fileReader) SourceState(epoch, batches int64, batchSize int) engine.SourceState {
 	shard, order := r.epochOrder(epoch, nil)
 	h := sha256.New()
 	var b [8]byte
@@ -440,7 +437,7 @@ func (r *fileReader) SourceState(epoch, batches int64, batchSize int) SourceStat
 		binary.LittleEndian.PutUint64(b[:], uint64(i))
 		h.Write(b[:])
 	}
-	return SourceState{Epoch: epoch, Shard: shard, Position: batches * int64(batchSize),
+	return engine.SourceState{Epoch: epoch, Shard: shard, Position: batches * int64(batchSize),
 		EpochLength: r.epochLength(), NumFiles: len(r.entries), FilesDigest: r.filesDigest(),
 		OrderDigest: hex.EncodeToString(h.Sum(nil)[:16])}
 }
