@@ -5,16 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"os"
+	"io"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
 )
 
 func init() {
@@ -55,6 +57,7 @@ const fileReaderDefaultShuffleSeed = 0x6d2b79f5
 
 type fileReader struct {
 	args     *engine.Args
+	src      source.Source // where the files are listed and read
 	opened   bool
 	entries  []engine.SampleRef
 	shardID  int
@@ -76,7 +79,7 @@ type fileReader struct {
 }
 
 func newFileReader(a *engine.Args) (engine.Operator, error) {
-	r := &fileReader{args: a, shardID: a.Int("shard_id"), shards: a.Int("num_shards"),
+	r := &fileReader{args: a, src: source.Local{}, shardID: a.Int("shard_id"), shards: a.Int("num_shards"),
 		shuffle: a.Bool("random_shuffle"), fill: a.Int("initial_fill"),
 		perEpoch: a.Bool("shuffle_after_epoch"), stick: a.Bool("stick_to_shard"),
 		pad: a.Bool("pad_last_batch"), seed: int64(a.Int("seed"))}
@@ -141,9 +144,9 @@ func (r *fileReader) Open() error {
 			r.entries = append(r.entries, engine.SampleRef{Path: f, Label: l})
 		}
 	case a.Has("file_list"):
-		r.entries, err = readFileList(a.String("file_list"), root)
+		r.entries, err = readFileList(r.src, a.String("file_list"), root)
 	default:
-		r.entries, err = scanImageFolder(root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
+		r.entries, err = scanImageFolder(r.src, root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
 	}
 	if err != nil {
 		return &engine.Error{Status: engine.StatusData, Msg: engine.Describe(a.Node, a.Schema.Name), Err: err}
@@ -161,15 +164,15 @@ func (r *fileReader) Open() error {
 	return nil
 }
 
-func scanImageFolder(root string, filters []string, caseSensitive bool) ([]engine.SampleRef, error) {
-	dirs, err := os.ReadDir(root)
+func scanImageFolder(src source.Source, root string, filters []string, caseSensitive bool) ([]engine.SampleRef, error) {
+	dirs, err := src.List(root)
 	if err != nil {
 		return nil, fmt.Errorf("file_root: %w", err)
 	}
 	var classes []string
 	for _, d := range dirs {
-		if d.IsDir() || (d.Type()&os.ModeSymlink != 0 && isDir(filepath.Join(root, d.Name()))) {
-			classes = append(classes, d.Name())
+		if d.Dir {
+			classes = append(classes, d.Name)
 		}
 	}
 	sort.Strings(classes)
@@ -193,11 +196,8 @@ func scanImageFolder(root string, filters []string, caseSensitive bool) ([]engin
 	var out []engine.SampleRef
 	for label, c := range classes {
 		var files []string
-		err := filepath.WalkDir(filepath.Join(root, c), func(p string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && match(d.Name()) {
+		err := src.Walk(filepath.Join(root, c), func(p string) error {
+			if match(filepath.Base(p)) {
 				files = append(files, p)
 			}
 			return nil
@@ -213,13 +213,8 @@ func scanImageFolder(root string, filters []string, caseSensitive bool) ([]engin
 	return out, nil
 }
 
-func isDir(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
-}
-
-func readFileList(list, root string) ([]engine.SampleRef, error) {
-	f, err := os.Open(list)
+func readFileList(src source.Source, list, root string) ([]engine.SampleRef, error) {
+	f, err := src.Open(list)
 	if err != nil {
 		return nil, fmt.Errorf("file_list: %w", err)
 	}
@@ -228,7 +223,7 @@ func readFileList(list, root string) ([]engine.SampleRef, error) {
 		root = filepath.Dir(list)
 	}
 	var out []engine.SampleRef
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(io.NewSectionReader(f, 0, f.Size()))
 	line := 0
 	for sc.Scan() {
 		line++
@@ -371,32 +366,23 @@ func (r *fileReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 }
 
 type fileReaderState struct {
-	fd   int
+	f    source.File
 	size int
 }
 
-func (r *fileReader) NewWorkerState() any { return &fileReaderState{fd: -1} }
+func (r *fileReader) NewWorkerState() any { return &fileReaderState{} }
 
 func (r *fileReader) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*fileReaderState)
-	if st.fd >= 0 { // Run was not reached for the previous sample
-		syscall.Close(st.fd)
-		st.fd = -1
+	if st.f != nil { // Run was not reached for the previous sample
+		st.f.Close()
+		st.f = nil
 	}
-	fd, err := syscall.Open(ws.Ref.Path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	f, err := r.src.Open(ws.Ref.Path)
 	if err != nil {
-		return fmt.Errorf("cannot open: %w", err)
+		return sampleError(err)
 	}
-	var s syscall.Stat_t
-	if err := syscall.Fstat(fd, &s); err != nil {
-		syscall.Close(fd)
-		return fmt.Errorf("cannot stat: %w", err)
-	}
-	if s.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		syscall.Close(fd)
-		return fmt.Errorf("not a regular file")
-	}
-	st.fd, st.size = fd, int(s.Size)
+	st.f, st.size = f, int(f.Size())
 	ws.Out[0].SetShape(st.size)
 	if len(ws.Out) > 1 {
 		ws.Out[1].SetShape(1)
@@ -406,20 +392,13 @@ func (r *fileReader) Setup(ws *engine.Workspace) error {
 
 func (r *fileReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*fileReaderState)
-	defer func() { syscall.Close(st.fd); st.fd = -1 }()
+	defer func() { st.f.Close(); st.f = nil }()
 	buf := ws.Out[0].Data
-	for off := 0; off < len(buf); {
-		n, err := syscall.Pread(st.fd, buf[off:], int64(off))
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read error: %w", err)
-		}
-		if n == 0 {
+	if off, err := st.f.ReadAt(buf, 0); off < len(buf) {
+		if err == io.EOF {
 			return fmt.Errorf("file shrank while reading (%d of %d bytes)", off, len(buf))
 		}
-		off += n
+		return sampleError(err)
 	}
 	if len(ws.Out) > 1 {
 		engine.WriteScalar(ws.Out[1].Data, engine.Int32, float64(ws.Ref.Label))
@@ -460,4 +439,22 @@ func (r *fileReader) filesDigest() string {
 		r.digest = hex.EncodeToString(h.Sum(nil)[:16])
 	})
 	return r.digest
+}
+
+// sampleError words a source error about a sample's file without the path, which the
+// executor's error for the sample names already.
+func sampleError(err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch {
+	case errors.Is(pe.Err, source.ErrNotRegular):
+		return pe.Err
+	case pe.Op == "open":
+		return fmt.Errorf("cannot open: %w", pe.Err)
+	case pe.Op == "stat":
+		return fmt.Errorf("cannot stat: %w", pe.Err)
+	}
+	return fmt.Errorf("read error: %w", pe.Err)
 }
