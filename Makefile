@@ -8,7 +8,7 @@ BUILD   := build
 GPU     ?= auto
 LIBJPEG := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjpeg.so.62 /usr/lib/aarch64-linux-gnu/libjpeg.so.62 /usr/lib64/libjpeg.so.62 /usr/lib/libjpeg.so.62))
 NVCC    ?= $(firstword $(wildcard /usr/bin/nvcc /usr/local/cuda/bin/nvcc))
-GOSRC   := $(shell find capi engine codec internal nvjpeg kernels -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cu' 2>/dev/null) go.mod go.sum include/godali.h
+GOSRC   := $(shell find capi engine ops source codec internal nvjpeg kernels -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cu' 2>/dev/null) go.mod go.sum include/godali.h
 
 ifeq ($(GPU),auto)
   WANT_CUDA := $(if $(NVCC),1,)
@@ -68,7 +68,7 @@ $(BUILD)/libgodali_cuda.so: $(GOSRC) | cuda-kernels
 test-cuda-compile: cuda-kernels
 	$(CUDA_ENV) $(GO) vet -tags cuda ./...
 	@mkdir -p $(CUDA_TESTS)
-	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./kernels/ ./engine/
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./kernels/ ./engine/ ./ops/decoders/ ./ops/image/
 	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(CUDA_TESTS)/libjpeg.so.62; fi
 	$(CUDA_ENV) $(GO) test -tags 'cuda nodevice' -run 'TestLoad|TestCandidates|TestROIArgs' ./nvjpeg/
 
@@ -80,6 +80,8 @@ test-cuda: test-cuda-compile
 	cd nvjpeg && ../$(CUDA_TESTS)/nvjpeg.test -test.v $(TESTFLAGS)
 	cd kernels && ../$(CUDA_TESTS)/kernels.test -test.v $(TESTFLAGS)
 	cd engine && ../$(CUDA_TESTS)/engine.test -test.v $(TESTFLAGS)
+	cd ops/decoders && ../../$(CUDA_TESTS)/decoders.test -test.v $(TESTFLAGS)
+	cd ops/image && ../../$(CUDA_TESTS)/image.test -test.v $(TESTFLAGS)
 
 # --- GPU emulator (tests/gpuemu) ------------------------------------------------------
 # CPU stand-ins for libcuda.so.1, libnvidia-ml.so.1 and nvJPEG: streams run their queued
@@ -104,6 +106,8 @@ test-cuda-emu: gpuemu cpu
 	cd nvjpeg && $(EMU_ENV) GODALI_EMU_HW_DECODER=0 ../$(CUDA_TESTS)/nvjpeg.test $(TESTFLAGS)
 	cd kernels && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/kernels.test $(TESTFLAGS)
 	cd engine && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/engine.test $(TESTFLAGS)
+	cd ops/decoders && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/decoders.test $(TESTFLAGS)
+	cd ops/image && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/image.test $(TESTFLAGS)
 	cd engine && $(EMU_ENV) GODALI_EMU_HW_DECODER=0 ../$(CUDA_TESTS)/engine.test -test.run 'GPU|Mixed|ResNet' $(TESTFLAGS)
 	cd engine && for seed in 1 2 3 4 5 6; do $(EMU_ENV) GODALI_EMU_DELAY_US=20000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'Gather|ResNet50GPU' $(TESTFLAGS) || exit 1; done
 	cd engine && for seed in 1 2 3; do $(EMU_ENV) GODALI_EMU_DELAY_US=5000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'TestGPU(Reset|Close|Ragged|Skip|Checkpoint)' $(TESTFLAGS) || exit 1; done

@@ -62,7 +62,7 @@ cat "$OUT/gpu.txt"
 
 run_tests() {
   local pkg dir bin
-  for pkg in internal/cuda:cuda nvjpeg:nvjpeg kernels:kernels engine:engine; do
+  for pkg in internal/cuda:cuda nvjpeg:nvjpeg kernels:kernels engine:engine ops/decoders:decoders ops/image:image; do
     dir=${pkg%%:*}
     bin=$ROOT/build/cudatest/${pkg##*:}.test
     if [ ! -x "$bin" ]; then

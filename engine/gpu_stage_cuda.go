@@ -26,15 +26,15 @@ type GPUContext struct {
 }
 
 // gpuBinder is implemented by batch operators that need the GPU before the first batch
-// (nvJPEG handles, plans sized by the batch). unbindGPU runs after the last batch.
+// (nvJPEG handles, plans sized by the batch). UnbindGPU runs after the last batch.
 type gpuBinder interface {
-	bindGPU(ctx *GPUContext) error
-	unbindGPU()
+	BindGPU(ctx *GPUContext) error
+	UnbindGPU()
 }
 
 // deviceHinter is implemented by operators whose output size per sample is known ahead
 // (the decoders' preallocate_width_hint x preallocate_height_hint).
-type deviceHinter interface{ preallocBytes() int }
+type deviceHinter interface{ PreallocBytes() int }
 
 // deviceAlign aligns each sample's device memory: nvJPEG and the kernels read whole
 // 128-byte lines.
@@ -201,7 +201,7 @@ func (st *gpuStage) layout() error {
 			}
 		}
 		if h, ok := d.Producer.Op.(deviceHinter); ok && vi.kind == mixedValue && vi.dense == 0 {
-			vi.hint = h.preallocBytes() * bs
+			vi.hint = h.PreallocBytes() * bs
 		}
 		st.values = append(st.values, vi)
 	}
@@ -236,7 +236,7 @@ func (st *gpuStage) layout() error {
 		}
 		sn.bw = BatchWorkspace{Node: n.Name, In: make([][]Tensor, len(n.In)), Out: make([][]Tensor, len(n.Out)), GPU: &st.ctx}
 		if b, ok := n.Op.(gpuBinder); ok {
-			if err := b.bindGPU(&st.ctx); err != nil {
+			if err := b.BindGPU(&st.ctx); err != nil {
 				return cudaError(describe(n.Name, n.OpName)+" on device \""+n.Device+"\"", err)
 			}
 			st.bound = append(st.bound, b)
@@ -498,7 +498,7 @@ func (st *gpuStage) teardown() {
 	st.closed = true
 	st.life.Unlock()
 	for _, b := range st.bound {
-		b.unbindGPU()
+		b.UnbindGPU()
 	}
 	if st.ctx.Kernels != nil {
 		st.ctx.Kernels.Close()

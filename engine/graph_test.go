@@ -84,25 +84,3 @@ func TestSchemasAreComplete(t *testing.T) {
 		}
 	}
 }
-
-func TestFusionAndHints(t *testing.T) {
-	p, err := NewPipeline([]byte(resnetJSON("/nonexistent", 2, 8, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []string
-	for _, n := range p.Graph.Nodes {
-		ops = append(ops, n.OpName)
-	}
-	if strings.Contains(strings.Join(ops, ","), "resize") {
-		t.Errorf("resize was not fused into crop_mirror_normalize: %v", ops)
-	}
-	for _, n := range p.Graph.Nodes {
-		if d, ok := n.Op.(*cpuDecoder); ok && d.consumer == nil {
-			t.Errorf("decoder was not told its consumer's size")
-		}
-	}
-	if m := p.Graph.Outputs[0].Meta; !m.Static() || m.Shape[0] != 3 || m.Shape[1] != 224 || m.DType != Float32 {
-		t.Errorf("output meta %+v, want static [3 224 224] float", m)
-	}
-}

@@ -203,19 +203,19 @@ func TestEpochShardsAndPadding(t *testing.T) {
 	for i := range files {
 		files[i] = fmt.Sprintf("f%02d", i)
 	}
-	reader := func(args string) *fileReader {
+	reader := func(args string) BatchSource {
 		p, err := NewPipeline([]byte(fmt.Sprintf(`{"batch_size": 4, "ops": [{"op": "readers.file", "name": "R", "outputs": ["b", "l"], "args": {"files": [%s] %s}}], "outputs": ["l"]}`,
 			quoteAll(files), args)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := p.source.(*fileReader)
+		r := p.source
 		if err := r.Open(); err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	epoch := func(r *fileReader, e int64) (seen []int, valid []int) {
+	epoch := func(r BatchSource, e int64) (seen []int, valid []int) {
 		r.StartEpoch(e)
 		refs := make([]SampleRef, 4)
 		for {

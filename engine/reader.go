@@ -45,3 +45,8 @@ type SourceCheckpointer interface {
 	// NextBatch with batchSize refs. It must not disturb a running epoch.
 	SourceState(epoch, batches int64, batchSize int) SourceState
 }
+
+// ShardRange is DALI's shard arithmetic: shard i of k over n samples.
+func ShardRange(n, i, k int) (begin, end int) {
+	return int(int64(n) * int64(i) / int64(k)), int(int64(n) * int64(i+1) / int64(k))
+}

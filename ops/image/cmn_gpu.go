@@ -1,14 +1,15 @@
 //go:build cuda
 
-package engine
+package image
 
 import (
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/engine/imaging"
 	"github.com/godali/godali/kernels"
 )
 
 func init() {
-	RegisterBackend("crop_mirror_normalize", "gpu", func(a *Args) (Operator, error) {
+	engine.RegisterBackend("crop_mirror_normalize", "gpu", func(a *engine.Args) (engine.Operator, error) {
 		o, err := newCMN(a)
 		if err != nil {
 			return nil, err
@@ -29,9 +30,9 @@ type gpuCMN struct {
 	channels []int
 }
 
-func (o *gpuCMN) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.cpu.Infer(in) }
+func (o *gpuCMN) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
 
-func (o *gpuCMN) Setup(ws *Workspace) error {
+func (o *gpuCMN) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	if err := o.cpu.spec.params(ws, w, h, &o.np); err != nil {
@@ -47,17 +48,17 @@ func (o *gpuCMN) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (o *gpuCMN) Run(ws *Workspace) error {
+func (o *gpuCMN) Run(ws *engine.Workspace) error {
 	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
 	return nil
 }
 
-func (o *gpuCMN) RunBatch(bw *BatchWorkspace) error {
+func (o *gpuCMN) RunBatch(bw *engine.BatchWorkspace) error {
 	c := o.channels[0]
 	for i, ci := range o.channels[:bw.Size] {
 		if ci != c {
-			return &SampleError{Source: bw.Refs[i].Path, Node: bw.Node,
-				Err: Errorf(StatusData, "crop_mirror_normalize on the GPU needs one channel count per batch: sample 0 has %d, this one %d", c, ci)}
+			return &engine.SampleError{Source: bw.Refs[i].Path, Node: bw.Node,
+				Err: engine.Errorf(engine.StatusData, "crop_mirror_normalize on the GPU needs one channel count per batch: sample 0 has %d, this one %d", c, ci)}
 		}
 	}
 	return bw.GPU.Kernels.CropMirrorNormalize(&o.params, c, o.plan.batch(bw.Size))

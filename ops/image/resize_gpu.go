@@ -1,18 +1,21 @@
 //go:build cuda
 
-package engine
+package image
 
-import "github.com/godali/godali/kernels"
+import (
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/kernels"
+)
 
 func init() {
-	RegisterBackend("resize", "gpu", func(a *Args) (Operator, error) {
+	engine.RegisterBackend("resize", "gpu", func(a *engine.Args) (engine.Operator, error) {
 		r, err := newResize(a)
 		if err != nil {
 			return nil, err
 		}
 		return &gpuResize{cpu: r}, nil
 	})
-	RegisterBackend("random_resized_crop", "gpu", func(a *Args) (Operator, error) {
+	engine.RegisterBackend("random_resized_crop", "gpu", func(a *engine.Args) (engine.Operator, error) {
 		r, err := newRandomResizedCrop(a)
 		if err != nil {
 			return nil, err
@@ -46,16 +49,18 @@ type gpuResize struct {
 	plan gpuPlan[kernels.ResizeSample]
 }
 
-func (r *gpuResize) Infer(in []TensorMeta) ([]TensorMeta, error) { return r.cpu.Infer(in) }
+func (r *gpuResize) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	return r.cpu.Infer(in)
+}
 
-func (r *gpuResize) Setup(ws *Workspace) error {
+func (r *gpuResize) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	spec := r.cpu.spec
 	roi := spec.ROI(w, h)
 	ow, oh := spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
 	if ow == 0 {
-		return Errorf(StatusData, "resize: empty input region %v of a %dx%d image", roi, w, h)
+		return engine.Errorf(engine.StatusData, "resize: empty input region %v of a %dx%d image", roi, w, h)
 	}
 	ws.Out[0].SetShape(oh, ow, c)
 	*r.plan.at(ws.Sample) = kernels.ResizeSample{Src: in.Dev, SrcW: w, SrcH: h, Channels: c, DstW: ow, DstH: oh,
@@ -63,12 +68,12 @@ func (r *gpuResize) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (r *gpuResize) Run(ws *Workspace) error {
+func (r *gpuResize) Run(ws *engine.Workspace) error {
 	r.plan.at(ws.Sample).Dst = ws.Out[0].Dev
 	return nil
 }
 
-func (r *gpuResize) RunBatch(bw *BatchWorkspace) error {
+func (r *gpuResize) RunBatch(bw *engine.BatchWorkspace) error {
 	return bw.GPU.Kernels.Resize(r.plan.batch(bw.Size))
 }
 
@@ -79,11 +84,11 @@ type gpuRandomResizedCrop struct {
 	plan gpuPlan[kernels.ResizeSample]
 }
 
-func (o *gpuRandomResizedCrop) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *gpuRandomResizedCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	return o.cpu.Infer(in)
 }
 
-func (o *gpuRandomResizedCrop) Setup(ws *Workspace) error {
+func (o *gpuRandomResizedCrop) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	win := o.cpu.crop.Window(w, h, ws.RNG)
@@ -93,11 +98,11 @@ func (o *gpuRandomResizedCrop) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (o *gpuRandomResizedCrop) Run(ws *Workspace) error {
+func (o *gpuRandomResizedCrop) Run(ws *engine.Workspace) error {
 	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
 	return nil
 }
 
-func (o *gpuRandomResizedCrop) RunBatch(bw *BatchWorkspace) error {
+func (o *gpuRandomResizedCrop) RunBatch(bw *engine.BatchWorkspace) error {
 	return bw.GPU.Kernels.Resize(o.plan.batch(bw.Size))
 }

@@ -1,48 +1,49 @@
-package engine
+package decoders
 
 import (
 	"math"
 
 	"github.com/godali/godali/codec"
+	"github.com/godali/godali/engine"
 )
 
-var decoderArgs = []ArgSpec{
-	{Name: "output_type", Type: ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY"},
-	{Name: "adjust_orientation", Type: ArgBool, Default: true, Doc: "apply the EXIF orientation"},
-	{Name: "dtype", Type: ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
-	{Name: "hw_decoder_load", Type: ArgFloat, Default: 0.65, Doc: "mixed: share of JPEGs sent to the GPU's hardware decoder"},
-	{Name: "preallocate_width_hint", Type: ArgInt, Default: 0, Doc: "mixed: expected maximum width, to preallocate"},
-	{Name: "preallocate_height_hint", Type: ArgInt, Default: 0, Doc: "mixed: expected maximum height, to preallocate"},
-	{Name: "device_memory_padding", Type: ArgInt, Default: 16 << 20, Doc: "mixed: device buffer padding in bytes"},
-	{Name: "host_memory_padding", Type: ArgInt, Default: 8 << 20, Doc: "mixed: pinned host buffer padding in bytes"},
-	{Name: "use_fast_idct", Type: ArgBool, Default: false, Doc: "use libjpeg-turbo's fast integer IDCT: quicker, slightly less accurate"},
-	{Name: "jpeg_fancy_upsampling", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; fancy upsampling is always on (matches PIL)"},
-	{Name: "seed", Type: ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+var decoderArgs = []engine.ArgSpec{
+	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY"},
+	{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "apply the EXIF orientation"},
+	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+	{Name: "hw_decoder_load", Type: engine.ArgFloat, Default: 0.65, Doc: "mixed: share of JPEGs sent to the GPU's hardware decoder"},
+	{Name: "preallocate_width_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum width, to preallocate"},
+	{Name: "preallocate_height_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum height, to preallocate"},
+	{Name: "device_memory_padding", Type: engine.ArgInt, Default: 16 << 20, Doc: "mixed: device buffer padding in bytes"},
+	{Name: "host_memory_padding", Type: engine.ArgInt, Default: 8 << 20, Doc: "mixed: pinned host buffer padding in bytes"},
+	{Name: "use_fast_idct", Type: engine.ArgBool, Default: false, Doc: "use libjpeg-turbo's fast integer IDCT: quicker, slightly less accurate"},
+	{Name: "jpeg_fancy_upsampling", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; fancy upsampling is always on (matches PIL)"},
+	{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 }
 
-var randomCropArgs = []ArgSpec{
-	{Name: "random_area", Type: ArgFloatList, Default: []float64{0.08, 1.0}, Doc: "range of the crop's area as a fraction of the image"},
-	{Name: "random_aspect_ratio", Type: ArgFloatList, Default: []float64{3.0 / 4, 4.0 / 3}, Doc: "range of the crop's width/height, drawn log-uniformly"},
-	{Name: "num_attempts", Type: ArgInt, Default: 10, Doc: "attempts to find a crop inside the image before falling back to a center crop"},
+var RandomCropArgs = []engine.ArgSpec{
+	{Name: "random_area", Type: engine.ArgFloatList, Default: []float64{0.08, 1.0}, Doc: "range of the crop's area as a fraction of the image"},
+	{Name: "random_aspect_ratio", Type: engine.ArgFloatList, Default: []float64{3.0 / 4, 4.0 / 3}, Doc: "range of the crop's width/height, drawn log-uniformly"},
+	{Name: "num_attempts", Type: engine.ArgInt, Default: 10, Doc: "attempts to find a crop inside the image before falling back to a center crop"},
 }
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "decoders.image",
 		Doc: "Decodes images (JPEG with libjpeg-turbo; PNG, BMP, TIFF, WebP, PNM, GIF) to HWC uint8. " +
 			"The format comes from the content, not the file name.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, Args: decoderArgs,
 	})
-	RegisterBackend("decoders.image", "cpu", func(a *Args) (Operator, error) { return newCPUDecoder(a, false) })
-	RegisterSchema(&Schema{
+	engine.RegisterBackend("decoders.image", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCPUDecoder(a, false) })
+	engine.RegisterSchema(&engine.Schema{
 		Name: "decoders.image_random_crop",
 		Doc: "Decodes a random crop of each image (area and aspect ratio drawn as torchvision's " +
 			"RandomResizedCrop does, center crop after num_attempts failures), decoding only " +
 			"the region it needs and downscaling in the DCT domain when the consumer shrinks it anyway.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: append(append([]ArgSpec{}, decoderArgs...), randomCropArgs...),
+		Args: append(append([]engine.ArgSpec{}, decoderArgs...), RandomCropArgs...),
 	})
-	RegisterBackend("decoders.image_random_crop", "cpu", func(a *Args) (Operator, error) { return newCPUDecoder(a, true) })
+	engine.RegisterBackend("decoders.image_random_crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCPUDecoder(a, true) })
 }
 
 // dctScaleMargin: DCT-domain downscaling may shrink the decoded region down to this many
@@ -59,7 +60,7 @@ type RandomCrop struct {
 }
 
 // Window draws a crop of a w x h image: torchvision's algorithm, center crop as fallback.
-func (rc *RandomCrop) Window(w, h int, rng *RNG) codec.Rect {
+func (rc *RandomCrop) Window(w, h int, rng *engine.RNG) codec.Rect {
 	area := float64(w * h)
 	logLo, logHi := math.Log(rc.RatioMin), math.Log(rc.RatioMax)
 	for i := 0; i < rc.Attempts; i++ {
@@ -85,12 +86,12 @@ func (rc *RandomCrop) Window(w, h int, rng *RNG) codec.Rect {
 }
 
 type cpuDecoder struct {
-	args     *Args
+	args     *engine.Args
 	out      codec.OutputType
 	orient   bool
 	fastIDCT bool
 	crop     *RandomCrop
-	consumer SizeHinter
+	consumer engine.SizeHinter
 }
 
 type decoderState struct {
@@ -104,17 +105,20 @@ func (s *decoderState) Close() { s.dec.Close() }
 // Trim gives back the decoder's scratch and C memory grown above limit.
 func (s *decoderState) Trim(limit int) { s.dec.Trim(limit) }
 
-func newCPUDecoder(a *Args, randomCrop bool) (Operator, error) {
+// ScratchBytes is the decoder's scratch now held (tests of the memory bound read it).
+func (s *decoderState) ScratchBytes() int { return s.dec.ScratchBytes() }
+
+func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	out, err := codec.ParseOutputType(a.String("output_type"))
 	if err != nil {
 		return nil, a.Errorf("output_type", "%v", err)
 	}
-	if a.DType("dtype") != UInt8 {
+	if a.DType("dtype") != engine.UInt8 {
 		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
 	}
 	d := &cpuDecoder{args: a, out: out, orient: a.Bool("adjust_orientation"), fastIDCT: a.Bool("use_fast_idct")}
 	if randomCrop {
-		rc, err := parseRandomCrop(a)
+		rc, err := ParseRandomCrop(a)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +127,7 @@ func newCPUDecoder(a *Args, randomCrop bool) (Operator, error) {
 	return d, nil
 }
 
-func parseRandomCrop(a *Args) (*RandomCrop, error) {
+func ParseRandomCrop(a *engine.Args) (*RandomCrop, error) {
 	area, ratio := a.Floats("random_area"), a.Floats("random_aspect_ratio")
 	if len(area) == 1 {
 		area = []float64{area[0], area[0]}
@@ -143,26 +147,26 @@ func parseRandomCrop(a *Args) (*RandomCrop, error) {
 	return &RandomCrop{AreaMin: area[0], AreaMax: area[1], RatioMin: ratio[0], RatioMax: ratio[1], Attempts: a.Int("num_attempts")}, nil
 }
 
-func (d *cpuDecoder) Infer(in []TensorMeta) ([]TensorMeta, error) {
-	if in[0].DType != UInt8 || len(in[0].Shape) != 1 {
-		return nil, Errorf(StatusInvalidPipeline, "%s: input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", describe(d.args.Node, d.args.Schema.Name), in[0].DType, in[0].Shape)
+func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 1 {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", engine.Describe(d.args.Node, d.args.Schema.Name), in[0].DType, in[0].Shape)
 	}
-	return []TensorMeta{{DType: UInt8, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
+	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
 }
 
 // SetConsumer remembers a consumer that shrinks the image, to decode no larger than it
 // needs. Only the random-crop decoder uses it: decoders.image stays bit-exact with PIL's
 // full decode (validation pipelines compare against it), while training crops, random
 // anyway, take the speed.
-func (d *cpuDecoder) SetConsumer(c Operator) {
-	if h, ok := c.(SizeHinter); ok && d.crop != nil {
+func (d *cpuDecoder) SetConsumer(c engine.Operator) {
+	if h, ok := c.(engine.SizeHinter); ok && d.crop != nil {
 		d.consumer = h
 	}
 }
 
 func (d *cpuDecoder) NewWorkerState() any { return &decoderState{dec: codec.NewDecoder()} }
 
-func (d *cpuDecoder) Setup(ws *Workspace) error {
+func (d *cpuDecoder) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*decoderState)
 	data := ws.In[0].Data
 	info, err := st.dec.Probe(data)
@@ -172,7 +176,7 @@ func (d *cpuDecoder) Setup(ws *Workspace) error {
 	st.info = info
 	st.opt = codec.Options{Out: d.out, AdjustOrientation: d.orient, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
 	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
-		return Errorf(StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
+		return engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
 	}
 	w, h := info.Width, info.Height
 	if d.orient && info.Orientation >= 5 {
@@ -197,7 +201,7 @@ func (d *cpuDecoder) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (d *cpuDecoder) Run(ws *Workspace) error {
+func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	st := ws.State.(*decoderState)
 	_, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, ws.Out[0].Data)
 	return err

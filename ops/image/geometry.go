@@ -1,56 +1,58 @@
-package engine
+package image
 
 import (
 	"math"
 
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/ops/decoders"
 )
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name:      "crop",
 		Doc:       "Crops HWC uint8 images to (height, width) at crop_pos_x/crop_pos_y.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: []ArgSpec{
-			{Name: "crop", Type: ArgFloatList, Doc: "crop size (height, width)"},
-			{Name: "crop_h", Type: ArgFloat, Default: 0.0, Doc: "crop height (alternative to crop)"},
-			{Name: "crop_w", Type: ArgFloat, Default: 0.0, Doc: "crop width (alternative to crop)"},
-			{Name: "crop_pos_x", Type: ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position in [0, 1]"},
-			{Name: "crop_pos_y", Type: ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position in [0, 1]"},
-			{Name: "out_of_bounds_policy", Type: ArgString, Default: "error", Doc: "error, or pad (with fill_values)"},
-			{Name: "fill_values", Type: ArgFloatList, Default: []float64{0}, Doc: "padding value (one byte value)"},
-			{Name: "dtype", Type: ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+		Args: []engine.ArgSpec{
+			{Name: "crop", Type: engine.ArgFloatList, Doc: "crop size (height, width)"},
+			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, Doc: "crop height (alternative to crop)"},
+			{Name: "crop_w", Type: engine.ArgFloat, Default: 0.0, Doc: "crop width (alternative to crop)"},
+			{Name: "crop_pos_x", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position in [0, 1]"},
+			{Name: "crop_pos_y", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position in [0, 1]"},
+			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "error, or pad (with fill_values)"},
+			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value (one byte value)"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
 		},
 	})
-	RegisterBackend("crop", "cpu", func(a *Args) (Operator, error) { return newCrop(a) })
+	engine.RegisterBackend("crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCrop(a) })
 
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name:      "flip",
 		Doc:       "Flips HWC images horizontally and/or vertically.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: []ArgSpec{
-			{Name: "horizontal", Type: ArgInt, Default: 1, TensorInput: true, Doc: "flip horizontally when nonzero"},
-			{Name: "vertical", Type: ArgInt, Default: 0, TensorInput: true, Doc: "flip vertically when nonzero"},
+		Args: []engine.ArgSpec{
+			{Name: "horizontal", Type: engine.ArgInt, Default: 1, TensorInput: true, Doc: "flip horizontally when nonzero"},
+			{Name: "vertical", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flip vertically when nonzero"},
 		},
 	})
-	RegisterBackend("flip", "cpu", func(a *Args) (Operator, error) { return &flipOp{args: a}, nil })
+	engine.RegisterBackend("flip", "cpu", func(a *engine.Args) (engine.Operator, error) { return &flipOp{args: a}, nil })
 
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name:      "random_resized_crop",
 		Doc:       "Crops a random region (area and aspect ratio as torchvision's RandomResizedCrop) and resizes it to size.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: append([]ArgSpec{
-			{Name: "size", Type: ArgFloatList, Required: true, Doc: "output size (height, width); a scalar applies to both"},
-			{Name: "interp_type", Type: ArgInterpType, Default: "LINEAR", Doc: interpDoc},
-			{Name: "antialias", Type: ArgBool, Default: true, Doc: "widen the filter when downscaling"},
-			{Name: "dtype", Type: ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
-		}, randomCropArgs...),
+		Args: append([]engine.ArgSpec{
+			{Name: "size", Type: engine.ArgFloatList, Required: true, Doc: "output size (height, width); a scalar applies to both"},
+			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: interpDoc},
+			{Name: "antialias", Type: engine.ArgBool, Default: true, Doc: "widen the filter when downscaling"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+		}, decoders.RandomCropArgs...),
 	})
-	RegisterBackend("random_resized_crop", "cpu", func(a *Args) (Operator, error) { return newRandomResizedCrop(a) })
+	engine.RegisterBackend("random_resized_crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newRandomResizedCrop(a) })
 }
 
 type cropOp struct {
-	args       *Args
+	args       *engine.Args
 	w, h       int
 	px, py     float64
 	pxIn, pyIn int
@@ -58,7 +60,7 @@ type cropOp struct {
 	fill       byte
 }
 
-func newCrop(a *Args) (*cropOp, error) {
+func newCrop(a *engine.Args) (*cropOp, error) {
 	o := &cropOp{args: a, px: a.Float("crop_pos_x"), py: a.Float("crop_pos_y"), pxIn: -1, pyIn: -1}
 	if c := a.Floats("crop"); c != nil {
 		if len(c) == 1 {
@@ -74,7 +76,7 @@ func newCrop(a *Args) (*cropOp, error) {
 	if o.w <= 0 || o.h <= 0 {
 		return nil, a.Errorf("crop", "a positive crop size is required (crop or crop_h/crop_w)")
 	}
-	if a.DType("dtype") != UInt8 {
+	if a.DType("dtype") != engine.UInt8 {
 		return nil, a.Errorf("dtype", "only UINT8 is supported")
 	}
 	switch a.String("out_of_bounds_policy") {
@@ -99,20 +101,20 @@ func newCrop(a *Args) (*cropOp, error) {
 	return o, nil
 }
 
-func (o *cropOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *cropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	c, err := checkImageInput(o.args, in[0])
 	if err != nil {
 		return nil, err
 	}
-	return []TensorMeta{{DType: UInt8, Layout: "HWC", Shape: []int{o.h, o.w, c}}}, nil
+	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{o.h, o.w, c}}}, nil
 }
 
-func (o *cropOp) Setup(ws *Workspace) error {
+func (o *cropOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].SetShape(o.h, o.w, ws.In[0].Shape[2])
 	return nil
 }
 
-func (o *cropOp) Run(ws *Workspace) error {
+func (o *cropOp) Run(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	px, py := o.px, o.py
@@ -125,47 +127,47 @@ func (o *cropOp) Run(ws *Workspace) error {
 	x := int(math.Floor(px*float64(w-o.w) + 0.5))
 	y := int(math.Floor(py*float64(h-o.h) + 0.5))
 	if !o.pad && (x < 0 || y < 0 || x+o.w > w || y+o.h > h) {
-		return Errorf(StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", o.w, o.h, x, y, w, h)
+		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", o.w, o.h, x, y, w, h)
 	}
 	return imaging.Crop(ws.Out[0].Data, in.Data, w, h, c, x, y, o.w, o.h, o.fill)
 }
 
-type flipOp struct{ args *Args }
+type flipOp struct{ args *engine.Args }
 
-func (o *flipOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *flipOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if _, err := checkImageInput(o.args, in[0]); err != nil {
 		return nil, err
 	}
-	return []TensorMeta{in[0]}, nil
+	return []engine.TensorMeta{in[0]}, nil
 }
 
-func (o *flipOp) Setup(ws *Workspace) error {
+func (o *flipOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].SetShape(ws.In[0].Shape...)
 	return nil
 }
 
-func (o *flipOp) flag(ws *Workspace, name string) bool {
+func (o *flipOp) flag(ws *engine.Workspace, name string) bool {
 	if i, ok := o.args.IsPerSample(name); ok {
 		return ws.ArgInputScalar(i) != 0
 	}
 	return o.args.Int(name) != 0
 }
 
-func (o *flipOp) Run(ws *Workspace) error {
+func (o *flipOp) Run(ws *engine.Workspace) error {
 	in := ws.In[0]
 	return imaging.Flip(ws.Out[0].Data, in.Data, in.Shape[1], in.Shape[0], in.Shape[2], o.flag(ws, "horizontal"), o.flag(ws, "vertical"))
 }
 
 type randomResizedCropOp struct {
-	args   *Args
-	crop   *RandomCrop
+	args   *engine.Args
+	crop   *decoders.RandomCrop
 	w, h   int
 	interp imaging.Interp
 	aa     bool
 }
 
-func newRandomResizedCrop(a *Args) (*randomResizedCropOp, error) {
-	rc, err := parseRandomCrop(a)
+func newRandomResizedCrop(a *engine.Args) (*randomResizedCropOp, error) {
+	rc, err := decoders.ParseRandomCrop(a)
 	if err != nil {
 		return nil, err
 	}
@@ -176,24 +178,24 @@ func newRandomResizedCrop(a *Args) (*randomResizedCropOp, error) {
 	if len(s) != 2 || s[0] < 1 || s[1] < 1 {
 		return nil, a.Errorf("size", "expected (height, width) >= 1, got %v", a.Floats("size"))
 	}
-	if a.DType("dtype") != UInt8 {
+	if a.DType("dtype") != engine.UInt8 {
 		return nil, a.Errorf("dtype", "only UINT8 is supported")
 	}
 	interp, _ := imaging.ParseInterp(a.String("interp_type"))
 	return &randomResizedCropOp{args: a, crop: rc, h: int(s[0]), w: int(s[1]), interp: interp, aa: a.Bool("antialias")}, nil
 }
 
-func (o *randomResizedCropOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *randomResizedCropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	c, err := checkImageInput(o.args, in[0])
 	if err != nil {
 		return nil, err
 	}
-	return []TensorMeta{{DType: UInt8, Layout: "HWC", Shape: []int{o.h, o.w, c}}}, nil
+	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{o.h, o.w, c}}}, nil
 }
 
 func (o *randomResizedCropOp) NewWorkerState() any { return &resizeState{} }
 
-func (o *randomResizedCropOp) Setup(ws *Workspace) error {
+func (o *randomResizedCropOp) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*resizeState)
 	in := ws.In[0]
 	r := o.crop.Window(in.Shape[1], in.Shape[0], ws.RNG)
@@ -202,7 +204,7 @@ func (o *randomResizedCropOp) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (o *randomResizedCropOp) Run(ws *Workspace) error {
+func (o *randomResizedCropOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*resizeState)
 	in := ws.In[0]
 	if err := st.plan.Init(in.Shape[1], in.Shape[0], st.roi, o.w, o.h, o.interp, o.aa); err != nil {

@@ -1,28 +1,30 @@
-package engine
+package random
 
 import (
 	"math"
 	"sort"
+
+	"github.com/godali/godali/engine"
 )
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name:      "random.coin_flip",
 		Doc:       "Draws 1 with the given probability, else 0, per sample (a Bernoulli trial); e.g. the mirror flag of crop_mirror_normalize.",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
-		Args: []ArgSpec{
-			{Name: "probability", Type: ArgFloat, Default: 0.5, Doc: "probability of 1"},
-			{Name: "shape", Type: ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
-			{Name: "dtype", Type: ArgDType, Default: "INT32", Doc: "output type"},
-			{Name: "seed", Type: ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+		Args: []engine.ArgSpec{
+			{Name: "probability", Type: engine.ArgFloat, Default: 0.5, Doc: "probability of 1"},
+			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "INT32", Doc: "output type"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
 	})
-	RegisterBackend("random.coin_flip", "cpu", func(a *Args) (Operator, error) {
+	engine.RegisterBackend("random.coin_flip", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		p := a.Float("probability")
 		if p < 0 || p > 1 {
 			return nil, a.Errorf("probability", "must be in [0, 1], got %g", p)
 		}
-		return &randomOp{args: a, dtype: a.DType("dtype"), draw: func(r *RNG, _, _ float64) float64 {
+		return &randomOp{args: a, dtype: a.DType("dtype"), draw: func(r *engine.RNG, _, _ float64) float64 {
 			if r.Float64() < p {
 				return 1
 			}
@@ -30,19 +32,19 @@ func init() {
 		}}, nil
 	})
 
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name:      "random.uniform",
 		Doc:       "Draws from a uniform distribution over range [lo, hi), or uniformly from a discrete set of values, per sample.",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
-		Args: []ArgSpec{
-			{Name: "range", Type: ArgFloatList, Default: []float64{-1, 1}, Doc: "[lo, hi)"},
-			{Name: "values", Type: ArgFloatList, Doc: "discrete values to choose from (exclusive with range)"},
-			{Name: "shape", Type: ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
-			{Name: "dtype", Type: ArgDType, Default: "FLOAT", Doc: "output type"},
-			{Name: "seed", Type: ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+		Args: []engine.ArgSpec{
+			{Name: "range", Type: engine.ArgFloatList, Default: []float64{-1, 1}, Doc: "[lo, hi)"},
+			{Name: "values", Type: engine.ArgFloatList, Doc: "discrete values to choose from (exclusive with range)"},
+			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
 	})
-	RegisterBackend("random.uniform", "cpu", func(a *Args) (Operator, error) {
+	engine.RegisterBackend("random.uniform", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		if a.Has("values") {
 			if a.Has("range") {
 				return nil, a.Errorf("values", "give range or values, not both")
@@ -51,39 +53,39 @@ func init() {
 			if len(vals) == 0 {
 				return nil, a.Errorf("values", "must not be empty")
 			}
-			return &randomOp{args: a, dtype: a.DType("dtype"), draw: func(r *RNG, _, _ float64) float64 { return vals[r.Intn(len(vals))] }}, nil
+			return &randomOp{args: a, dtype: a.DType("dtype"), draw: func(r *engine.RNG, _, _ float64) float64 { return vals[r.Intn(len(vals))] }}, nil
 		}
 		rg := a.Floats("range")
 		if len(rg) != 2 || rg[0] > rg[1] {
 			return nil, a.Errorf("range", "expected [lo, hi] with lo <= hi, got %v", rg)
 		}
 		return &randomOp{args: a, dtype: a.DType("dtype"), p0: rg[0], p1: rg[1],
-			draw: func(r *RNG, lo, hi float64) float64 { return r.Uniform(lo, hi) }}, nil
+			draw: func(r *engine.RNG, lo, hi float64) float64 { return r.Uniform(lo, hi) }}, nil
 	})
 
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "random.normal",
 		Doc: "Draws from a normal distribution with mean and stddev, per sample (e.g. per-sample " +
 			"augmentation parameters). Integer dtypes round to nearest and clamp, as in DALI.",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
-		Args: []ArgSpec{
-			{Name: "mean", Type: ArgFloat, Default: 0.0, TensorInput: true, Doc: "mean of the distribution"},
-			{Name: "stddev", Type: ArgFloat, Default: 1.0, TensorInput: true, Doc: "standard deviation of the distribution (>= 0)"},
-			{Name: "shape", Type: ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
-			{Name: "dtype", Type: ArgDType, Default: "FLOAT", Doc: "output type"},
-			{Name: "seed", Type: ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+		Args: []engine.ArgSpec{
+			{Name: "mean", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "mean of the distribution"},
+			{Name: "stddev", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "standard deviation of the distribution (>= 0)"},
+			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
 	})
-	RegisterBackend("random.normal", "cpu", func(a *Args) (Operator, error) {
+	engine.RegisterBackend("random.normal", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		if sd := a.Float("stddev"); sd < 0 || math.IsNaN(sd) {
 			return nil, a.Errorf("stddev", "must be >= 0, got %g", sd)
 		}
 		o := &randomOp{args: a, dtype: a.DType("dtype"), p0: a.Float("mean"), p1: a.Float("stddev"), saturate: true,
-			draw: func(r *RNG, mean, sd float64) float64 { return mean + sd*r.Normal() }}
+			draw: func(r *engine.RNG, mean, sd float64) float64 { return mean + sd*r.Normal() }}
 		_, m := a.IsPerSample("mean")
 		_, s := a.IsPerSample("stddev")
 		if m || s {
-			o.params = func(ws *Workspace) (float64, float64, error) {
+			o.params = func(ws *engine.Workspace) (float64, float64, error) {
 				mean, err := a.FloatAt(ws, "mean")
 				if err != nil {
 					return 0, 0, err
@@ -93,7 +95,7 @@ func init() {
 					return 0, 0, err
 				}
 				if sd < 0 || math.IsNaN(sd) {
-					return 0, 0, Errorf(StatusData, "%s: argument \"stddev\": must be >= 0, got %g for this sample", describe(a.Node, a.Schema.Name), sd)
+					return 0, 0, engine.Errorf(engine.StatusData, "%s: argument \"stddev\": must be >= 0, got %g for this sample", engine.Describe(a.Node, a.Schema.Name), sd)
 				}
 				return mean, sd, nil
 			}
@@ -101,25 +103,25 @@ func init() {
 		return o, nil
 	})
 
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "random.choice",
 		Doc: "Draws, per sample, elements of a 1D set a with probabilities p (uniform by default). " +
 			"An integer a = n means the set [0, 1, ..., n-1]. In Python a is positional, as in DALI: " +
 			"fn.random.choice(5), fn.random.choice([0.5, 1.0, 2.0], p=[0.25, 0.5, 0.25]).",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
 		PositionalArgs: []string{"a"},
-		Args: []ArgSpec{
-			{Name: "a", Type: ArgFloatList, Required: true, Doc: "the values to choose from (a list), or n (an int) for [0, n)"},
-			{Name: "p", Type: ArgFloatList, Doc: "probability of each element of a (>= 0, summing to 1); default uniform"},
-			{Name: "shape", Type: ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
-			{Name: "dtype", Type: ArgDType, Doc: "output type; default INT32 when a is an int or holds only whole numbers, else FLOAT (DALI takes the type of a)"},
-			{Name: "seed", Type: ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+		Args: []engine.ArgSpec{
+			{Name: "a", Type: engine.ArgFloatList, Required: true, Doc: "the values to choose from (a list), or n (an int) for [0, n)"},
+			{Name: "p", Type: engine.ArgFloatList, Doc: "probability of each element of a (>= 0, summing to 1); default uniform"},
+			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type; default INT32 when a is an int or holds only whole numbers, else FLOAT (DALI takes the type of a)"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
 	})
-	RegisterBackend("random.choice", "cpu", newRandomChoice)
+	engine.RegisterBackend("random.choice", "cpu", newRandomChoice)
 }
 
-func newRandomChoice(a *Args) (Operator, error) {
+func newRandomChoice(a *engine.Args) (engine.Operator, error) {
 	vals := a.Floats("a")
 	whole := true
 	if a.IsScalar("a") {
@@ -138,16 +140,16 @@ func newRandomChoice(a *Args) (Operator, error) {
 	for _, v := range vals {
 		whole = whole && v == math.Trunc(v) && math.Abs(v) <= 1<<31
 	}
-	dtype := Float32
+	dtype := engine.Float32
 	if whole {
-		dtype = Int32
+		dtype = engine.Int32
 	}
 	if a.Has("dtype") {
 		dtype = a.DType("dtype")
 	}
 	o := &randomOp{args: a, dtype: dtype}
 	if !a.Has("p") {
-		o.draw = func(r *RNG, _, _ float64) float64 { return vals[r.Intn(len(vals))] }
+		o.draw = func(r *engine.RNG, _, _ float64) float64 { return vals[r.Intn(len(vals))] }
 		return o, nil
 	}
 	p := a.Floats("p")
@@ -166,7 +168,7 @@ func newRandomChoice(a *Args) (Operator, error) {
 	if math.Abs(sum-1) > 1e-6 {
 		return nil, a.Errorf("p", "probabilities must sum to 1, got %g", sum)
 	}
-	o.draw = func(r *RNG, _, _ float64) float64 {
+	o.draw = func(r *engine.RNG, _, _ float64) float64 {
 		u := r.Float64() * sum
 		i := sort.SearchFloat64s(cdf, u)
 		// SearchFloat64s finds the first cdf >= u; an element of probability 0 has the
@@ -182,11 +184,11 @@ func newRandomChoice(a *Args) (Operator, error) {
 // randomOp fills its output from the sample's random stream: draw(rng, p0, p1) per
 // element, with the generator's two parameters constant (p0, p1) or read per sample.
 type randomOp struct {
-	args     *Args
-	dtype    DType
+	args     *engine.Args
+	dtype    engine.DType
 	p0, p1   float64
-	params   func(ws *Workspace) (float64, float64, error) // nil: p0, p1
-	draw     func(r *RNG, p0, p1 float64) float64
+	params   func(ws *engine.Workspace) (float64, float64, error) // nil: p0, p1
+	draw     func(r *engine.RNG, p0, p1 float64) float64
 	saturate bool  // integer outputs round and clamp (DALI's ConvertSat) instead of truncating
 	static   []int // the per-sample shape, set by Infer
 }
@@ -199,22 +201,22 @@ func (o *randomOp) shape() []int {
 	return s
 }
 
-func (o *randomOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *randomOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	for _, d := range o.shape() {
 		if d < 0 {
 			return nil, o.args.Errorf("shape", "dimensions must be >= 0, got %v", o.args.Ints("shape"))
 		}
 	}
 	o.static = o.shape()
-	return []TensorMeta{{DType: o.dtype, Shape: o.static}}, nil
+	return []engine.TensorMeta{{DType: o.dtype, Shape: o.static}}, nil
 }
 
-func (o *randomOp) Setup(ws *Workspace) error {
+func (o *randomOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].Shape = append(ws.Out[0].Shape[:0], o.static...)
 	return nil
 }
 
-func (o *randomOp) Run(ws *Workspace) error {
+func (o *randomOp) Run(ws *engine.Workspace) error {
 	p0, p1 := o.p0, o.p1
 	if o.params != nil {
 		var err error
@@ -227,9 +229,9 @@ func (o *randomOp) Run(ws *Workspace) error {
 	for off := 0; off+sz <= len(t.Data); off += sz {
 		v := o.draw(ws.RNG, p0, p1)
 		if o.saturate {
-			writeScalarSat(t.Data[off:], t.DType, v)
+			engine.WriteScalarSat(t.Data[off:], t.DType, v)
 		} else {
-			writeScalar(t.Data[off:], t.DType, v)
+			engine.WriteScalar(t.Data[off:], t.DType, v)
 		}
 	}
 	return nil

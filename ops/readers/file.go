@@ -1,50 +1,55 @@
-package engine
+package readers
 
 import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
 )
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "readers.file",
 		Doc: "Reads files from a directory tree (file_root: one label per sorted subdirectory, like " +
 			"torchvision's ImageFolder), a file_list of \"path label\" lines, or files+labels. " +
 			"Outputs the encoded bytes (uint8, 1-D) and an int32 label of shape [1].",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"data", "label"}, IsReader: true,
-		Args: []ArgSpec{
-			{Name: "file_root", Type: ArgString, Doc: "directory: each sorted subdirectory is a class"},
-			{Name: "file_list", Type: ArgString, Doc: "text file of \"path label\" lines, paths relative to file_root (or to the list's directory)"},
-			{Name: "files", Type: ArgStringList, Doc: "explicit list of paths (relative to file_root if given)"},
-			{Name: "labels", Type: ArgIntList, Doc: "labels for files (default: the file's index)"},
-			{Name: "file_filters", Type: ArgStringList, Default: []string{"*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.webp", "*.gif"}, Doc: "glob patterns of files taken from file_root"},
-			{Name: "case_sensitive_filter", Type: ArgBool, Default: false, Doc: "match file_filters case-sensitively"},
-			{Name: "random_shuffle", Type: ArgBool, Default: false, Doc: "shuffle within a buffer of initial_fill samples"},
-			{Name: "initial_fill", Type: ArgInt, Default: 1024, Doc: "size of the shuffling buffer"},
-			{Name: "shuffle_after_epoch", Type: ArgBool, Default: false, Doc: "shuffle the whole data set every epoch, identically on every shard (exclusive with random_shuffle and stick_to_shard)"},
-			{Name: "shard_id", Type: ArgInt, Default: 0, Doc: "shard read by this pipeline"},
-			{Name: "num_shards", Type: ArgInt, Default: 1, Doc: "number of shards; shard i covers [floor(n*i/k), floor(n*(i+1)/k))"},
-			{Name: "stick_to_shard", Type: ArgBool, Default: false, Doc: "read the same shard every epoch (default: move to the next shard each epoch)"},
-			{Name: "pad_last_batch", Type: ArgBool, Default: false, Doc: "repeat the last sample so every shard reads ceil(n/k) samples and the last batch is full"},
-			{Name: "seed", Type: ArgInt, Default: -1, Doc: "shuffling seed (-1: the pipeline's seed; shuffle_after_epoch then uses a fixed seed shared by all shards)"},
-			{Name: "read_ahead", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
-			{Name: "dont_use_mmap", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; files are always read, not mapped"},
-			{Name: "lazy_init", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
-			{Name: "prefetch_queue_depth", Type: ArgInt, Default: 1, Doc: "accepted for DALI compatibility; the pipeline's prefetch applies"},
-			{Name: "skip_cached_images", Type: ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+		Args: []engine.ArgSpec{
+			{Name: "file_root", Type: engine.ArgString, Doc: "directory: each sorted subdirectory is a class"},
+			{Name: "file_list", Type: engine.ArgString, Doc: "text file of \"path label\" lines, paths relative to file_root (or to the list's directory)"},
+			{Name: "files", Type: engine.ArgStringList, Doc: "explicit list of paths (relative to file_root if given)"},
+			{Name: "labels", Type: engine.ArgIntList, Doc: "labels for files (default: the file's index)"},
+			{Name: "file_filters", Type: engine.ArgStringList, Default: []string{"*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.webp", "*.gif"}, Doc: "glob patterns of files taken from file_root"},
+			{Name: "case_sensitive_filter", Type: engine.ArgBool, Default: false, Doc: "match file_filters case-sensitively"},
+			{Name: "random_shuffle", Type: engine.ArgBool, Default: false, Doc: "shuffle within a buffer of initial_fill samples"},
+			{Name: "initial_fill", Type: engine.ArgInt, Default: 1024, Doc: "size of the shuffling buffer"},
+			{Name: "shuffle_after_epoch", Type: engine.ArgBool, Default: false, Doc: "shuffle the whole data set every epoch, identically on every shard (exclusive with random_shuffle and stick_to_shard)"},
+			{Name: "shard_id", Type: engine.ArgInt, Default: 0, Doc: "shard read by this pipeline"},
+			{Name: "num_shards", Type: engine.ArgInt, Default: 1, Doc: "number of shards; shard i covers [floor(n*i/k), floor(n*(i+1)/k))"},
+			{Name: "stick_to_shard", Type: engine.ArgBool, Default: false, Doc: "read the same shard every epoch (default: move to the next shard each epoch)"},
+			{Name: "pad_last_batch", Type: engine.ArgBool, Default: false, Doc: "repeat the last sample so every shard reads ceil(n/k) samples and the last batch is full"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "shuffling seed (-1: the pipeline's seed; shuffle_after_epoch then uses a fixed seed shared by all shards)"},
+			{Name: "read_ahead", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+			{Name: "dont_use_mmap", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; files are always read, not mapped"},
+			{Name: "lazy_init", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
+			{Name: "prefetch_queue_depth", Type: engine.ArgInt, Default: 1, Doc: "accepted for DALI compatibility; the pipeline's prefetch applies"},
+			{Name: "skip_cached_images", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
 		},
 	})
-	RegisterBackend("readers.file", "cpu", newFileReader)
+	engine.RegisterBackend("readers.file", "cpu", newFileReader)
 }
 
 // fileReaderDefaultShuffleSeed is shared by every shard so that shuffle_after_epoch
@@ -52,9 +57,10 @@ func init() {
 const fileReaderDefaultShuffleSeed = 0x6d2b79f5
 
 type fileReader struct {
-	args     *Args
+	args     *engine.Args
+	src      source.Source // where the files are listed and read
 	opened   bool
-	entries  []SampleRef
+	entries  []engine.SampleRef
 	shardID  int
 	shards   int
 	shuffle  bool
@@ -73,8 +79,8 @@ type fileReader struct {
 	digest     string
 }
 
-func newFileReader(a *Args) (Operator, error) {
-	r := &fileReader{args: a, shardID: a.Int("shard_id"), shards: a.Int("num_shards"),
+func newFileReader(a *engine.Args) (engine.Operator, error) {
+	r := &fileReader{args: a, src: source.Local{}, shardID: a.Int("shard_id"), shards: a.Int("num_shards"),
 		shuffle: a.Bool("random_shuffle"), fill: a.Int("initial_fill"),
 		perEpoch: a.Bool("shuffle_after_epoch"), stick: a.Bool("stick_to_shard"),
 		pad: a.Bool("pad_last_batch"), seed: int64(a.Int("seed"))}
@@ -111,8 +117,8 @@ func newFileReader(a *Args) (Operator, error) {
 	return r, nil
 }
 
-func (r *fileReader) Infer(in []TensorMeta) ([]TensorMeta, error) {
-	return []TensorMeta{{DType: UInt8, Shape: []int{-1}}, {DType: Int32, Shape: []int{1}}}, nil
+func (r *fileReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	return []engine.TensorMeta{{DType: engine.UInt8, Shape: []int{-1}}, {DType: engine.Int32, Shape: []int{1}}}, nil
 }
 
 // SetPipelineSeed is called by the executor before Open.
@@ -132,12 +138,12 @@ func (r *fileReader) Open() error {
 			if err != nil {
 				why = "cannot be read: " + err.Error()
 			}
-			return Errorf(StatusInvalidArgument, "%s: argument \"file_root\": %q %s", describe(a.Node, a.Schema.Name), root, why)
+			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_root\": %q %s", engine.Describe(a.Node, a.Schema.Name), root, why)
 		}
 	}
 	if a.Has("file_list") {
 		if _, err := os.Stat(a.String("file_list")); err != nil {
-			return Errorf(StatusInvalidArgument, "%s: argument \"file_list\": %q cannot be read: %v", describe(a.Node, a.Schema.Name), a.String("file_list"), err)
+			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_list\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), a.String("file_list"), err)
 		}
 	}
 	var err error
@@ -153,21 +159,21 @@ func (r *fileReader) Open() error {
 			if labels != nil {
 				l = int32(labels[i])
 			}
-			r.entries = append(r.entries, SampleRef{Path: f, Label: l})
+			r.entries = append(r.entries, engine.SampleRef{Path: f, Label: l})
 		}
 	case a.Has("file_list"):
-		r.entries, err = readFileList(a.String("file_list"), root)
+		r.entries, err = readFileList(r.src, a.String("file_list"), root)
 	default:
-		r.entries, err = scanImageFolder(root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
+		r.entries, err = scanImageFolder(r.src, root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
 	}
 	if err != nil {
-		return &Error{Status: StatusData, Msg: describe(a.Node, a.Schema.Name), Err: err}
+		return &engine.Error{Status: engine.StatusData, Msg: engine.Describe(a.Node, a.Schema.Name), Err: err}
 	}
 	if len(r.entries) == 0 {
-		return Errorf(StatusData, "%s: no files found (file_root=%q, file_list=%q, filters %v)", describe(a.Node, a.Schema.Name), root, a.String("file_list"), a.Strings("file_filters"))
+		return engine.Errorf(engine.StatusData, "%s: no files found (file_root=%q, file_list=%q, filters %v)", engine.Describe(a.Node, a.Schema.Name), root, a.String("file_list"), a.Strings("file_filters"))
 	}
 	if len(r.entries) < r.shards {
-		return Errorf(StatusData, "%s: %d files cannot be split into num_shards=%d shards", describe(a.Node, a.Schema.Name), len(r.entries), r.shards)
+		return engine.Errorf(engine.StatusData, "%s: %d files cannot be split into num_shards=%d shards", engine.Describe(a.Node, a.Schema.Name), len(r.entries), r.shards)
 	}
 	for i := range r.entries {
 		r.entries[i].Index = i
@@ -176,15 +182,15 @@ func (r *fileReader) Open() error {
 	return nil
 }
 
-func scanImageFolder(root string, filters []string, caseSensitive bool) ([]SampleRef, error) {
-	dirs, err := os.ReadDir(root)
+func scanImageFolder(src source.Source, root string, filters []string, caseSensitive bool) ([]engine.SampleRef, error) {
+	dirs, err := src.List(root)
 	if err != nil {
 		return nil, fmt.Errorf("file_root: %w", err)
 	}
 	var classes []string
 	for _, d := range dirs {
-		if d.IsDir() || (d.Type()&os.ModeSymlink != 0 && isDir(filepath.Join(root, d.Name()))) {
-			classes = append(classes, d.Name())
+		if d.Dir {
+			classes = append(classes, d.Name)
 		}
 	}
 	sort.Strings(classes)
@@ -205,32 +211,28 @@ func scanImageFolder(root string, filters []string, caseSensitive bool) ([]Sampl
 		}
 		return false
 	}
-	var out []SampleRef
+	var out []engine.SampleRef
 	for label, c := range classes {
 		var files []string
-		err := walkFollow(filepath.Join(root, c), func(p string) {
+		err := src.Walk(filepath.Join(root, c), func(p string) error {
 			if match(filepath.Base(p)) {
 				files = append(files, p)
 			}
+			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
 		sort.Strings(files)
 		for _, f := range files {
-			out = append(out, SampleRef{Path: f, Label: int32(label)})
+			out = append(out, engine.SampleRef{Path: f, Label: int32(label)})
 		}
 	}
 	return out, nil
 }
 
-func isDir(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
-}
-
-func readFileList(list, root string) ([]SampleRef, error) {
-	f, err := os.Open(list)
+func readFileList(src source.Source, list, root string) ([]engine.SampleRef, error) {
+	f, err := src.Open(list)
 	if err != nil {
 		return nil, fmt.Errorf("file_list: %w", err)
 	}
@@ -238,8 +240,8 @@ func readFileList(list, root string) ([]SampleRef, error) {
 	if root == "" {
 		root = filepath.Dir(list)
 	}
-	var out []SampleRef
-	sc := bufio.NewScanner(f)
+	var out []engine.SampleRef
+	sc := bufio.NewScanner(io.NewSectionReader(f, 0, f.Size()))
 	line := 0
 	for sc.Scan() {
 		line++
@@ -259,22 +261,17 @@ func readFileList(list, root string) ([]SampleRef, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(root, p)
 		}
-		out = append(out, SampleRef{Path: p, Label: int32(label)})
+		out = append(out, engine.SampleRef{Path: p, Label: int32(label)})
 	}
 	return out, sc.Err()
 }
 
-// ShardRange is DALI's shard arithmetic: shard i of k over n samples.
-func ShardRange(n, i, k int) (begin, end int) {
-	return int(int64(n) * int64(i) / int64(k)), int(int64(n) * int64(i+1) / int64(k))
-}
-
-func (r *fileReader) Meta() ReaderMeta {
+func (r *fileReader) Meta() engine.ReaderMeta {
 	n := int64(len(r.entries))
 	k := int64(r.shards)
-	m := ReaderMeta{EpochSize: n, EpochSizePadded: n, ShardID: r.shardID, NumShards: r.shards,
+	m := engine.ReaderMeta{EpochSize: n, EpochSizePadded: n, ShardID: r.shardID, NumShards: r.shards,
 		PadLastBatch: r.pad, StickToShard: r.stick}
-	b, e := ShardRange(len(r.entries), r.shardID, r.shards)
+	b, e := engine.ShardRange(len(r.entries), r.shardID, r.shards)
 	m.ShardSize = int64(e - b)
 	if r.pad {
 		per := (n + k - 1) / k
@@ -302,12 +299,12 @@ func (r *fileReader) epochOrder(epoch int64, buf []int) (shard int, order []int)
 	if !r.stick {
 		shard = int((int64(r.shardID) + epoch) % int64(r.shards))
 	}
-	var rng RNG
+	var rng engine.RNG
 	seed := r.pipeSeed
 	if r.seed >= 0 {
 		seed = uint64(r.seed)
 	}
-	b, e := ShardRange(n, shard, r.shards)
+	b, e := engine.ShardRange(n, shard, r.shards)
 	if r.perEpoch {
 		if r.seed < 0 {
 			seed = fileReaderDefaultShuffleSeed
@@ -337,7 +334,7 @@ func (r *fileReader) epochOrder(epoch int64, buf []int) (shard int, order []int)
 
 // bufferShuffle emits samples in the order a shuffling buffer of size fill produces:
 // DALI's random_shuffle is local, not a full permutation.
-func bufferShuffle(in []int, fill int, rng *RNG) []int {
+func bufferShuffle(in []int, fill int, rng *engine.RNG) []int {
 	out := make([]int, 0, len(in))
 	buf := make([]int, 0, fill)
 	next := 0
@@ -362,7 +359,7 @@ func bufferShuffle(in []int, fill int, rng *RNG) []int {
 // NextBatch follows DALI: every shard runs ceil(ceil(n/k) / batch) batches per epoch,
 // so that data-parallel ranks take the same number of steps; positions past the shard's
 // samples repeat the last one (pad_last_batch) or wrap around to its start.
-func (r *fileReader) NextBatch(refs []SampleRef) (int, bool, bool) {
+func (r *fileReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 	if r.cursor >= r.length {
 		return 0, true, false
 	}
@@ -387,23 +384,27 @@ func (r *fileReader) NextBatch(refs []SampleRef) (int, bool, bool) {
 }
 
 type fileReaderState struct {
-	fd   int
+	f    source.File
 	size int
 }
 
-func (r *fileReader) NewWorkerState() any { return &fileReaderState{fd: -1} }
+func (r *fileReader) NewWorkerState() any { return &fileReaderState{} }
 
-func (r *fileReader) Setup(ws *Workspace) error {
+func (r *fileReader) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*fileReaderState)
-	if st.fd >= 0 { // Run was not reached for the previous sample
-		syscall.Close(st.fd)
-		st.fd = -1
+	if st.f != nil { // Run was not reached for the previous sample
+		st.f.Close()
+		st.f = nil
 	}
-	fd, size, err := openSampleFile(ws.Ref.Path, ws.Limits.MaxFileBytes)
+	f, err := r.src.Open(ws.Ref.Path)
 	if err != nil {
-		return err
+		return sampleError(err)
 	}
-	st.fd, st.size = fd, int(size)
+	if max := ws.Limits.MaxFileBytes; max > 0 && f.Size() > max {
+		f.Close()
+		return engine.Errorf(engine.StatusData, "file is %d bytes, more than max_file_bytes=%d (raise the pipeline's max_file_bytes to read it)", f.Size(), max)
+	}
+	st.f, st.size = f, int(f.Size())
 	ws.Out[0].SetShape(st.size)
 	if len(ws.Out) > 1 {
 		ws.Out[1].SetShape(1)
@@ -411,32 +412,25 @@ func (r *fileReader) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (r *fileReader) Run(ws *Workspace) error {
+func (r *fileReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*fileReaderState)
-	defer func() { syscall.Close(st.fd); st.fd = -1 }()
+	defer func() { st.f.Close(); st.f = nil }()
 	buf := ws.Out[0].Data
-	for off := 0; off < len(buf); {
-		n, err := syscall.Pread(st.fd, buf[off:], int64(off))
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read error: %w", err)
-		}
-		if n == 0 {
+	if off, err := st.f.ReadAt(buf, 0); off < len(buf) {
+		if err == io.EOF {
 			return fmt.Errorf("file shrank while reading (%d of %d bytes)", off, len(buf))
 		}
-		off += n
+		return sampleError(err)
 	}
 	if len(ws.Out) > 1 {
-		writeScalar(ws.Out[1].Data, Int32, float64(ws.Ref.Label))
+		engine.WriteScalar(ws.Out[1].Data, engine.Int32, float64(ws.Ref.Label))
 	}
 	return nil
 }
 
 // SourceState implements SourceCheckpointer. It recomputes the epoch's order rather than
 // reading the live one, which the producer has moved ahead of the consumer.
-func (r *fileReader) SourceState(epoch, batches int64, batchSize int) SourceState {
+func (r *fileReader) SourceState(epoch, batches int64, batchSize int) engine.SourceState {
 	shard, order := r.epochOrder(epoch, nil)
 	h := sha256.New()
 	var b [8]byte
@@ -444,7 +438,7 @@ func (r *fileReader) SourceState(epoch, batches int64, batchSize int) SourceStat
 		binary.LittleEndian.PutUint64(b[:], uint64(i))
 		h.Write(b[:])
 	}
-	return SourceState{Epoch: epoch, Shard: shard, Position: batches * int64(batchSize),
+	return engine.SourceState{Epoch: epoch, Shard: shard, Position: batches * int64(batchSize),
 		EpochLength: r.epochLength(), NumFiles: len(r.entries), FilesDigest: r.filesDigest(),
 		OrderDigest: hex.EncodeToString(h.Sum(nil)[:16])}
 }
@@ -467,4 +461,22 @@ func (r *fileReader) filesDigest() string {
 		r.digest = hex.EncodeToString(h.Sum(nil)[:16])
 	})
 	return r.digest
+}
+
+// sampleError words a source error about a sample's file without the path, which the
+// executor's error for the sample names already.
+func sampleError(err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch {
+	case errors.Is(pe.Err, source.ErrNotRegular):
+		return engine.Errorf(engine.StatusData, "%v", pe.Err)
+	case pe.Op == "open":
+		return fmt.Errorf("cannot open: %w", pe.Err)
+	case pe.Op == "stat":
+		return fmt.Errorf("cannot stat: %w", pe.Err)
+	}
+	return fmt.Errorf("read error: %w", pe.Err)
 }

@@ -1,11 +1,14 @@
 //go:build cuda
 
-package engine
+package image
 
-import "github.com/godali/godali/kernels"
+import (
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/kernels"
+)
 
 func init() {
-	RegisterBackend("brightness_contrast", "gpu", func(a *Args) (Operator, error) {
+	engine.RegisterBackend("brightness_contrast", "gpu", func(a *engine.Args) (engine.Operator, error) {
 		o, err := newBrightnessContrast(a)
 		if err != nil {
 			return nil, err
@@ -17,7 +20,7 @@ func init() {
 		if twist {
 			name = "color_twist"
 		}
-		RegisterBackend(name, "gpu", func(a *Args) (Operator, error) {
+		engine.RegisterBackend(name, "gpu", func(a *engine.Args) (engine.Operator, error) {
 			o, err := newColorTwist(a, twist)
 			if err != nil {
 				return nil, err
@@ -36,9 +39,11 @@ type gpuBrightnessContrast struct {
 	v    [4]float64
 }
 
-func (o *gpuBrightnessContrast) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.cpu.Infer(in) }
+func (o *gpuBrightnessContrast) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	return o.cpu.Infer(in)
+}
 
-func (o *gpuBrightnessContrast) Setup(ws *Workspace) error {
+func (o *gpuBrightnessContrast) Setup(ws *engine.Workspace) error {
 	if err := sampleArgs(ws, o.cpu.args, o.cpu.params, o.v[:]); err != nil {
 		return err
 	}
@@ -46,16 +51,16 @@ func (o *gpuBrightnessContrast) Setup(ws *Workspace) error {
 	ws.Out[0].SetShape(in.Shape...)
 	scale, offset := o.cpu.affine(o.v[:])
 	*o.plan.at(ws.Sample) = kernels.ColorSample{Src: in.Dev, W: in.Shape[1], H: in.Shape[0], Channels: in.Shape[2],
-		Float: o.cpu.out == Float32, Scale: scale, Offset: offset}
+		Float: o.cpu.out == engine.Float32, Scale: scale, Offset: offset}
 	return nil
 }
 
-func (o *gpuBrightnessContrast) Run(ws *Workspace) error {
+func (o *gpuBrightnessContrast) Run(ws *engine.Workspace) error {
 	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
 	return nil
 }
 
-func (o *gpuBrightnessContrast) RunBatch(bw *BatchWorkspace) error {
+func (o *gpuBrightnessContrast) RunBatch(bw *engine.BatchWorkspace) error {
 	return bw.GPU.Kernels.Color(o.plan.batch(bw.Size))
 }
 
@@ -67,9 +72,11 @@ type gpuColorTwist struct {
 	v    [5]float64
 }
 
-func (o *gpuColorTwist) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.cpu.Infer(in) }
+func (o *gpuColorTwist) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	return o.cpu.Infer(in)
+}
 
-func (o *gpuColorTwist) Setup(ws *Workspace) error {
+func (o *gpuColorTwist) Setup(ws *engine.Workspace) error {
 	if err := o.cpu.Setup(ws); err != nil { // checks the channels, sets the shape
 		return err
 	}
@@ -80,16 +87,16 @@ func (o *gpuColorTwist) Setup(ws *Workspace) error {
 	in := ws.In[0]
 	s := o.plan.at(ws.Sample)
 	*s = kernels.ColorSample{Src: in.Dev, W: in.Shape[1], H: in.Shape[0], Channels: 3,
-		Float: o.cpu.out == Float32, UseMatrix: true}
+		Float: o.cpu.out == engine.Float32, UseMatrix: true}
 	o.cpu.matrix(v, &s.Matrix)
 	return nil
 }
 
-func (o *gpuColorTwist) Run(ws *Workspace) error {
+func (o *gpuColorTwist) Run(ws *engine.Workspace) error {
 	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
 	return nil
 }
 
-func (o *gpuColorTwist) RunBatch(bw *BatchWorkspace) error {
+func (o *gpuColorTwist) RunBatch(bw *engine.BatchWorkspace) error {
 	return bw.GPU.Kernels.Color(o.plan.batch(bw.Size))
 }

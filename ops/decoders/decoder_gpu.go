@@ -1,6 +1,6 @@
 //go:build cuda
 
-package engine
+package decoders
 
 import (
 	"bytes"
@@ -9,13 +9,14 @@ import (
 	"math"
 
 	"github.com/godali/godali/codec"
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/internal/cuda"
 	"github.com/godali/godali/nvjpeg"
 )
 
 func init() {
-	RegisterBackend("decoders.image", "mixed", func(a *Args) (Operator, error) { return newMixedDecoder(a, false) })
-	RegisterBackend("decoders.image_random_crop", "mixed", func(a *Args) (Operator, error) { return newMixedDecoder(a, true) })
+	engine.RegisterBackend("decoders.image", "mixed", func(a *engine.Args) (engine.Operator, error) { return newMixedDecoder(a, false) })
+	engine.RegisterBackend("decoders.image_random_crop", "mixed", func(a *engine.Args) (engine.Operator, error) { return newMixedDecoder(a, true) })
 }
 
 // mixedDecoder is decoders.image and decoders.image_random_crop on device "mixed". Each
@@ -36,7 +37,7 @@ type mixedDecoder struct {
 	devPad       int
 	hostPad      int
 
-	ctx *GPUContext
+	ctx *engine.GPUContext
 	// hy is the nvJPEG handle of every decoder: a hardware-backend handle where the GPU
 	// has JPEG engines (as DALI does, the hybrid decoders come from it too, so that the
 	// streams they parse are valid for the hardware decoder's checks), else a default
@@ -58,7 +59,7 @@ type mixedDecoder struct {
 	fallback *mixedDecoderState
 }
 
-func newMixedDecoder(a *Args, randomCrop bool) (Operator, error) {
+func newMixedDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	op, err := newCPUDecoder(a, randomCrop)
 	if err != nil {
 		return nil, err
@@ -86,11 +87,13 @@ func newMixedDecoder(a *Args, randomCrop bool) (Operator, error) {
 	return d, nil
 }
 
-func (d *mixedDecoder) Infer(in []TensorMeta) ([]TensorMeta, error) { return d.cpu.Infer(in) }
+func (d *mixedDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	return d.cpu.Infer(in)
+}
 
-func (d *mixedDecoder) preallocBytes() int { return d.hintW * d.hintH * d.cpu.out.Channels() }
+func (d *mixedDecoder) PreallocBytes() int { return d.hintW * d.hintH * d.cpu.out.Channels() }
 
-func (d *mixedDecoder) bindGPU(ctx *GPUContext) error {
+func (d *mixedDecoder) BindGPU(ctx *engine.GPUContext) error {
 	lib, err := nvjpeg.Load()
 	if err != nil {
 		return err
@@ -119,7 +122,7 @@ func (d *mixedDecoder) bindGPU(ctx *GPUContext) error {
 			return err
 		}
 		if b.ev, err = ctx.Device.NewEvent(); err != nil {
-			return cudaError("nvJPEG batch event", err)
+			return engine.CUDAError("nvJPEG batch event", err)
 		}
 	}
 	if d.cpu.crop != nil && !d.bd[0].dec.SupportsROI() {
@@ -157,7 +160,7 @@ type batchSlot struct {
 	pending bool // ev marks the last batch queued on dec
 }
 
-func (d *mixedDecoder) unbindGPU() {
+func (d *mixedDecoder) UnbindGPU() {
 	if d.ctx != nil {
 		d.unbindBatch()
 	}
@@ -256,7 +259,7 @@ func hardwareShare(i int, load float64) bool {
 	return math.Floor(float64(i+1)*load) > math.Floor(float64(i)*load)
 }
 
-func (d *mixedDecoder) Setup(ws *Workspace) error {
+func (d *mixedDecoder) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*mixedDecoderState)
 	data := ws.In[0].Data
 	info, err := st.cpu.Probe(data)
@@ -264,7 +267,7 @@ func (d *mixedDecoder) Setup(ws *Workspace) error {
 		return err
 	}
 	if lim := ws.Limits.MaxImagePixels; lim > 0 && int64(info.Width)*int64(info.Height) > lim {
-		return Errorf(StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), lim)
+		return engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), lim)
 	}
 	st.info = info
 	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: d.cpu.orient, MaxPixels: ws.Limits.MaxImagePixels}
@@ -280,7 +283,7 @@ func (d *mixedDecoder) Setup(ws *Workspace) error {
 			return err
 		}
 	}
-	*ws.Note = SampleNote{Route: int(route), X: win.X, Y: win.Y, W: win.W, H: win.H}
+	*ws.Note = engine.SampleNote{Route: int(route), X: win.X, Y: win.Y, W: win.W, H: win.H}
 	c := d.cpu.out.Channels()
 	if route == nvjpeg.RouteCPU {
 		ow, oh, oc, err := st.cpu.OutputSize(data, info, st.opt)
@@ -324,12 +327,12 @@ func (st *mixedDecoderState) route(data []byte, info codec.Info, win codec.Rect,
 	}
 	s, err := st.slot()
 	if err != nil {
-		return 0, cudaError("nvJPEG decoder slot", err)
+		return 0, engine.CUDAError("nvJPEG decoder slot", err)
 	}
 	for _, progressive := range []bool{ji.Progressive, !ji.Progressive} {
 		dec, err := s.decoder(d.hy, progressive)
 		if err != nil {
-			return 0, cudaError("creating an nvJPEG decoder", err)
+			return 0, engine.CUDAError("creating an nvJPEG decoder", err)
 		}
 		si, err := dec.Parse(data)
 		if err != nil || si.Width != info.Width || si.Height != info.Height {
@@ -351,7 +354,7 @@ func (st *mixedDecoderState) route(data []byte, info codec.Info, win codec.Rect,
 	return nvjpeg.RouteCPU, nil
 }
 
-func (d *mixedDecoder) Run(ws *Workspace) error {
+func (d *mixedDecoder) Run(ws *engine.Workspace) error {
 	st := ws.State.(*mixedDecoderState)
 	out := ws.Out[0]
 	switch nvjpeg.Route(ws.Note.Route) {
@@ -360,11 +363,11 @@ func (d *mixedDecoder) Run(ws *Workspace) error {
 	case nvjpeg.RouteCUDA:
 		if err := st.use.DecodeHost(); err != nil {
 			if errors.Is(err, nvjpeg.ErrBadJPEG) {
-				return st.decodeCPU(ws.gpu, ws.In[0].Data, out)
+				return st.decodeCPU(ws.GPU(), ws.In[0].Data, out)
 			}
 			return err
 		}
-		stream, err := ws.gpu.begin()
+		stream, err := ws.GPU().Begin()
 		if err != nil {
 			return err
 		}
@@ -376,22 +379,22 @@ func (d *mixedDecoder) Run(ws *Workspace) error {
 		}
 		s := &st.slots[st.cur]
 		if err := d.ctx.Device.Record(s.ev, stream); err != nil {
-			return cudaError("nvJPEG decode", err)
+			return engine.CUDAError("nvJPEG decode", err)
 		}
 		s.pending = true
-		return ws.gpu.end()
+		return ws.GPU().End()
 	}
-	return st.decodeCPU(ws.gpu, ws.In[0].Data, out)
+	return st.decodeCPU(ws.GPU(), ws.In[0].Data, out)
 }
 
 // decodeCPU decodes with libjpeg-turbo (or the Go decoders) into the slot's pinned
 // staging and queues its upload on the worker's stream. A truncated or corrupt JPEG
 // that nvJPEG refused ends up here too, so the error names what libjpeg says.
-func (st *mixedDecoderState) decodeCPU(sg *sampleGPU, data []byte, out *Tensor) error {
+func (st *mixedDecoderState) decodeCPU(sg *engine.SampleGPU, data []byte, out *engine.Tensor) error {
 	n := out.NumBytes()
 	s, err := st.slot()
 	if err != nil {
-		return cudaError("decoder staging", err)
+		return engine.CUDAError("decoder staging", err)
 	}
 	if err := st.stage(s, n); err != nil {
 		return err
@@ -401,21 +404,21 @@ func (st *mixedDecoderState) decodeCPU(sg *sampleGPU, data []byte, out *Tensor) 
 		return err
 	}
 	if w*h*c != n {
-		return Errorf(StatusInternal, "decoded %dx%dx%d, declared %v", w, h, c, out.Shape)
+		return engine.Errorf(engine.StatusInternal, "decoded %dx%dx%d, declared %v", w, h, c, out.Shape)
 	}
-	stream, err := sg.begin()
+	stream, err := sg.Begin()
 	if err != nil {
 		return err
 	}
 	dev := st.d.ctx.Device
 	if err := dev.CopyHtoDAsync(out.Dev, s.staging.HostPtr(), n, stream); err != nil {
-		return cudaError("uploading a decoded image", err)
+		return engine.CUDAError("uploading a decoded image", err)
 	}
 	if err := dev.Record(s.ev, stream); err != nil {
-		return cudaError("uploading a decoded image", err)
+		return engine.CUDAError("uploading a decoded image", err)
 	}
 	s.pending = true
-	return sg.end()
+	return sg.End()
 }
 
 // stage makes the slot's pinned staging hold n bytes; it only grows, to the largest
@@ -430,13 +433,13 @@ func (st *mixedDecoderState) stage(s *decodeSlot, n int) error {
 	}
 	blk, err := st.d.ctx.Pinned.Get(max(n, 1), 0)
 	if err != nil {
-		return cudaError(fmt.Sprintf("pinned staging of %d bytes", n), err)
+		return engine.CUDAError(fmt.Sprintf("pinned staging of %d bytes", n), err)
 	}
 	s.staging = blk
 	return nil
 }
 
-func (d *mixedDecoder) RunBatch(bw *BatchWorkspace) error {
+func (d *mixedDecoder) RunBatch(bw *engine.BatchWorkspace) error {
 	d.srcs, d.dsts, d.rois, d.idx = d.srcs[:0], d.dsts[:0], d.rois[:0], d.idx[:0]
 	for i := 0; i < bw.Size; i++ {
 		n := &bw.Notes[i]
@@ -469,13 +472,13 @@ func (d *mixedDecoder) RunBatch(bw *BatchWorkspace) error {
 	d.bdTurn ^= 1
 	if b.pending && b.dec.NeedsInit(len(d.srcs), d.format) {
 		if err := d.ctx.Device.EventSync(b.ev); err != nil {
-			return cudaError("nvJPEG batch decode", err)
+			return engine.CUDAError("nvJPEG batch decode", err)
 		}
 		b.pending = false
 	}
 	err := b.dec.Decode(d.srcs, d.dsts, rois, d.format, uintptr(bw.GPU.Stream))
 	if rerr := d.ctx.Device.Record(b.ev, bw.GPU.Stream); rerr != nil {
-		return cudaError("nvJPEG batch decode", rerr)
+		return engine.CUDAError("nvJPEG batch decode", rerr)
 	}
 	b.pending = true
 	if err == nil {
@@ -485,7 +488,7 @@ func (d *mixedDecoder) RunBatch(bw *BatchWorkspace) error {
 	// its images one by one instead, so that the error names the file at fault.
 	for _, i := range d.idx {
 		if err := d.decodeOne(bw, i); err != nil {
-			return &SampleError{Source: bw.Refs[i].Path, Node: bw.Node, Err: err}
+			return &engine.SampleError{Source: bw.Refs[i].Path, Node: bw.Node, Err: err}
 		}
 	}
 	return nil
@@ -493,7 +496,7 @@ func (d *mixedDecoder) RunBatch(bw *BatchWorkspace) error {
 
 // decodeOne decodes sample i on the GPU stage's stream with a hybrid decoder, or the CPU
 // decoder, waiting on the host after each: the slow path after a failed hardware batch.
-func (d *mixedDecoder) decodeOne(bw *BatchWorkspace, i int) error {
+func (d *mixedDecoder) decodeOne(bw *engine.BatchWorkspace, i int) error {
 	if d.fallback == nil {
 		d.fallback = d.NewWorkerState().(*mixedDecoderState)
 	}
@@ -517,7 +520,7 @@ func (d *mixedDecoder) decodeOne(bw *BatchWorkspace, i int) error {
 			if err := st.use.DecodeDevice(nvjpeg.Image{Ptr: out.Dev, Pitch: out.Shape[1] * out.Shape[2]}, uintptr(stream)); err != nil {
 				return err
 			}
-			return cudaError("nvJPEG decode", dev.Synchronize(stream))
+			return engine.CUDAError("nvJPEG decode", dev.Synchronize(stream))
 		}
 	}
 	s, err := st.slot()
@@ -534,5 +537,5 @@ func (d *mixedDecoder) decodeOne(bw *BatchWorkspace, i int) error {
 	if err := dev.CopyHtoDAsync(out.Dev, s.staging.HostPtr(), size, stream); err != nil {
 		return err
 	}
-	return cudaError("uploading a decoded image", dev.Synchronize(stream))
+	return engine.CUDAError("uploading a decoded image", dev.Synchronize(stream))
 }

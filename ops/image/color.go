@@ -1,8 +1,9 @@
-package engine
+package image
 
 import (
 	"math"
 
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/engine/imaging"
 )
 
@@ -11,7 +12,7 @@ import (
 const uint8HalfRange = 128
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "brightness_contrast",
 		Doc: "Adjusts the brightness and contrast of HWC uint8 images: out = brightness_shift * " +
 			"output_range + brightness * (contrast_center + contrast * (in - contrast_center)), " +
@@ -19,60 +20,60 @@ func init() {
 			"rounded to nearest and saturated, as in DALI. Every argument may come per sample " +
 			"(e.g. from random.uniform).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: []ArgSpec{
-			{Name: "brightness", Type: ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness multiplier"},
-			{Name: "brightness_shift", Type: ArgFloat, Default: 0.0, TensorInput: true, Doc: "brightness shift, in units of the output range (1.0 = 255 for UINT8)"},
-			{Name: "contrast", Type: ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast multiplier; 0 gives a uniform grey"},
-			{Name: "contrast_center", Type: ArgFloat, TensorInput: true, Doc: "the input level contrast leaves unchanged; default half of the input range (128 for uint8)"},
-			{Name: "dtype", Type: ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
+		Args: []engine.ArgSpec{
+			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness multiplier"},
+			{Name: "brightness_shift", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "brightness shift, in units of the output range (1.0 = 255 for UINT8)"},
+			{Name: "contrast", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast multiplier; 0 gives a uniform grey"},
+			{Name: "contrast_center", Type: engine.ArgFloat, TensorInput: true, Doc: "the input level contrast leaves unchanged; default half of the input range (128 for uint8)"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
 		},
 	})
-	RegisterBackend("brightness_contrast", "cpu", func(a *Args) (Operator, error) { return newBrightnessContrast(a) })
+	engine.RegisterBackend("brightness_contrast", "cpu", func(a *engine.Args) (engine.Operator, error) { return newBrightnessContrast(a) })
 
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "hsv",
 		Doc: "Adjusts hue, saturation and value of HWC uint8 RGB images the way DALI does: a linear " +
 			"transform in YIQ space (rotate the chroma by hue degrees, scale it by saturation, scale " +
 			"all by value), applied as one 3x3 matrix in float32. Arguments may come per sample.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: []ArgSpec{
-			{Name: "hue", Type: ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees (additive; wraps around)"},
-			{Name: "saturation", Type: ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation multiplier"},
-			{Name: "value", Type: ArgFloat, Default: 1.0, TensorInput: true, Doc: "value (brightness) multiplier"},
-			{Name: "dtype", Type: ArgDType, Default: "UINT8", Doc: "output type, UINT8 or FLOAT"},
+		Args: []engine.ArgSpec{
+			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees (additive; wraps around)"},
+			{Name: "saturation", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation multiplier"},
+			{Name: "value", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "value (brightness) multiplier"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type, UINT8 or FLOAT"},
 		},
 	})
-	RegisterBackend("hsv", "cpu", func(a *Args) (Operator, error) { return newColorTwist(a, false) })
+	engine.RegisterBackend("hsv", "cpu", func(a *engine.Args) (engine.Operator, error) { return newColorTwist(a, false) })
 
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "color_twist",
 		Doc: "Adjusts hue, saturation, brightness and contrast of HWC uint8 images as DALI does: " +
 			"hsv's YIQ transform, then out = brightness * (contrast * x + 128 * (1 - contrast)). " +
 			"Arguments may come per sample.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: []ArgSpec{
-			{Name: "brightness", Type: ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness factor (>= 0): 0 black, 1 unchanged, 2 twice as bright"},
-			{Name: "contrast", Type: ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast factor (>= 0): 0 uniform grey, 1 unchanged"},
-			{Name: "hue", Type: ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees"},
-			{Name: "saturation", Type: ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation factor (>= 0): 0 grey, 1 unchanged"},
-			{Name: "image_type", Type: ArgImageType, Default: "RGB", Doc: "color space of the input and output: RGB or BGR"},
-			{Name: "dtype", Type: ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
+		Args: []engine.ArgSpec{
+			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness factor (>= 0): 0 black, 1 unchanged, 2 twice as bright"},
+			{Name: "contrast", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast factor (>= 0): 0 uniform grey, 1 unchanged"},
+			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees"},
+			{Name: "saturation", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation factor (>= 0): 0 grey, 1 unchanged"},
+			{Name: "image_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the input and output: RGB or BGR"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
 		},
 	})
-	RegisterBackend("color_twist", "cpu", func(a *Args) (Operator, error) { return newColorTwist(a, true) })
+	engine.RegisterBackend("color_twist", "cpu", func(a *engine.Args) (engine.Operator, error) { return newColorTwist(a, true) })
 }
 
 // colorOutType parses the dtype of the color operators: UINT8 (the input's type, the
 // default) or FLOAT.
-func colorOutType(a *Args) (DType, imaging.DType, error) {
+func colorOutType(a *engine.Args) (engine.DType, imaging.DType, error) {
 	if !a.Has("dtype") && a.String("dtype") == "" {
-		return UInt8, imaging.UInt8, nil
+		return engine.UInt8, imaging.UInt8, nil
 	}
 	switch d := a.DType("dtype"); d {
-	case UInt8:
-		return UInt8, imaging.UInt8, nil
-	case Float32:
-		return Float32, imaging.Float32, nil
+	case engine.UInt8:
+		return engine.UInt8, imaging.UInt8, nil
+	case engine.Float32:
+		return engine.Float32, imaging.Float32, nil
 	default:
 		return 0, 0, a.Errorf("dtype", "expected UINT8 or FLOAT, got %s", d)
 	}
@@ -86,7 +87,7 @@ type colorArg struct {
 }
 
 // sampleArgs reads the arguments' values for the current sample into v.
-func sampleArgs(ws *Workspace, a *Args, args []colorArg, v []float64) error {
+func sampleArgs(ws *engine.Workspace, a *engine.Args, args []colorArg, v []float64) error {
 	for i, c := range args {
 		x := c.constant
 		if _, ok := a.IsPerSample(c.name); ok {
@@ -100,7 +101,7 @@ func sampleArgs(ws *Workspace, a *Args, args []colorArg, v []float64) error {
 			if c.nonNeg {
 				want = "a finite number >= 0"
 			}
-			return Errorf(StatusData, "%s: argument %q: expected %s, got %g for this sample", describe(a.Node, a.Schema.Name), c.name, want, x)
+			return engine.Errorf(engine.StatusData, "%s: argument %q: expected %s, got %g for this sample", engine.Describe(a.Node, a.Schema.Name), c.name, want, x)
 		}
 		v[i] = x
 	}
@@ -108,7 +109,7 @@ func sampleArgs(ws *Workspace, a *Args, args []colorArg, v []float64) error {
 }
 
 // colorConstArgs checks the constant arguments at build time.
-func colorConstArgs(a *Args, names []string, nonNeg map[string]bool) ([]colorArg, error) {
+func colorConstArgs(a *engine.Args, names []string, nonNeg map[string]bool) ([]colorArg, error) {
 	out := make([]colorArg, len(names))
 	for i, n := range names {
 		v := a.Float(n)
@@ -126,9 +127,9 @@ func colorConstArgs(a *Args, names []string, nonNeg map[string]bool) ([]colorArg
 }
 
 type brightnessContrastOp struct {
-	args   *Args
+	args   *engine.Args
 	params []colorArg // brightness, brightness_shift, contrast, contrast_center
-	out    DType
+	out    engine.DType
 	imOut  imaging.DType
 }
 
@@ -137,7 +138,7 @@ type brightnessContrastState struct {
 	v     [4]float64
 }
 
-func newBrightnessContrast(a *Args) (*brightnessContrastOp, error) {
+func newBrightnessContrast(a *engine.Args) (*brightnessContrastOp, error) {
 	out, imOut, err := colorOutType(a)
 	if err != nil {
 		return nil, err
@@ -154,22 +155,22 @@ func newBrightnessContrast(a *Args) (*brightnessContrastOp, error) {
 	return &brightnessContrastOp{args: a, params: params, out: out, imOut: imOut}, nil
 }
 
-func (o *brightnessContrastOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *brightnessContrastOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	c, err := checkImageInput(o.args, in[0])
 	if err != nil {
 		return nil, err
 	}
-	return []TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
+	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
 }
 
 func (o *brightnessContrastOp) NewWorkerState() any { return &brightnessContrastState{} }
 
-func (o *brightnessContrastOp) Setup(ws *Workspace) error {
+func (o *brightnessContrastOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].SetShape(ws.In[0].Shape...)
 	return nil
 }
 
-func (o *brightnessContrastOp) Run(ws *Workspace) error {
+func (o *brightnessContrastOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*brightnessContrastState)
 	if err := sampleArgs(ws, o.args, o.params, st.v[:]); err != nil {
 		return err
@@ -186,7 +187,7 @@ func (o *brightnessContrastOp) Run(ws *Workspace) error {
 func (o *brightnessContrastOp) affine(v []float64) (scale, offset float32) {
 	brightness, shift, contrast, center := float32(v[0]), float32(v[1]), float32(v[2]), float32(v[3])
 	outRange := float32(255)
-	if o.out == Float32 {
+	if o.out == engine.Float32 {
 		outRange = 1
 	}
 	// out = shift*range + brightness*(center + contrast*(in - center)), as in * scale + offset.
@@ -197,11 +198,11 @@ func (o *brightnessContrastOp) affine(v []float64) (scale, offset float32) {
 
 // colorTwistOp is hsv (twist false) and color_twist (twist true).
 type colorTwistOp struct {
-	args   *Args
+	args   *engine.Args
 	twist  bool
 	bgr    bool
 	params []colorArg // hue, saturation, value | brightness, contrast
-	out    DType
+	out    engine.DType
 	imOut  imaging.DType
 }
 
@@ -210,7 +211,7 @@ type colorTwistState struct {
 	v [5]float64
 }
 
-func newColorTwist(a *Args, twist bool) (*colorTwistOp, error) {
+func newColorTwist(a *engine.Args, twist bool) (*colorTwistOp, error) {
 	out, imOut, err := colorOutType(a)
 	if err != nil {
 		return nil, err
@@ -235,29 +236,29 @@ func newColorTwist(a *Args, twist bool) (*colorTwistOp, error) {
 	return o, nil
 }
 
-func (o *colorTwistOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *colorTwistOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	c, err := checkImageInput(o.args, in[0])
 	if err != nil {
 		return nil, err
 	}
 	if c != 3 && c >= 0 {
-		return nil, Errorf(StatusInvalidPipeline, "%s: input must have 3 channels (RGB), got %d; decode with output_type=RGB", describe(o.args.Node, o.args.Schema.Name), c)
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must have 3 channels (RGB), got %d; decode with output_type=RGB", engine.Describe(o.args.Node, o.args.Schema.Name), c)
 	}
-	return []TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], 3}}}, nil
+	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], 3}}}, nil
 }
 
 func (o *colorTwistOp) NewWorkerState() any { return &colorTwistState{} }
 
-func (o *colorTwistOp) Setup(ws *Workspace) error {
+func (o *colorTwistOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	if in.Shape[2] != 3 {
-		return Errorf(StatusData, "%s: input must have 3 channels (RGB), got shape %v", describe(o.args.Node, o.args.Schema.Name), in.Shape)
+		return engine.Errorf(engine.StatusData, "%s: input must have 3 channels (RGB), got shape %v", engine.Describe(o.args.Node, o.args.Schema.Name), in.Shape)
 	}
 	ws.Out[0].SetShape(in.Shape...)
 	return nil
 }
 
-func (o *colorTwistOp) Run(ws *Workspace) error {
+func (o *colorTwistOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*colorTwistState)
 	v := st.v[:len(o.params)]
 	if err := sampleArgs(ws, o.args, o.params, v); err != nil {

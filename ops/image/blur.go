@@ -1,8 +1,9 @@
-package engine
+package image
 
 import (
 	"math"
 
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/engine/imaging"
 )
 
@@ -10,28 +11,28 @@ import (
 const maxBlurRadius = 3000
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "gaussian_blur",
 		Doc: "Blurs HWC uint8 images with a separable Gaussian, borders reflected (101), as DALI. " +
 			"With only sigma the window is 2 * ceil(3 * sigma) + 1 taps; with only window_size, " +
 			"sigma = ((window_size - 1) / 2 - 1) * 0.3 + 0.8. Each takes one value or (height, width). " +
 			"sigma may come per sample (one value for both axes).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
-		Args: []ArgSpec{
-			{Name: "sigma", Type: ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "standard deviation of the Gaussian, in pixels: one value or (height, width); 0 = from window_size"},
-			{Name: "window_size", Type: ArgIntList, Default: []int64{0}, Doc: "taps of the window (odd): one value or (height, width); 0 = from sigma"},
-			{Name: "dtype", Type: ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
+		Args: []engine.ArgSpec{
+			{Name: "sigma", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "standard deviation of the Gaussian, in pixels: one value or (height, width); 0 = from window_size"},
+			{Name: "window_size", Type: engine.ArgIntList, Default: []int64{0}, Doc: "taps of the window (odd): one value or (height, width); 0 = from sigma"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
 		},
 	})
-	RegisterBackend("gaussian_blur", "cpu", func(a *Args) (Operator, error) { return newGaussianBlur(a) })
+	engine.RegisterBackend("gaussian_blur", "cpu", func(a *engine.Args) (engine.Operator, error) { return newGaussianBlur(a) })
 }
 
 type gaussianBlurOp struct {
-	args    *Args
+	args    *engine.Args
 	sigma   [2]float64 // height, width
 	window  [2]int     // 0 = from sigma
 	perSig  bool
-	out     DType
+	out     engine.DType
 	imOut   imaging.DType
 	windows [2][]float32 // the constant windows, when sigma is not per sample
 }
@@ -51,7 +52,7 @@ func pair[T any](v []T) ([2]T, bool) {
 	return [2]T{}, false
 }
 
-func newGaussianBlur(a *Args) (*gaussianBlurOp, error) {
+func newGaussianBlur(a *engine.Args) (*gaussianBlurOp, error) {
 	out, imOut, err := colorOutType(a)
 	if err != nil {
 		return nil, err
@@ -107,22 +108,22 @@ func blurSigma(sigma float64, window int) float64 {
 	return (r-1)*0.3 + 0.8
 }
 
-func (o *gaussianBlurOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *gaussianBlurOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	c, err := checkImageInput(o.args, in[0])
 	if err != nil {
 		return nil, err
 	}
-	return []TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
+	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
 }
 
 func (o *gaussianBlurOp) NewWorkerState() any { return &gaussianBlurState{} }
 
-func (o *gaussianBlurOp) Setup(ws *Workspace) error {
+func (o *gaussianBlurOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].SetShape(ws.In[0].Shape...)
 	return nil
 }
 
-func (o *gaussianBlurOp) Run(ws *Workspace) error {
+func (o *gaussianBlurOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*gaussianBlurState)
 	wy, wx := o.windows[0], o.windows[1]
 	if o.perSig {
@@ -131,8 +132,8 @@ func (o *gaussianBlurOp) Run(ws *Workspace) error {
 			return err
 		}
 		if !(s >= 0) || s > maxBlurRadius/3 || (s == 0 && (o.window[0] == 0 || o.window[1] == 0)) {
-			return Errorf(StatusData, "%s: argument \"sigma\": expected a value in (0, %d] for this sample (or window_size), got %g",
-				describe(o.args.Node, o.args.Schema.Name), maxBlurRadius/3, s)
+			return engine.Errorf(engine.StatusData, "%s: argument \"sigma\": expected a value in (0, %d] for this sample (or window_size), got %g",
+				engine.Describe(o.args.Node, o.args.Schema.Name), maxBlurRadius/3, s)
 		}
 		st.wy = growFloats(st.wy, blurTaps(s, o.window[0]))
 		st.wx = growFloats(st.wx, blurTaps(s, o.window[1]))

@@ -1,22 +1,23 @@
 //go:build cuda
 
-package engine
+package image
 
 import (
 	"math"
 
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/kernels"
 )
 
 func init() {
-	RegisterBackend("crop", "gpu", func(a *Args) (Operator, error) {
+	engine.RegisterBackend("crop", "gpu", func(a *engine.Args) (engine.Operator, error) {
 		c, err := newCrop(a)
 		if err != nil {
 			return nil, err
 		}
 		return &gpuCrop{cpu: c}, nil
 	})
-	RegisterBackend("flip", "gpu", func(a *Args) (Operator, error) { return &gpuFlip{cpu: &flipOp{args: a}}, nil })
+	engine.RegisterBackend("flip", "gpu", func(a *engine.Args) (engine.Operator, error) { return &gpuFlip{cpu: &flipOp{args: a}}, nil })
 }
 
 // gpuCrop is crop on device "gpu": the CPU operator's window, one launch per batch.
@@ -25,9 +26,9 @@ type gpuCrop struct {
 	plan gpuPlan[kernels.CropSample]
 }
 
-func (o *gpuCrop) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.cpu.Infer(in) }
+func (o *gpuCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
 
-func (o *gpuCrop) Setup(ws *Workspace) error {
+func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	px, py := o.cpu.px, o.cpu.py
@@ -40,7 +41,7 @@ func (o *gpuCrop) Setup(ws *Workspace) error {
 	x := int(math.Floor(px*float64(w-o.cpu.w) + 0.5))
 	y := int(math.Floor(py*float64(h-o.cpu.h) + 0.5))
 	if !o.cpu.pad && (x < 0 || y < 0 || x+o.cpu.w > w || y+o.cpu.h > h) {
-		return Errorf(StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", o.cpu.w, o.cpu.h, x, y, w, h)
+		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", o.cpu.w, o.cpu.h, x, y, w, h)
 	}
 	ws.Out[0].SetShape(o.cpu.h, o.cpu.w, c)
 	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, X: x, Y: y,
@@ -48,12 +49,12 @@ func (o *gpuCrop) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (o *gpuCrop) Run(ws *Workspace) error {
+func (o *gpuCrop) Run(ws *engine.Workspace) error {
 	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
 	return nil
 }
 
-func (o *gpuCrop) RunBatch(bw *BatchWorkspace) error {
+func (o *gpuCrop) RunBatch(bw *engine.BatchWorkspace) error {
 	return bw.GPU.Kernels.Crop(o.plan.batch(bw.Size))
 }
 
@@ -63,9 +64,9 @@ type gpuFlip struct {
 	plan gpuPlan[kernels.CropSample]
 }
 
-func (o *gpuFlip) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.cpu.Infer(in) }
+func (o *gpuFlip) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
 
-func (o *gpuFlip) Setup(ws *Workspace) error {
+func (o *gpuFlip) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	ws.Out[0].SetShape(in.Shape...)
@@ -74,11 +75,11 @@ func (o *gpuFlip) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (o *gpuFlip) Run(ws *Workspace) error {
+func (o *gpuFlip) Run(ws *engine.Workspace) error {
 	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
 	return nil
 }
 
-func (o *gpuFlip) RunBatch(bw *BatchWorkspace) error {
+func (o *gpuFlip) RunBatch(bw *engine.BatchWorkspace) error {
 	return bw.GPU.Kernels.Crop(o.plan.batch(bw.Size))
 }

@@ -1,13 +1,14 @@
-package engine
+package image
 
 import (
 	"math"
 
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/engine/imaging"
 )
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "rotate",
 		Doc: "Rotates HWC uint8 images counter-clockwise by angle degrees about their centre, as " +
 			"DALI does: by default the output is the rotated image's bounding box (rounded up, with " +
@@ -15,20 +16,20 @@ func init() {
 			"input size, size sets it. Pixels from outside the input are fill_value, or the nearest " +
 			"edge pixel when fill_value is not given. angle may come per sample.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
-		Args: []ArgSpec{
-			{Name: "angle", Type: ArgFloat, Required: true, TensorInput: true, Doc: "rotation in degrees, counter-clockwise (top-left origin)"},
-			{Name: "keep_size", Type: ArgBool, Default: false, Doc: "keep the input's size (corners are cut)"},
-			{Name: "size", Type: ArgFloatList, Doc: "output size (height, width), rounded to whole pixels; exclusive with keep_size"},
-			{Name: "fill_value", Type: ArgFloat, Doc: "value of pixels from outside the input (0..255); default: repeat the edge"},
-			{Name: "interp_type", Type: ArgInterpType, Default: "LINEAR", Doc: "INTERP_LINEAR or INTERP_NN"},
-			{Name: "dtype", Type: ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+		Args: []engine.ArgSpec{
+			{Name: "angle", Type: engine.ArgFloat, Required: true, TensorInput: true, Doc: "rotation in degrees, counter-clockwise (top-left origin)"},
+			{Name: "keep_size", Type: engine.ArgBool, Default: false, Doc: "keep the input's size (corners are cut)"},
+			{Name: "size", Type: engine.ArgFloatList, Doc: "output size (height, width), rounded to whole pixels; exclusive with keep_size"},
+			{Name: "fill_value", Type: engine.ArgFloat, Doc: "value of pixels from outside the input (0..255); default: repeat the edge"},
+			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: "INTERP_LINEAR or INTERP_NN"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
 		},
 	})
-	RegisterBackend("rotate", "cpu", func(a *Args) (Operator, error) { return newRotate(a) })
+	engine.RegisterBackend("rotate", "cpu", func(a *engine.Args) (engine.Operator, error) { return newRotate(a) })
 }
 
 type rotateOp struct {
-	args    *Args
+	args    *engine.Args
 	keep    bool
 	w, h    int // explicit size, 0 if none
 	interp  imaging.Interp
@@ -38,9 +39,9 @@ type rotateOp struct {
 
 type rotateState struct{ warp imaging.Warp }
 
-func newRotate(a *Args) (*rotateOp, error) {
+func newRotate(a *engine.Args) (*rotateOp, error) {
 	o := &rotateOp{args: a, keep: a.Bool("keep_size")}
-	if a.DType("dtype") != UInt8 {
+	if a.DType("dtype") != engine.UInt8 {
 		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
 	}
 	if _, per := a.IsPerSample("angle"); !per {
@@ -78,7 +79,7 @@ func newRotate(a *Args) (*rotateOp, error) {
 	return o, nil
 }
 
-func (o *rotateOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *rotateOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	c, err := checkImageInput(o.args, in[0])
 	if err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func (o *rotateOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
 	case o.keep:
 		shape = []int{in[0].Shape[0], in[0].Shape[1], c}
 	}
-	return []TensorMeta{{DType: UInt8, Layout: "HWC", Shape: shape}}, nil
+	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: shape}}, nil
 }
 
 func (o *rotateOp) NewWorkerState() any { return &rotateState{} }
@@ -116,7 +117,7 @@ func RotatedSize(w, h int, rad float64) (int, int) {
 	return max(ow, 1), max(oh, 1)
 }
 
-func (o *rotateOp) Setup(ws *Workspace) error {
+func (o *rotateOp) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*rotateState)
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
@@ -125,7 +126,7 @@ func (o *rotateOp) Setup(ws *Workspace) error {
 		return err
 	}
 	if math.IsNaN(deg) || math.IsInf(deg, 0) {
-		return Errorf(StatusData, "%s: argument \"angle\": expected a finite number of degrees, got %g for this sample", describe(o.args.Node, o.args.Schema.Name), deg)
+		return engine.Errorf(engine.StatusData, "%s: argument \"angle\": expected a finite number of degrees, got %g for this sample", engine.Describe(o.args.Node, o.args.Schema.Name), deg)
 	}
 	rad := deg * math.Pi / 180
 	ow, oh := w, h
@@ -136,7 +137,7 @@ func (o *rotateOp) Setup(ws *Workspace) error {
 		ow, oh = RotatedSize(w, h, rad)
 	}
 	if lim := ws.Limits; lim != nil && lim.MaxImagePixels > 0 && int64(ow)*int64(oh) > lim.MaxImagePixels {
-		return Errorf(StatusData, "%s: output of %dx%d pixels exceeds max_image_pixels (%d)", describe(o.args.Node, o.args.Schema.Name), ow, oh, lim.MaxImagePixels)
+		return engine.Errorf(engine.StatusData, "%s: output of %dx%d pixels exceeds max_image_pixels (%d)", engine.Describe(o.args.Node, o.args.Schema.Name), ow, oh, lim.MaxImagePixels)
 	}
 	// Output to input, about the centres: with y pointing down, [[cos, -sin], [sin, cos]]
 	// takes an output point to the input point that a counter-clockwise (on screen)
@@ -155,7 +156,7 @@ func (o *rotateOp) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (o *rotateOp) Run(ws *Workspace) error {
+func (o *rotateOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*rotateState)
 	in, out := ws.In[0], ws.Out[0]
 	return st.warp.Apply(out.Data, out.Shape[1], out.Shape[0], in.Data, in.Shape[1], in.Shape[0], in.Shape[2])

@@ -1,40 +1,41 @@
-package engine
+package image
 
 import (
 	"math"
 
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/engine/imaging"
 )
 
 var interpDoc = "INTERP_NN, INTERP_LINEAR, INTERP_CUBIC, INTERP_TRIANGULAR or INTERP_LANCZOS3"
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "resize",
 		Doc: "Resizes HWC uint8 images. Output size from resize_x/resize_y, size, resize_shorter or " +
 			"resize_longer with mode (default, stretch, not_smaller, not_larger) and max_size, as in DALI. " +
 			"Linear and triangular filters with antialias agree with PIL's BILINEAR.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: []ArgSpec{
-			{Name: "resize_x", Type: ArgFloat, Default: 0.0, Doc: "output width (0: from the aspect ratio)"},
-			{Name: "resize_y", Type: ArgFloat, Default: 0.0, Doc: "output height (0: from the aspect ratio)"},
-			{Name: "size", Type: ArgFloatList, Doc: "output size (height, width); a scalar applies to both; 0 = absent"},
-			{Name: "resize_shorter", Type: ArgFloat, Default: 0.0, Doc: "length of the shorter side, keeping the aspect ratio"},
-			{Name: "resize_longer", Type: ArgFloat, Default: 0.0, Doc: "length of the longer side, keeping the aspect ratio"},
-			{Name: "mode", Type: ArgString, Default: "default", Doc: "default, stretch, not_smaller or not_larger"},
-			{Name: "max_size", Type: ArgFloatList, Doc: "limit of the output size (height, width); a scalar applies to both"},
-			{Name: "interp_type", Type: ArgInterpType, Default: "LINEAR", Doc: interpDoc},
-			{Name: "min_filter", Type: ArgInterpType, Doc: "filter when downscaling (default: interp_type)"},
-			{Name: "mag_filter", Type: ArgInterpType, Doc: "filter when upscaling (default: interp_type)"},
-			{Name: "antialias", Type: ArgBool, Default: true, Doc: "widen the filter when downscaling"},
-			{Name: "roi_start", Type: ArgFloatList, Doc: "start of the input region (y, x)"},
-			{Name: "roi_end", Type: ArgFloatList, Doc: "end of the input region (y, x)"},
-			{Name: "roi_relative", Type: ArgBool, Default: false, Doc: "roi_start/roi_end are fractions of the input size"},
-			{Name: "dtype", Type: ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
-			{Name: "subpixel_scale", Type: ArgBool, Default: true, Doc: "accepted for DALI compatibility"},
+		Args: []engine.ArgSpec{
+			{Name: "resize_x", Type: engine.ArgFloat, Default: 0.0, Doc: "output width (0: from the aspect ratio)"},
+			{Name: "resize_y", Type: engine.ArgFloat, Default: 0.0, Doc: "output height (0: from the aspect ratio)"},
+			{Name: "size", Type: engine.ArgFloatList, Doc: "output size (height, width); a scalar applies to both; 0 = absent"},
+			{Name: "resize_shorter", Type: engine.ArgFloat, Default: 0.0, Doc: "length of the shorter side, keeping the aspect ratio"},
+			{Name: "resize_longer", Type: engine.ArgFloat, Default: 0.0, Doc: "length of the longer side, keeping the aspect ratio"},
+			{Name: "mode", Type: engine.ArgString, Default: "default", Doc: "default, stretch, not_smaller or not_larger"},
+			{Name: "max_size", Type: engine.ArgFloatList, Doc: "limit of the output size (height, width); a scalar applies to both"},
+			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: interpDoc},
+			{Name: "min_filter", Type: engine.ArgInterpType, Doc: "filter when downscaling (default: interp_type)"},
+			{Name: "mag_filter", Type: engine.ArgInterpType, Doc: "filter when upscaling (default: interp_type)"},
+			{Name: "antialias", Type: engine.ArgBool, Default: true, Doc: "widen the filter when downscaling"},
+			{Name: "roi_start", Type: engine.ArgFloatList, Doc: "start of the input region (y, x)"},
+			{Name: "roi_end", Type: engine.ArgFloatList, Doc: "end of the input region (y, x)"},
+			{Name: "roi_relative", Type: engine.ArgBool, Default: false, Doc: "roi_start/roi_end are fractions of the input size"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+			{Name: "subpixel_scale", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility"},
 		},
 	})
-	RegisterBackend("resize", "cpu", func(a *Args) (Operator, error) { return newResize(a) })
+	engine.RegisterBackend("resize", "cpu", func(a *engine.Args) (engine.Operator, error) { return newResize(a) })
 }
 
 // ResizeSpec computes output sizes the way DALI's resize does.
@@ -51,7 +52,7 @@ type ResizeSpec struct {
 	ROIRelative bool
 }
 
-func parseResizeSpec(a *Args) (*ResizeSpec, error) {
+func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	s := &ResizeSpec{W: a.Float("resize_x"), H: a.Float("resize_y"), Shorter: a.Float("resize_shorter"),
 		Longer: a.Float("resize_longer"), Mode: a.String("mode"), Antialias: a.Bool("antialias"),
 		ROIStart: a.Floats("roi_start"), ROIEnd: a.Floats("roi_end"), ROIRelative: a.Bool("roi_relative")}
@@ -200,7 +201,7 @@ func (s *ResizeSpec) Interp(inW, outW int) imaging.Interp {
 }
 
 type resizeOp struct {
-	args *Args
+	args *engine.Args
 	spec *ResizeSpec
 }
 
@@ -210,8 +211,8 @@ type resizeState struct {
 	roi     [4]float64
 }
 
-func newResize(a *Args) (*resizeOp, error) {
-	if a.DType("dtype") != UInt8 {
+func newResize(a *engine.Args) (*resizeOp, error) {
+	if a.DType("dtype") != engine.UInt8 {
 		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
 	}
 	s, err := parseResizeSpec(a)
@@ -221,14 +222,14 @@ func newResize(a *Args) (*resizeOp, error) {
 	return &resizeOp{args: a, spec: s}, nil
 }
 
-func checkImageInput(a *Args, in TensorMeta) (int, error) {
-	if in.DType != UInt8 || len(in.Shape) != 3 || (in.Layout != "HWC" && in.Layout != "") {
-		return 0, Errorf(StatusInvalidPipeline, "%s: input must be HWC uint8 images (e.g. from a decoder), got %s %s %v", describe(a.Node, a.Schema.Name), in.DType, in.Layout, in.Shape)
+func checkImageInput(a *engine.Args, in engine.TensorMeta) (int, error) {
+	if in.DType != engine.UInt8 || len(in.Shape) != 3 || (in.Layout != "HWC" && in.Layout != "") {
+		return 0, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be HWC uint8 images (e.g. from a decoder), got %s %s %v", engine.Describe(a.Node, a.Schema.Name), in.DType, in.Layout, in.Shape)
 	}
 	return in.Shape[2], nil
 }
 
-func (r *resizeOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (r *resizeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	c, err := checkImageInput(r.args, in[0])
 	if err != nil {
 		return nil, err
@@ -237,7 +238,7 @@ func (r *resizeOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
 	if w, h, ok := r.spec.StaticSize(); ok {
 		shape = []int{h, w, c}
 	}
-	return []TensorMeta{{DType: UInt8, Layout: "HWC", Shape: shape}}, nil
+	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: shape}}, nil
 }
 
 // OutputSizeFor implements SizeHinter.
@@ -248,20 +249,20 @@ func (r *resizeOp) OutputSizeFor(w, h int) (int, int) {
 
 func (r *resizeOp) NewWorkerState() any { return &resizeState{} }
 
-func (r *resizeOp) Setup(ws *Workspace) error {
+func (r *resizeOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	st := ws.State.(*resizeState)
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	st.roi = r.spec.ROI(w, h)
 	ow, oh := r.spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
 	if ow == 0 {
-		return Errorf(StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
+		return engine.Errorf(engine.StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
 	}
 	ws.Out[0].SetShape(oh, ow, c)
 	return nil
 }
 
-func (r *resizeOp) Run(ws *Workspace) error {
+func (r *resizeOp) Run(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
 	st := ws.State.(*resizeState)
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]

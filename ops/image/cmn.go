@@ -1,48 +1,49 @@
-package engine
+package image
 
 import (
 	"math"
 
+	"github.com/godali/godali/engine"
 	"github.com/godali/godali/engine/imaging"
 )
 
 func init() {
-	RegisterSchema(&Schema{
+	engine.RegisterSchema(&engine.Schema{
 		Name: "crop_mirror_normalize",
 		Doc: "Crops, mirrors, normalizes (out = scale * (in - mean) / std + shift) and changes the " +
 			"layout and type of HWC uint8 images in one pass. A resize feeding it is fused in.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: []ArgSpec{
-			{Name: "crop", Type: ArgFloatList, Doc: "crop size (height, width); default: no crop"},
-			{Name: "crop_h", Type: ArgFloat, Default: 0.0, Doc: "crop height (alternative to crop)"},
-			{Name: "crop_w", Type: ArgFloat, Default: 0.0, Doc: "crop width (alternative to crop)"},
-			{Name: "crop_pos_x", Type: ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position of the crop in [0, 1]; start = round(pos * (width - crop_w))"},
-			{Name: "crop_pos_y", Type: ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position of the crop in [0, 1]"},
-			{Name: "mirror", Type: ArgInt, Default: 0, TensorInput: true, Doc: "flip horizontally when nonzero; per sample from random.coin_flip"},
-			{Name: "mean", Type: ArgFloatList, Default: []float64{0}, Doc: "per-channel mean (a scalar applies to all)"},
-			{Name: "std", Type: ArgFloatList, Default: []float64{1}, Doc: "per-channel standard deviation"},
-			{Name: "scale", Type: ArgFloat, Default: 1.0, Doc: "multiplies the normalized value"},
-			{Name: "shift", Type: ArgFloat, Default: 0.0, Doc: "added after scaling"},
-			{Name: "dtype", Type: ArgDType, Default: "FLOAT", Doc: "FLOAT, FLOAT16, UINT8 or INT8"},
-			{Name: "output_layout", Type: ArgString, Default: "CHW", Doc: "CHW or HWC"},
-			{Name: "pad_output", Type: ArgBool, Default: false, Doc: "pad channels to the next power of two with zeros"},
-			{Name: "out_of_bounds_policy", Type: ArgString, Default: "error", Doc: "error, or pad (with fill_values) when the crop leaves the image"},
-			{Name: "fill_values", Type: ArgFloatList, Default: []float64{0}, Doc: "padding value (only 0)"},
+		Args: []engine.ArgSpec{
+			{Name: "crop", Type: engine.ArgFloatList, Doc: "crop size (height, width); default: no crop"},
+			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, Doc: "crop height (alternative to crop)"},
+			{Name: "crop_w", Type: engine.ArgFloat, Default: 0.0, Doc: "crop width (alternative to crop)"},
+			{Name: "crop_pos_x", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position of the crop in [0, 1]; start = round(pos * (width - crop_w))"},
+			{Name: "crop_pos_y", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position of the crop in [0, 1]"},
+			{Name: "mirror", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flip horizontally when nonzero; per sample from random.coin_flip"},
+			{Name: "mean", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "per-channel mean (a scalar applies to all)"},
+			{Name: "std", Type: engine.ArgFloatList, Default: []float64{1}, Doc: "per-channel standard deviation"},
+			{Name: "scale", Type: engine.ArgFloat, Default: 1.0, Doc: "multiplies the normalized value"},
+			{Name: "shift", Type: engine.ArgFloat, Default: 0.0, Doc: "added after scaling"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "FLOAT, FLOAT16, UINT8 or INT8"},
+			{Name: "output_layout", Type: engine.ArgString, Default: "CHW", Doc: "CHW or HWC"},
+			{Name: "pad_output", Type: engine.ArgBool, Default: false, Doc: "pad channels to the next power of two with zeros"},
+			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "error, or pad (with fill_values) when the crop leaves the image"},
+			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value (only 0)"},
 		},
 	})
-	RegisterBackend("crop_mirror_normalize", "cpu", func(a *Args) (Operator, error) { return newCMN(a) })
+	engine.RegisterBackend("crop_mirror_normalize", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCMN(a) })
 }
 
 // CMNSpec is a parsed crop_mirror_normalize.
 type CMNSpec struct {
-	args           *Args
+	args           *engine.Args
 	CropW, CropH   int // 0 = whole input
 	PosX, PosY     float64
 	Mirror         int
 	Mean, Std      []float32
 	Scale, Shift   float32
 	Out            imaging.DType
-	OutDType       DType
+	OutDType       engine.DType
 	CHW            bool
 	Pad            bool
 	PadOutOfBounds bool
@@ -50,7 +51,7 @@ type CMNSpec struct {
 	posXIn, posYIn int
 }
 
-func newCMN(a *Args) (*cmnOp, error) {
+func newCMN(a *engine.Args) (*cmnOp, error) {
 	s := &CMNSpec{args: a, PosX: a.Float("crop_pos_x"), PosY: a.Float("crop_pos_y"), Mirror: a.Int("mirror"),
 		Scale: float32(a.Float("scale")), Shift: float32(a.Float("shift")), Pad: a.Bool("pad_output"),
 		mirrorIn: -1, posXIn: -1, posYIn: -1}
@@ -83,13 +84,13 @@ func newCMN(a *Args) (*cmnOp, error) {
 	}
 	s.OutDType = a.DType("dtype")
 	switch s.OutDType {
-	case Float32:
+	case engine.Float32:
 		s.Out = imaging.Float32
-	case Float16:
+	case engine.Float16:
 		s.Out = imaging.Float16
-	case UInt8:
+	case engine.UInt8:
 		s.Out = imaging.UInt8
-	case Int8:
+	case engine.Int8:
 		s.Out = imaging.Int8
 	default:
 		return nil, a.Errorf("dtype", "expected FLOAT, FLOAT16, UINT8 or INT8, got %s", s.OutDType)
@@ -136,7 +137,7 @@ func (s *CMNSpec) outChannels(c int) int {
 	return c
 }
 
-func (s *CMNSpec) meta(in TensorMeta) ([]TensorMeta, error) {
+func (s *CMNSpec) meta(in engine.TensorMeta) ([]engine.TensorMeta, error) {
 	c, err := checkImageInput(s.args, in)
 	if err != nil {
 		return nil, err
@@ -154,15 +155,15 @@ func (s *CMNSpec) meta(in TensorMeta) ([]TensorMeta, error) {
 	if c > 0 {
 		oc = s.outChannels(c)
 	}
-	m := TensorMeta{DType: s.OutDType, Layout: "HWC", Shape: []int{h, w, oc}}
+	m := engine.TensorMeta{DType: s.OutDType, Layout: "HWC", Shape: []int{h, w, oc}}
 	if s.CHW {
 		m.Layout, m.Shape = "CHW", []int{oc, h, w}
 	}
-	return []TensorMeta{m}, nil
+	return []engine.TensorMeta{m}, nil
 }
 
 // params fills the normalization of one sample whose (resized) input is w x h.
-func (s *CMNSpec) params(ws *Workspace, w, h int, np *imaging.NormalizeParams) error {
+func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizeParams) error {
 	cw, ch := s.CropW, s.CropH
 	if cw == 0 {
 		cw, ch = w, h
@@ -181,14 +182,14 @@ func (s *CMNSpec) params(ws *Workspace, w, h int, np *imaging.NormalizeParams) e
 	x := int(math.Floor(px*float64(w-cw) + 0.5))
 	y := int(math.Floor(py*float64(h-ch) + 0.5))
 	if !s.PadOutOfBounds && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
-		return Errorf(StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
+		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}
 	*np = imaging.NormalizeParams{Mean: s.Mean, Std: s.Std, Scale: s.Scale, Shift: s.Shift, Out: s.Out,
 		CHW: s.CHW, PadChannels: s.Pad, Mirror: mirror, CropX: x, CropY: y, CropW: cw, CropH: ch}
 	return nil
 }
 
-func (s *CMNSpec) setShape(t *Tensor, cw, ch, c int) {
+func (s *CMNSpec) setShape(t *engine.Tensor, cw, ch, c int) {
 	oc := s.outChannels(c)
 	if s.CHW {
 		t.SetShape(oc, ch, cw)
@@ -201,10 +202,10 @@ type cmnOp struct{ spec *CMNSpec }
 
 type cmnState struct{ np imaging.NormalizeParams }
 
-func (o *cmnOp) Infer(in []TensorMeta) ([]TensorMeta, error) { return o.spec.meta(in[0]) }
-func (o *cmnOp) NewWorkerState() any                         { return &cmnState{} }
+func (o *cmnOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.spec.meta(in[0]) }
+func (o *cmnOp) NewWorkerState() any                                       { return &cmnState{} }
 
-func (o *cmnOp) Setup(ws *Workspace) error {
+func (o *cmnOp) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*cmnState)
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
@@ -215,7 +216,7 @@ func (o *cmnOp) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (o *cmnOp) Run(ws *Workspace) error {
+func (o *cmnOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*cmnState)
 	in := ws.In[0]
 	return imaging.CropMirrorNormalize(ws.Out[0].Data, in.Data, in.Shape[1], in.Shape[0], in.Shape[2], &st.np)
@@ -223,7 +224,7 @@ func (o *cmnOp) Run(ws *Workspace) error {
 
 // Fuse absorbs a resize: the fused operator resamples straight into the normalized,
 // cropped, mirrored output.
-func (o *cmnOp) Fuse(p Operator) (Operator, bool) {
+func (o *cmnOp) Fuse(p engine.Operator) (engine.Operator, bool) {
 	r, ok := p.(*resizeOp)
 	if !ok {
 		return nil, false
@@ -243,7 +244,7 @@ type resizeCMNState struct {
 	ow, oh int
 }
 
-func (o *resizeCMNOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+func (o *resizeCMNOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m, err := o.resize.Infer(in)
 	if err != nil {
 		return nil, err
@@ -254,7 +255,7 @@ func (o *resizeCMNOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
 func (o *resizeCMNOp) OutputSizeFor(w, h int) (int, int) { return o.resize.OutputSizeFor(w, h) }
 func (o *resizeCMNOp) NewWorkerState() any               { return &resizeCMNState{} }
 
-func (o *resizeCMNOp) Setup(ws *Workspace) error {
+func (o *resizeCMNOp) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*resizeCMNState)
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
@@ -262,7 +263,7 @@ func (o *resizeCMNOp) Setup(ws *Workspace) error {
 	st.roi = spec.ROI(w, h)
 	st.ow, st.oh = spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
 	if st.ow == 0 {
-		return Errorf(StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
+		return engine.Errorf(engine.StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
 	}
 	if err := o.cmn.spec.params(ws, st.ow, st.oh, &st.np); err != nil {
 		return err
@@ -271,7 +272,7 @@ func (o *resizeCMNOp) Setup(ws *Workspace) error {
 	return nil
 }
 
-func (o *resizeCMNOp) Run(ws *Workspace) error {
+func (o *resizeCMNOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*resizeCMNState)
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]

@@ -1,0 +1,4 @@
+package main
+
+// Every operator family registers itself with the engine from its init functions.
+import _ "github.com/godali/godali/ops/all"
