@@ -28,7 +28,16 @@ all: setup cpu $(if $(WANT_CUDA),cuda)
 setup:
 	@bash scripts/setup.sh
 
-cpu: $(BUILD)/libgodali.so
+cpu: $(BUILD)/libgodali.so $(BUILD)/cmake/godaliConfig.cmake
+
+# The CMake package config (find_package(godali) with -Dgodali_DIR=<repo>/build/cmake),
+# written right after the library so that a C++ trainer can use it after `make`.
+$(BUILD)/cmake/godaliConfig.cmake: $(BUILD)/libgodali.so CMakeLists.txt cmake/godaliConfig.cmake.in
+	@if command -v cmake >/dev/null; then \
+	  cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=Release >$(BUILD)/cmake-configure.log 2>&1 \
+	    || { cat $(BUILD)/cmake-configure.log >&2; exit 1; }; \
+	  touch $@; \
+	else echo "make: cmake not found: skipping the CMake package (run scripts/setup.sh)" >&2; fi
 
 $(BUILD)/libgodali.so: $(GOSRC)
 	@mkdir -p $(BUILD)
@@ -116,7 +125,6 @@ test-go: setup
 	$(GO) test ./...
 
 test-c: cpu
-	cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD)/cmake -j2
 	ctest --test-dir $(BUILD)/cmake --output-on-failure
 
