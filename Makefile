@@ -21,14 +21,23 @@ endif
 # $ORIGIN: the library finds the libjpeg copied next to it on hosts that lack one.
 export CGO_LDFLAGS := -Wl,-rpath,$$ORIGIN -Wl,--enable-new-dtags
 
-.PHONY: all setup cpu cuda test test-go test-c test-python bench python clean fuzz
+.PHONY: all setup cpu cuda test test-go test-c test-python bench python wheel test-wheel clean fuzz
 
 all: setup cpu $(if $(WANT_CUDA),cuda)
 
 setup:
 	@bash scripts/setup.sh
 
-cpu: $(BUILD)/libgodali.so
+cpu: $(BUILD)/libgodali.so $(BUILD)/cmake/godaliConfig.cmake
+
+# The CMake package config (find_package(godali) with -Dgodali_DIR=<repo>/build/cmake),
+# written right after the library so that a C++ trainer can use it after `make`.
+$(BUILD)/cmake/godaliConfig.cmake: $(BUILD)/libgodali.so CMakeLists.txt cmake/godaliConfig.cmake.in
+	@if command -v cmake >/dev/null; then \
+	  cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=Release >$(BUILD)/cmake-configure.log 2>&1 \
+	    || { cat $(BUILD)/cmake-configure.log >&2; exit 1; }; \
+	  touch $@; \
+	else echo "make: cmake not found: skipping the CMake package (run scripts/setup.sh)" >&2; fi
 
 $(BUILD)/libgodali.so: $(GOSRC)
 	@mkdir -p $(BUILD)
@@ -113,7 +122,7 @@ test-cuda-emu: gpuemu cpu
 	cd engine && for seed in 1 2 3; do $(EMU_ENV) GODALI_EMU_DELAY_US=5000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'TestGPU(Reset|Close|Ragged|Skip|Checkpoint)' $(TESTFLAGS) || exit 1; done
 	$(EMU_ENV) GODALI_FLAVOUR=cuda PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 
-test: all test-go test-c test-python $(if $(WANT_CUDA),test-cuda test-cuda-emu)
+test: all test-go test-c test-python test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu)
 
 test-go: setup
 	$(GO) vet ./...
@@ -135,20 +144,40 @@ fuzz: setup
 	done
 
 test-c: cpu
-	cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD)/cmake -j2
 	ctest --test-dir $(BUILD)/cmake --output-on-failure
 
 test-python: cpu
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 
-# Copies the built libraries into the Python package, for `pip install ./python`.
+# Copies the built libraries (and the licences of what they bundle) into the Python
+# package, for `pip install ./python`.
 python: all
-	mkdir -p python/godali/lib
+	rm -rf python/godali/lib && mkdir -p python/godali/lib/licenses
 	cp $(BUILD)/libgodali*.so $(BUILD)/libjpeg.so.62 python/godali/lib/ 2>/dev/null || cp $(BUILD)/libgodali.so python/godali/lib/
+	cp LICENSE THIRD_PARTY_NOTICES.md python/godali/lib/
+	cp licenses/* python/godali/lib/licenses/
+
+# dist/godali-*-py3-none-manylinux_*.whl: the package with libgodali.so (and
+# libgodali_cuda.so when built) and libjpeg, repaired by auditwheel, which checks the
+# libraries' symbol versions and gives the oldest manylinux tag they allow.
+WHEEL_TMP := $(BUILD)/wheel
+wheel: python
+	rm -rf $(WHEEL_TMP) python/build && mkdir -p $(WHEEL_TMP) dist
+	$(PYTHON) -m pip wheel --no-deps --no-build-isolation -w $(WHEEL_TMP) ./python
+	rm -f dist/godali-*.whl
+	plat=$$($(PYTHON) -m auditwheel show $(WHEEL_TMP)/godali-*.whl | tr -d '\n' | grep -o '"manylinux_[0-9]*_[0-9]*_[a-z0-9_]*"' | head -1 | tr -d '"'); \
+	  test -n "$$plat" || { echo "make wheel: auditwheel found no manylinux tag for the wheel" >&2; exit 1; }; \
+	  $(PYTHON) -m auditwheel repair --plat $$plat -w dist $(WHEEL_TMP)/godali-*.whl
+	@ls -l dist/godali-*.whl
+
+# Installs the wheel into a fresh venv and runs a small pipeline into a torch tensor
+# (tests/wheel_smoke.sh: why the venv takes torch from the system).
+test-wheel: wheel
+	bash tests/wheel_smoke.sh dist/godali-*.whl
 
 bench: all
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m godali bench $(ARGS)
 
 clean:
-	rm -rf $(BUILD) python/godali/lib
+	rm -rf $(BUILD) python/godali/lib python/build dist

@@ -8,7 +8,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 want=(libjpeg62-turbo-dev cmake pkg-config python3-torch python3-torchvision
-      python3-pil python3-numpy python3-pytest python3-pip)
+      python3-pil python3-numpy python3-pytest python3-pip python3-venv
+      python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf)
 if [ "${GODALI_NO_CUDA:-0}" != 1 ]; then
   want+=(nvidia-cuda-toolkit)
   src=/etc/apt/sources.list.d/debian.sources
@@ -27,6 +28,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# PyPI packages Debian lacks, pinned, with --no-deps so that pip never replaces Debian's
+# torch: auditwheel (make wheel), and PyTorch Lightning 2.2 (the last line that supports
+# torch 1.13) for examples/lightning_train.py; its other dependencies are the Debian
+# packages above.
+pypi=(auditwheel==6.1.0 pyelftools==0.31 pytorch-lightning==2.2.5 lightning-utilities==0.11.9
+      torchmetrics==1.2.1)
+pymissing=()
+for spec in "${pypi[@]}"; do
+  name=${spec%%==*}; ver=${spec##*==}
+  have=$(/usr/bin/python3 -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)
+  [ "$have" = "$ver" ] || pymissing+=("$spec")
+done
+if [ ${#pymissing[@]} -gt 0 ]; then
+  echo "setup: pip installing ${pymissing[*]}"
+  $SUDO /usr/bin/python3 -m pip install -q --no-deps --break-system-packages "${pymissing[@]}"
 fi
 command -v go >/dev/null || { echo "setup: Go is required (https://go.dev/dl), not found on PATH" >&2; exit 1; }
 echo "setup: ok"

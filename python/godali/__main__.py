@@ -49,7 +49,10 @@ def main(argv=None):
              "  info          library version, path, flavour and devices (--ops: operators)\n"
              "  bench         throughput benchmarks (python -m godali bench --help)\n"
              "  make_dataset  generate a synthetic ImageFolder data set")
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    if not argv:
+        print(usage, file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help", "help"):
         print(usage)
         return 0
     cmd, rest = argv[0], argv[1:]

@@ -645,13 +645,18 @@ def worker_main(cfg_json: str) -> int:
 # Parent side.
 
 class Progress:
-    """Progress draws a one-line bar on stderr (a line per trial when not a terminal)."""
+    """Progress draws a one-line bar on stderr; when stderr is not a terminal (make bench
+    in a CI log) it writes a plain line whenever the label changes or another tenth of
+    the work is done, at most every few seconds unless the label changed."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, tty: bool | None = None, min_interval: float = 5.0):
         self.total = max(1, total)
         self.done = 0
-        self.tty = sys.stderr.isatty()
+        self.tty = sys.stderr.isatty() if tty is None else tty
         self.label = ""
+        self.min_interval = min_interval
+        self._last_line = None   # (tenths, label) of the last plain line
+        self._last_time = 0.0
 
     def step(self, n: int = 1):
         self.done = min(self.total, self.done + n)
@@ -663,12 +668,28 @@ class Progress:
 
     def _draw(self):
         if not self.tty:
+            self._plain()
             return
         width = 28
         fill = width * self.done // self.total
         pct = 100 * self.done / self.total
         line = f"[{'#' * fill}{'.' * (width - fill)}] {pct:3.0f}%  {self.label}"
         sys.stderr.write("\r" + line[:110].ljust(110))
+        sys.stderr.flush()
+
+    def _plain(self):
+        tenths = 10 * self.done // self.total
+        key = (tenths, self.label)
+        if key == self._last_line:
+            return
+        now = time.monotonic()
+        label_changed = self._last_line is None or self._last_line[1] != self.label
+        if not label_changed and now - self._last_time < self.min_interval and \
+                self.done < self.total:
+            return
+        self._last_line, self._last_time = key, now
+        pct = 100 * self.done / self.total
+        sys.stderr.write(f"progress: {pct:3.0f}% ({self.done}/{self.total})  {self.label}\n")
         sys.stderr.flush()
 
     def note(self, text: str):

@@ -175,3 +175,19 @@ def test_bench_rejects_bad_arguments(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
     assert bench.main(["--batch-size", "0"]) == 2
     assert "--batch-size" in capsys.readouterr().err
+
+
+def test_progress_writes_plain_lines_when_not_a_terminal(capsys):
+    from godali.bench import Progress
+    p = Progress(20, tty=False, min_interval=0.0)
+    p.set_label("godali 1/2")
+    for _ in range(20):
+        p.step()
+    p.set_label("torch 2/2")
+    p.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("progress:   0% (0/20)  godali 1/2")
+    assert "progress: 100% (20/20)  godali 1/2" in lines
+    assert lines[-1].startswith("progress: 100%") and lines[-1].endswith("torch 2/2")
+    # One line per tenth at most, not one per step.
+    assert len(lines) <= 12

@@ -50,4 +50,6 @@ def test_dispatch(monkeypatch, command, module):
 def test_unknown_command(capsys):
     assert cli.main(["frobnicate"]) == 2
     assert "unknown command" in capsys.readouterr().err
-    assert cli.main([]) == 0
+    assert cli.main([]) == 2
+    assert "usage" in capsys.readouterr().err
+    assert cli.main(["--help"]) == 0

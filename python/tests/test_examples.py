@@ -51,3 +51,25 @@ def test_dataloader_swap_example(tiny_imagenet):
                "1", "--device", "cpu")
     assert "godali: epoch 1 step 1/3" in out
     assert "godali: 4 steps" in out
+
+
+@pytest.mark.slow
+def test_lightning_example_resumes_mid_epoch(tiny_imagenet, tmp_path):
+    """Lightning saves godali.torch.DataLoader's state_dict in its checkpoint: the run
+    resumed after 5 steps (mid-epoch: 3 steps per epoch) trains on the batches the
+    uninterrupted run had at steps 5..7, images included."""
+    pytest.importorskip("pytorch_lightning")
+    data = os.path.join(tiny_imagenet, "train")
+
+    def steps(out):
+        return [l for l in out.splitlines() if l.startswith("step ")]
+
+    full = steps(_run("lightning_train.py", "--data", data, "--max-steps", "8"))
+    ckpt = str(tmp_path / "a.ckpt")
+    first = steps(_run("lightning_train.py", "--data", data, "--max-steps", "5",
+                       "--save", ckpt))
+    rest = steps(_run("lightning_train.py", "--data", data, "--max-steps", "8",
+                      "--resume", ckpt))
+    assert len(full) == 8
+    assert first == full[:5]
+    assert rest == full[5:]

@@ -50,3 +50,18 @@ def test_wheel_carries_the_library_and_loads_it(tmp_path, lib):
     assert r.returncode == 0, r.stderr[-2000:]
     installed = os.path.join(str(target), "godali", "lib")
     assert "library: %s" % installed in r.stdout, r.stdout
+
+
+@pytest.mark.slow
+def test_install_without_the_library_fails_at_install_with_the_way_out(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(PYTHON_DIR, src, ignore=shutil.ignore_patterns(
+        "tests", "lib", "__pycache__", "*.egg-info", "build", ".pytest_cache"))
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
+                        "--no-build-isolation", "--target", str(tmp_path / "site"), str(src)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    assert "godali's library is not in python/godali/lib/" in out, out[-3000:]
+    assert "make python" in out
+    assert not (tmp_path / "site" / "godali").exists()

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# wheel_smoke.sh WHEEL: installs the wheel into a fresh virtual environment and checks
+# that it works from there: import godali, the library found inside the package (not
+# build/), a small pipeline run, a torch tensor out, and godali.torch's DataLoader.
+#
+# The venv sees the system's site-packages for torch, numpy and PIL: godali comes only
+# from the wheel (pip --no-deps --no-index). Why not PyPI's torch: `pip download
+# --no-deps torch` fetched torch-2.15.0 (539 MB) in 44 s on the development machine, but
+# installing it also pulls its nvidia-* CUDA wheels (several GB, not measured), on every
+# CI run, to test godali's packaging rather than torch's; torch's DLPack import, which
+# is what godali relies on, is the same API in Debian's 1.13.
+set -euo pipefail
+wheel=$(readlink -f "$1")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+/usr/bin/python3 -m venv --system-site-packages "$tmp/venv"
+"$tmp/venv/bin/python" -m pip install -q --no-deps --no-index "$wheel"
+mkdir -p "$tmp/data/a" "$tmp/data/b"
+cd "$tmp"
+env -u PYTHONPATH -u GODALI_LIBRARY "$tmp/venv/bin/python" - "$tmp" <<'PY'
+import os, sys
+tmp = sys.argv[1]
+import godali
+from godali import fn, types
+where = os.path.dirname(godali.__file__)
+assert where.startswith(os.path.join(tmp, "venv")), where
+info = godali.library_info()
+assert info["library_path"].startswith(where), info
+from PIL import Image
+import numpy as np
+for i, d in enumerate(["a", "b", "a", "b"]):
+    arr = (np.arange(24 * 32 * 3).reshape(24, 32, 3) * (i + 1) % 256).astype(np.uint8)
+    Image.fromarray(arr).save(os.path.join(tmp, "data", d, "%d.jpg" % i), quality=95)
+pipe = godali.Pipeline(batch_size=2, num_threads=1, device_id=None, seed=1)
+with pipe:
+    jpegs, labels = fn.readers.file(file_root=os.path.join(tmp, "data"))
+    images = fn.crop_mirror_normalize(fn.resize(fn.decoders.image(jpegs), size=[16, 16]),
+                                      dtype=types.FLOAT, output_layout="CHW")
+    pipe.set_outputs(images, labels)
+pipe.build()
+x, y = pipe.run()
+import torch
+t = x.as_tensor()
+assert isinstance(t, torch.Tensor) and tuple(t.shape) == (2, 3, 16, 16), t.shape
+import torchvision.transforms as T
+from godali.torch import DataLoader, ImageFolder
+dl = DataLoader(ImageFolder(os.path.join(tmp, "data"),
+                            transform=T.Compose([T.Resize((8, 8)), T.ToTensor()])), batch_size=4)
+xb, yb = next(iter(dl))
+assert xb.shape == (4, 3, 8, 8) and yb.dtype == torch.int64
+print("wheel smoke test: ok (%s, %s)" % (info["library_path"], info["flavour"]))
+PY
