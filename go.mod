@@ -12,4 +12,5 @@ require (
 require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	google.golang.org/protobuf v1.25.0 // indirect
 )
