@@ -34,7 +34,7 @@ command -v go >/dev/null || { echo "setup: Go is required (https://go.dev/dl), n
 PY=/usr/bin/python3
 pip_missing=()
 for m in webdataset tfrecord crc32c; do
-  $PY -c "import $m" 2>/dev/null || pip_missing+=("$m")
+  $PY -c "import importlib.util as u, sys; sys.exit(u.find_spec('$m') is None)" 2>/dev/null || pip_missing+=("$m")
 done
 if [ ${#pip_missing[@]} -gt 0 ]; then
   echo "setup: pip installing ${pip_missing[*]}"
