@@ -41,7 +41,7 @@ if [ ${#pip_missing[@]} -gt 0 ]; then
   $SUDO $PY -m pip install -q --break-system-packages "${pip_missing[@]}"
 fi
 # mxnet (RecordIO) pins numpy<2 and wants its own dependencies: install it alone, into
-# a directory of its own that only the tests put on PYTHONPATH (formats/internal/pyref).
+# a directory of its own that only the tests put on PYTHONPATH (internal/pyref).
 MXDIR=/usr/local/lib/godali-mxnet
 if [ ! -f "$MXDIR/mxnet/libmxnet.so" ] || [ ! -f "$MXDIR/mxnet/recordio.py" ]; then
   echo "setup: pip installing mxnet==1.9.1 into $MXDIR"

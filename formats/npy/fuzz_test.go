@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/godali/godali/formats/internal/pyref"
+	"github.com/godali/godali/internal/pyref"
 )
 
 // FuzzParseHeader feeds arbitrary bytes to the header parser and, when it accepts

@@ -132,6 +132,10 @@ func ParseHeader(r io.ReaderAt, size int64) (Header, error) {
 	for _, d := range h.Shape {
 		hi, lo := bits.Mul64(vol, uint64(d))
 		vol, over = lo, over || hi != 0
+		if d == 0 { // an empty array, however large its other extents
+			vol, over = 0, false
+			break
+		}
 	}
 	hi, bytes := bits.Mul64(vol, uint64(h.DType.Size))
 	if over || hi != 0 || bytes > uint64(size-h.DataOffset) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/godali/godali/formats"
-	"github.com/godali/godali/formats/internal/pyref"
+	"github.com/godali/godali/internal/pyref"
 )
 
 // numpyScript saves arrays with np.save in every supported dtype, both byte orders,
@@ -151,6 +151,10 @@ func TestParseHeaderRejects(t *testing.T) {
 		if _, err := ParseHeader(bytes.NewReader(b), int64(len(b))); !errors.Is(err, formats.ErrMalformed) {
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
 		}
+	}
+	empty := header("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 0), }", 1, 0)
+	if h, err := ParseHeader(bytes.NewReader(empty), int64(len(empty))); err != nil || h.DataSize != 0 {
+		t.Errorf("empty array with huge extents: %+v, %v", h, err)
 	}
 	// Hand-written but valid: double quotes, no trailing comma, Python 2 long.
 	ok := header(`{"descr": ">u2", "fortran_order": True, "shape": (2L, 3L)}`+"\n", 1, 12)

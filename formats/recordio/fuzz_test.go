@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/godali/godali/formats/internal/pyref"
+	"github.com/godali/godali/internal/pyref"
 )
 
 // FuzzRecords feeds arbitrary bytes to the scanner, the decoder, the header

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/godali/godali/formats"
-	"github.com/godali/godali/formats/internal/pyref"
+	"github.com/godali/godali/internal/pyref"
 )
 
 // mxnetScript writes records with mxnet's own MXIndexedRecordIO and recordio.pack

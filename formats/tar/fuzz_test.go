@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/godali/godali/formats/internal/pyref"
+	"github.com/godali/godali/internal/pyref"
 )
 
 // FuzzScan feeds arbitrary bytes to the archive scanner and the index reader: they

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/godali/godali/formats"
-	"github.com/godali/godali/formats/internal/pyref"
+	"github.com/godali/godali/internal/pyref"
 )
 
 // wdsIndexScript writes a shard with webdataset's TarWriter plus a few files that

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/godali/godali/formats"
-	"github.com/godali/godali/formats/internal/pyref"
+	"github.com/godali/godali/internal/pyref"
 )
 
 // tarfileScript writes, with Python's tarfile, one archive per header format holding

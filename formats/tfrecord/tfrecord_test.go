@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/godali/godali/formats"
-	"github.com/godali/godali/formats/internal/pyref"
+	"github.com/godali/godali/internal/pyref"
 )
 
 // writerScript writes records with the PyPI tfrecord package's TFRecordWriter
