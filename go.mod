@@ -6,6 +6,7 @@ require (
 	github.com/NVIDIA/go-nvml v0.13.0-1
 	golang.org/x/image v0.47.0
 	golang.org/x/sys v0.49.0
+	google.golang.org/protobuf v1.36.12
 	gorgonia.org/cu v0.9.6
 )
 

@@ -46,4 +46,23 @@ if [ ${#pymissing[@]} -gt 0 ]; then
   $SUDO /usr/bin/python3 -m pip install -q --no-deps --break-system-packages "${pymissing[@]}"
 fi
 command -v go >/dev/null || { echo "setup: Go is required (https://go.dev/dl), not found on PATH" >&2; exit 1; }
+# Independent writers the formats/ tests compare against (they skip, saying so, when
+# one is missing). Debian's python is externally managed, hence --break-system-packages.
+PY=/usr/bin/python3
+pip_missing=()
+for m in webdataset tfrecord crc32c; do
+  $PY -c "import importlib.util as u, sys; sys.exit(u.find_spec('$m') is None)" 2>/dev/null || pip_missing+=("$m")
+done
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  echo "setup: pip installing ${pip_missing[*]}"
+  $SUDO $PY -m pip install -q --break-system-packages "${pip_missing[@]}"
+fi
+# mxnet (RecordIO) pins numpy<2 and wants its own dependencies: install it alone, into
+# a directory of its own that only the tests put on PYTHONPATH (internal/pyref).
+MXDIR=/usr/local/lib/godali-mxnet
+if [ ! -f "$MXDIR/mxnet/libmxnet.so" ] || [ ! -f "$MXDIR/mxnet/recordio.py" ]; then
+  echo "setup: pip installing mxnet==1.9.1 into $MXDIR"
+  $SUDO $PY -m pip install -q --no-deps --target "$MXDIR" mxnet==1.9.1 ||
+    echo "setup: mxnet could not be installed; the RecordIO cross-check tests will skip" >&2
+fi
 echo "setup: ok"

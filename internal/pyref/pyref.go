@@ -1,0 +1,86 @@
+// Package pyref runs the independent Python writers and readers the format tests
+// compare against (tarfile, webdataset, tfrecord, numpy, mxnet).
+package pyref
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Python is the interpreter the references run under: $GODALI_PYTHON, else the
+// system one scripts/setup.sh installs packages into.
+func Python() string {
+	if p := os.Getenv("GODALI_PYTHON"); p != "" {
+		return p
+	}
+	return "/usr/bin/python3"
+}
+
+// MXNetDir is where scripts/setup.sh installs the mxnet wheel, apart from the
+// system packages because it pins an old numpy.
+const MXNetDir = "/usr/local/lib/godali-mxnet"
+
+// ErrMissing is wrapped by Output's error when the interpreter or a module is absent.
+var ErrMissing = errors.New("python reference not installed (run scripts/setup.sh)")
+
+// Output runs script with args under Python and returns its standard output. The
+// error wraps ErrMissing when the interpreter or one of modules is not installed.
+func Output(modules []string, script string, args ...string) ([]byte, error) {
+	py := Python()
+	if _, err := exec.LookPath(py); err != nil {
+		return nil, fmt.Errorf("%s: %w", py, ErrMissing)
+	}
+	env := os.Environ()
+	if st, err := os.Stat(MXNetDir); err == nil && st.IsDir() {
+		pp := MXNetDir
+		if old := os.Getenv("PYTHONPATH"); old != "" {
+			pp += ":" + old
+		}
+		env = append(env, "PYTHONPATH="+pp)
+	}
+	for _, m := range modules {
+		cmd := exec.Command(py, "-c", prelude+"import "+m)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("python package %q for %s (%s): %w", m, py, lastLine(out), ErrMissing)
+		}
+	}
+	cmd := exec.Command(py, append([]string{"-c", prelude + script}, args...)...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("python reference failed: %v\n%s", err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// Run is Output for tests: a missing interpreter or package skips the test with a
+// message naming it; any other failure fails the test with the script's stderr.
+func Run(t testing.TB, modules []string, script string, args ...string) []byte {
+	t.Helper()
+	out, err := Output(modules, script, args...)
+	if errors.Is(err, ErrMissing) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// prelude restores numpy aliases that mxnet 1.9 still uses and numpy 1.24 removed.
+const prelude = "try:\n    import numpy as _np\n    if not hasattr(_np, 'bool'): _np.bool = bool\nexcept ImportError:\n    pass\n"
+
+func lastLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
