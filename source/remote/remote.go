@@ -254,6 +254,9 @@ func (o *object) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &Error{Op: "get", URL: o.info.URL, Err: fmt.Errorf("negative offset %d", off)}
 	}
+	if len(p) == 0 {
+		return 0, nil
+	}
 	if off >= o.info.Size {
 		return 0, io.EOF
 	}

@@ -46,7 +46,10 @@ func parseBool(s string) (bool, bool) {
 func newS3Backend(ctx context.Context, o S3Options, maxConns int) (*s3Backend, error) {
 	tr := newTransport(maxConns)
 	loadOpts := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(&http.Client{Transport: tr}),
+		// A BuildableClient, so that the chain can add a CA bundle (AWS_CA_BUNDLE).
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConns, t.MaxIdleConnsPerHost, t.DisableCompression = tr.MaxIdleConns, tr.MaxIdleConnsPerHost, true
+		})),
 		// The Fetcher retries with its own policy; two layers of retries would multiply.
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 	}
@@ -63,6 +66,12 @@ func newS3Backend(ctx context.Context, o S3Options, maxConns int) (*s3Backend, e
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
 		return nil, &Error{Op: "open", URL: "s3://", Err: fmt.Errorf("loading the AWS configuration: %w", err)}
+	}
+	// Take the transport the chain configured and own it, to be able to close its
+	// idle connections.
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		tr = bc.GetTransport()
+		cfg.HTTPClient = &http.Client{Transport: tr}
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
