@@ -9,7 +9,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 want=(libjpeg62-turbo-dev cmake pkg-config python3-torch python3-torchvision
       python3-pil python3-numpy python3-pytest python3-pip python3-venv
-      python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf)
+      python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf nginx)
 if [ "${GODALI_NO_CUDA:-0}" != 1 ]; then
   want+=(nvidia-cuda-toolkit)
   src=/etc/apt/sources.list.d/debian.sources
@@ -27,7 +27,20 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -qq
+  # Packages with services (nginx) must not start them: the tests run their own.
+  policy=/usr/sbin/policy-rc.d; made_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy" && made_policy=1
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ "$made_policy" = 1 ]; then $SUDO rm -f "$policy"; fi
+fi
+
+# moto: the S3-compatible server the source/remote tests start on loopback, installed
+# for the project's Python (/usr/bin/python3), which the tests try.
+if ! /usr/bin/python3 -c 'import moto.server' 2>/dev/null; then
+  echo "setup: installing moto[server] (PyPI)"
+  $SUDO /usr/bin/python3 -m pip install -q --break-system-packages 'moto[server]'
 fi
 # PyPI packages Debian lacks, pinned, with --no-deps so that pip never replaces Debian's
 # torch: auditwheel (make wheel), and PyTorch Lightning 2.2 (the last line that supports

@@ -1,0 +1,50 @@
+// Package remote reads training data where users keep it: S3 and S3-compatible object
+// stores (s3://bucket/prefix/...), web servers (http:// and https://) and local paths,
+// behind one small interface. It knows nothing of the engine; readers use it to list
+// and fetch the files they decode.
+//
+// # Pieces
+//
+//   - Store opens (size + ETag), reads ranges of, and lists objects by URL scheme.
+//     S3 listing is paginated (ListObjectsV2); HTTP has no listing, so readers of
+//     http(s) data need an index file naming the objects (ErrListUnsupported).
+//     Servers that ignore Range are handled by reading the full body.
+//   - Fetcher keeps many requests in flight (FetchOptions.Concurrency, io_concurrency,
+//     default 32) from a pool of that many goroutines per stream, reads ahead of the
+//     consumer in the order the caller gives (Stream, results delivered in that order),
+//     splits large objects into ChunkSize ranged reads run in parallel, and retries
+//     5xx/408/429 answers, timeouts, connection resets and cut bodies with exponential
+//     backoff (RetryPolicy), then fails with an *Error naming the object URL. Cancelling
+//     the context stops every request; Close waits for the stream's goroutines.
+//     OpenReader reads one large shard front to back with chunks fetched ahead.
+//   - Cache (optional, FetchOptions.Cache) keeps whole objects in a directory bounded
+//     in size with LRU eviction. An entry is used only while its ETag is current: with
+//     a known ETag (from a listing) it costs no request, otherwise one conditional
+//     request (If-None-Match, answered 304). Entries are written to a temporary file,
+//     fsynced and renamed, so partial files are never used.
+//
+// # Environment
+//
+// S3 settings come from the AWS SDK for Go v2's standard chain; S3Options overrides.
+//
+//	AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN  credentials
+//	AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE    profiles (also SSO, web identity, IMDS)
+//	AWS_REGION (or AWS_DEFAULT_REGION, or the profile)           region; us-east-1 if none
+//	AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL                        endpoint of an S3-compatible store (MinIO, Ceph, ...)
+//	AWS_CA_BUNDLE                                                extra CA certificates
+//	GODALI_S3_PATH_STYLE=true|false|auto                         path-style addressing (bucket in the path, not the
+//	                                                             host name); auto (the default) uses it whenever a
+//	                                                             custom endpoint is set
+//	GODALI_S3_ANONYMOUS=1                                        unsigned requests, for public buckets
+//
+// HTTP(S) requests honour HTTP_PROXY, HTTPS_PROXY and NO_PROXY.
+//
+// # Tests
+//
+// The tests start real servers on loopback: nginx and moto (an S3-compatible server
+// speaking signed S3), both installed by scripts/setup.sh, behind a fault proxy
+// (internal/faultproxy) that adds latency, answers 503s and cuts bodies short. They
+// skip when a server is missing, except under CI=true, where that is a failure.
+// fetchbench (a program in this directory) prints throughput against io_concurrency
+// for added latencies.
+package remote
