@@ -25,6 +25,7 @@ func init() {
 			{Name: "policy", Type: engine.ArgString, Required: true, Doc: "the policy, JSON (see autoaug.go)"},
 			{Name: "fill_value", Type: engine.ArgFloat, Doc: "fill of the geometric augmentations; default: repeat the edge"},
 			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: "INTERP_LINEAR or INTERP_NN for the geometric augmentations"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "seed of the choices (with the epoch and the sample's position); -1: the pipeline's stream"},
 		},
 	})
 	engine.RegisterBackend("_auto_aug", "cpu", func(a *engine.Args) (engine.Operator, error) { return newAutoAug(a) })
@@ -203,15 +204,17 @@ type autoAugOp struct {
 	interp  imaging.Interp
 	useFill bool
 	fill    byte
+	seed    int64
 }
 
 type autoAugState struct {
 	img   augImage
 	steps []augStep
+	rng   engine.RNG
 }
 
 func newAutoAug(a *engine.Args) (*autoAugOp, error) {
-	o := &autoAugOp{args: a}
+	o := &autoAugOp{args: a, seed: int64(a.Int("seed"))}
 	if err := json.Unmarshal([]byte(a.String("policy")), &o.pol); err != nil {
 		return nil, a.Errorf("policy", "expected the policy JSON of godali.auto_aug: %v", err)
 	}
@@ -257,7 +260,12 @@ func (o *autoAugOp) Run(ws *engine.Workspace) error {
 	copy(out.Data, in.Data)
 	st.img.pix = out.Data[:in.Shape[0]*in.Shape[1]*in.Shape[2]]
 	st.img.h, st.img.w, st.img.c = in.Shape[0], in.Shape[1], in.Shape[2]
-	st.steps, _ = o.pol.choose(ws.RNG, st.steps)
+	rng := ws.RNG
+	if o.seed >= 0 {
+		st.rng.Seed(uint64(o.seed), uint64(ws.Epoch), uint64(ws.Position))
+		rng = &st.rng
+	}
+	st.steps, _ = o.pol.choose(rng, st.steps)
 	for _, s := range st.steps {
 		if err := o.apply(&st.img, s); err != nil {
 			return engine.Errorf(engine.StatusData, "%s: %s: %v", engine.Describe(o.args.Node, "auto_aug"), o.pol.Augs[s.Aug].Name, err)
