@@ -20,6 +20,9 @@ _PARAMS = {None: "", "shift_enhance_range": "shift_enhance",
            "solarize_add_shift": ""}
 
 
+_KEEP = object()
+
+
 class _Augmentation:
     """One augmentation: a kernel of the engine with its magnitude range."""
 
@@ -32,10 +35,11 @@ class _Augmentation:
         self.mag_to_param = mag_to_param
         self.rel = rel
 
-    def augmentation(self, mag_range=None, randomly_negate=None, mag_to_param=None,
+    def augmentation(self, mag_range=None, randomly_negate=None, mag_to_param=_KEEP,
                      name=None):
-        """A copy with some of the settings replaced (DALI's Augmentation.augmentation)."""
-        m2p = self.mag_to_param if mag_to_param is None else mag_to_param
+        """A copy with some of the settings replaced (DALI's Augmentation.augmentation);
+        an explicit mag_to_param=None removes the mapping."""
+        m2p = self.mag_to_param if mag_to_param is _KEEP else mag_to_param
         return _Augmentation(name or self.name, self.kernel,
                              self.mag_range if mag_range is None else mag_range,
                              self.randomly_negate if randomly_negate is None else randomly_negate,
