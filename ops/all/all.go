@@ -11,4 +11,5 @@ import (
 	_ "github.com/godali/godali/ops/math"
 	_ "github.com/godali/godali/ops/random"
 	_ "github.com/godali/godali/ops/readers"
+	_ "github.com/godali/godali/ops/tensor"
 )

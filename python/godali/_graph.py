@@ -622,6 +622,9 @@ def constant_node(value, pipe, dtype=None, shape=None, layout=None):
     flat = arr.reshape(-1)
     args = {"shape": shape, "dtype": dtype.name}
     if dtype in (_types.FLOAT, _types.FLOAT16, _types.FLOAT64):
+        if arr.dtype.kind == "f" and not np.isfinite(flat).all():
+            raise ValueError("godali: a constant must be finite (the pipeline description "
+                             "is JSON); compute inf or nan in the graph, e.g. c / 0.0")
         args["fdata"] = [float(x) for x in flat]
     else:
         args["idata"] = [int(x) for x in flat]

@@ -128,3 +128,53 @@ def test_errors_name_the_problem():
     with pytest.raises(Exception, match="bitand"):
         pipe.build()
     pipe.close()
+
+
+def _dali_sat(x, dt):
+    # DALI's ConvertSat for float -> integer: round half away from zero, clamp, NaN -> 0.
+    info = np.iinfo(dt)
+    r = np.where(np.isnan(x), 0, np.sign(x) * np.floor(np.abs(x) + 0.5))
+    return np.clip(r, info.min, info.max).astype(dt)
+
+
+def test_cast_rounds_and_saturates():
+    f = np.array([-300.5, -2.5, -0.5, 0.49, 0.5, 1.5, 2.5, 254.6, 255.5, 1e10, -1e10], np.float32)
+    i = np.array([-70000, -129, -1, 0, 127, 128, 255, 256, 70000], np.int32)
+    got = _run(lambda: [fn.cast(types.Constant(f), dtype=types.UINT8),
+                        fn.cast(types.Constant(f), dtype=types.INT8),
+                        fn.cast(types.Constant(f), dtype=types.INT32),
+                        fn.cast(types.Constant(i), dtype=types.UINT8),
+                        fn.cast(types.Constant(i), dtype=types.INT16),
+                        fn.cast(types.Constant(i), dtype=types.FLOAT),
+                        fn.cast(types.Constant(i), dtype=types.BOOL),
+                        fn.cast(types.Constant(np.float32([0.0])) / 0.0, dtype=types.INT32)],
+                   batch=1)
+    np.testing.assert_array_equal(got[0][0], _dali_sat(f, np.uint8))
+    np.testing.assert_array_equal(got[1][0], _dali_sat(f, np.int8))
+    np.testing.assert_array_equal(got[2][0], _dali_sat(f, np.int32))
+    np.testing.assert_array_equal(got[3][0], np.clip(i, 0, 255).astype(np.uint8))
+    np.testing.assert_array_equal(got[4][0], np.clip(i, -32768, 32767).astype(np.int16))
+    np.testing.assert_array_equal(got[5][0], i.astype(np.float32))
+    np.testing.assert_array_equal(got[6][0], i != 0)
+    assert list(got[7][0]) == [0]  # NaN -> 0
+
+
+def test_shapes_match_pil(tmp_path):
+    from PIL import Image
+    from conftest import make_jpeg
+    sizes = [(40, 56), (53, 47), (31, 70)]
+    files = [make_jpeg(str(tmp_path / ("s%d.jpg" % k)), h, w, seed=k) for k, (h, w) in enumerate(sizes)]
+    pipe = godali.Pipeline(batch_size=3, num_threads=2, seed=1)
+    with pipe:
+        data, _ = fn.readers.file(files=files)
+        img = fn.decoders.image(data, output_type=types.RGB)
+        pipe.set_outputs(fn.shapes(img), fn.shapes(img, dtype=types.INT32),
+                         fn.cast(fn.shapes(img), dtype=types.FLOAT) * 0.5)
+    res = pipe.run()
+    for k, f in enumerate(files):
+        w, h = Image.open(f).size
+        s = np.array(res[0][k].as_array())
+        assert s.dtype == np.int64 and list(s) == [h, w, 3]
+        assert np.array(res[1][k].as_array()).dtype == np.int32
+        assert list(np.array(res[2][k].as_array())) == [h / 2, w / 2, 1.5]
+    pipe.close()
