@@ -1,0 +1,139 @@
+"""More operators (brightness_contrast on float input, normalize, color_space_conversion,
+pad, erase, noise.*, jpeg_compression_distortion) against numpy/PIL references of DALI's
+documented formulas.
+
+Tolerances follow DALI's operator tests (DALI-REFERENCE.md): float outputs 1e-5 (relative
+to the value's magnitude, at least 1e-5 absolute); integer outputs within 1 level with a
+mean difference <= 0.3 (the references compute in float64, godali in float32 where DALI
+does, so a value on a rounding tie may round the other way).
+"""
+
+import numpy as np
+import pytest
+
+import godali
+from godali import fn, types
+
+from conftest import make_jpeg
+
+SIZES = [(40, 56), (53, 47), (64, 64), (31, 70)]
+
+
+@pytest.fixture(scope="module")
+def jpegs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("more_ops")
+    return [make_jpeg(str(d / ("m%d.jpg" % i)), h, w, seed=70 + i) for i, (h, w) in enumerate(SIZES)]
+
+
+def _run(files, graph, threads=2, seed=5, iters=1):
+    pipe = godali.Pipeline(batch_size=len(files), num_threads=threads, seed=seed)
+    with pipe:
+        data, _ = fn.readers.file(files=files)
+        outs = graph(fn.decoders.image(data, output_type=types.RGB))
+        pipe.set_outputs(*outs)
+    got = None
+    for _ in range(iters):
+        res = pipe.run()
+        got = [[o[i].as_array().copy() for i in range(len(files))] for o in res]
+    pipe.close()
+    return got
+
+
+def _check_float(got, want, what, tol=1e-5):
+    want = np.asarray(want, np.float64)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    assert got.dtype == np.float32, (what, got.dtype)
+    err = np.abs(got.astype(np.float64) - want)
+    lim = tol * np.maximum(1.0, np.abs(want))
+    assert (err <= lim).all(), (what, float(err.max()))
+
+
+def _check_u8(got, want, what):
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    d = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    assert d.mean() <= 0.3 and d.max() <= 1, (what, d.mean(), d.max())
+
+
+def _sat_u8(v):
+    return np.clip(np.floor(np.asarray(v, np.float64) + 0.5), 0, 255).astype(np.uint8)
+
+
+def _scalar(x):
+    return float(np.asarray(x).reshape(-1)[0])
+
+
+# --- brightness_contrast on float input ---------------------------------------------------
+
+def test_brightness_contrast_takes_float_input(jpegs):
+    # hsv's FLOAT output used to be refused; DALI's output type is the input's unless
+    # dtype is given, and the contrast center of float input is 0.5.
+    def graph(img):
+        f = fn.hsv(img, hue=20.0, dtype=types.FLOAT)
+        scaled = fn.brightness_contrast(img, dtype=types.FLOAT, brightness=1 / 255.0)
+        return (f, scaled,
+                fn.brightness_contrast(f, brightness=1.1, contrast=0.7, brightness_shift=0.05),
+                fn.brightness_contrast(scaled, contrast=1.5),
+                fn.brightness_contrast(scaled, contrast=0.5, brightness=255.0, dtype=types.UINT8))
+
+    fs, scaled, out1, out2, out3 = _run(jpegs, graph)
+    for i in range(len(jpegs)):
+        x = fs[i].astype(np.float64)
+        # the center for float input is 0.5 (DALI's default), whatever the values' range
+        _check_float(out1[i], 0.05 + 1.1 * (0.5 + 0.7 * (x - 0.5)), "float hsv in", 1e-5)
+        s = scaled[i].astype(np.float64)
+        _check_float(out2[i], 0.5 + 1.5 * (s - 0.5), "float in, contrast")
+        _check_u8(out3[i], _sat_u8(255.0 * (0.5 + 0.5 * (s - 0.5))), "float in, uint8 out")
+
+
+# --- normalize ------------------------------------------------------------------------------
+
+def _norm_ref(x, axes, mean=None, std=None, scale=1.0, shift=0.0, eps=0.0, ddof=0):
+    x = x.astype(np.float64)
+    if mean is None:
+        mean = x.mean(axis=axes, keepdims=True)
+    if std is None:
+        var = ((x - mean) ** 2).sum(axis=axes, keepdims=True) / (np.prod([x.shape[a] for a in axes]) - ddof) + eps
+        inv = np.where(var > 0, 1 / np.sqrt(np.where(var > 0, var, 1)), 0)
+    else:
+        inv = 1 / np.asarray(std, np.float64)
+    return scale * (x - mean) * inv + shift
+
+
+def test_normalize_matches_dalis_formula(jpegs):
+    def graph(img):
+        m = fn.random.uniform(range=[50, 150], shape=[1, 1, 3])
+        return (img, m,
+                fn.normalize(img),
+                fn.normalize(img, axes=[0, 1], scale=64, shift=128, dtype=types.UINT8),
+                fn.normalize(img, axis_names="HW", epsilon=4.0, ddof=1),
+                fn.normalize(img, mean=m, stddev=40.0),
+                fn.normalize(img, mean=m),
+                fn.normalize(img, mean=100.0, stddev=20.0, scale=2.0, shift=1.0))
+
+    imgs, ms, o_all, o_u8, o_hw, o_given, o_mean, o_const = _run(jpegs, graph)
+    for i, img in enumerate(imgs):
+        _check_float(o_all[i], _norm_ref(img, (0, 1, 2)), "all axes")
+        _check_u8(o_u8[i], _sat_u8(_norm_ref(img, (0, 1), scale=64, shift=128)), "HW, uint8")
+        _check_float(o_hw[i], _norm_ref(img, (0, 1), eps=4.0, ddof=1), "axis_names HW, eps, ddof")
+        m = ms[i].astype(np.float64)
+        _check_float(o_given[i], _norm_ref(img, (0, 1), mean=m, std=40.0), "per-sample mean, stddev")
+        # axes inferred from the per-sample mean's shape (1, 1, 3): H and W are reduced,
+        # and the stddev is computed around the given mean.
+        _check_float(o_mean[i], _norm_ref(img, (0, 1), mean=m), "per-sample mean, computed stddev")
+        _check_float(o_const[i], _norm_ref(img, (0, 1, 2), mean=100.0, std=20.0, scale=2.0, shift=1.0), "constants")
+        assert abs(o_all[i].mean()) < 1e-4 and abs(o_all[i].std() - 1) < 1e-4
+
+
+def test_normalize_constant_sample_gives_shift_and_refuses_batch(jpegs):
+    def graph(img):
+        grey = fn.brightness_contrast(img, contrast=0.0)
+        return (fn.normalize(grey, shift=3.0),)
+
+    (out,) = _run(jpegs, graph)
+    for o in out:
+        assert (o == 3.0).all()
+    with pytest.raises(Exception, match="batch"):
+        _run(jpegs, lambda img: (fn.normalize(img, batch=True),))
+    with pytest.raises(Exception, match="axis_names"):
+        _run(jpegs, lambda img: (fn.normalize(img, axis_names="Q"),))
