@@ -137,3 +137,81 @@ def test_normalize_constant_sample_gives_shift_and_refuses_batch(jpegs):
         _run(jpegs, lambda img: (fn.normalize(img, batch=True),))
     with pytest.raises(Exception, match="axis_names"):
         _run(jpegs, lambda img: (fn.normalize(img, axis_names="Q"),))
+
+
+# --- color_space_conversion -----------------------------------------------------------------
+
+_TO_YCC = np.array([[0.257, 0.504, 0.098], [-0.148, -0.291, 0.439], [0.439, -0.368, -0.071]])
+_YSUM = 0.257 + 0.504 + 0.098
+
+
+def _csc_ref(x, src, dst, unit):
+    x = x.astype(np.float64)
+    o16, o128 = (16.0, 128.0) if unit == 255 else (0.0625, 0.5)
+    if src == dst:
+        return x
+    if src == "GRAY" and dst == "YCbCr":
+        return np.concatenate([x * _YSUM + o16, np.full_like(x, o128), np.full_like(x, o128)], axis=2)
+    if src == "YCbCr" and dst == "GRAY":
+        return (x[..., :1] - o16) / _YSUM
+    if src == "RGB":
+        rgb = x
+    elif src == "BGR":
+        rgb = x[..., ::-1]
+    elif src == "GRAY":
+        rgb = np.repeat(x, 3, axis=2)
+    else:
+        y = 1.164 * (x[..., 0] - o16)
+        cb, cr = x[..., 1] - o128, x[..., 2] - o128
+        rgb = np.stack([y + 1.596 * cr, y - 0.813 * cr - 0.392 * cb, y + 2.017 * cb], axis=2)
+    if dst == "RGB":
+        return rgb
+    if dst == "BGR":
+        return rgb[..., ::-1]
+    if dst == "GRAY":
+        return (rgb @ np.array([0.299, 0.587, 0.114]))[..., None]
+    ycc = rgb @ _TO_YCC.T + np.array([o16, o128, o128])
+    return ycc
+
+
+SPACES = ["RGB", "BGR", "GRAY", "YCbCr"]
+
+
+def test_color_space_conversion_matches_bt601(jpegs):
+    pairs = [(s, d) for s in SPACES for d in SPACES]
+
+    def graph(img):
+        outs = [img]
+        flt = fn.brightness_contrast(img, dtype=types.FLOAT, brightness=1 / 255.0)
+        outs.append(flt)
+        srcs = {"RGB": fn.color_space_conversion(img, image_type=types.RGB, output_type=types.RGB), "BGR": fn.color_space_conversion(img, image_type=types.RGB, output_type=types.BGR),
+                "GRAY": fn.color_space_conversion(img, image_type=types.RGB, output_type=types.GRAY),
+                "YCbCr": fn.color_space_conversion(img, image_type=types.RGB, output_type=types.YCbCr)}
+        outs += [srcs[s] for s in SPACES]
+        for s, d in pairs:
+            outs.append(fn.color_space_conversion(srcs[s], image_type=getattr(types, s), output_type=getattr(types, d)))
+        fsrc = {s: fn.color_space_conversion(flt, image_type=types.RGB, output_type=getattr(types, s)) for s in SPACES}
+        outs += [fsrc[s] for s in SPACES]
+        for s, d in pairs:
+            outs.append(fn.color_space_conversion(fsrc[s], image_type=getattr(types, s), output_type=getattr(types, d)))
+        return tuple(outs)
+
+    res = _run(jpegs, graph)
+    imgs, flts = res[0], res[1]
+    srcs = dict(zip(SPACES, res[2:6]))
+    conv = res[6:6 + len(pairs)]
+    k = 6 + len(pairs)
+    fsrcs = dict(zip(SPACES, res[k:k + 4]))
+    fconv = res[k + 4:]
+    for i, img in enumerate(imgs):
+        for s in SPACES:
+            _check_u8(srcs[s][i], _sat_u8(_csc_ref(img, "RGB", s, 255)), "RGB->" + s)
+            _check_float(fsrcs[s][i], _csc_ref(flts[i], "RGB", s, 1), "float RGB->" + s, 1e-5)
+        for j, (s, d) in enumerate(pairs):
+            _check_u8(conv[j][i], _sat_u8(_csc_ref(srcs[s][i], s, d, 255)), s + "->" + d)
+            _check_float(fconv[j][i], _csc_ref(fsrcs[s][i], s, d, 1), "float " + s + "->" + d, 1e-5)
+        # BT.601's limited range: Y within 16..235 and grey has no chroma
+        y = srcs["YCbCr"][i][..., 0]
+        assert y.min() >= 16 and y.max() <= 235
+    with pytest.raises(Exception, match="image_type"):
+        _run(jpegs, lambda img: (fn.color_space_conversion(img, image_type=types.GRAY, output_type=types.RGB),))
