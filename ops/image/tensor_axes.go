@@ -59,3 +59,36 @@ func numElements(shape []int) int {
 	}
 	return n
 }
+
+// resolveAxesOrdered is resolveAxes keeping the order the user gave (erase's anchors and
+// pad's shapes follow it).
+func resolveAxesOrdered(a *engine.Args, ndim int, layout string, def []int) ([]int, bool, error) {
+	if _, _, err := resolveAxes(a, ndim, layout, def); err != nil {
+		return nil, false, err
+	}
+	var out []int
+	switch {
+	case a.Has("axes"):
+		for _, x := range a.Ints("axes") {
+			d := int(x)
+			if d < 0 {
+				d += ndim
+			}
+			out = append(out, d)
+		}
+	case a.Has("axis_names") && a.String("axis_names") != "":
+		for _, c := range a.String("axis_names") {
+			out = append(out, strings.IndexRune(layout, c))
+		}
+	default:
+		return def, false, nil
+	}
+	seen := map[int]bool{}
+	for _, d := range out {
+		if seen[d] {
+			return nil, false, a.Errorf("axes", "axis %d listed twice", d)
+		}
+		seen[d] = true
+	}
+	return out, true, nil
+}

@@ -215,3 +215,41 @@ def test_color_space_conversion_matches_bt601(jpegs):
         assert y.min() >= 16 and y.max() <= 235
     with pytest.raises(Exception, match="image_type"):
         _run(jpegs, lambda img: (fn.color_space_conversion(img, image_type=types.GRAY, output_type=types.RGB),))
+
+
+# --- pad ---------------------------------------------------------------------------------------
+
+def _pad_ref(x, axes, shape=None, align=None, fill=0):
+    out = list(x.shape)
+    for j, d in enumerate(axes):
+        e = x.shape[d]
+        if shape is not None:
+            e = max(e, int(shape[j]))
+        if align is not None:
+            a = align[0] if len(align) == 1 else align[j]
+            e = -(-e // a) * a
+        out[d] = e
+    r = np.full(out, fill, x.dtype)
+    r[tuple(slice(0, s) for s in x.shape)] = x
+    return r
+
+
+def test_pad_matches_numpy(jpegs):
+    def graph(img):
+        s = fn.random.uniform(range=[30, 80], shape=[2], dtype=types.INT32)
+        return (img, s,
+                fn.pad(img, axes=[0, 1], shape=[60, 72], fill_value=7),
+                fn.pad(img, axis_names="WH", shape=[64, 50]),
+                fn.pad(img, axis_names="HW", align=[16]),
+                fn.pad(img, axes=[0, 1], shape=s, align=[1, 8], fill_value=300),
+                fn.pad(img, axes=[-1], shape=[4], fill_value=255))
+
+    imgs, ss, a, b, c, d, e = _run(jpegs, graph)
+    for i, img in enumerate(imgs):
+        np.testing.assert_array_equal(a[i], _pad_ref(img, [0, 1], [60, 72], fill=7))
+        np.testing.assert_array_equal(b[i], _pad_ref(img, [1, 0], [64, 50]))
+        np.testing.assert_array_equal(c[i], _pad_ref(img, [0, 1], align=[16]))
+        np.testing.assert_array_equal(d[i], _pad_ref(img, [0, 1], ss[i], align=[1, 8], fill=255))  # saturated
+        np.testing.assert_array_equal(e[i], _pad_ref(img, [2], [4], fill=255))
+    with pytest.raises(Exception, match="shape"):
+        _run(jpegs, lambda img: (fn.pad(img),))
