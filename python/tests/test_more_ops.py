@@ -253,3 +253,44 @@ def test_pad_matches_numpy(jpegs):
         np.testing.assert_array_equal(e[i], _pad_ref(img, [2], [4], fill=255))
     with pytest.raises(Exception, match="shape"):
         _run(jpegs, lambda img: (fn.pad(img),))
+
+
+# --- erase -------------------------------------------------------------------------------------
+
+def _erase_ref(x, axes, anchor, shape, fill, na=False, ns=False, centered=False):
+    r = x.copy()
+    k = len(axes)
+    fill = np.asarray(fill, np.float64)
+    fv = np.clip(np.floor(fill + 0.5), 0, 255).astype(x.dtype) if x.dtype == np.uint8 else fill.astype(x.dtype)
+    for j in range(len(shape) // k):
+        idx = [slice(None)] * x.ndim
+        for t, d in enumerate(axes):
+            ext = x.shape[d]
+            s = shape[j * k + t] * (ext if ns else 1)
+            a = (anchor[j * k + t] if len(anchor) else 0) * (ext if na else 1)
+            if centered:
+                a -= s / 2
+            lo, hi = int(np.clip(np.floor(a + 0.5), 0, ext)), int(np.clip(np.floor(a + s + 0.5), 0, ext))  # halves up
+            idx[d] = slice(lo, max(lo, hi))
+        r[tuple(idx)] = fv if fv.size > 1 else fv.reshape(())
+    return r
+
+
+def test_erase_regions_match_numpy(jpegs):
+    def graph(img):
+        anc = fn.random.uniform(range=[0.0, 0.8], shape=[4])
+        return (img, anc,
+                fn.erase(img, anchor=[5, 7, 20, 30], shape=[10, 12, 100, 8], fill_value=[255, 0, 9]),
+                fn.erase(img, anchor=anc, shape=[0.2, 0.3, 0.1, 0.5], normalized=True),
+                fn.erase(img, anchor=[0.5, 0.5], shape=[11, 9], normalized_anchor=True, centered_anchor=True, fill_value=77),
+                fn.erase(img, axes=[1], anchor=[3], shape=[4]),
+                fn.erase(img, axis_names="WH", anchor=[2, 1], shape=[6, 3]))
+
+    imgs, ancs, a, b, c, d, e = _run(jpegs, graph)
+    for i, img in enumerate(imgs):
+        np.testing.assert_array_equal(a[i], _erase_ref(img, [0, 1], [5, 7, 20, 30], [10, 12, 100, 8], [255, 0, 9]))
+        np.testing.assert_array_equal(b[i], _erase_ref(img, [0, 1], list(ancs[i]), [0.2, 0.3, 0.1, 0.5], [0], True, True))
+        np.testing.assert_array_equal(c[i], _erase_ref(img, [0, 1], [0.5, 0.5], [11, 9], [77], na=True, centered=True))
+        np.testing.assert_array_equal(d[i], _erase_ref(img, [1], [3], [4], [0]))
+        np.testing.assert_array_equal(e[i], _erase_ref(img, [1, 0], [2, 1], [6, 3], [0]))
+        assert (a[i] != img).any()
