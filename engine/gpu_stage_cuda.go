@@ -403,7 +403,7 @@ func (st *gpuStage) runSamples(b *Batch, gb *gpuBatch, sn *stageNode) error {
 		for k, v := range sn.out {
 			ws.Out[k] = &gb.vals[v].t[i]
 		}
-		ws.Ref, ws.Sample, ws.Epoch = &b.refs[i], i, b.Epoch
+		ws.Ref, ws.Sample, ws.Epoch = b.ref(st.p.nodeReader[sn.n.ID], i), i, b.Epoch
 		ws.Position = b.Iteration*int64(len(b.refs)) + int64(i)
 	}
 	for i := range b.refs {
