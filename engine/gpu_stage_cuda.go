@@ -119,16 +119,6 @@ type gpuStage struct {
 	closed bool
 }
 
-func cudaError(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := err.(*Error); ok {
-		return err
-	}
-	return &Error{Status: StatusCUDA, Msg: what, Err: err}
-}
-
 func newGPUStage(p *Pipeline) (st *gpuStage, err error) {
 	id := *p.Spec.DeviceID
 	dev, err := cuda.Open(id)
