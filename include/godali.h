@@ -71,8 +71,10 @@ typedef enum {
   GODALI_ERROR_STATE = -5,            /* call out of order (e.g. next before build) */
   GODALI_ERROR_NO_CUDA = -6,          /* GPU requested but this is the CPU flavour */
   GODALI_ERROR_CUDA = -7,             /* a CUDA call failed */
-  GODALI_ERROR_OUT_OF_MEMORY = -8,    /* the system refused memory (mmap, a pool); the
-                                         message says how much was asked for */
+  GODALI_ERROR_OUT_OF_MEMORY = -8,    /* the system refused memory (mmap, a pool), or
+                                         CUDA did (CUDA_ERROR_OUT_OF_MEMORY from a device
+                                         or pinned allocation); the message says how
+                                         much was asked for */
   GODALI_ERROR_INTERNAL = -100        /* a bug in godali: please report it */
 } godali_status_t;
 
