@@ -71,8 +71,10 @@ typedef enum {
   GODALI_ERROR_STATE = -5,            /* call out of order (e.g. next before build) */
   GODALI_ERROR_NO_CUDA = -6,          /* GPU requested but this is the CPU flavour */
   GODALI_ERROR_CUDA = -7,             /* a CUDA call failed */
-  GODALI_ERROR_OUT_OF_MEMORY = -8,    /* the system refused memory (mmap, a pool); the
-                                         message says how much was asked for */
+  GODALI_ERROR_OUT_OF_MEMORY = -8,    /* the system refused memory (mmap, a pool), or
+                                         CUDA did (CUDA_ERROR_OUT_OF_MEMORY from a device
+                                         or pinned allocation); the message says how
+                                         much was asked for */
   GODALI_ERROR_INTERNAL = -100        /* a bug in godali: please report it */
 } godali_status_t;
 
@@ -173,7 +175,9 @@ godali_status_t godali_pipeline_run(godali_pipeline_t p);
 
 /* godali_pipeline_next blocks until the next scheduled batch is complete and makes it the
  * pipeline's current batch (run is implied if nothing is scheduled). Returns
- * GODALI_END_OF_EPOCH after the epoch's last batch, and keeps returning it until
+ * GODALI_END_OF_EPOCH after the epoch's last batch (the epoch of the epoch reader: the
+ * description's first reader, or the one godali_pipeline_set_epoch_reader names; other
+ * readers go on across epochs by themselves), and keeps returning it until
  * godali_pipeline_reset (there is no current batch then). GODALI_ERROR_DATA: a sample of
  * the batch failed (the message names the file); that batch is dropped (no current
  * batch) and counts as taken, so the next call continues with the following batch.
@@ -309,6 +313,17 @@ godali_status_t godali_tensor_stream_wait(const DLManagedTensor *t, int64_t stre
 /* godali_pipeline_reader_meta describes the reader named `name` (the node's "name"). */
 godali_status_t godali_pipeline_reader_meta(godali_pipeline_t p, const char *name,
                                             godali_reader_meta_t *out);
+
+/* godali_pipeline_set_epoch_reader makes the reader named `name` define the pipeline's
+ * epochs: GODALI_END_OF_EPOCH follows its epoch's last batch, and batch_info's epoch,
+ * iteration, valid and last_in_epoch are its own. A pipeline may have several readers
+ * (each plans its own samples of every batch, with its own shards and shuffling); by
+ * default the first reader of the description defines the epochs, and the others go on
+ * across them by themselves, each starting its next epoch when its own ends. Allowed at
+ * any time: the consumer's place in every reader's stream is kept (batches prepared
+ * ahead are dropped and prepared again), and checkpoints record the choice.
+ * GODALI_ERROR_INVALID_ARGUMENT (nothing changes) when no reader has that name. */
+godali_status_t godali_pipeline_set_epoch_reader(godali_pipeline_t p, const char *name);
 
 /* godali_pipeline_epoch_size writes the reader's epoch_size (DALI's pipe.epoch_size). */
 godali_status_t godali_pipeline_epoch_size(godali_pipeline_t p, const char *name, int64_t *out);

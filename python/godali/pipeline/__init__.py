@@ -548,6 +548,14 @@ class Pipeline:
             raise TypeError("godali: reader name must be a string")
         return name
 
+    def _set_epoch_reader(self, name):
+        """Makes the reader `name` define the epochs _epoch_outputs() and batch_info
+        follow (the first reader by default; the others go on across epochs by
+        themselves, as DALI's readers do). The iterators call it with their
+        reader_name."""
+        self._lib_or_build().pipeline_set_epoch_reader(self._handle,
+                                                       self._reader_name(name).encode())
+
     def epoch_size(self, name=None):
         """Samples in the data set of the reader `name` (all shards). Without a name: a
         dict of every reader's epoch size."""

@@ -134,6 +134,9 @@ class _GodaliBaseIterator:
         self._meta = None
         if reader_name is not None:
             self._meta_from([reader_name] * self._num_gpus)
+            # With several readers, reader_name's epochs are the iterator's.
+            for p in self._pipes:
+                p._set_epoch_reader(reader_name)
         elif size < 0:
             # godali: a pipeline with exactly one reader sizes its epochs without
             # reader_name (DALI would need reader_name or size here).
