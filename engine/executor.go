@@ -29,6 +29,7 @@ type Pipeline struct {
 	limits Limits
 	seed   uint64
 	source BatchSource
+	feeds  *feeds // external sources' queues (feed.go)
 
 	mu       sync.Mutex // one consumer call at a time
 	built    bool
@@ -88,6 +89,7 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch}
+	p.feeds = newFeeds(g)
 	p.limits.MaxImagePixels = spec.MaxImagePixels
 	p.limits.MaxFileBytes = spec.MaxFileBytes
 	if spec.Seed == -1 {
@@ -262,7 +264,10 @@ func (p *Pipeline) Next() (*Batch, error) {
 	if p.atEnd {
 		return nil, ErrEndOfEpoch
 	}
-	b := <-p.inflight
+	b, err := p.waitBatch()
+	if err != nil {
+		return nil, err
+	}
 	<-b.done
 	p.credits <- struct{}{}
 	if !b.endOfEpoch {
@@ -349,6 +354,7 @@ func (p *Pipeline) Close() {
 	if p.built {
 		p.stopProducer()
 		p.releaseCurrent()
+		p.feeds.close()
 		close(p.tasks)
 		p.workerWG.Wait()
 		if p.gpu != nil {
@@ -356,6 +362,7 @@ func (p *Pipeline) Close() {
 		}
 	}
 	p.closed = true
+	p.feeds.close() // also when never built
 	for _, n := range p.Graph.Nodes {
 		if c, ok := n.Op.(Closer); ok {
 			c.Close()
@@ -420,6 +427,18 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		} else {
 			b.Valid = bs
 		}
+		fed, end, ok := p.feeds.take(stop)
+		if !ok {
+			p.credits <- struct{}{}
+			return
+		}
+		if end {
+			b.endOfEpoch = true
+			close(b.done)
+			p.inflight <- b
+			return
+		}
+		b.fed, b.feeds = fed, p.feeds
 		err := b.allocateOutputs()
 		if err == nil && p.gpu != nil {
 			b.gpu, err = p.gpu.newBatch(b)
@@ -671,6 +690,7 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 		node = n.Name
 		ws := w.ws[n.ID]
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
+		ws.fed = b.fedSample(n, b.refIndex(ref, i))
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}
@@ -711,6 +731,10 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 					return wrapSampleErr(ref, n, err)
 				}
 				t.Data = data
+			case ws.fed != nil && len(ws.fed.Data) == need:
+				// An external source's intermediate output: the fed memory itself,
+				// referenced by the batch until it is released (no copy).
+				t.Data = ws.fed.Data
 			default:
 				data, err := w.buffer(n.ID, k, need)
 				if err != nil {
