@@ -24,6 +24,7 @@ def _ensure():
                     # Python sources and feed_input: a function of its own, not the
                     # schema's generated one.
                     from .external_source import external_source
+                    external_source.schema = root._members["external_source"].schema
                     root._add("external_source", external_source)
                 globals().update(root._members)
                 _root = root

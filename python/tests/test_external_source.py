@@ -368,3 +368,24 @@ def test_release_on_close_and_gc():
     pipe.close()
     gc.collect()
     assert a.ctypes.data not in es.held_pointers()
+
+
+def test_ops_external_source_legacy_api():
+    from godali import ops
+
+    class P(Pipeline):
+        def __init__(self):
+            super().__init__(batch_size=2, num_threads=1, device_id=None)
+            self.src = ops.ExternalSource(dtype=types.INT32, ndim=1)
+
+        def define_graph(self):
+            self.x = self.src(name="x")
+            return self.x
+
+        def iter_setup(self):
+            self.feed_input(self.x, [np.array([1, 2], np.int32), np.array([3], np.int32)])
+
+    pipe = P()
+    pipe.build()
+    (tl,) = pipe.run()
+    assert [np.array(tl[i]).tolist() for i in range(2)] == [[1, 2], [3]]
