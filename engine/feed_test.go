@@ -391,3 +391,31 @@ func TestFeedConcurrentFeeder(t *testing.T) {
 		}
 	}
 }
+
+func TestFeedDeclaredShape(t *testing.T) {
+	desc := `{"batch_size": 2, "num_threads": 1, "device_id": null, "ops": [
+	 {"op": "external_source", "name": "src", "outputs": ["x"], "args": {"dtype": "INT32", "ndim": 2, "shape": [1, 2]}}],
+	 "outputs": ["x"]}`
+	p := mustPipeline(t, desc)
+	var bad atomic.Int32
+	err := p.FeedInput("src", counted([][]int32{{1, 2}, {3, 4}}, [][]int{{1, 2}, {2, 1}}, &bad))
+	if StatusOf(err) != StatusInvalidArgument || !strings.Contains(err.Error(), "declares [1 2]") || bad.Load() != 1 {
+		t.Fatalf("a shape other than declared: %v (released %d times)", err, bad.Load())
+	}
+	if err := p.FeedInput("src", counted([][]int32{{1, 2}, {3, 4}}, [][]int{{1, 2}, {1, 2}}, new(atomic.Int32))); err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := b.Output(0)
+	if !o.Dense {
+		t.Fatal("a fully declared shape should give a dense output")
+	}
+	v, _ := o.DenseView()
+	defer v.Lease.Release()
+	if got := int32s(unsafe.Slice((*byte)(v.Ptr), 16)); fmt.Sprint(got) != "[1 2 3 4]" || fmt.Sprint(v.Shape) != "[2 1 2]" {
+		t.Fatalf("got %v shape %v", got, v.Shape)
+	}
+}
