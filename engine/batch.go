@@ -28,6 +28,8 @@ type Batch struct {
 	endOfEpoch bool
 	lastTry    map[int]error // a failed sample's last replacement's error (on_error = "skip")
 	gpu        *gpuBatch     // the batch's GPU memory and fences; nil without a GPU stage
+	fed        []*Feed       // the batches fed to the external sources (feed.go)
+	feeds      *feeds
 }
 
 // Skip describes a sample replaced under on_error = "skip".
@@ -127,6 +129,7 @@ func (o *OutputBatch) sampleBuffer(i int, t *Tensor, need int) ([]byte, error) {
 }
 
 func (b *Batch) release() {
+	b.releaseFeeds()
 	if b.gpu != nil {
 		b.gpu.release()
 		b.gpu = nil

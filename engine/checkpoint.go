@@ -165,6 +165,9 @@ func (p *Pipeline) Checkpoint() ([]byte, error) {
 	if !p.Spec.EnableCheckpointing {
 		return nil, errCheckpointDisabled()
 	}
+	if len(p.feeds.queues) > 0 {
+		return nil, Errorf(StatusState, "external source %s does not support checkpoints: its data comes from outside the pipeline", p.feeds.names())
+	}
 	doc := checkpointDoc{Format: checkpointFormat, Version: CheckpointVersion, Pipeline: p.fingerprint(),
 		State: checkpointState{Seed: p.seed, Epoch: p.epoch, Iteration: p.taken, EndOfEpoch: p.atEnd}}
 	for i, r := range p.readers {

@@ -36,6 +36,7 @@ type Pipeline struct {
 	// itself, or the first found upstream); -1 for none: ws.Ref then is the epoch
 	// reader's sample.
 	nodeReader []int
+	feeds      *feeds // external sources' queues (feed.go)
 
 	mu       sync.Mutex // one consumer call at a time
 	built    bool
@@ -112,6 +113,7 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1}
+	p.feeds = newFeeds(g)
 	p.limits.MaxImagePixels = spec.MaxImagePixels
 	p.limits.MaxFileBytes = spec.MaxFileBytes
 	if spec.Seed == -1 {
@@ -391,7 +393,10 @@ func (p *Pipeline) Next() (*Batch, error) {
 	if p.atEnd {
 		return nil, ErrEndOfEpoch
 	}
-	b := <-p.inflight
+	b, err := p.waitBatch()
+	if err != nil {
+		return nil, err
+	}
 	<-b.done
 	p.credits <- struct{}{}
 	if !b.endOfEpoch {
@@ -483,6 +488,7 @@ func (p *Pipeline) Close() {
 	if p.built {
 		p.stopProducer()
 		p.releaseCurrent()
+		p.feeds.close()
 		close(p.tasks)
 		p.workerWG.Wait()
 		if p.gpu != nil {
@@ -490,6 +496,7 @@ func (p *Pipeline) Close() {
 		}
 	}
 	p.closed = true
+	p.feeds.close() // also when never built
 	for _, n := range p.Graph.Nodes {
 		if c, ok := n.Op.(Closer); ok {
 			c.Close()
@@ -576,6 +583,18 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		} else {
 			b.Valid = bs
 		}
+		fed, end, ok := p.feeds.take(stop)
+		if !ok {
+			p.credits <- struct{}{}
+			return
+		}
+		if end {
+			b.endOfEpoch = true
+			close(b.done)
+			p.inflight <- b
+			return
+		}
+		b.fed, b.feeds = fed, p.feeds
 		var err error
 		for i, r := range p.readers {
 			if i != p.primary && err == nil {
@@ -839,6 +858,7 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 		ws := w.ws[n.ID]
 		ref = b.ref(w.p.nodeReader[n.ID], src)
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
+		ws.fed = b.fedSample(n, b.refIndex(ref, i))
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}
@@ -879,6 +899,10 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 					return wrapSampleErr(ref, n, err)
 				}
 				t.Data = data
+			case ws.fed != nil && len(ws.fed.Data) == need:
+				// An external source's intermediate output: the fed memory itself,
+				// referenced by the batch until it is released (no copy).
+				t.Data = ws.fed.Data
 			default:
 				data, err := w.buffer(n.ID, k, need)
 				if err != nil {

@@ -270,6 +270,8 @@ def layout_of(node):
         name = op.op
         if name.startswith("decoders."):
             return "HWC"
+        if name == "external_source":
+            return op.args.get("layout", "") or ""
         if name == "crop_mirror_normalize":
             lay = op.args.get("output_layout")
             if lay is None:
