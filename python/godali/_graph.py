@@ -254,11 +254,12 @@ class DataNode:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise TypeError("godali: a DataNode is symbolic and has no truth value: `if`, "
-                        "`while`, `and`, `or` and `not` on pipeline data (DALI's "
-                        "enable_conditionals) are not supported by godali; select per "
-                        "sample with operator arguments instead (for example "
-                        "fn.flip(images, horizontal=fn.random.coin_flip()))")
+        raise TypeError("godali: a DataNode is symbolic and has no truth value. `if` on "
+                        "pipeline data works in a @pipeline_def(enable_conditionals=True) "
+                        "function (godali rewrites its `if` statements); `while`, `and`, "
+                        "`or`, `not` and an `if` containing return/break/continue are not "
+                        "supported: use comparisons with &, |, ~, or select per sample with "
+                        "operator arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
 
 
 def layout_of(node):
