@@ -156,3 +156,17 @@ def test_per_sample_errors_name_the_argument(jpegs):
         _run(jpegs, graph)
     with pytest.raises(TypeError, match="max_size"):
         _run(jpegs, lambda img: (fn.resize(img, resize_x=20, max_size=fn.random.uniform(range=[1, 2])),))
+
+
+def test_gaussian_blur_sigma_pair_per_sample(jpegs):
+    def graph(img):
+        sig = fn.random.uniform(range=[0.5, 3], shape=[2])
+        one = fn.random.uniform(range=[0.5, 3])
+        return sig, one, fn.gaussian_blur(img, sigma=sig), fn.gaussian_blur(img, sigma=one)
+    sig, one, a, b = _run(jpegs, graph)
+    for i, f in enumerate(jpegs):
+        sy, sx = _vals(sig[i])
+        s1 = _vals(one[i])[0]
+        want = _one(f, lambda img: (fn.gaussian_blur(img, sigma=[sy, sx]), fn.gaussian_blur(img, sigma=s1)))
+        np.testing.assert_array_equal(a[i], want[0])
+        np.testing.assert_array_equal(b[i], want[1])
