@@ -707,6 +707,15 @@ def pipeline_def(fn=None, **pipeline_kwargs):
         params = inspect.signature(func).parameters
         takes_var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
 
+        transformed = []
+
+        def _conditional_body():
+            # `if` on DataNodes (DALI's enable_conditionals): rewritten once, on first use.
+            if not transformed:
+                from .. import _conditionals
+                transformed.append(_conditionals.transform(func))
+            return transformed[0]
+
         @functools.wraps(func)
         def factory(*args, **kwargs):
             pkw = dict(pipeline_kwargs)
@@ -724,8 +733,11 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                                     "(neither a Pipeline argument nor one of the "
                                     "function's)" % (func.__name__, k))
             pipe = Pipeline(**pkw)
+            body = func
+            if pkw.get("enable_conditionals"):
+                body = _conditional_body()
             with pipe:
-                outs = func(*args, **fkw)
+                outs = body(*args, **fkw)
                 if outs is None:
                     raise ValueError("godali: %s() must return the pipeline's outputs"
                                      % func.__name__)
