@@ -124,8 +124,8 @@ func (r *mxnetReader) Close() {
 
 type mxnetState struct {
 	payload []byte
-	labels       []float32
-	data         []byte
+	labels  []float32
+	data    []byte
 }
 
 func (r *mxnetReader) NewWorkerState() any { return &mxnetState{} }
