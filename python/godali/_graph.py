@@ -146,6 +146,17 @@ def current_pipeline():
 
 # --- graph nodes -----------------------------------------------------------------------
 
+def _num_outputs(op, args, n):
+    """How many outputs an operator whose outputs depend on its arguments produces
+    (DALI's readers.caffe / readers.caffe2); n for the others."""
+    if op == "readers.caffe":
+        return int(bool(args.get("image_available", True))) + int(bool(args.get("label_available", True)))
+    if op == "readers.caffe2":
+        return (int(bool(args.get("image_available", True))) + int(args.get("label_type", 0) != 4)
+                + int(args.get("additional_inputs", 0)) + int(bool(args.get("bbox", False))))
+    return n
+
+
 class OpNode:
     """One operator instance in a pipeline graph."""
 
@@ -163,8 +174,9 @@ class OpNode:
         self.preserve = preserve
         self.seq, self.name = pipeline._register_node(self, name)
         out_device = "cpu" if device == "cpu" else "gpu"
+        names = schema.outputs[:_num_outputs(schema.name, args, len(schema.outputs))]
         self.outputs = [DataNode(self, i, out_name, out_device)
-                        for i, out_name in enumerate(schema.outputs)]
+                        for i, out_name in enumerate(names)]
 
     def to_json(self):
         d = {"op": self.op, "name": self.name, "device": self.device}
