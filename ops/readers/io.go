@@ -1,0 +1,173 @@
+package readers
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
+	"github.com/godali/godali/source/remote"
+)
+
+// readerIO is where a reader gets its bytes: source.Local for local paths, a
+// remote.FS (retries, read-ahead, optional disk cache from the reader's cache_dir and
+// cache_size) for s3:// and http(s):// URLs. The remote side is made on first use.
+type readerIO struct {
+	args *engine.Args
+	mu   sync.Mutex
+	rem  *remote.FS
+	err  error
+}
+
+func newReaderIO(a *engine.Args) (*readerIO, error) {
+	return &readerIO{args: a}, nil
+}
+
+// remoteStores are shared by the readers of a process, one per (io_concurrency,
+// cache) setting, so that connections are reused.
+var (
+	remoteMu     sync.Mutex
+	remoteStores = map[string]*remote.FS{}
+)
+
+func (r *readerIO) src(path string) (source.Source, error) {
+	if !remote.IsRemote(path) {
+		return source.Local{}, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rem != nil || r.err != nil {
+		return r.rem, r.err
+	}
+	a := r.args
+	conc := a.Int("io_concurrency")
+	dir := a.String("cache_dir")
+	size := int64(a.Int("cache_size"))
+	if size == 0 {
+		size = 10 << 30
+	}
+	key := remoteKey(conc, dir, size)
+	remoteMu.Lock()
+	defer remoteMu.Unlock()
+	if fs, ok := remoteStores[key]; ok {
+		r.rem = fs
+		return fs, nil
+	}
+	opts := remote.FetchOptions{Concurrency: conc}
+	if dir != "" {
+		c, err := remote.OpenCache(dir, size)
+		if err != nil {
+			r.err = engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"cache_dir\": %q: %v", engine.Describe(a.Node, a.Schema.Name), dir, err)
+			return nil, r.err
+		}
+		opts.Cache = c
+	}
+	store := remote.NewStore(remote.Options{MaxConnsPerHost: max(64, conc)})
+	r.rem = remote.NewFS(context.Background(), remote.NewFetcher(store, opts))
+	remoteStores[key] = r.rem
+	return r.rem, nil
+}
+
+func remoteKey(conc int, dir string, size int64) string {
+	return fmt.Sprintf("%d\x00%s\x00%d", conc, dir, size)
+}
+
+func (r *readerIO) open(path string) (source.File, error) {
+	s, err := r.src(path)
+	if err != nil {
+		return nil, err
+	}
+	return s.Open(path)
+}
+
+func (r *readerIO) size(path string) (int64, error) {
+	s, err := r.src(path)
+	if err != nil {
+		return 0, err
+	}
+	return s.Stat(path)
+}
+
+func (r *readerIO) readAll(path string, max int64) ([]byte, error) {
+	s, err := r.src(path)
+	if err != nil {
+		return nil, err
+	}
+	return source.ReadFile(s, path, max)
+}
+
+// plan is told the objects the reader will read; reserved for read-ahead.
+func (r *readerIO) plan(paths []string) {}
+
+// fileCache keeps one worker's open files (archives, record files) by path.
+type fileCache struct {
+	io    *readerIO
+	files map[string]source.File
+}
+
+func newFileCache(io *readerIO) *fileCache {
+	return &fileCache{io: io, files: map[string]source.File{}}
+}
+
+func (c *fileCache) get(path string) (source.File, error) {
+	if f, ok := c.files[path]; ok {
+		return f, nil
+	}
+	if len(c.files) >= 64 { // bound open descriptors: drop them all
+		c.Close()
+	}
+	f, err := c.io.open(path)
+	if err != nil {
+		return nil, err
+	}
+	c.files[path] = f
+	return f, nil
+}
+
+func (c *fileCache) readAt(path string, buf []byte, off int64) error {
+	f, err := c.get(path)
+	if err != nil {
+		return sampleError(err)
+	}
+	return readRange(f, buf, off)
+}
+
+// Close closes every open file (engine.Closer, called when the worker ends).
+func (c *fileCache) Close() {
+	for p, f := range c.files {
+		f.Close()
+		delete(c.files, p)
+	}
+}
+
+// joinPath joins a path relative to root (a directory or a URL prefix); absolute
+// paths and URLs are kept.
+func joinPath(root, p string) string {
+	if remote.IsRemote(p) || filepath.IsAbs(p) {
+		return p
+	}
+	if remote.IsRemote(root) {
+		return strings.TrimSuffix(root, "/") + "/" + path.Clean("/" + p)[1:]
+	}
+	return filepath.Join(root, p)
+}
+
+// dirOf is the directory of a path or URL.
+func dirOf(p string) string {
+	if remote.IsRemote(p) {
+		return p[:strings.LastIndexByte(p, '/')]
+	}
+	return filepath.Dir(p)
+}
+
+// baseOf is the last element of a path or URL.
+func baseOf(p string) string {
+	if remote.IsRemote(p) {
+		return p[strings.LastIndexByte(p, '/')+1:]
+	}
+	return filepath.Base(p)
+}
