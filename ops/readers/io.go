@@ -2,7 +2,7 @@ package readers
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"path"
 	"path/filepath"
 	"strings"
@@ -27,13 +27,6 @@ func newReaderIO(a *engine.Args) (*readerIO, error) {
 	return &readerIO{args: a}, nil
 }
 
-// remoteStores are shared by the readers of a process, one per (io_concurrency,
-// cache) setting, so that connections are reused.
-var (
-	remoteMu     sync.Mutex
-	remoteStores = map[string]*remote.FS{}
-)
-
 func (r *readerIO) src(path string) (source.Source, error) {
 	if !remote.IsRemote(path) {
 		return source.Local{}, nil
@@ -50,14 +43,9 @@ func (r *readerIO) src(path string) (source.Source, error) {
 	if size == 0 {
 		size = 10 << 30
 	}
-	key := remoteKey(conc, dir, size)
-	remoteMu.Lock()
-	defer remoteMu.Unlock()
-	if fs, ok := remoteStores[key]; ok {
-		r.rem = fs
-		return fs, nil
-	}
-	opts := remote.FetchOptions{Concurrency: conc}
+	// Training data is read for hours: more attempts than the Fetcher's default before
+	// a sample fails.
+	opts := remote.FetchOptions{Concurrency: conc, Retry: remote.RetryPolicy{MaxAttempts: 8}}
 	if dir != "" {
 		c, err := remote.OpenCache(dir, size)
 		if err != nil {
@@ -68,12 +56,7 @@ func (r *readerIO) src(path string) (source.Source, error) {
 	}
 	store := remote.NewStore(remote.Options{MaxConnsPerHost: max(64, conc)})
 	r.rem = remote.NewFS(context.Background(), remote.NewFetcher(store, opts))
-	remoteStores[key] = r.rem
 	return r.rem, nil
-}
-
-func remoteKey(conc int, dir string, size int64) string {
-	return fmt.Sprintf("%d\x00%s\x00%d", conc, dir, size)
 }
 
 func (r *readerIO) open(path string) (source.File, error) {
@@ -170,4 +153,46 @@ func baseOf(p string) string {
 		return p[strings.LastIndexByte(p, '/')+1:]
 	}
 	return filepath.Base(p)
+}
+
+// blockReader reads a remote file through 4 MiB blocks, keeping the last one, so that
+// a scan of many small headers (a tar, a record file) costs one request per block.
+type blockReader struct {
+	f    source.File
+	off  int64
+	data []byte
+}
+
+const scanBlock = 4 << 20
+
+func (b *blockReader) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		o := off + int64(n)
+		if o >= b.f.Size() {
+			return n, io.EOF
+		}
+		if b.data == nil || o < b.off || o >= b.off+int64(len(b.data)) {
+			start := o / scanBlock * scanBlock
+			size := min(scanBlock, b.f.Size()-start)
+			buf := make([]byte, size)
+			if m, err := b.f.ReadAt(buf, start); int64(m) < size {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return n, err
+			}
+			b.off, b.data = start, buf
+		}
+		n += copy(p[n:], b.data[o-b.off:])
+	}
+	return n, nil
+}
+
+// scanner returns a ReaderAt for scanning path's file f: f itself when local.
+func scanner(path string, f source.File) io.ReaderAt {
+	if remote.IsRemote(path) {
+		return &blockReader{f: f}
+	}
+	return f
 }

@@ -219,7 +219,7 @@ func (r *tfrecordReader) Open() error {
 			if err != nil {
 				return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"path\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
 			}
-			recs, err = tfrecord.Records(f, size, false)
+			recs, err = tfrecord.Records(scanner(p, f), size, false)
 			f.Close()
 			if err != nil {
 				return engine.Errorf(engine.StatusData, "%s: %s: %v", engine.Describe(a.Node, a.Schema.Name), p, err)

@@ -192,7 +192,7 @@ func (r *webdatasetReader) scan(p string) ([]tar.Sample, error) {
 		return nil, engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"paths\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
 	}
 	defer f.Close()
-	list, err := tar.Samples(f, f.Size(), tar.Options{CaseInsensitive: r.fold})
+	list, err := tar.Samples(scanner(p, f), f.Size(), tar.Options{CaseInsensitive: r.fold})
 	if err != nil {
 		return nil, engine.Errorf(engine.StatusData, "%s: archive %s: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
 	}
