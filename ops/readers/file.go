@@ -39,8 +39,9 @@ func init() {
 
 type fileReader struct {
 	Base
-	args *engine.Args
-	io   *readerIO // where the files are listed and read
+	args   *engine.Args
+	io     *readerIO // where the files are listed and read
+	remote bool      // some files are remote: fetch them ahead
 }
 
 func newFileReader(a *engine.Args) (engine.Operator, error) {
@@ -139,6 +140,12 @@ func (r *fileReader) Open() error {
 	if len(entries) == 0 {
 		return engine.Errorf(engine.StatusData, "%s: no files found (file_root=%q, file_list=%q, filters %v)", engine.Describe(a.Node, a.Schema.Name), root, a.String("file_list"), a.Strings("file_filters"))
 	}
+	for _, e := range entries {
+		if remote.IsRemote(e.Path) {
+			r.remote = true
+			break
+		}
+	}
 	return r.SetSamples(entries, "files")
 }
 
@@ -224,8 +231,23 @@ func readFileList(src source.Source, list, root string) ([]engine.SampleRef, err
 }
 
 type fileReaderState struct {
-	f    source.File
-	size int
+	f       source.File
+	data    []byte // the file, when it was fetched ahead
+	fetched bool
+	size    int
+}
+
+// NextBatch plans the batch and starts fetching its remote files ahead.
+func (r *fileReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
+	valid, last, ok := r.Base.NextBatch(refs)
+	if ok && r.remote {
+		paths := make([]string, len(refs))
+		for i := range refs {
+			paths[i] = refs[i].Path
+		}
+		r.io.readAhead(paths)
+	}
+	return valid, last, ok
 }
 
 func (r *fileReader) NewWorkerState() any { return &fileReaderState{} }
@@ -235,6 +257,21 @@ func (r *fileReader) Setup(ws *engine.Workspace) error {
 	if st.f != nil { // Run was not reached for the previous sample
 		st.f.Close()
 		st.f = nil
+	}
+	st.data, st.fetched = nil, false
+	if data, ok, err := r.io.take(ws.Ref.Path); ok {
+		if err != nil {
+			return sampleError(err)
+		}
+		if max := ws.Limits.MaxFileBytes; max > 0 && int64(len(data)) > max {
+			return engine.Errorf(engine.StatusData, "file is %d bytes, more than max_file_bytes=%d (raise the pipeline's max_file_bytes to read it)", len(data), max)
+		}
+		st.data, st.fetched, st.size = data, true, len(data)
+		ws.Out[0].SetShape(st.size)
+		if len(ws.Out) > 1 {
+			ws.Out[1].SetShape(1)
+		}
+		return nil
 	}
 	f, err := r.io.open(ws.Ref.Path)
 	if err != nil {
@@ -254,6 +291,14 @@ func (r *fileReader) Setup(ws *engine.Workspace) error {
 
 func (r *fileReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*fileReaderState)
+	if st.fetched {
+		copy(ws.Out[0].Data, st.data)
+		st.data, st.fetched = nil, false
+		if len(ws.Out) > 1 {
+			engine.WriteScalar(ws.Out[1].Data, engine.Int32, float64(ws.Ref.Label))
+		}
+		return nil
+	}
 	defer func() { st.f.Close(); st.f = nil }()
 	buf := ws.Out[0].Data
 	if off, err := st.f.ReadAt(buf, 0); off < len(buf) {

@@ -2,7 +2,9 @@ package readers
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -21,6 +23,8 @@ type readerIO struct {
 	mu   sync.Mutex
 	rem  *remote.FS
 	err  error
+	// ahead holds the objects being fetched ahead, by path, in plan order.
+	ahead map[string][]*fetchSlot
 }
 
 func newReaderIO(a *engine.Args) (*readerIO, error) {
@@ -85,6 +89,87 @@ func (r *readerIO) readAll(path string, max int64) ([]byte, error) {
 
 // plan is told the objects the reader will read; reserved for read-ahead.
 func (r *readerIO) plan(paths []string) {}
+
+// fetchSlot is one object fetched ahead.
+type fetchSlot struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// readAhead starts fetching the remote objects among paths (a batch the reader has
+// just planned), io_concurrency requests in flight, in plan order; take hands them to
+// the samples' Setup. Local paths are left alone.
+func (r *readerIO) readAhead(paths []string) {
+	var urls []string
+	var slots []*fetchSlot
+	r.mu.Lock()
+	for _, p := range paths {
+		if !remote.IsRemote(p) {
+			continue
+		}
+		if r.ahead == nil {
+			r.ahead = map[string][]*fetchSlot{}
+		}
+		sl := &fetchSlot{done: make(chan struct{})}
+		r.ahead[p] = append(r.ahead[p], sl)
+		urls = append(urls, p)
+		slots = append(slots, sl)
+	}
+	r.mu.Unlock()
+	if len(urls) == 0 {
+		return
+	}
+	src, err := r.src(urls[0])
+	if err != nil {
+		for _, sl := range slots {
+			sl.err = err
+			close(sl.done)
+		}
+		return
+	}
+	f := src.(*remote.FS).Fetcher()
+	go func() {
+		s := f.Stream(context.Background(), remote.Infos(urls...))
+		defer s.Close()
+		for i := range slots {
+			res, ok := s.Next()
+			sl := slots[i]
+			if !ok {
+				sl.err = s.Err()
+				if sl.err == nil {
+					sl.err = fmt.Errorf("remote read of %s was stopped", urls[i])
+				}
+			} else {
+				sl.data, sl.err = res.Data, res.Err
+			}
+			close(sl.done)
+		}
+	}()
+}
+
+// take returns the object at path fetched ahead, or ok false when it was not (it is
+// then read directly).
+func (r *readerIO) take(path string) (data []byte, ok bool, err error) {
+	r.mu.Lock()
+	q := r.ahead[path]
+	if len(q) == 0 {
+		r.mu.Unlock()
+		return nil, false, nil
+	}
+	sl := q[0]
+	if len(q) == 1 {
+		delete(r.ahead, path)
+	} else {
+		r.ahead[path] = q[1:]
+	}
+	r.mu.Unlock()
+	<-sl.done
+	if sl.err != nil {
+		return nil, true, &fs.PathError{Op: "read", Path: path, Err: sl.err}
+	}
+	return sl.data, true, nil
+}
 
 // fileCache keeps one worker's open files (archives, record files) by path.
 type fileCache struct {

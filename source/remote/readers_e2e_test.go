@@ -248,6 +248,34 @@ func TestReadersOverHTTP(t *testing.T) {
 		})
 	checkOnce(t, "readers.file file_list over http", got, d.samples)
 
+	// A file the list names but the server lacks fails after its request, as a data
+	// error naming the URL; on_error="skip" replaces it and the epoch goes on.
+	list := string(d.files["tree/list.txt"]) + "missing/none.jpg 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "tree", "list2.txt"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, onError := range []string{"raise", "skip"} {
+		pp, err := engine.NewPipeline([]byte(fmt.Sprintf(`{"batch_size": 31, "on_error": %q, "ops": [{"op": "readers.file", "name": "R", "outputs": ["a", "b"], "args": {"file_list": %q}}], "outputs": ["a"]}`, onError, base+"tree/list2.txt")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err = pp.Build(); err == nil {
+			_, err = pp.Next()
+		}
+		pp.Close()
+		if onError == "skip" && err != nil {
+			t.Errorf("on_error=skip: %v", err)
+		}
+		if onError == "raise" && (err == nil || !strings.Contains(err.Error(), base+"tree/missing/none.jpg") || !strings.Contains(err.Error(), "not found")) {
+			t.Errorf("on_error=raise: got %v, want a data error naming the missing URL", err)
+		} else if onError == "raise" {
+			var e *engine.Error
+			if !errors.As(err, &e) || e.Status != engine.StatusData {
+				t.Errorf("on_error=raise: %v is not a data error", err)
+			}
+		}
+	}
+
 	// file_root needs a listing: the error says so.
 	pp, err := engine.NewPipeline([]byte(fmt.Sprintf(`{"batch_size": 2, "ops": [{"op": "readers.file", "name": "R", "outputs": ["a", "b"], "args": {"file_root": %q}}], "outputs": ["a"]}`, base+"tree")))
 	if err == nil {
