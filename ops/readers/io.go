@@ -2,6 +2,7 @@ package readers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -25,6 +26,7 @@ type readerIO struct {
 	err  error
 	// ahead holds the objects being fetched ahead, by path, in plan order.
 	ahead map[string][]*fetchSlot
+	sem   chan struct{} // bounds the ranged reads in flight
 }
 
 func newReaderIO(a *engine.Args) (*readerIO, error) {
@@ -87,9 +89,6 @@ func (r *readerIO) readAll(path string, max int64) ([]byte, error) {
 	return source.ReadFile(s, path, max)
 }
 
-// plan is told the objects the reader will read; reserved for read-ahead.
-func (r *readerIO) plan(paths []string) {}
-
 // fetchSlot is one object fetched ahead.
 type fetchSlot struct {
 	done chan struct{}
@@ -148,8 +147,71 @@ func (r *readerIO) readAhead(paths []string) {
 	}()
 }
 
-// take returns the object at path fetched ahead, or ok false when it was not (it is
-// then read directly).
+// rangeReq is a byte range of a remote file to fetch ahead, under key.
+type rangeReq struct {
+	key, path string
+	off, n    int64
+}
+
+// readAheadRanges starts fetching byte ranges of remote files (one sample's span of a
+// shard), at most io_concurrency at a time, started in plan order; take(key) hands
+// them over.
+func (r *readerIO) readAheadRanges(reqs []rangeReq) {
+	if len(reqs) == 0 {
+		return
+	}
+	src, srcErr := r.src(reqs[0].path)
+	slots := make([]*fetchSlot, len(reqs))
+	r.mu.Lock()
+	if r.ahead == nil {
+		r.ahead = map[string][]*fetchSlot{}
+	}
+	if r.sem == nil {
+		conc := r.args.Int("io_concurrency")
+		if conc <= 0 {
+			conc = remote.DefaultConcurrency
+		}
+		r.sem = make(chan struct{}, conc)
+	}
+	for i, q := range reqs {
+		slots[i] = &fetchSlot{done: make(chan struct{})}
+		r.ahead[q.key] = append(r.ahead[q.key], slots[i])
+	}
+	r.mu.Unlock()
+	go func() {
+		for i, q := range reqs {
+			sl := slots[i]
+			if srcErr != nil {
+				sl.err = srcErr
+				close(sl.done)
+				continue
+			}
+			r.sem <- struct{}{}
+			go func() {
+				defer func() { <-r.sem }()
+				defer close(sl.done)
+				f, err := src.Open(q.path)
+				if err != nil {
+					sl.err = err
+					return
+				}
+				defer f.Close()
+				buf := make([]byte, q.n)
+				if m, err := f.ReadAt(buf, q.off); int64(m) < q.n {
+					if err == nil || err == io.EOF {
+						err = fmt.Errorf("%s is shorter than its index says (%d of %d bytes at offset %d)", q.path, m, q.n, q.off)
+					}
+					sl.err = err
+					return
+				}
+				sl.data = buf
+			}()
+		}
+	}()
+}
+
+// take returns the object at path (or the range under that key) fetched ahead, or ok
+// false when it was not (it is then read directly).
 func (r *readerIO) take(path string) (data []byte, ok bool, err error) {
 	r.mu.Lock()
 	q := r.ahead[path]
@@ -166,6 +228,10 @@ func (r *readerIO) take(path string) (data []byte, ok bool, err error) {
 	r.mu.Unlock()
 	<-sl.done
 	if sl.err != nil {
+		var pe *fs.PathError
+		if errors.As(sl.err, &pe) {
+			return nil, true, sl.err
+		}
 		return nil, true, &fs.PathError{Op: "read", Path: path, Err: sl.err}
 	}
 	return sl.data, true, nil

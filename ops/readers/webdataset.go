@@ -1,12 +1,14 @@
 package readers
 
 import (
+	"fmt"
 	"io"
 	"strings"
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/formats/tar"
 	"github.com/godali/godali/source"
+	"github.com/godali/godali/source/remote"
 )
 
 func init() {
@@ -51,6 +53,7 @@ type webdatasetReader struct {
 	dtypes  []engine.DType
 	samples []wdsSample
 	io      *readerIO
+	remote  bool // some shards are remote: fetch samples ahead
 }
 
 func newWebdatasetReader(a *engine.Args) (engine.Operator, error) {
@@ -180,7 +183,9 @@ func (r *webdatasetReader) Open() error {
 		return err
 	}
 	r.samples = samples
-	r.io.plan(r.paths)
+	for _, p := range r.paths {
+		r.remote = r.remote || remote.IsRemote(p)
+	}
 	return nil
 }
 
@@ -223,6 +228,49 @@ func (r *webdatasetReader) readIndex(si int) ([]tar.Sample, error) {
 
 type wdsState struct {
 	files *fileCache
+	span  []byte // the sample's bytes fetched ahead (remote shards), from spanOff
+	off   int64
+	ahead bool
+}
+
+// span is the byte range of a sample's components in its shard.
+func (s *wdsSample) span() (off, end int64) {
+	off, end = -1, -1
+	for _, p := range s.parts {
+		if p.size <= 0 {
+			continue
+		}
+		if off < 0 || p.off < off {
+			off = p.off
+		}
+		end = max(end, p.off+p.size)
+	}
+	return off, end
+}
+
+func (r *webdatasetReader) spanKey(i int) string {
+	s := &r.samples[i]
+	off, end := s.span()
+	return fmt.Sprintf("%s@%d+%d", r.paths[s.shard], off, end-off)
+}
+
+// NextBatch plans the batch and starts fetching its samples' bytes ahead when the
+// shards are remote: one ranged read per sample, its components being adjacent.
+func (r *webdatasetReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
+	valid, last, ok := r.Base.NextBatch(refs)
+	if ok && r.remote {
+		var reqs []rangeReq
+		for _, ref := range refs {
+			s := &r.samples[ref.Index]
+			off, end := s.span()
+			if off < 0 || end-off > 256<<20 {
+				continue
+			}
+			reqs = append(reqs, rangeReq{key: r.spanKey(ref.Index), path: r.paths[s.shard], off: off, n: end - off})
+		}
+		r.io.readAheadRanges(reqs)
+	}
+	return valid, last, ok
 }
 
 func (r *webdatasetReader) NewWorkerState() any { return &wdsState{files: newFileCache(r.io)} }
@@ -231,6 +279,18 @@ func (s *wdsState) Close() { s.files.Close() }
 
 func (r *webdatasetReader) Setup(ws *engine.Workspace) error {
 	s := &r.samples[ws.Ref.Index]
+	st := ws.State.(*wdsState)
+	st.span, st.ahead = nil, false
+	if r.remote {
+		data, ok, err := r.io.take(r.spanKey(ws.Ref.Index))
+		if ok && err != nil {
+			return sampleError(err)
+		}
+		if ok {
+			st.span, st.ahead = data, true
+			st.off, _ = s.span()
+		}
+	}
 	for o, part := range s.parts {
 		n := int64(0)
 		if part.size > 0 {
@@ -255,10 +315,15 @@ func (r *webdatasetReader) Run(ws *engine.Workspace) error {
 		if part.size <= 0 {
 			continue
 		}
+		if st.ahead {
+			copy(ws.Out[o].Data[:part.size], st.span[part.off-st.off:])
+			continue
+		}
 		if err := st.files.readAt(r.paths[s.shard], ws.Out[o].Data[:part.size], part.off); err != nil {
 			return err
 		}
 	}
+	st.span, st.ahead = nil, false
 	return nil
 }
 
