@@ -9,6 +9,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/formats/tfrecord"
+	"github.com/godali/godali/source/remote"
 )
 
 func init() {
@@ -128,6 +129,7 @@ type tfrecordReader struct {
 	samples  []tfSample
 	sizes    []int64
 	io       *readerIO
+	remote   bool // some files are remote: fetch records ahead
 }
 
 func newTFRecordReader(a *engine.Args) (engine.Operator, error) {
@@ -234,7 +236,33 @@ func (r *tfrecordReader) Open() error {
 		return err
 	}
 	r.samples = samples
+	for _, p := range r.paths {
+		r.remote = r.remote || remote.IsRemote(p)
+	}
 	return nil
+}
+
+func (r *tfrecordReader) recKey(i int) string {
+	s := &r.samples[i]
+	return fmt.Sprintf("%s@%d+%d", r.paths[s.file], s.rec.Offset, s.rec.Size)
+}
+
+// NextBatch plans the batch and starts fetching its records ahead when the files are
+// remote.
+func (r *tfrecordReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
+	valid, last, ok := r.Base.NextBatch(refs)
+	if ok && r.remote {
+		var reqs []rangeReq
+		for _, ref := range refs {
+			s := &r.samples[ref.Index]
+			if s.rec.Size > 256<<20 {
+				continue
+			}
+			reqs = append(reqs, rangeReq{key: r.recKey(ref.Index), path: r.paths[s.file], off: s.rec.Offset, n: s.rec.Size})
+		}
+		r.io.readAheadRanges(reqs)
+	}
+	return valid, last, ok
 }
 
 type tfState struct {
@@ -259,7 +287,16 @@ func (r *tfrecordReader) Setup(ws *engine.Workspace) error {
 		st.frame = make([]byte, s.rec.Size)
 	}
 	frame := st.frame[:s.rec.Size]
-	if err := st.files.readAt(r.paths[s.file], frame, s.rec.Offset); err != nil {
+	data, ahead, err := []byte(nil), false, error(nil)
+	if r.remote {
+		data, ahead, err = r.io.take(r.recKey(ws.Ref.Index))
+		if err != nil {
+			return sampleError(err)
+		}
+	}
+	if ahead {
+		frame = data
+	} else if err := st.files.readAt(r.paths[s.file], frame, s.rec.Offset); err != nil {
 		return err
 	}
 	payload, err := tfrecord.Payload(frame, s.rec.Offset, r.verify)

@@ -190,6 +190,14 @@ func TestReadersOverS3(t *testing.T) {
 	got := readEpoch(t, fmt.Sprintf(`{"op": "readers.webdataset", "name": "R", "outputs": ["a", "b"], "args": {"paths": %s, "ext": ["bin", "txt"], "io_concurrency": 8}}`, quoted(shards)), keyOfText)
 	checkOnce(t, "webdataset over s3", got, d.samples)
 
+	// readers.tfrecord over S3, records written by the PyPI tfrecord package, scanned
+	// (no index) and read ahead.
+	recs := tfrecordFiles(t)
+	remote.PutObjects(t, endpoint, bucket, recs.files)
+	got = readEpoch(t, fmt.Sprintf(`{"op": "readers.tfrecord", "name": "R", "outputs": ["a", "b"], "args": {"path": [%q, %q], "features": %q}}`,
+		base+"r0.tfrecord", base+"r1.tfrecord", `[{"name": "data", "kind": "fixed", "dtype": "string", "shape": []}, {"name": "key", "kind": "fixed", "dtype": "string", "shape": []}]`), keyOfText)
+	checkOnce(t, "tfrecord over s3", got, recs.samples)
+
 	keys := treeKeys(d)
 	got = readEpoch(t, fmt.Sprintf(`{"op": "readers.file", "name": "R", "outputs": ["a", "b"], "args": {"file_root": %q, "file_filters": ["*.jpg"], "cache_dir": %q}}`, base+"tree", t.TempDir()),
 		func(b []byte) string { return fmt.Sprint(b) })
@@ -293,4 +301,55 @@ func TestReadersOverHTTP(t *testing.T) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+}
+
+const tfrecordScript = `
+import sys, os
+from tfrecord import TFRecordWriter
+out = sys.argv[1]
+for f in range(2):
+    w = TFRecordWriter("%s/r%d.tfrecord" % (out, f))
+    for i in range(8 + f):
+        key = "t%d_%02d" % (f, i)
+        w.write({"data": (os.urandom(1 + (i * 7919) % 150000), "byte"), "key": (key.encode(), "byte")})
+    w.close()
+`
+
+type recData struct {
+	files   map[string][]byte
+	samples map[string][]byte
+}
+
+// tfrecordFiles writes two record files and reads back what they hold with the
+// package's own reader, as the expected samples.
+func tfrecordFiles(t *testing.T) recData {
+	dir := t.TempDir()
+	pyref.Run(t, []string{"tfrecord"}, tfrecordScript, dir)
+	out := pyref.Run(t, []string{"tfrecord"}, `
+import sys, json
+from tfrecord.reader import tfrecord_loader
+res = {}
+for f in range(2):
+    for rec in tfrecord_loader("%s/r%d.tfrecord" % (sys.argv[1], f), None, {"data": "byte", "key": "byte"}):
+        res[bytes(rec["key"]).decode()] = bytes(rec["data"]).hex()
+json.dump(res, sys.stdout)
+`, dir)
+	var m map[string]string
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	d := recData{files: map[string][]byte{}, samples: map[string][]byte{}}
+	for k, h := range m {
+		b := make([]byte, len(h)/2)
+		fmt.Sscanf(h, "%x", &b)
+		d.samples[k] = b
+	}
+	for _, f := range []string{"r0.tfrecord", "r1.tfrecord"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.files[f] = b
+	}
+	return d
 }
