@@ -153,3 +153,22 @@ def test_tfrecord_feature_module():
         tfrec.FixedLenFeature([1], tfrec.int64, "x")
     with pytest.raises(TypeError, match="features"):
         tfrec.encode_features({"a": 3})
+
+
+def test_ops_classes(tmp_path):
+    from godali import ops
+    assert ops.readers.TFRecord.schema.name == "readers.tfrecord"
+    assert ops.TFRecordReader.schema.name == "readers.tfrecord"
+    assert ops.readers.Webdataset.schema.name == "readers.webdataset"
+    samples = _samples(tmp_path, 2)
+    path = str(tmp_path / "a.tar")
+    _write_tar(path, samples, 0)
+    reader = ops.readers.Webdataset(paths=[path], ext=["jpg", "cls"], case_sensitive_extensions=False)
+
+    @pipeline_def(batch_size=2, num_threads=1)
+    def p():
+        jpegs, cls = reader()
+        return jpegs, cls
+
+    jpegs, cls = p().run()
+    assert np.array(jpegs.at(1)).tobytes() == open(samples[1][0], "rb").read()

@@ -199,7 +199,8 @@ func TestReadersOverS3(t *testing.T) {
 	checkOnce(t, "tfrecord over s3", got, recs.samples)
 
 	keys := treeKeys(d)
-	got = readEpoch(t, fmt.Sprintf(`{"op": "readers.file", "name": "R", "outputs": ["a", "b"], "args": {"file_root": %q, "file_filters": ["*.jpg"], "cache_dir": %q}}`, base+"tree", t.TempDir()),
+	cacheDir := t.TempDir()
+	got = readEpoch(t, fmt.Sprintf(`{"op": "readers.file", "name": "R", "outputs": ["a", "b"], "args": {"file_root": %q, "file_filters": ["*.jpg"], "cache_dir": %q}}`, base+"tree", cacheDir),
 		func(b []byte) string { return fmt.Sprint(b) })
 	// file_root labels are class indices: check by content instead.
 	byContent := map[string][][]byte{}
@@ -209,6 +210,9 @@ func TestReadersOverS3(t *testing.T) {
 		}
 	}
 	checkOnce(t, "readers.file file_root over s3", byContent, d.samples)
+	if ents, _ := os.ReadDir(cacheDir); len(ents) < len(d.samples) {
+		t.Errorf("cache_dir holds %d entries after the epoch; want one per file (%d)", len(ents), len(d.samples))
+	}
 	if p.Errors.Load() == 0 || p.Drops.Load() == 0 {
 		t.Errorf("faults were not exercised: %d 503s, %d drops", p.Errors.Load(), p.Drops.Load())
 	}
