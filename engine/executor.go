@@ -395,8 +395,12 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		// A restored pipeline replays the plan of the batches already taken, without
 		// reading their files.
 		refs := make([]SampleRef, bs)
+		plan := p.source.NextBatch
+		if r, ok := p.source.(BatchReplayer); ok {
+			plan = r.ReplayBatch
+		}
 		for i := int64(0); i < start; i++ {
-			if _, _, ok := p.source.NextBatch(refs); !ok {
+			if _, _, ok := plan(refs); !ok {
 				break
 			}
 		}
