@@ -527,8 +527,12 @@ func (p *Pipeline) ReaderMeta(name string) (ReaderMeta, error) {
 // it already taken (a restored or restarted pipeline goes on from there).
 func replayPlan(src BatchSource, epoch, batches int64, refs []SampleRef) {
 	src.StartEpoch(epoch)
+	plan := src.NextBatch
+	if r, ok := src.(BatchReplayer); ok {
+		plan = r.ReplayBatch // without reading (or fetching) the batches' data
+	}
 	for i := int64(0); i < batches; i++ {
-		if _, _, ok := src.NextBatch(refs); !ok {
+		if _, _, ok := plan(refs); !ok {
 			break
 		}
 	}
