@@ -52,6 +52,12 @@ class UnsupportedTransformError(ValueError):
     with torchvision's exact semantics."""
 
 
+def _internal_op(name):
+    """An engine operator that the fn namespace hides (names starting with "_")."""
+    from . import _graph
+    return _graph.make_op_function(_graph.schemas().ops[name])
+
+
 def _unsupported(what, why=None):
     msg = "godali.torch: %s is not supported" % what
     if why:
@@ -516,29 +522,17 @@ class _Translator:
 
     def _t_ColorJitter(self, images, t):
         images = self._flush(images)
-        b, c, s, h = t.brightness, t.contrast, t.saturation, t.hue
-        if (c is not None or h is not None) and not self.approx:
-            raise _inexact("ColorJitter(%s)" % ", ".join(
-                n for n, v in (("contrast", c), ("hue", h)) if v is not None),
-                "torchvision's contrast blends with the image's mean grey level, which "
-                "godali has no operator for (brightness_contrast uses a fixed centre), and "
-                "its hue shift works in HSV where godali's hsv rotates YIQ chroma; "
-                "brightness and saturation are exact")
-        # torchvision applies the four in a random order; brightness and saturation are
-        # both linear and commute (up to rounding and clipping).
-        if b is not None:
-            images = _fn.brightness_contrast(images, brightness=self._uniform(b))
-        if c is not None:
-            images = _fn.brightness_contrast(images, contrast=self._uniform(c))
-        if s is not None or h is not None:
-            kw = {}
-            if s is not None:
-                kw["saturation"] = self._uniform(s)
-            if h is not None:
-                # torchvision's hue factor is a fraction of the colour wheel.
-                kw["hue"] = self._uniform([360.0 * h[0], 360.0 * h[1]])
-            images = _fn.hsv(images, **kw)
-        return images
+        # _tv_color_jitter is torchvision's PIL path bit for bit: ImageEnhance's float32
+        # blends with truncation, Contrast's int(mean(L) + 0.5) grey, adjust_hue's uint8
+        # HSV shift, and a random order of the four per sample (randperm(4)).
+        kw = {}
+        for name in ("brightness", "contrast", "saturation", "hue"):
+            r = getattr(t, name)
+            if r is not None:
+                kw[name] = [float(r[0]), float(r[1])]
+        if not kw:
+            return images
+        return _internal_op("_tv_color_jitter")(images, **kw)
 
     def _uniform(self, r):
         lo, hi = float(r[0]), float(r[1])
