@@ -115,8 +115,8 @@ class ImageFolder:
     reference the translated pipeline is tested against). loader= must be None (PIL's
     RGB decoding, which godali's decoders reproduce); is_valid_file is honoured.
     approximate=True (godali only) accepts transforms godali can only approximate
-    (ColorJitter's contrast and hue, RandomCrop's position or padding on images of
-    varying size, RandomRotation(expand=True)); see docs/pytorch.md.
+    (RandomCrop(pad_if_needed=True) on images of varying size, RandomRotation(expand=True));
+    see docs/pytorch.md.
     """
 
     def __init__(self, root, transform=None, target_transform=None, loader=None,
@@ -369,7 +369,8 @@ class _Translator:
         if isinstance(size, (list, tuple)) and len(size) == 1:
             size = size[0]
         if isinstance(size, (int, float)):
-            kw = {"resize_shorter": int(size)}
+            # size_rounding="truncate": torchvision's int(size * long / short).
+            kw = {"resize_shorter": int(size), "size_rounding": "truncate"}
             if max_size is not None:
                 if int(max_size) <= int(size):
                     raise ValueError("godali.torch: Resize: max_size = %d must be strictly "
@@ -427,19 +428,22 @@ class _Translator:
             left = top = right = bottom = 0
         images = self._flush(images)
         if self.size is None:
-            if not self.approx:
-                raise _inexact("RandomCrop on images of varying size",
-                               "torchvision draws the window's offset uniformly from the "
-                               "image's own range, and godali's crop position is relative "
-                               "(the two end offsets get half the probability); padding "
-                               "and pad_if_needed need the size too. Put a fixed-size "
-                               "Resize((h, w)), CenterCrop or RandomResizedCrop before it")
             if left or top or right or bottom:
-                raise _unsupported("RandomCrop(padding=...) on images of varying size")
-            images = _fn.crop(images, crop=[th, tw], out_of_bounds_policy="pad",
-                              fill_values=[fill],
-                              crop_pos_x=_fn.random.uniform(range=[0.0, 1.0]),
-                              crop_pos_y=_fn.random.uniform(range=[0.0, 1.0]))
+                raise _unsupported("RandomCrop(padding=...) on images of varying size",
+                                   "the padding needs the size; put a fixed-size Resize((h, w)), "
+                                   "CenterCrop or RandomResizedCrop before it")
+            kw = {}
+            if t.pad_if_needed:
+                if not self.approx:
+                    raise _inexact("RandomCrop(pad_if_needed=True) on images of varying size",
+                                   "torchvision pads an image smaller than the crop on both "
+                                   "sides and then draws the offset; godali centres it in the "
+                                   "padding. Put a fixed-size Resize((h, w)), CenterCrop or "
+                                   "RandomResizedCrop before it")
+                kw = {"out_of_bounds_policy": "pad", "fill_values": [fill]}
+            # random_offset: torchvision's offsets, uniform integers in [0, W - w] and
+            # [0, H - h] (an image smaller than the crop is an error, as in torchvision).
+            images = _fn.crop(images, crop=[th, tw], random_offset=True, **kw)
             self.size = (th, tw)
             return images
         h, w = self.size
