@@ -327,12 +327,12 @@ func TestNumpyRegionArguments(t *testing.T) {
 	for args, want := range map[string]string{
 		`"roi_start": [0, 0, 0], "rel_roi_start": [0, 0, 0]`: `"rel_roi_start"`,
 		`"roi_end": [1, 1, 1], "roi_shape": [1, 1, 1]`:       `"roi_end"`,
-		`"roi_start": [0], "out_of_bounds_policy": "wrap"`:    `"out_of_bounds_policy"`,
-		`"roi_start": [0], "roi_axes": [3]`:                   `"roi_axes"`,
-		`"roi_start": [0], "roi_axes": [1, 1]`:                `"roi_axes"`,
-		`"roi_start": [0, 1]`:                                 `"roi_start": 2 values for 3 region axes`,
-		`"roi_start": [0, 0, 2], "roi_end": [1, 1, 1]`:        `ends (1) before it starts (2)`,
-		`"roi_start": [0, 0, 4], "roi_end": [1, 1, 6]`:        `region [4, 6) of dimension 2 leaves the array of shape [3 4 5]`,
+		`"roi_start": [0], "out_of_bounds_policy": "wrap"`:   `"out_of_bounds_policy"`,
+		`"roi_start": [0], "roi_axes": [3]`:                  `"roi_axes"`,
+		`"roi_start": [0], "roi_axes": [1, 1]`:               `"roi_axes"`,
+		`"roi_start": [0, 1]`:                                `"roi_start": 2 values for 3 region axes`,
+		`"roi_start": [0, 0, 2], "roi_end": [1, 1, 1]`:       `ends (1) before it starts (2)`,
+		`"roi_start": [0, 0, 4], "roi_end": [1, 1, 6]`:       `region [4, 6) of dimension 2 leaves the array of shape [3 4 5]`,
 	} {
 		_, err := tryRead("readers.numpy", fmt.Sprintf(`{"files": [%q], %s}`, f, args), 1)
 		if err == nil || !strings.Contains(err.Error(), want) {
