@@ -77,7 +77,8 @@ d = sys.argv[1]
 rng = np.random.default_rng(5)
 out = []
 specs = [("<f4", (3, 4, 5)), (">i4", (2, 7, 3)), ("<i8", (4, 1, 6)), ("|u1", (5, 5, 2)), ("<f8", (1, 3, 3)),
-         ("|i1", (2, 2, 9)), ("<f2", (3, 3, 3)), ("|b1", (2, 3, 4))]
+         ("|i1", (2, 2, 9)), ("<f2", (3, 3, 3)), ("|b1", (2, 3, 4)), ("<u2", (3, 2, 5)), (">i2", (2, 4, 3)),
+         (">u4", (3, 1, 4)), ("<u8", (2, 3, 2)), (">f2", (2, 2, 2))]
 for i, (dt, shape) in enumerate(specs):
     a = (rng.standard_normal(shape) * 100).astype(dt)
     for order in "CF":
@@ -89,10 +90,11 @@ json.dump(out, sys.stdout)
 `
 
 var npyDTypes = map[string]engine.DType{"<f4": engine.Float32, ">i4": engine.Int32, "<i8": engine.Int64, "|u1": engine.UInt8,
-	"<f8": engine.Float64, "|i1": engine.Int8, "<f2": engine.Float16, "|b1": engine.Bool}
+	"<f8": engine.Float64, "|i1": engine.Int8, "<f2": engine.Float16, "|b1": engine.Bool,
+	"<u2": engine.UInt16, ">i2": engine.Int16, ">u4": engine.UInt32, "<u8": engine.UInt64, ">f2": engine.Float16}
 
 // TestNumpyAgainstNumpy: arrays numpy.save wrote, C and Fortran order, little and big
-// endian, eight dtypes; readers.numpy outputs the C-order little-endian bytes numpy gives.
+// endian, every dtype; readers.numpy outputs the C-order little-endian bytes numpy gives.
 func TestNumpyAgainstNumpy(t *testing.T) {
 	dir := t.TempDir()
 	var ref []struct {
@@ -306,4 +308,45 @@ func sortedKeys(m map[string]map[string]any) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// TestNumpyRegionArguments: conflicting or malformed region arguments are refused with
+// an error naming the argument; a region leaving the array under "error" names the
+// dimension; rounding of relative bounds is halves away from zero (2.5 -> 3).
+func TestNumpyRegionArguments(t *testing.T) {
+	dir := t.TempDir()
+	var ref []struct {
+		Name, Dtype, C string
+		Shape          []int64
+		Fortran        bool
+	}
+	if err := json.Unmarshal(pyref.Run(t, []string{"numpy"}, numpyScript, dir), &ref); err != nil {
+		t.Fatal(err)
+	}
+	f := ref[0].Name // float32 (3, 4, 5), C order
+	for args, want := range map[string]string{
+		`"roi_start": [0, 0, 0], "rel_roi_start": [0, 0, 0]`: `"rel_roi_start"`,
+		`"roi_end": [1, 1, 1], "roi_shape": [1, 1, 1]`:       `"roi_end"`,
+		`"roi_start": [0], "out_of_bounds_policy": "wrap"`:   `"out_of_bounds_policy"`,
+		`"roi_start": [0], "roi_axes": [3]`:                  `"roi_axes"`,
+		`"roi_start": [0], "roi_axes": [1, 1]`:               `"roi_axes"`,
+		`"roi_start": [0, 1]`:                                `"roi_start": 2 values for 3 region axes`,
+		`"roi_start": [0, 0, 2], "roi_end": [1, 1, 1]`:       `ends (1) before it starts (2)`,
+		`"roi_start": [0, 0, 4], "roi_end": [1, 1, 6]`:       `region [4, 6) of dimension 2 leaves the array of shape [3 4 5]`,
+	} {
+		_, err := tryRead("readers.numpy", fmt.Sprintf(`{"files": [%q], %s}`, f, args), 1)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want one containing %s", args, err, want)
+		}
+	}
+	// rel_roi_start 0.5 of 5 is 2.5: rounded to 3; rel_roi_end 0.9 of 5 is 4.5: 5.
+	got := readAll(t, "readers.numpy", fmt.Sprintf(`{"files": [%q], "rel_roi_start": [0.5], "rel_roi_end": [0.9], "roi_axes": [2]}`, f), 1, 1)[0][0]
+	all, _ := hexDecode(ref[0].C)
+	var want []byte
+	for row := 0; row < 12; row++ {
+		want = append(want, all[(row*5+3)*4:(row*5+5)*4]...)
+	}
+	if !reflect.DeepEqual(got.shape, []int64{3, 4, 2}) || !bytes.Equal(got.data, want) {
+		t.Errorf("relative region: shape %v (want [3 4 2]), data equal %v", got.shape, bytes.Equal(got.data, want))
+	}
 }

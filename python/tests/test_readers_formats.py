@@ -26,7 +26,8 @@ def _run(reader_fn, batch_size, **kw):
     return pipe.run()
 
 
-@pytest.mark.parametrize("dtype", ["<f4", ">i4", "<i8", "|u1", "<f2"])
+@pytest.mark.parametrize("dtype", ["<f4", ">i4", "<i8", "|u1", "<f2", "<u2", ">u2", "<i2", ">i2", "<u4", ">u4",
+                                   "<u8", ">u8", ">i8", "|i1", ">f8", ">f2", "|b1"])
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_numpy(tmp_path, dtype, order):
     rng = np.random.default_rng(1)
@@ -39,6 +40,86 @@ def test_numpy(tmp_path, dtype, order):
         got = out[i].as_array()
         assert got.dtype == a.dtype.newbyteorder("=") and got.shape == a.shape
         assert got.tobytes() == np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes()
+    # DLPack (numpy.from_dlpack; BOOL goes through __array_interface__) and torch.
+    for i, a in enumerate(arrays):
+        t = out[i]
+        via = np.asarray(t) if a.dtype.kind == "b" else np.from_dlpack(t)
+        assert via.dtype == a.dtype.newbyteorder("=") and np.array_equal(via, a)
+    torch = pytest.importorskip("torch")
+    tt = {"u2": getattr(torch, "uint16", None), "u4": getattr(torch, "uint32", None),
+          "u8": getattr(torch, "uint64", None)}
+    if a.dtype.str[1:] in tt and tt[a.dtype.str[1:]] is None:
+        return  # this torch has no unsigned types wider than 8 bits
+    if a.dtype.kind == "b" and tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 0):
+        return  # torch before 2.0 refuses DLPack's kDLBool
+    for i, a in enumerate(arrays):
+        tv = torch.from_dlpack(out[i])
+        assert tv.numpy().tobytes() == np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes()
+
+
+def _pad_ref(a, start, end, fill):
+    """a[start:end] per dimension, with fill where the region leaves a (numpy reference)."""
+    out = np.full([e - s for s, e in zip(start, end)], fill, dtype=a.dtype)
+    lo = [min(max(s, 0), n) for s, n in zip(start, a.shape)]
+    hi = [max(l, min(e, n)) for l, e, n in zip(lo, end, a.shape)]
+    src = tuple(slice(l, h) for l, h in zip(lo, hi))
+    dst = tuple(slice(l - s, h - s) if h > l else slice(0, 0) for l, h, s in zip(lo, hi, start))
+    out[dst] = a[src]
+    return out
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", ["<i2", ">f4"])
+def test_numpy_roi(tmp_path, order, dtype):
+    rng = np.random.default_rng(2)
+    arrays = [(rng.standard_normal((6 + i, 5, 7)) * 1000).astype(dtype) for i in range(3)]
+    for i, a in enumerate(arrays):
+        np.save(tmp_path / ("x%d.npy" % i), np.asfortranarray(a) if order == "F" else a)
+
+    def check(want_fn, **kw):
+        (out,) = _run(fn.readers.numpy, 3, file_root=str(tmp_path), **kw)
+        for i, a in enumerate(arrays):
+            w = want_fn(a)
+            got = out[i].as_array()
+            assert got.shape == w.shape and got.tobytes() == np.ascontiguousarray(w).astype(w.dtype.newbyteorder("<")).tobytes(), kw
+
+    check(lambda a: a[1:4, 2:5, 0:7], roi_start=[1, 2, 0], roi_end=[4, 5, 7])
+    check(lambda a: a[2:5, :, 3:5], roi_start=[2, 3], roi_shape=[3, 2], roi_axes=[0, 2])
+    check(lambda a: a[:, 1:3, :], roi_start=[1], roi_end=[3], roi_axes=[1])
+    # Relative bounds: round(rel * extent), halves away from zero.
+    def rel(a):
+        n = a.shape[0]
+        s, e = int(np.floor(0.25 * n + 0.5)), int(np.floor(0.75 * n + 0.5))
+        return a[s:e, :, 2:5]
+    check(rel, rel_roi_start=[0.25, 2 / 7], rel_roi_end=[0.75, 5 / 7], roi_axes=[0, 2])
+    check(lambda a: a[:, :, 1:6], rel_roi_start=[1 / 7], rel_roi_shape=[5 / 7], roi_axes=[2])
+    # Out of bounds: trim_to_shape clips, pad fills, error refuses.
+    check(lambda a: a[3:, :, :2], roi_start=[3, -2], roi_end=[20, 2], roi_axes=[0, 2],
+          out_of_bounds_policy="trim_to_shape")
+    check(lambda a: _pad_ref(a, [-2, 1, 5], [9, 3, 10], 7), roi_start=[-2, 1, 5], roi_end=[9, 3, 10],
+          out_of_bounds_policy="pad", fill_value=7)
+    check(lambda a: _pad_ref(a, [-3, -1, -4], [-1, 2, -2], -5), roi_start=[-3, -1, -4], roi_end=[-1, 2, -2],
+          out_of_bounds_policy="pad", fill_value=-5)
+    with pytest.raises(Exception, match="leaves the array"):
+        _run(fn.readers.numpy, 3, file_root=str(tmp_path), roi_start=[0, 0, 5], roi_end=[2, 2, 8])
+
+
+def test_numpy_roi_per_sample(tmp_path):
+    """Region arguments as DataNodes (per sample), against numpy slicing."""
+    rng = np.random.default_rng(4)
+    arrays = [rng.integers(0, 60000, (8, 9), dtype=np.uint16) for _ in range(4)]
+    for i, a in enumerate(arrays):
+        np.save(tmp_path / ("x%d.npy" % i), a)
+    starts = [np.array([i, 2 * i], dtype=np.int32) for i in range(4)]
+    pipe = godali.Pipeline(batch_size=4, num_threads=1, seed=1)
+    with pipe:
+        st = fn.external_source(source=lambda: starts, batch=True)
+        out = fn.readers.numpy(file_root=str(tmp_path), roi_start=st, roi_shape=[3, 2])
+        pipe.set_outputs(out, st)
+    pipe.build()
+    got, _ = pipe.run()
+    for i, a in enumerate(arrays):
+        np.testing.assert_array_equal(got[i].as_array(), a[i:i + 3, 2 * i:2 * i + 2])
 
 
 def test_mxnet(tmp_path):
