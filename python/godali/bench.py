@@ -1064,7 +1064,8 @@ def format_table(rows: list, device: str) -> str:
                       _fmt(r.get("gpu_util"), ".0f") + ("%" if r.get("gpu_util") is not None
                                                         else "")]
         lines.append(cells)
-    widths = [max(len(head[i]), *(len(c[i]) for c in lines if len(c) == len(head)))
+    # Every row may be a skipped or failed one (a run of optional contenders only).
+    widths = [max([len(head[i])] + [len(c[i]) for c in lines if len(c) == len(head)])
               for i in range(len(head))]
     out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w)
                      for i, (h, w) in enumerate(zip(head, widths)))]
