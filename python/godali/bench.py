@@ -1163,7 +1163,9 @@ def parse_args(argv):
                     help="batch size of the model timing (default: the batch size on cuda, "
                          "16 on cpu; images/s barely depends on it there)")
     ap.add_argument("--contenders",
-                    help="comma-separated subset of: " + ", ".join(BY_KEY))
+                    help="comma-separated subset of: " + ", ".join(BY_KEY) + " (dali-cpu and "
+                    "decode-dali need nvidia-dali-cuda120, decode-spdl needs spdl; without "
+                    "this option they run when installed)")
     ap.add_argument("--images", type=int, default=DEFAULT_IMAGES,
                     help=f"size of the default data set ({DEFAULT_IMAGES})")
     ap.add_argument("--json", default=str(DEFAULT_JSON),
