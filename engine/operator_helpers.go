@@ -15,3 +15,6 @@ func WriteScalar(b []byte, d DType, v float64) { writeScalar(b, d, v) }
 // integer types round to nearest (halves away from zero) and clamp to their range; NaN
 // becomes 0.
 func WriteScalarSat(b []byte, d DType, v float64) { writeScalarSat(b, d, v) }
+
+// ReadScalar reads one value of type d from b as float64.
+func ReadScalar(b []byte, d DType) float64 { return readScalar(b, d) }

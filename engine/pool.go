@@ -45,6 +45,8 @@ type Lease struct {
 	mem  []byte // the whole mapping
 	size int    // bytes requested
 	refs atomic.Int32
+	// unmap says the last Release unmaps the buffer rather than keeping it for reuse.
+	unmap bool
 }
 
 // Bytes is the leased memory, len = requested size.
@@ -67,6 +69,14 @@ func (l *Lease) Release() {
 		panic("godali: lease released twice")
 	}
 	l.pool.put(l)
+}
+
+// ReleaseUnmap is Release for a one-off buffer (a worker's intermediate grown for one
+// large image): the last reference unmaps it instead of keeping it in the pool, where a
+// buffer of each size class met would otherwise stay mapped for the pipeline's life.
+func (l *Lease) ReleaseUnmap() {
+	l.unmap = true
+	l.Release()
 }
 
 // classSize rounds n up to one of 8 sizes per power of two, at least one page; -1 when
@@ -108,6 +118,7 @@ func (p *HostPool) Get(n int) (*Lease, error) {
 		}
 	}
 	l.size = n
+	l.unmap = false
 	l.refs.Store(1)
 	p.count(poolstats.Acquires, 1)
 	p.count(poolstats.Outstanding, 1)
@@ -160,7 +171,7 @@ func (p *HostPool) put(l *Lease) {
 	p.count(poolstats.Outstanding, -1)
 	p.count(poolstats.InUseBytes, -int64(cs))
 	p.mu.Lock()
-	if !p.closed {
+	if !p.closed && !l.unmap {
 		p.free[cs] = append(p.free[cs], l)
 		p.mu.Unlock()
 		return
@@ -216,6 +227,14 @@ func readScalar(b []byte, d DType) float64 {
 		return float64(b[0])
 	case Int8:
 		return float64(int8(b[0]))
+	case UInt16:
+		return float64(binary.LittleEndian.Uint16(b))
+	case Int16:
+		return float64(int16(binary.LittleEndian.Uint16(b)))
+	case UInt32:
+		return float64(binary.LittleEndian.Uint32(b))
+	case UInt64:
+		return float64(binary.LittleEndian.Uint64(b))
 	case Int32:
 		return float64(int32(binary.LittleEndian.Uint32(b)))
 	case Int64:
@@ -236,6 +255,14 @@ func writeScalar(b []byte, d DType, v float64) {
 		b[0] = byte(v)
 	case Int8:
 		b[0] = byte(int8(v))
+	case UInt16:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case Int16:
+		binary.LittleEndian.PutUint16(b, uint16(int16(v)))
+	case UInt32:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case UInt64:
+		binary.LittleEndian.PutUint64(b, uint64(v))
 	case Int32:
 		binary.LittleEndian.PutUint32(b, uint32(int32(v)))
 	case Int64:
@@ -262,6 +289,14 @@ func writeScalarSat(b []byte, d DType, v float64) {
 		lo, hi = math.MinInt8, math.MaxInt8
 	case Int32:
 		lo, hi = math.MinInt32, math.MaxInt32
+	case UInt16:
+		lo, hi = 0, math.MaxUint16
+	case Int16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case UInt32:
+		lo, hi = 0, math.MaxUint32
+	case UInt64:
+		lo, hi = 0, math.Nextafter(1<<64, 0)
 	case Int64:
 		// float64 cannot hold MaxInt64; the largest float64 below 2^63 is.
 		lo, hi = math.MinInt64, math.Nextafter(1<<63, 0)

@@ -57,6 +57,8 @@ class OpSchema:
         self.is_reader = bool(d.get("is_reader", self.name.startswith("readers.")))
         self.host_only = bool(d.get("host_only", False))
         self.positional_args = list(d.get("positional_args") or [])
+        # One output per extension set (webdataset) or feature (tfrecord).
+        self.variable_outputs = bool(d.get("variable_outputs", False))
         self.args = {}
         for a in d.get("args") or []:
             arg = ArgSchema(a)
@@ -146,13 +148,25 @@ def current_pipeline():
 
 # --- graph nodes -----------------------------------------------------------------------
 
+def _num_outputs(op, args, n):
+    """How many outputs an operator whose outputs depend on its arguments produces
+    (DALI's readers.caffe / readers.caffe2); n for the others."""
+    if op == "readers.caffe":
+        return int(bool(args.get("image_available", True))) + int(bool(args.get("label_available", True)))
+    if op == "readers.caffe2":
+        return (int(bool(args.get("image_available", True))) + int(args.get("label_type", 0) != 4)
+                + int(args.get("additional_inputs", 0)) + int(bool(args.get("bbox", False))))
+    return n
+
+
 class OpNode:
     """One operator instance in a pipeline graph."""
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
                  "outputs", "seq", "pipeline", "preserve")
 
-    def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve):
+    def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
+                 output_names=None):
         self.schema = schema
         self.op = schema.name
         self.device = device
@@ -163,8 +177,9 @@ class OpNode:
         self.preserve = preserve
         self.seq, self.name = pipeline._register_node(self, name)
         out_device = "cpu" if device == "cpu" else "gpu"
+        names = schema.outputs[:_num_outputs(schema.name, args, len(schema.outputs))]
         self.outputs = [DataNode(self, i, out_name, out_device)
-                        for i, out_name in enumerate(schema.outputs)]
+                        for i, out_name in enumerate(output_names or names)]
 
     def to_json(self):
         d = {"op": self.op, "name": self.name, "device": self.device}
@@ -216,12 +231,50 @@ class DataNode:
     def __repr__(self):
         return "DataNode(name=%r, device=%r)" % (self.name, self.device)
 
+    # Arithmetic (DALI's mathematical expressions): each operator adds an _arithmetic
+    # node; Python numbers and types.Constant values become constant nodes.
+    def __add__(self, o): return arithmetic("add", self, o)
+    def __radd__(self, o): return arithmetic("add", o, self)
+    def __sub__(self, o): return arithmetic("sub", self, o)
+    def __rsub__(self, o): return arithmetic("sub", o, self)
+    def __mul__(self, o): return arithmetic("mul", self, o)
+    def __rmul__(self, o): return arithmetic("mul", o, self)
+    def __truediv__(self, o): return arithmetic("div", self, o)
+    def __rtruediv__(self, o): return arithmetic("div", o, self)
+    def __floordiv__(self, o): return arithmetic("floordiv", self, o)
+    def __rfloordiv__(self, o): return arithmetic("floordiv", o, self)
+    def __mod__(self, o): return arithmetic("mod", self, o)
+    def __rmod__(self, o): return arithmetic("mod", o, self)
+    def __pow__(self, o): return arithmetic("pow", self, o)
+    def __rpow__(self, o): return arithmetic("pow", o, self)
+    def __and__(self, o): return arithmetic("bitand", self, o)
+    def __rand__(self, o): return arithmetic("bitand", o, self)
+    def __or__(self, o): return arithmetic("bitor", self, o)
+    def __ror__(self, o): return arithmetic("bitor", o, self)
+    def __xor__(self, o): return arithmetic("bitxor", self, o)
+    def __rxor__(self, o): return arithmetic("bitxor", o, self)
+    def __lshift__(self, o): return arithmetic("lshift", self, o)
+    def __rlshift__(self, o): return arithmetic("lshift", o, self)
+    def __rshift__(self, o): return arithmetic("rshift", self, o)
+    def __rrshift__(self, o): return arithmetic("rshift", o, self)
+    def __eq__(self, o): return arithmetic("eq", self, o)
+    def __ne__(self, o): return arithmetic("ne", self, o)
+    def __lt__(self, o): return arithmetic("lt", self, o)
+    def __le__(self, o): return arithmetic("le", self, o)
+    def __gt__(self, o): return arithmetic("gt", self, o)
+    def __ge__(self, o): return arithmetic("ge", self, o)
+    def __neg__(self): return arithmetic("neg", self)
+    def __pos__(self): return arithmetic("pos", self)
+    def __invert__(self): return arithmetic("invert", self)
+    __hash__ = object.__hash__
+
     def __bool__(self):
-        raise TypeError("godali: a DataNode is symbolic and has no truth value: `if`, "
-                        "`while`, `and`, `or` and `not` on pipeline data (DALI's "
-                        "enable_conditionals) are not supported by godali; select per "
-                        "sample with operator arguments instead (for example "
-                        "fn.flip(images, horizontal=fn.random.coin_flip()))")
+        raise TypeError("godali: a DataNode is symbolic and has no truth value. `if` on "
+                        "pipeline data works in a @pipeline_def(enable_conditionals=True) "
+                        "function (godali rewrites its `if` statements); `while`, `and`, "
+                        "`or`, `not` and an `if` containing return/break/continue are not "
+                        "supported: use comparisons with &, |, ~, or select per sample with "
+                        "operator arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
 
 
 def layout_of(node):
@@ -233,6 +286,8 @@ def layout_of(node):
         name = op.op
         if name.startswith("decoders."):
             return "HWC"
+        if name == "external_source":
+            return op.args.get("layout", "") or ""
         if name == "crop_mirror_normalize":
             lay = op.args.get("output_layout")
             if lay is None:
@@ -241,9 +296,70 @@ def layout_of(node):
             return lay or ""
         if name.startswith("readers.") or name.startswith("random.") or not op.inputs:
             return ""
+        if name in _LAYOUT_RULES:
+            return _LAYOUT_RULES[name](op, layout_of(op.inputs[0]))
         node = op.inputs[0]
         seen += 1
     return ""
+
+
+def _norm_axis(ax, n):
+    return ax + n if ax < 0 else ax
+
+
+def _reshape_layout(op, lay):
+    # The engine's rule (ops/tensor/reshape.go): layout if given, else the input's when
+    # the number of dimensions is kept, else "".
+    if "layout" in op.args:
+        return op.args["layout"]
+    out = None
+    for key in ("shape", "rel_shape", "src_dims"):
+        if key in op.arg_inputs:
+            return ""
+        if key in op.args:
+            out = len(op.args[key])
+            break
+    return lay if lay and out == len(lay) else ""
+
+
+def _squeeze_layout(op, lay):
+    if not lay:
+        return ""
+    drop = {_norm_axis(int(a), len(lay)) for a in op.args.get("axes", [])}
+    drop |= {lay.index(c) for c in op.args.get("axis_names", "") if c in lay}
+    return "".join(c for i, c in enumerate(lay) if i not in drop)
+
+
+def _expand_dims_layout(op, lay):
+    names = op.args.get("new_axis_names", "")
+    axes = op.args.get("axes", [])
+    if not names or not lay:
+        return ""
+    n = len(lay) + len(axes)
+    new = dict(zip((_norm_axis(int(a), n) for a in axes), names))
+    it = iter(lay)
+    return "".join(new[i] if i in new else next(it) for i in range(n))
+
+
+def _stack_layout(op, lay):
+    name = op.args.get("axis_name", "")
+    if not name or not lay:
+        return ""
+    ax = _norm_axis(int(op.args.get("axis", 0)), len(lay) + 1)
+    return lay[:ax] + name + lay[ax:]
+
+
+# Operators whose output layout is a function of the first input's (mirrors the engine).
+_LAYOUT_RULES = {
+    "reshape": _reshape_layout,
+    "squeeze": _squeeze_layout,
+    "expand_dims": _expand_dims_layout,
+    "stack": _stack_layout,
+    "cat": lambda op, lay: lay,
+    "shapes": lambda op, lay: "",
+    "peek_image_shape": lambda op, lay: "",
+    "experimental.peek_image_shape": lambda op, lay: "",
+}
 
 
 # --- argument checking -----------------------------------------------------------------
@@ -351,6 +467,11 @@ def _call_op(schema, inputs, kwargs):
     name = kwargs.pop("name", None)
     preserve = bool(kwargs.pop("preserve", False))
     kwargs.pop("bytes_per_sample_hint", None)  # a DALI memory hint godali has no use for
+    feature_names = None
+    if schema.name == "readers.tfrecord" and isinstance(kwargs.get("features"), dict):
+        from . import tfrecord as _tfrec
+        feature_names = list(kwargs["features"])
+        kwargs["features"] = _tfrec.encode_features(kwargs["features"])
 
     # DALI takes some arguments as positional constant inputs (random.choice's a).
     if schema.positional_args and inputs:
@@ -440,11 +561,31 @@ def _call_op(schema, inputs, kwargs):
             raise TypeError("godali: %s: missing required argument %r"
                             % (fname, arg.name))
 
-    node = OpNode(schema, device, list(inputs), arg_inputs, args, pipe, name, preserve)
+    output_names = None
+    if schema.variable_outputs:
+        output_names = _variable_outputs(schema, args, fname)
+    node = OpNode(schema, device, list(inputs), arg_inputs, args, pipe, name, preserve,
+                  output_names)
     outs = node.outputs
+    if feature_names is not None:
+        return dict(zip(feature_names, outs))  # DALI's readers.tfrecord returns a dict
     if len(outs) == 1:
         return outs[0]
     return tuple(outs) if outs else None
+
+
+def _variable_outputs(schema, args, fname):
+    """Output names of an operator with one output per extension set or feature."""
+    if schema.name == "readers.tfrecord":
+        try:
+            n = len(json.loads(args.get("features", "[]")))
+        except ValueError:
+            raise TypeError("godali: %s: features must be a dict of godali.tfrecord features"
+                            % fname) from None
+    else:
+        ext = args.get("ext", [])
+        n = len(ext) if isinstance(ext, list) else 1
+    return ["out%d" % i for i in range(max(n, 1))]
 
 
 def make_op_function(schema):
@@ -549,3 +690,87 @@ def _legacy_alias(legacy, func):
     func.__doc__ = ("DALI's former name of fn.%s.\n\n" % func.schema.name) + \
         (func.__doc__ or "")
     return func
+
+
+# --- arithmetic and constants ----------------------------------------------------------
+
+def constant_node(value, pipe, dtype=None, shape=None, layout=None):
+    """Adds a `constant` node producing `value` (a number, list or array) for every sample.
+    Without dtype: bool -> BOOL, int -> INT32, float -> FLOAT (DALI's types for Python
+    values); a numpy array keeps its own type."""
+    import numpy as np
+    if isinstance(value, _types.ScalarConstant):
+        if dtype is None:
+            dtype = value.dtype
+        value = value.value
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError("godali: a constant must be numbers (bool, int, float or a numeric "
+                        "array), got %s" % _show(value))
+    if dtype is None:
+        if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+            dtype = _types.from_numpy_dtype(arr.dtype)
+        elif arr.dtype.kind == "b":
+            dtype = _types.BOOL
+        elif arr.dtype.kind in "iu":
+            dtype = _types.INT32
+        else:
+            dtype = _types.FLOAT
+    dtype = _types.DALIDataType(dtype) if not isinstance(dtype, _types.DALIDataType) else dtype
+    if dtype == _types.NO_TYPE:
+        raise TypeError("godali: constant of unsupported type %s" % arr.dtype)
+    if shape is None:
+        shape = list(arr.shape)
+    else:
+        shape = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+    flat = arr.reshape(-1)
+    args = {"shape": shape, "dtype": dtype.name}
+    if dtype in (_types.FLOAT, _types.FLOAT16, _types.FLOAT64):
+        if arr.dtype.kind == "f" and not np.isfinite(flat).all():
+            raise ValueError("godali: a constant must be finite (the pipeline description "
+                             "is JSON); compute inf or nan in the graph, e.g. c / 0.0")
+        args["fdata"] = [float(x) for x in flat]
+    else:
+        args["idata"] = [int(x) for x in flat]
+    if layout:
+        args["layout"] = str(layout)
+    op = schemas().ops["constant"]
+    node = OpNode(op, "cpu", [], {}, args, pipe, None, False)
+    return node.outputs[0]
+
+
+def _operand(x, pipe):
+    if isinstance(x, DataNode):
+        if x.source.pipeline is not pipe:
+            raise ValueError("godali: an arithmetic expression mixes DataNodes of two "
+                             "pipelines")
+        if x.device != "cpu":
+            raise ValueError("godali: arithmetic on GPU data is not supported; godali's "
+                             "arithmetic runs on the host (compute before .gpu())")
+        return x
+    if isinstance(x, (bool, int, float, _types.ScalarConstant)) or \
+            type(x).__module__ == "numpy":
+        return constant_node(x, pipe)
+    if isinstance(x, (list, tuple)):
+        raise TypeError("godali: wrap a list used in an expression in types.Constant(...), "
+                        "as DALI asks, got %s" % _show(x))
+    raise TypeError("godali: cannot use %s in an arithmetic expression; expected a "
+                    "DataNode, a number or types.Constant" % _show(x))
+
+
+def arithmetic(op, *operands):
+    """Adds an _arithmetic node computing `op` over the operands (at least one DataNode)."""
+    pipe = None
+    for x in operands:
+        if isinstance(x, DataNode):
+            pipe = x.source.pipeline
+            break
+    if pipe is None:
+        raise TypeError("godali: an arithmetic expression needs at least one DataNode "
+                        "(the output of an operator)")
+    inputs = [_operand(x, pipe) for x in operands]
+    sch = schemas().ops.get("_arithmetic")
+    if sch is None:
+        raise NotImplementedError("godali: this library has no arithmetic operator")
+    node = OpNode(sch, "cpu", inputs, {}, {"op": op}, pipe, None, False)
+    return node.outputs[0]
