@@ -23,6 +23,17 @@ Contenders (those that need a GPU run only when one is present):
                    full resolution, nothing else, on `cores` threads
   decode-pil       decode-only ceiling: PIL's libjpeg-turbo decoding, full resolution,
                    nothing else, in a pool of `cores` processes
+  godali-iter      godali-cpu through GodaliClassificationIterator (what a training
+                   loop uses) instead of pipe.run(): the iterator's own cost
+  dali-cpu         optional: NVIDIA DALI's own CPU pipeline, the same operators and
+                   arguments as godali-cpu (runs when `nvidia.dali` is importable)
+  decode-dali      optional: DALI's readers.file + decoders.image on the CPU
+  decode-spdl      optional: SPDL (spdl.io.load_image, FFmpeg's decoder), full
+                   resolution, RGB, in a pool of `cores` threads (when `spdl` is
+                   importable)
+
+Optional contenders run by default when their package can be imported, and are shown
+as skipped (with the package to install) when named in --contenders but missing.
 
 Each trial reads one long shuffled stream of samples (several passes over the data set
 back to back), as a real ImageNet epoch would: a small data set must not make the
@@ -68,6 +79,8 @@ class Contender:
     label: str
     gpu: bool  # needs a CUDA device
     doc: str
+    module: str = ""  # an optional package the contender needs ("" = always available)
+    install: str = ""  # what to install for it
 
 
 CONTENDERS = (
@@ -89,6 +102,19 @@ CONTENDERS = (
     Contender("decode-pil", "decode only: PIL pool", False,
               "PIL Image.load (libjpeg-turbo), full resolution, RGB, nothing else, "
               "in a pool of `cores` processes"),
+    Contender("godali-iter", "godali cpu (iterator)", False,
+              "godali-cpu's pipeline through GodaliClassificationIterator instead of "
+              "pipe.run()"),
+    Contender("dali-cpu", "DALI cpu", False,
+              "NVIDIA DALI's CPU pipeline with the same operators and arguments as "
+              "godali-cpu", module="nvidia.dali", install="pip install nvidia-dali-cuda120"),
+    Contender("decode-dali", "decode only: DALI", False,
+              "DALI readers.file + decoders.image (device cpu), full resolution, RGB, "
+              "num_threads = cores", module="nvidia.dali",
+              install="pip install nvidia-dali-cuda120"),
+    Contender("decode-spdl", "decode only: SPDL", False,
+              "spdl.io.load_image (FFmpeg), full resolution, RGB, nothing else, in a "
+              "pool of `cores` threads", module="spdl.io", install="pip install spdl"),
 )
 BY_KEY = {c.key: c for c in CONTENDERS}
 
@@ -370,13 +396,9 @@ def _godali_torch(t, torch):
     return torch.utils.dlpack.from_dlpack(t)
 
 
-def _godali_pipeline(cfg: dict, decode_only: bool):
-    # worker_main loaded the flavour this contender times: the CPU contenders must not
-    # pick up the CUDA library on a GPU machine.
-    mixed = cfg["contender"] == "godali-cuda"
-    import godali
-    from godali import fn, pipeline_def, types
-
+def _rn50_pipeline(cfg: dict, decode_only: bool, fn, pipeline_def, types, mixed=False):
+    """The contenders' pipeline, built with DALI's API: godali's or DALI's own (the same
+    operators and arguments for both)."""
     paths, labels = list_image_folder(cfg["data"])
     order = _sample_stream(len(paths), _stream_len(cfg), cfg["seed"])
     files = [paths[i] for i in order]
@@ -413,7 +435,16 @@ def _godali_pipeline(cfg: dict, decode_only: bool):
                    device_id=0 if mixed else None, seed=cfg["seed"],
                    prefetch_queue_depth=2)
     pipe.build()
-    return godali, pipe
+    return pipe
+
+
+def _godali_pipeline(cfg: dict, decode_only: bool):
+    # worker_main loaded the flavour this contender times: the CPU contenders must not
+    # pick up the CUDA library on a GPU machine.
+    import godali
+    from godali import fn, pipeline_def, types
+    mixed = cfg["contender"] == "godali-cuda"
+    return godali, _rn50_pipeline(cfg, decode_only, fn, pipeline_def, types, mixed)
 
 
 def _worker_godali(cfg: dict) -> dict:
@@ -424,6 +455,12 @@ def _worker_godali(cfg: dict) -> dict:
     cuda = cfg["device"] == "cuda"
 
     def batches():
+        if cfg["contender"] == "godali-iter":
+            from godali.plugin.pytorch import GodaliClassificationIterator
+            it = GodaliClassificationIterator(pipe, reader_name="Reader")
+            while True:
+                b = next(it)[0]
+                yield b["data"], b["label"]
         while True:
             out = pipe.run()
             if decode_only:
@@ -513,6 +550,75 @@ def _worker_torchvision_gpu(cfg: dict) -> dict:
 
     res = _timed(batches(), cfg, torch.cuda.synchronize)
     res["cpu_fallbacks"] = fallbacks
+    return res
+
+
+def _worker_dali(cfg: dict) -> dict:
+    import numpy as np
+    import torch
+    import nvidia.dali as dali
+    from nvidia.dali import fn, pipeline_def, types
+
+    decode_only = cfg["contender"] == "decode-dali"
+    pipe = _rn50_pipeline(cfg, decode_only, fn, pipeline_def, types)
+
+    def batches():
+        while True:
+            out = pipe.run()
+            if decode_only:
+                yield out
+                continue
+            # DALI's CPU tensors export the buffer protocol: torch shares the memory.
+            images = torch.from_numpy(np.asarray(out[0].as_tensor()))
+            labels = torch.from_numpy(np.asarray(out[1].as_tensor()))
+            yield images, labels
+
+    res = _timed(batches(), cfg, lambda: None)
+    res["versions"] = {"dali": dali.__version__}
+    del pipe
+    return res
+
+
+def _worker_decode_spdl(cfg: dict) -> dict:
+    import collections
+    import concurrent.futures
+
+    import spdl.io
+
+    paths, _ = list_image_folder(cfg["data"])
+    order = _sample_stream(len(paths), _stream_len(cfg), cfg["seed"])
+    bs = cfg["batch_size"]
+    stream = iter([paths[i] for i in order])
+    # SPDL's decoding releases the GIL: one thread per core, two batches in flight.
+    pool = concurrent.futures.ThreadPoolExecutor(cfg["cores"])
+    inflight = collections.deque()
+
+    def load(path):
+        return spdl.io.to_numpy(spdl.io.load_image(path)).shape
+
+    def batches():
+        while True:
+            while len(inflight) < 2 * bs:
+                path = next(stream, None)
+                if path is None:
+                    break
+                inflight.append(pool.submit(load, path))
+            for _ in range(bs):
+                inflight.popleft().result(timeout=300)
+            yield None
+
+    try:
+        res = _timed(batches(), cfg, lambda: None)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    version = getattr(spdl.io, "__version__", None)
+    if version is None:
+        try:
+            from importlib.metadata import version as _v
+            version = _v("spdl_io")
+        except Exception:  # noqa: BLE001 - the version is informative only
+            version = "?"
+    res["versions"] = {"spdl": version}
     return res
 
 
@@ -613,6 +719,10 @@ WORKERS = {
     "decode-godali": _worker_godali,
     "torchvision-gpu": _worker_torchvision_gpu,
     "decode-pil": _worker_decode_pil,
+    "godali-iter": _worker_godali,
+    "dali-cpu": _worker_dali,
+    "decode-dali": _worker_dali,
+    "decode-spdl": _worker_decode_spdl,
     "model": _worker_model,
 }
 
@@ -621,7 +731,8 @@ def worker_main(cfg_json: str) -> int:
     cfg = json.loads(cfg_json)
     if cfg.get("affinity"):
         os.sched_setaffinity(0, cfg["affinity"])
-    if cfg["contender"] in ("godali-cpu", "godali-cuda", "decode-godali"):
+    if cfg["contender"] in ("godali-cpu", "godali-cuda", "decode-godali",
+                            "godali-iter"):
         # Load the library before torch: a Go c-shared library needs glibc's static TLS
         # reserve, which torch's many libraries can use up when they are loaded first.
         os.environ["GODALI_FLAVOUR"] = "cuda" if cfg["contender"] == "godali-cuda" else "cpu"
@@ -953,7 +1064,8 @@ def format_table(rows: list, device: str) -> str:
                       _fmt(r.get("gpu_util"), ".0f") + ("%" if r.get("gpu_util") is not None
                                                         else "")]
         lines.append(cells)
-    widths = [max(len(head[i]), *(len(c[i]) for c in lines if len(c) == len(head)))
+    # Every row may be a skipped or failed one (a run of optional contenders only).
+    widths = [max([len(head[i])] + [len(c[i]) for c in lines if len(c) == len(head)])
               for i in range(len(head))]
     out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w)
                      for i, (h, w) in enumerate(zip(head, widths)))]
@@ -998,11 +1110,23 @@ def draw_chart(path, rows: list, model: dict | None, title: str) -> bool:
     return True
 
 
+def _installed(module: str) -> bool:
+    """Whether an optional contender's package can be imported (without importing it)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _default_contenders(device: str) -> list:
-    keys = ["torch", "godali-cpu"]
+    keys = ["torch", "godali-cpu", "godali-iter"]
     if device == "cuda":
         keys += ["godali-cuda", "torchvision-gpu"]
-    return keys + ["decode-godali", "decode-pil"]
+    keys += ["decode-godali", "decode-pil"]
+    # The optional contenders when their packages are there.
+    keys += [c.key for c in CONTENDERS if c.module and not c.gpu and _installed(c.module)]
+    return keys
 
 
 def parse_args(argv):
@@ -1039,7 +1163,9 @@ def parse_args(argv):
                     help="batch size of the model timing (default: the batch size on cuda, "
                          "16 on cpu; images/s barely depends on it there)")
     ap.add_argument("--contenders",
-                    help="comma-separated subset of: " + ", ".join(BY_KEY))
+                    help="comma-separated subset of: " + ", ".join(BY_KEY) + " (dali-cpu and "
+                    "decode-dali need nvidia-dali-cuda120, decode-spdl needs spdl; without "
+                    "this option they run when installed)")
     ap.add_argument("--images", type=int, default=DEFAULT_IMAGES,
                     help=f"size of the default data set ({DEFAULT_IMAGES})")
     ap.add_argument("--json", default=str(DEFAULT_JSON),
@@ -1143,6 +1269,8 @@ def _main(argv) -> int:
             skipped[k] = "needs a CUDA GPU"
         elif k == "godali-cuda" and "cuda" not in flavours:
             skipped[k] = "build/libgodali_cuda.so not built (make cuda)"
+        elif c.module and not _installed(c.module):
+            skipped[k] = f"{c.module} not installed ({c.install})"
     run_keys = [k for k in keys if k not in skipped]
 
     cfg_base = {"data": str(data), "batch_size": batch, "iters": iters, "warmup": warmup,

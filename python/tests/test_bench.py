@@ -132,7 +132,8 @@ def tiny_data(tmp_path_factory):
 
 
 def test_bench_smoke_run(tiny_data, tmp_path, capsys):
-    keys = ["torch", "decode-pil", "godali-cpu", "decode-godali", "godali-cuda"]
+    keys = ["torch", "decode-pil", "godali-cpu", "decode-godali", "godali-cuda",
+            "godali-iter"]
     out_json = tmp_path / "r.json"
     code = bench.main(["--data", str(tiny_data), "--device", "cpu", "--batch-size", "4",
                        "--iters", "2", "--warmup", "1", "--repeats", "2",
@@ -146,8 +147,8 @@ def test_bench_smoke_run(tiny_data, tmp_path, capsys):
     assert doc["machine"]["cores_available"] >= 1
     assert "contender" in text and "images/s" in text and "CPU util" in text
 
-    ran = ["torch", "decode-pil"] + (["godali-cpu", "decode-godali"] if HAVE_GODALI_CPU
-                                     else [])
+    ran = ["torch", "decode-pil"] + (["godali-cpu", "decode-godali", "godali-iter"]
+                                     if HAVE_GODALI_CPU else [])
     for k in ran:
         r = rows[k]
         assert r["status"] == "ok", r
@@ -165,6 +166,29 @@ def test_bench_smoke_run(tiny_data, tmp_path, capsys):
         assert code == 1
         assert rows["godali-cpu"]["status"] == "failed"
         assert "library" in rows["godali-cpu"]["reason"]
+
+
+def test_optional_contenders_are_skipped_when_not_installed(tiny_data, tmp_path,
+                                                           monkeypatch, capsys):
+    # DALI and SPDL are optional: named but missing, they are reported as skipped with
+    # what to install; without --contenders they are left out.
+    monkeypatch.setattr(bench, "_installed", lambda module: False)
+    assert not any(bench.BY_KEY[k].module for k in bench._default_contenders("cpu"))
+    monkeypatch.setattr(bench, "_installed",
+                        lambda module: module == "spdl.io")
+    assert "decode-spdl" in bench._default_contenders("cpu")
+    assert "dali-cpu" not in bench._default_contenders("cpu")
+    monkeypatch.setattr(bench, "_installed", lambda module: False)
+    out_json = tmp_path / "r.json"
+    keys = ["dali-cpu", "decode-dali", "decode-spdl"]
+    bench.main(["--data", str(tiny_data), "--device", "cpu", "--batch-size", "4",
+                "--iters", "1", "--warmup", "1", "--repeats", "1",
+                "--contenders", ",".join(keys), "--json", str(out_json)])
+    rows = {r["key"]: r for r in json.loads(out_json.read_text())["contenders"]}
+    assert [k for k in keys if rows[k]["status"] == "skipped"] == keys
+    assert "nvidia.dali not installed" in rows["dali-cpu"]["reason"]
+    assert "pip install nvidia-dali-cuda120" in rows["decode-dali"]["reason"]
+    assert "pip install spdl" in rows["decode-spdl"]["reason"]
 
 
 def test_bench_rejects_bad_arguments(tmp_path, capsys):
