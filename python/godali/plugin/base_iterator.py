@@ -200,8 +200,8 @@ class _GodaliBaseIterator:
             # DALI's wording (its tests match it), then the particulars.
             msg = ("godali: It seems that there is no data in the pipeline. This may happen "
                    "if `last_batch_policy` is set to PARTIAL and the requested batch size is "
-                   "greater than the shard size. (LastBatchPolicy.DROP with batch_size %d "
-                   "and shards of %d sample(s) drops every batch)"
+                   "greater than the shard size. (no batch can be produced: LastBatchPolicy.DROP "
+                   "with batch_size %d and shards of %d sample(s) drops every batch)"
                    % (self.batch_size, self._size))
             if prepare_first_batch:
                 raise NoDataError(msg)
