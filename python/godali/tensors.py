@@ -174,6 +174,13 @@ def _torch_from(buf):
         # A bare capsule carries no stream: order torch's current stream ourselves.
         s = torch.cuda.current_stream(buf.device_id).cuda_stream
         buf.fence(1 if s == 0 else s)
+    if buf.code == _dlpack.kDLBool and buf.bits == 8 and \
+            not getattr(torch, "_godali_dlpack_bool", False):
+        # torch before 2.1 refuses DLPack's bool: take the bytes as uint8 and view them
+        # as bool (same size, no copy).
+        cap = _dlpack.to_capsule(buf.keeper(), buf.data, buf.device_type, buf.device_id,
+                                 _dlpack.kDLUInt, 8, buf.lanes, buf.shape, buf.strides)
+        return torch.utils.dlpack.from_dlpack(cap).view(torch.bool)
     return torch.utils.dlpack.from_dlpack(buf.capsule())
 
 
@@ -229,7 +236,7 @@ def _check_layout(layout, ndim):
     if not isinstance(layout, str):
         raise TypeError("godali: layout must be a string such as \"HWC\", not %s"
                         % type(layout).__name__)
-    if layout and len(layout) != ndim:
+    if layout and ndim is not None and len(layout) != ndim:
         raise ValueError("godali: layout %r has %d dimensions but the data has %d"
                          % (layout, len(layout), ndim))
     return layout
@@ -255,7 +262,9 @@ class Tensor:
         if want_gpu and not _is_gpu(buf):
             raise TypeError("godali: TensorGPU needs GPU data (a CUDA torch tensor)")
         self._buf = buf
-        self._layout = _check_layout(layout, len(buf.shape))
+        # DALI's TensorCPU(array, layout) keeps the layout it is given without checking it
+        # against the array's dimensions (DALI's own tests build TensorCPU(2-D, "NHWC")).
+        self._layout = _check_layout(layout, None)
 
     @classmethod
     def _wrap(cls, buf, layout=""):

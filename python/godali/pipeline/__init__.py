@@ -26,6 +26,15 @@ skipped: samples replaced because they failed to decode (on_error="skip")."""
 _DEVICE_TYPES = {"cpu": _dlpack.kDLCPU, "gpu": _dlpack.kDLCUDA, "cuda": _dlpack.kDLCUDA}
 
 
+def _is_constant_like(o):
+    """A value set_outputs turns into a constant node (as DALI's types.Constant)."""
+    from .. import types
+    if isinstance(o, (bool, int, float, types.ScalarConstant)):
+        return True
+    mod = type(o).__module__ or ""
+    return mod == "numpy" or (mod.startswith("numpy") and hasattr(o, "dtype"))
+
+
 def _device_type(device):
     if isinstance(device, int):
         return device
@@ -240,6 +249,9 @@ class Pipeline:
             else:
                 flat.append(o)
         for i, o in enumerate(flat):
+            if not isinstance(o, _graph.DataNode) and _is_constant_like(o):
+                # DALI: an output that is not a DataNode becomes a constant node.
+                o = flat[i] = _graph.constant_node(o, self)
             if not isinstance(o, _graph.DataNode):
                 raise TypeError("godali: set_outputs: output %d must be a DataNode (an "
                                 "operator's result), got %s" % (i, type(o).__name__))

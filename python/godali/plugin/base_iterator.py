@@ -18,6 +18,7 @@ import json
 import logging
 import warnings
 
+from .. import external_source as _ext
 from ..pipeline import Pipeline
 
 log = logging.getLogger("godali")
@@ -62,6 +63,34 @@ def _auto_reset_flag(auto_reset):
                      "None, \"yes\" or \"no\")" % (auto_reset,))
 
 
+def _lazy_build(p, size):
+    """Whether pipeline p may be built at the first next() instead of now: it is not built
+    yet, an external source would be polled by the build (to learn its dtype and ndim),
+    and its size does not come from a reader's metadata."""
+    if p._built or p._closed:
+        return False
+    if p._outputs is None:
+        p.description()  # runs define_graph / checks the outputs
+    if not any(g.source is not None and not g.resolved() for g in _ext.groups(p)):
+        return False
+    return size > 0 or not p.reader_names()
+
+
+def _prefetch(p):
+    """DALI schedules the next run as soon as a batch is taken, so an external source is
+    polled one batch ahead and its StopIteration is known when the epoch's last batch is
+    returned. Sized iterators rely on this to restart the source at reset()."""
+    if _ext.groups(p) and p._handle:
+        _ext.top_up(p)
+
+
+def _source_ended(p):
+    """True when p's external sources have all ended and nothing is left queued: its next
+    outputs() call would only report the end of the epoch."""
+    gs = [g for g in _ext.groups(p) if g.source is not None]
+    return bool(gs) and all(g.exhausted and g.ahead == 0 for g in gs)
+
+
 class _GodaliBaseIterator:
     """DALI's _DaliBaseIterator over godali pipelines; subclasses implement _convert."""
 
@@ -103,7 +132,7 @@ class _GodaliBaseIterator:
             last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else \
                 LastBatchPolicy.PARTIAL
         elif type(last_batch_policy) is not LastBatchPolicy:
-            raise ValueError("godali: wrong type for last_batch_policy: expected %s, got %s"
+            raise ValueError("godali: Wrong type for `last_batch_policy`. Expected %s, got %s"
                              % (LastBatchPolicy.__module__ + ".LastBatchPolicy",
                                 type(last_batch_policy).__name__))
         self._policy = last_batch_policy
@@ -111,7 +140,7 @@ class _GodaliBaseIterator:
 
         size = int(size)
         if size == 0:
-            raise IteratorArgumentError("godali: size cannot be 0")
+            raise IteratorArgumentError("godali: Size cannot be 0")
         if reader_name is not None and size > 0:
             raise IteratorArgumentError("godali: when reader_name is given, size must not "
                                         "be set")
@@ -124,8 +153,13 @@ class _GodaliBaseIterator:
         self._reader_name = reader_name
 
         for p in self._pipes:
-            p.build()
-            n = p._num_outputs
+            if not prepare_first_batch and reader_name is None and _lazy_build(p, size):
+                # DALI: with prepare_first_batch=False nothing runs (no source is polled)
+                # before the first next(); the pipeline is built then.
+                n = len(p._outputs)
+            else:
+                p.build()
+                n = p._num_outputs
             if n != len(self.output_map):
                 raise IteratorArgumentError(
                     "godali: output_map has %d names (%s) but the pipeline has %d outputs"
@@ -144,7 +178,8 @@ class _GodaliBaseIterator:
             if all(len(x) == 1 for x in names):
                 self._meta_from([x[0] for x in names])
             elif self._num_gpus > 1:
-                raise IteratorArgumentError("godali: with several pipelines give "
+                raise IteratorArgumentError("godali: Negative size is supported only for a "
+                                            "single pipeline: with several pipelines give "
                                             "reader_name or size")
         else:
             warnings.warn("godali: set reader_name rather than size (and last_batch_padded) "
@@ -162,8 +197,11 @@ class _GodaliBaseIterator:
         if self._meta is not None and self._policy == LastBatchPolicy.DROP and \
                 self._size // self.batch_size == 0:
             # DALI finds this when it prepares the first batch.
-            msg = ("godali: no batch can be produced: LastBatchPolicy.DROP with batch_size "
-                   "%d and shards of %d sample(s) drops every batch"
+            # DALI's wording (its tests match it), then the particulars.
+            msg = ("godali: It seems that there is no data in the pipeline. This may happen "
+                   "if `last_batch_policy` is set to PARTIAL and the requested batch size is "
+                   "greater than the shard size. (no batch can be produced: LastBatchPolicy.DROP "
+                   "with batch_size %d and shards of %d sample(s) drops every batch)"
                    % (self.batch_size, self._size))
             if prepare_first_batch:
                 raise NoDataError(msg)
@@ -319,6 +357,7 @@ class _GodaliBaseIterator:
                     outs.append(p.outputs())
                 except StopIteration:
                     self._end()
+                _prefetch(p)
                 keep.append(bs)
                 continue
             try:
@@ -365,6 +404,13 @@ class _GodaliBaseIterator:
             return
         if self._size_mode:
             for p in self._pipes:
+                if not getattr(p, "_ext_epoch_over", False) and _source_ended(p):
+                    # The source's StopIteration came with the prefetch of the batch after
+                    # the epoch's last (as in DALI): take the end, then restart it.
+                    try:
+                        p.outputs()
+                    except StopIteration:
+                        pass
                 if getattr(p, "_ext_epoch_over", False):
                     p.reset()  # an external source ended the epoch
             if self._policy == LastBatchPolicy.FILL and not self._last_batch_padded:

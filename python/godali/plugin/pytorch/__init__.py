@@ -161,6 +161,11 @@ to_torch_type = {
 }
 
 
+class FeedNdarrayError(TypeError, ValueError, AssertionError):
+    """feed_ndarray's element type or shape mismatch. DALI raises these with `assert`;
+    godali's is also a TypeError/ValueError, so code written for either catches it."""
+
+
 def feed_ndarray(tensor_or_tl, arr, cuda_stream=None):
     """Copies a godali Tensor or dense TensorList into the torch tensor `arr` (DALI's
     feed_ndarray) and returns arr. godali's iterators do not need it: they share memory
@@ -176,11 +181,13 @@ def feed_ndarray(tensor_or_tl, arr, cuda_stream=None):
                         % type(tensor_or_tl).__name__)
     src = _torch_from(buf)
     if src.dtype != arr.dtype:
-        raise TypeError("godali: feed_ndarray: the element types differ: %s vs %s"
-                        % (src.dtype, arr.dtype))
+        raise FeedNdarrayError("godali: feed_ndarray: The element type of DALI Tensor/TensorList "
+                               "doesn't match the element type of the target PyTorch Tensor: "
+                               "%s vs %s" % (src.dtype, arr.dtype))
     if list(src.shape) != list(arr.shape):
-        raise ValueError("godali: feed_ndarray: shapes do not match: the godali tensor has "
-                         "%s, the torch tensor %s" % (list(src.shape), list(arr.shape)))
+        raise FeedNdarrayError("godali: feed_ndarray: Shapes do not match: DALI tensor has size "
+                               "%s, but PyTorch Tensor has size %s"
+                               % (list(src.shape), list(arr.shape)))
     if cuda_stream is not None and arr.is_cuda:
         if not isinstance(cuda_stream, torch.cuda.Stream):
             cuda_stream = torch.cuda.ExternalStream(int(cuda_stream), device=arr.device)
