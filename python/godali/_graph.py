@@ -57,10 +57,29 @@ class OpSchema:
         self.is_reader = bool(d.get("is_reader", self.name.startswith("readers.")))
         self.host_only = bool(d.get("host_only", False))
         self.positional_args = list(d.get("positional_args") or [])
+        self.output_if = dict(d.get("output_if") or {})
         self.args = {}
         for a in d.get("args") or []:
             arg = ArgSchema(a)
             self.args[arg.name] = arg
+
+    def enabled_outputs(self, args, num_inputs):
+        """The outputs a node with these arguments and inputs produces (output_if)."""
+        out = []
+        for name in self.outputs:
+            cond = self.output_if.get(name)
+            if cond is None:
+                out.append(name)
+            elif cond.startswith("inputs>"):
+                if num_inputs > int(cond[len("inputs>"):]):
+                    out.append(name)
+            else:
+                v = args.get(cond)
+                if v is None and cond in self.args:
+                    v = self.args[cond].default
+                if v:
+                    out.append(name)
+        return out
 
     def docstring(self):
         lines = [self.doc.strip() or self.name, ""]
@@ -164,7 +183,7 @@ class OpNode:
         self.seq, self.name = pipeline._register_node(self, name)
         out_device = "cpu" if device == "cpu" else "gpu"
         self.outputs = [DataNode(self, i, out_name, out_device)
-                        for i, out_name in enumerate(schema.outputs)]
+                        for i, out_name in enumerate(schema.enabled_outputs(args, len(inputs)))]
 
     def to_json(self):
         d = {"op": self.op, "name": self.name, "device": self.device}
