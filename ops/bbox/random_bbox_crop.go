@@ -211,11 +211,12 @@ func (w Window) Project(b [4]float64) [4]float64 {
 	}
 	x0, y0, x1, y1 := w.Anchor[0], w.Anchor[1], w.Anchor[0]+w.Shape[0], w.Anchor[1]+w.Shape[1]
 	clip := func(v, lo, hi float64) float64 { return math.Min(math.Max(v, lo), hi) }
+	// The outer clip keeps rounding from leaving [0, 1].
 	return [4]float64{
-		(clip(b[0], x0, x1) - x0) / w.Shape[0],
-		(clip(b[1], y0, y1) - y0) / w.Shape[1],
-		(clip(b[2], x0, x1) - x0) / w.Shape[0],
-		(clip(b[3], y0, y1) - y0) / w.Shape[1],
+		clip((clip(b[0], x0, x1)-x0)/w.Shape[0], 0, 1),
+		clip((clip(b[1], y0, y1)-y0)/w.Shape[1], 0, 1),
+		clip((clip(b[2], x0, x1)-x0)/w.Shape[0], 0, 1),
+		clip((clip(b[3], y0, y1)-y0)/w.Shape[1], 0, 1),
 	}
 }
 
