@@ -552,6 +552,7 @@ def build_namespace(sch):
 # -> the current ones.
 LEGACY_FN_NAMES = {
     "file_reader": "readers.file",
+    "coco_reader": "readers.coco",
     "image_decoder": "decoders.image",
     "image_decoder_random_crop": "decoders.image_random_crop",
     "image_decoder_crop": "decoders.image_crop",

@@ -19,6 +19,8 @@ _root = None
 # DALI's former flat class names -> operator names.
 LEGACY_OPS_NAMES = {
     "FileReader": "readers.file",
+    "COCOReader": "readers.coco",
+    "RandomBBoxCrop": "random_bbox_crop",
     "ImageDecoder": "decoders.image",
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
     "ImageDecoderCrop": "decoders.image_crop",
