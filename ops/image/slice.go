@@ -12,7 +12,7 @@ func init() {
 		Name: "slice",
 		Doc: "Cuts the window given by the anchor and shape inputs (e.g. from random_bbox_crop: relative (x, y) " +
 			"values by default) out of HWC uint8 images.",
-		MinInputs: 3, MaxInputs: 3, Outputs: []string{"images"},
+		MinInputs: 3, MaxInputs: 3, Outputs: []string{"images"}, HostOnly: true,
 		Args: append(append([]engine.ArgSpec{}, decoders.SliceArgs...),
 			engine.ArgSpec{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"}),
 	})
