@@ -118,8 +118,8 @@ func convertArg(spec *ArgSpec, msg json.RawMessage) (any, error) {
 			return d.String(), nil
 		case ArgImageType:
 			s = strings.TrimPrefix(s, "types.")
-			if s != "RGB" && s != "BGR" && s != "GRAY" {
-				return nil, fmt.Errorf("unknown image type %q; valid: RGB, BGR, GRAY", s)
+			if s != "RGB" && s != "BGR" && s != "GRAY" && s != "YCbCr" {
+				return nil, fmt.Errorf("unknown image type %q; valid: RGB, BGR, GRAY, YCbCr", s)
 			}
 		case ArgInterpType:
 			s = strings.TrimPrefix(strings.TrimPrefix(s, "types."), "INTERP_")

@@ -16,12 +16,5 @@ func WriteScalar(b []byte, d DType, v float64) { writeScalar(b, d, v) }
 // becomes 0.
 func WriteScalarSat(b []byte, d DType, v float64) { writeScalarSat(b, d, v) }
 
-// ReadScalar returns element i of b, a buffer of type d, as float64 (0 when b is too
-// short).
-func ReadScalar(b []byte, d DType, i int) float64 {
-	n := d.Size()
-	if n == 0 || i < 0 || len(b) < (i+1)*n {
-		return 0
-	}
-	return readScalar(b[i*n:], d)
-}
+// ReadScalar reads one value of type d from b as float64.
+func ReadScalar(b []byte, d DType) float64 { return readScalar(b, d) }

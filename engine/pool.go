@@ -216,6 +216,14 @@ func readScalar(b []byte, d DType) float64 {
 		return float64(b[0])
 	case Int8:
 		return float64(int8(b[0]))
+	case UInt16:
+		return float64(binary.LittleEndian.Uint16(b))
+	case Int16:
+		return float64(int16(binary.LittleEndian.Uint16(b)))
+	case UInt32:
+		return float64(binary.LittleEndian.Uint32(b))
+	case UInt64:
+		return float64(binary.LittleEndian.Uint64(b))
 	case Int32:
 		return float64(int32(binary.LittleEndian.Uint32(b)))
 	case Int64:
@@ -236,6 +244,14 @@ func writeScalar(b []byte, d DType, v float64) {
 		b[0] = byte(v)
 	case Int8:
 		b[0] = byte(int8(v))
+	case UInt16:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case Int16:
+		binary.LittleEndian.PutUint16(b, uint16(int16(v)))
+	case UInt32:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case UInt64:
+		binary.LittleEndian.PutUint64(b, uint64(v))
 	case Int32:
 		binary.LittleEndian.PutUint32(b, uint32(int32(v)))
 	case Int64:
@@ -262,6 +278,14 @@ func writeScalarSat(b []byte, d DType, v float64) {
 		lo, hi = math.MinInt8, math.MaxInt8
 	case Int32:
 		lo, hi = math.MinInt32, math.MaxInt32
+	case UInt16:
+		lo, hi = 0, math.MaxUint16
+	case Int16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case UInt32:
+		lo, hi = 0, math.MaxUint32
+	case UInt64:
+		lo, hi = 0, math.Nextafter(1<<64, 0)
 	case Int64:
 		// float64 cannot hold MaxInt64; the largest float64 below 2^63 is.
 		lo, hi = math.MinInt64, math.Nextafter(1<<63, 0)

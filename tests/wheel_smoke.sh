@@ -40,7 +40,7 @@ with pipe:
 pipe.build()
 x, y = pipe.run()
 import torch
-t = x.as_tensor()
+t = torch.from_dlpack(x.as_tensor())
 assert isinstance(t, torch.Tensor) and tuple(t.shape) == (2, 3, 16, 16), t.shape
 import torchvision.transforms as T
 from godali.torch import DataLoader, ImageFolder

@@ -9,6 +9,8 @@ import (
 	_ "github.com/godali/godali/ops/bbox"
 	_ "github.com/godali/godali/ops/decoders"
 	_ "github.com/godali/godali/ops/image"
+	_ "github.com/godali/godali/ops/math"
 	_ "github.com/godali/godali/ops/random"
 	_ "github.com/godali/godali/ops/readers"
+	_ "github.com/godali/godali/ops/tensor"
 )

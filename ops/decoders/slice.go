@@ -76,7 +76,7 @@ func (s *Slice) Window(ws *engine.Workspace, w, h int) (r codec.Rect, pad bool, 
 		if t.NumBytes() != 2*t.DType.Size() || len(t.Data) < t.NumBytes() {
 			return r, false, engine.Errorf(engine.StatusData, "%s: %s has shape %v; expected 2 numbers", engine.Describe(s.args.Node, s.args.Schema.Name), []string{"anchor", "shape"}[k], t.Shape)
 		}
-		a, b := engine.ReadScalar(t.Data, t.DType, 0), engine.ReadScalar(t.Data, t.DType, 1)
+		a, b := engine.ReadScalar(t.Data, t.DType), engine.ReadScalar(t.Data[t.DType.Size():], t.DType)
 		if s.hw {
 			a, b = b, a
 		}

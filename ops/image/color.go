@@ -1,6 +1,8 @@
 package image
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/godali/godali/engine"
@@ -14,9 +16,9 @@ const uint8HalfRange = 128
 func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "brightness_contrast",
-		Doc: "Adjusts the brightness and contrast of HWC uint8 images: out = brightness_shift * " +
+		Doc: "Adjusts the brightness and contrast of HWC uint8 or float images: out = brightness_shift * " +
 			"output_range + brightness * (contrast_center + contrast * (in - contrast_center)), " +
-			"where output_range is 255 for UINT8 and 1 for FLOAT; computed in float32, UINT8 " +
+			"where output_range is 255 for UINT8 and 1 for FLOAT outputs; computed in float32, UINT8 " +
 			"rounded to nearest and saturated, as in DALI. Every argument may come per sample " +
 			"(e.g. from random.uniform).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
@@ -24,8 +26,8 @@ func init() {
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness multiplier"},
 			{Name: "brightness_shift", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "brightness shift, in units of the output range (1.0 = 255 for UINT8)"},
 			{Name: "contrast", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast multiplier; 0 gives a uniform grey"},
-			{Name: "contrast_center", Type: engine.ArgFloat, TensorInput: true, Doc: "the input level contrast leaves unchanged; default half of the input range (128 for uint8)"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
+			{Name: "contrast_center", Type: engine.ArgFloat, TensorInput: true, Doc: "the input level contrast leaves unchanged; default half of the input range (128 for uint8, 0.5 for float)"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's"},
 		},
 	})
 	engine.RegisterBackend("brightness_contrast", "cpu", func(a *engine.Args) (engine.Operator, error) { return newBrightnessContrast(a) })
@@ -131,6 +133,10 @@ type brightnessContrastOp struct {
 	params []colorArg // brightness, brightness_shift, contrast, contrast_center
 	out    engine.DType
 	imOut  imaging.DType
+	// outFromInput: no dtype given, the output takes the input's type (known at Infer);
+	// centerFromInput: no contrast_center given, half the input's range (set at Infer).
+	outFromInput, centerFromInput bool
+	in                            engine.DType
 }
 
 type brightnessContrastState struct {
@@ -147,20 +153,31 @@ func newBrightnessContrast(a *engine.Args) (*brightnessContrastOp, error) {
 	if err != nil {
 		return nil, err
 	}
+	o := &brightnessContrastOp{args: a, params: params, out: out, imOut: imOut, in: engine.UInt8,
+		outFromInput: !a.Has("dtype") && a.String("dtype") == ""}
 	if !a.Has("contrast_center") {
 		if _, per := a.IsPerSample("contrast_center"); !per {
+			o.centerFromInput = true
 			params[3].constant = uint8HalfRange
 		}
 	}
-	return &brightnessContrastOp{args: a, params: params, out: out, imOut: imOut}, nil
+	return o, nil
 }
 
+// Infer accepts HWC uint8 or float images (e.g. hsv's FLOAT output), as DALI does.
 func (o *brightnessContrastOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
+	m := in[0]
+	if (m.DType != engine.UInt8 && m.DType != engine.Float32) || len(m.Shape) != 3 || (m.Layout != "HWC" && m.Layout != "") {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be HWC uint8 or float images, got %s %s %v", engine.Describe(o.args.Node, o.args.Schema.Name), m.DType, m.Layout, m.Shape)
 	}
-	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
+	o.in = m.DType
+	if o.outFromInput && m.DType == engine.Float32 {
+		o.out, o.imOut = engine.Float32, imaging.Float32
+	}
+	if o.centerFromInput && m.DType == engine.Float32 {
+		o.params[3].constant = 0.5
+	}
+	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{m.Shape[0], m.Shape[1], m.Shape[2]}}}, nil
 }
 
 func (o *brightnessContrastOp) NewWorkerState() any { return &brightnessContrastState{} }
@@ -176,10 +193,32 @@ func (o *brightnessContrastOp) Run(ws *engine.Workspace) error {
 		return err
 	}
 	scale, offset := o.affine(st.v[:])
+	if o.in == engine.Float32 {
+		return affineFloat(ws.Out[0].Data, ws.In[0].Data, scale, offset, o.out)
+	}
 	if err := st.table.Init(scale, offset, o.imOut); err != nil {
 		return err
 	}
 	return st.table.Apply(ws.Out[0].Data, ws.In[0].Data)
+}
+
+// affineFloat maps float32 src to dst (float32, or uint8 rounded and saturated) with
+// in * scale + offset, rounded as the uint8 table is.
+func affineFloat(dst, src []byte, scale, offset float32, out engine.DType) error {
+	n := len(src) / 4
+	if len(dst) < n*out.Size() {
+		return fmt.Errorf("brightness_contrast: output has %d bytes, expected %d", len(dst), n*out.Size())
+	}
+	for i := 0; i < n; i++ {
+		x := math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		f := float32(x*scale) + offset // no FMA, as in the table
+		if out == engine.UInt8 {
+			dst[i] = imaging.SatU8(f)
+		} else {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(f))
+		}
+	}
+	return nil
 }
 
 // affine turns a sample's brightness, brightness_shift, contrast and contrast_center

@@ -40,6 +40,9 @@ type gpuBrightnessContrast struct {
 }
 
 func (o *gpuBrightnessContrast) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if in[0].DType != engine.UInt8 {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the gpu backend takes uint8 images, got %s; use device \"cpu\" for float input", engine.Describe(o.cpu.args.Node, o.cpu.args.Schema.Name), in[0].DType)
+	}
 	return o.cpu.Infer(in)
 }
 

@@ -235,6 +235,43 @@ class DataNode:
     def __repr__(self):
         return "DataNode(name=%r, device=%r)" % (self.name, self.device)
 
+    # Arithmetic (DALI's mathematical expressions): each operator adds an _arithmetic
+    # node; Python numbers and types.Constant values become constant nodes.
+    def __add__(self, o): return arithmetic("add", self, o)
+    def __radd__(self, o): return arithmetic("add", o, self)
+    def __sub__(self, o): return arithmetic("sub", self, o)
+    def __rsub__(self, o): return arithmetic("sub", o, self)
+    def __mul__(self, o): return arithmetic("mul", self, o)
+    def __rmul__(self, o): return arithmetic("mul", o, self)
+    def __truediv__(self, o): return arithmetic("div", self, o)
+    def __rtruediv__(self, o): return arithmetic("div", o, self)
+    def __floordiv__(self, o): return arithmetic("floordiv", self, o)
+    def __rfloordiv__(self, o): return arithmetic("floordiv", o, self)
+    def __mod__(self, o): return arithmetic("mod", self, o)
+    def __rmod__(self, o): return arithmetic("mod", o, self)
+    def __pow__(self, o): return arithmetic("pow", self, o)
+    def __rpow__(self, o): return arithmetic("pow", o, self)
+    def __and__(self, o): return arithmetic("bitand", self, o)
+    def __rand__(self, o): return arithmetic("bitand", o, self)
+    def __or__(self, o): return arithmetic("bitor", self, o)
+    def __ror__(self, o): return arithmetic("bitor", o, self)
+    def __xor__(self, o): return arithmetic("bitxor", self, o)
+    def __rxor__(self, o): return arithmetic("bitxor", o, self)
+    def __lshift__(self, o): return arithmetic("lshift", self, o)
+    def __rlshift__(self, o): return arithmetic("lshift", o, self)
+    def __rshift__(self, o): return arithmetic("rshift", self, o)
+    def __rrshift__(self, o): return arithmetic("rshift", o, self)
+    def __eq__(self, o): return arithmetic("eq", self, o)
+    def __ne__(self, o): return arithmetic("ne", self, o)
+    def __lt__(self, o): return arithmetic("lt", self, o)
+    def __le__(self, o): return arithmetic("le", self, o)
+    def __gt__(self, o): return arithmetic("gt", self, o)
+    def __ge__(self, o): return arithmetic("ge", self, o)
+    def __neg__(self): return arithmetic("neg", self)
+    def __pos__(self): return arithmetic("pos", self)
+    def __invert__(self): return arithmetic("invert", self)
+    __hash__ = object.__hash__
+
     def __bool__(self):
         raise TypeError("godali: a DataNode is symbolic and has no truth value: `if`, "
                         "`while`, `and`, `or` and `not` on pipeline data (DALI's "
@@ -569,3 +606,87 @@ def _legacy_alias(legacy, func):
     func.__doc__ = ("DALI's former name of fn.%s.\n\n" % func.schema.name) + \
         (func.__doc__ or "")
     return func
+
+
+# --- arithmetic and constants ----------------------------------------------------------
+
+def constant_node(value, pipe, dtype=None, shape=None, layout=None):
+    """Adds a `constant` node producing `value` (a number, list or array) for every sample.
+    Without dtype: bool -> BOOL, int -> INT32, float -> FLOAT (DALI's types for Python
+    values); a numpy array keeps its own type."""
+    import numpy as np
+    if isinstance(value, _types.ScalarConstant):
+        if dtype is None:
+            dtype = value.dtype
+        value = value.value
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError("godali: a constant must be numbers (bool, int, float or a numeric "
+                        "array), got %s" % _show(value))
+    if dtype is None:
+        if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+            dtype = _types.from_numpy_dtype(arr.dtype)
+        elif arr.dtype.kind == "b":
+            dtype = _types.BOOL
+        elif arr.dtype.kind in "iu":
+            dtype = _types.INT32
+        else:
+            dtype = _types.FLOAT
+    dtype = _types.DALIDataType(dtype) if not isinstance(dtype, _types.DALIDataType) else dtype
+    if dtype == _types.NO_TYPE:
+        raise TypeError("godali: constant of unsupported type %s" % arr.dtype)
+    if shape is None:
+        shape = list(arr.shape)
+    else:
+        shape = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+    flat = arr.reshape(-1)
+    args = {"shape": shape, "dtype": dtype.name}
+    if dtype in (_types.FLOAT, _types.FLOAT16, _types.FLOAT64):
+        if arr.dtype.kind == "f" and not np.isfinite(flat).all():
+            raise ValueError("godali: a constant must be finite (the pipeline description "
+                             "is JSON); compute inf or nan in the graph, e.g. c / 0.0")
+        args["fdata"] = [float(x) for x in flat]
+    else:
+        args["idata"] = [int(x) for x in flat]
+    if layout:
+        args["layout"] = str(layout)
+    op = schemas().ops["constant"]
+    node = OpNode(op, "cpu", [], {}, args, pipe, None, False)
+    return node.outputs[0]
+
+
+def _operand(x, pipe):
+    if isinstance(x, DataNode):
+        if x.source.pipeline is not pipe:
+            raise ValueError("godali: an arithmetic expression mixes DataNodes of two "
+                             "pipelines")
+        if x.device != "cpu":
+            raise ValueError("godali: arithmetic on GPU data is not supported; godali's "
+                             "arithmetic runs on the host (compute before .gpu())")
+        return x
+    if isinstance(x, (bool, int, float, _types.ScalarConstant)) or \
+            type(x).__module__ == "numpy":
+        return constant_node(x, pipe)
+    if isinstance(x, (list, tuple)):
+        raise TypeError("godali: wrap a list used in an expression in types.Constant(...), "
+                        "as DALI asks, got %s" % _show(x))
+    raise TypeError("godali: cannot use %s in an arithmetic expression; expected a "
+                    "DataNode, a number or types.Constant" % _show(x))
+
+
+def arithmetic(op, *operands):
+    """Adds an _arithmetic node computing `op` over the operands (at least one DataNode)."""
+    pipe = None
+    for x in operands:
+        if isinstance(x, DataNode):
+            pipe = x.source.pipeline
+            break
+    if pipe is None:
+        raise TypeError("godali: an arithmetic expression needs at least one DataNode "
+                        "(the output of an operator)")
+    inputs = [_operand(x, pipe) for x in operands]
+    sch = schemas().ops.get("_arithmetic")
+    if sch is None:
+        raise NotImplementedError("godali: this library has no arithmetic operator")
+    node = OpNode(sch, "cpu", inputs, {}, {"op": op}, pipe, None, False)
+    return node.outputs[0]

@@ -1,27 +1,44 @@
 """DALI's nvidia.dali.math: element-wise math on DataNodes.
 
-These functions add arithmetic nodes to the graph. godali's engine has no arithmetic
-operators yet, so each raises NotImplementedError naming itself; the names exist so that
-a DALI script fails where it uses one, with that message, rather than at import.
+Each function adds an arithmetic node to the graph. Arguments are DataNodes, Python
+numbers or types.Constant values (at least one a DataNode); results follow DALI's type
+promotions: floating-point functions give FLOAT for integer inputs (FLOAT64 stays).
 """
 
-_NAMES = ("abs", "fabs", "floor", "ceil", "pow", "fpow", "min", "max", "clamp", "sqrt",
-          "rsqrt", "cbrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin",
-          "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh")
+from . import _graph
 
-__all__ = list(_NAMES)
+_UNARY = ("abs", "fabs", "floor", "ceil", "sqrt", "rsqrt", "cbrt", "exp", "log", "log2",
+          "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+          "asinh", "acosh", "atanh")
+_BINARY = ("pow", "fpow", "min", "max", "atan2")
+
+__all__ = list(_UNARY + _BINARY + ("clamp",))
 
 
-def _unsupported(name):
-    def f(*args, **kwargs):
-        raise NotImplementedError("godali: math.%s needs arithmetic operators on "
-                                  "DataNodes, which godali's engine does not have" % name)
-    f.__name__ = name
-    f.__qualname__ = name
-    f.__doc__ = "DALI's math.%s (not available in godali: no arithmetic operators)." % name
+def _unary(name):
+    def f(input):
+        return _graph.arithmetic(name, input)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = "Element-wise %s of a DataNode (DALI's math.%s)." % (name, name)
     return f
 
 
-for _n in _NAMES:
-    globals()[_n] = _unsupported(_n)
+def _binary(name):
+    def f(left, right):
+        return _graph.arithmetic(name, left, right)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = ("Element-wise %s of two operands, with DALI's type promotions and "
+                 "broadcasting (DALI's math.%s)." % (name, name))
+    return f
+
+
+def clamp(value, lo, hi):
+    """min(max(value, lo), hi), element-wise; the type is the promotion of all three."""
+    return _graph.arithmetic("clamp", value, lo, hi)
+
+
+for _n in _UNARY:
+    globals()[_n] = _unary(_n)
+for _n in _BINARY:
+    globals()[_n] = _binary(_n)
 del _n

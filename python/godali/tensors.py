@@ -182,7 +182,9 @@ def _numpy_from(obj, buf):
     if _is_gpu(buf):
         return _torch_from(buf).cpu().numpy()
     from_dlpack = getattr(np, "from_dlpack", None)
-    if from_dlpack is not None:
+    # numpy's from_dlpack refuses kDLBool (6) in the versions before 2.x: BOOL outputs
+    # (comparisons) go through __array_interface__, which is zero-copy too.
+    if from_dlpack is not None and buf.code != 6:
         return from_dlpack(obj)
     return np.asarray(obj)
 

@@ -968,7 +968,7 @@ class _LoaderIter:
             raise StopIteration
         pipe = self._pipe
         try:
-            images, labels = pipe.outputs()
+            images, labels = pipe._epoch_outputs()
         except StopIteration:
             self._finish()
             raise
@@ -980,13 +980,13 @@ class _LoaderIter:
         bs = ld.batch_size
         keep = max(0, min(bs, self._per_rank - self._done * bs))
         try:
-            x = images.as_tensor()
+            x = images._as_torch()
         except ValueError as e:
             raise RuntimeError("godali.torch.DataLoader: the images of a batch have different "
                                "sizes, which DataLoader's default collate cannot stack (%s): "
                                "end the transform with a fixed size (Resize((h, w)), "
                                "CenterCrop, RandomResizedCrop)" % e) from None
-        y = labels.as_tensor().reshape(-1)
+        y = labels._as_torch().reshape(-1)
         if keep < bs:
             x, y = x[:keep], y[:keep]
         y = y.to(_torch.int64)
@@ -1013,7 +1013,7 @@ class _LoaderIter:
             # that is the one asked for next.
             try:
                 while True:
-                    self._pipe.outputs()
+                    self._pipe._epoch_outputs()
             except StopIteration:
                 pass
             self._pipe.reset()

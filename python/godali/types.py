@@ -154,14 +154,30 @@ class ScalarConstant:
 
 
 def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):
-    """DALI's types.Constant. A scalar gives a ScalarConstant, usable as an operator
-    argument. A tensor constant (a list or array, or a shape) would be a graph node that
-    godali has no operator for."""
+    """DALI's types.Constant. A Python scalar without shape or layout gives a
+    ScalarConstant, usable as an operator argument and in expressions. A list, a numpy
+    array, or a value with a shape gives a DataNode of the current pipeline: a `constant`
+    node producing that tensor for every sample (a single value fills the shape)."""
     if shape is None and layout is None and isinstance(value, (bool, int, float)):
         return ScalarConstant(value, dtype)
-    raise NotImplementedError("godali: types.Constant of a tensor (a list, an array or a "
-                              "shape) needs a constant operator, which godali does not "
-                              "have; pass the value as an operator argument instead")
+    if device not in (None, "cpu"):
+        raise NotImplementedError("godali: types.Constant(device=%r): constants are "
+                                  "produced on the host; move them with .gpu()" % device)
+    from . import _graph
+    pipe = _graph.current_pipeline()
+    if pipe is None:
+        raise RuntimeError("godali: types.Constant of a tensor creates a graph node: call it "
+                           "inside `with pipe:` or a @pipeline_def function")
+    return _graph.constant_node(value, pipe, dtype=dtype, shape=shape, layout=layout)
+
+
+def from_numpy_dtype(dt):
+    """Returns the DALIDataType of a numpy dtype, or NO_TYPE."""
+    import numpy as np
+    dt = np.dtype(dt)
+    return {"b": {1: BOOL}, "u": {1: UINT8, 2: UINT16, 4: UINT32, 8: UINT64},
+            "i": {1: INT8, 2: INT16, 4: INT32, 8: INT64},
+            "f": {2: FLOAT16, 4: FLOAT, 8: FLOAT64}}.get(dt.kind, {}).get(dt.itemsize, NO_TYPE)
 
 
 # Layout constants: in DALI these are plain layout strings.

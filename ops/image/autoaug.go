@@ -1,0 +1,325 @@
+package image
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/engine/imaging"
+)
+
+// _auto_aug is the engine half of godali.auto_aug: the Python package builds the policy
+// (DALI's augmentation suites and AutoAugment policies) and this operator draws, per
+// sample from the node's random stream, which augmentations run with which magnitude, as
+// DALI's conditionals do, then applies them in sequence.
+
+func init() {
+	engine.RegisterSchema(&engine.Schema{
+		Name: "_auto_aug",
+		Doc: "Internal operator of godali.auto_aug: applies an AutoAugment, RandAugment or " +
+			"TrivialAugment policy (given as JSON by the Python package) to HWC uint8 images, " +
+			"drawing the augmentations and magnitudes per sample.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "policy", Type: engine.ArgString, Required: true, Doc: "the policy, JSON (see autoaug.go)"},
+			{Name: "fill_value", Type: engine.ArgFloat, Doc: "fill of the geometric augmentations; default: repeat the edge"},
+			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: "INTERP_LINEAR or INTERP_NN for the geometric augmentations"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "seed of the choices (with the epoch and the sample's position); -1: the pipeline's stream"},
+		},
+	})
+	engine.RegisterBackend("_auto_aug", "cpu", func(a *engine.Args) (engine.Operator, error) { return newAutoAug(a) })
+}
+
+// augDef is one augmentation of a policy with its magnitude range: the magnitudes are
+// linspace(Lo, Hi, bins), negated half of the time when Negate is set, then mapped by
+// Param ("" for the magnitude itself, "shift_enhance" 1+m, "sharpness_shifted" m-1,
+// "poster_mask"). Rel translations scale the magnitude by the image's width (translate_x)
+// or height (translate_y).
+type augDef struct {
+	Name   string  `json:"name"`
+	Lo     float64 `json:"lo"`
+	Hi     float64 `json:"hi"`
+	Negate bool    `json:"negate"`
+	Param  string  `json:"param"`
+	Rel    bool    `json:"rel"`
+}
+
+// augStage is one (augmentation, probability, magnitude bin) of a sub-policy; Bin < 0
+// for augmentations without a magnitude.
+type augStage struct {
+	Aug  int
+	Prob float64
+	Bin  int
+}
+
+func (s *augStage) UnmarshalJSON(b []byte) error {
+	var v [3]float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("a stage is [augmentation index, probability, magnitude bin]: %v", err)
+	}
+	s.Aug, s.Prob, s.Bin = int(v[0]), v[1], int(v[2])
+	if float64(s.Aug) != v[0] || float64(s.Bin) != v[2] {
+		return fmt.Errorf("stage %v: the augmentation index and the bin must be integers", v)
+	}
+	return nil
+}
+
+type augPolicy struct {
+	Scheme      string       `json:"scheme"` // "auto", "rand", "trivial"
+	Bins        int          `json:"bins"`
+	Augs        []augDef     `json:"augs"`
+	SubPolicies [][]augStage `json:"sub_policies"` // auto
+	N           int          `json:"n"`            // rand
+	M           int          `json:"m"`            // rand
+}
+
+var augParams = map[string]bool{"": true, "shift_enhance": true, "sharpness_shifted": true, "poster_mask": true}
+
+var augNames = map[string]bool{
+	"shear_x": true, "shear_y": true, "translate_x": true, "translate_y": true, "rotate": true,
+	"brightness": true, "contrast": true, "color": true, "sharpness": true, "posterize": true,
+	"solarize": true, "solarize_add": true, "invert": true, "equalize": true, "auto_contrast": true,
+	"identity": true,
+}
+
+func (p *augPolicy) check() error {
+	if p.Bins < 1 {
+		return fmt.Errorf("bins: expected >= 1, got %d", p.Bins)
+	}
+	if len(p.Augs) == 0 {
+		return fmt.Errorf("the policy has no augmentations")
+	}
+	for i, d := range p.Augs {
+		if !augNames[d.Name] {
+			return fmt.Errorf("augmentation %d: unknown name %q", i, d.Name)
+		}
+		if !augParams[d.Param] {
+			return fmt.Errorf("augmentation %q: unknown parameter mapping %q", d.Name, d.Param)
+		}
+		if math.IsNaN(d.Lo) || math.IsInf(d.Lo, 0) || math.IsNaN(d.Hi) || math.IsInf(d.Hi, 0) {
+			return fmt.Errorf("augmentation %q: magnitude range [%g, %g] is not finite", d.Name, d.Lo, d.Hi)
+		}
+		if d.Name == "solarize_add" && (math.Max(math.Abs(d.Lo), math.Abs(d.Hi)) >= 128 || d.Negate) {
+			return fmt.Errorf("solarize_add accepts shifts from 0 to 127, got range [%g, %g]", d.Lo, d.Hi)
+		}
+	}
+	switch p.Scheme {
+	case "auto":
+		if len(p.SubPolicies) == 0 {
+			return fmt.Errorf("auto: no sub-policies")
+		}
+		for i, sp := range p.SubPolicies {
+			for _, st := range sp {
+				if st.Aug < 0 || st.Aug >= len(p.Augs) {
+					return fmt.Errorf("sub-policy %d: augmentation index %d out of range", i, st.Aug)
+				}
+				if !(st.Prob >= 0 && st.Prob <= 1) {
+					return fmt.Errorf("sub-policy %d: probability %g outside [0, 1]", i, st.Prob)
+				}
+				if st.Bin >= p.Bins {
+					return fmt.Errorf("sub-policy %d: magnitude bin %d outside [0, %d]", i, st.Bin, p.Bins-1)
+				}
+			}
+		}
+	case "rand":
+		if p.N < 0 || p.N > 64 {
+			return fmt.Errorf("rand: n must be 0 to 64, got %d", p.N)
+		}
+		if p.M < 0 || p.M >= p.Bins {
+			return fmt.Errorf("rand: m must be in [0, %d], got %d", p.Bins-1, p.M)
+		}
+	case "trivial":
+	default:
+		return fmt.Errorf("scheme: expected auto, rand or trivial, got %q", p.Scheme)
+	}
+	return nil
+}
+
+// augStep is one augmentation chosen for a sample.
+type augStep struct {
+	Aug      int
+	Bin      int // -1: no magnitude
+	Negative bool
+}
+
+// choose draws the augmentations of one sample into steps: AutoAugment picks a
+// sub-policy uniformly and runs each stage with its probability; RandAugment picks n
+// augmentations uniformly (with replacement) at bin m; TrivialAugment picks one
+// augmentation and one bin uniformly. Signs are drawn for every step (used only by
+// augmentations that are randomly negated).
+func (p *augPolicy) choose(rng *engine.RNG, steps []augStep) ([]augStep, int) {
+	steps = steps[:0]
+	switch p.Scheme {
+	case "auto":
+		sp := rng.Intn(len(p.SubPolicies))
+		for _, st := range p.SubPolicies[sp] {
+			u := rng.Float64()
+			neg := rng.Uint32()&1 == 1
+			if u < st.Prob {
+				steps = append(steps, augStep{Aug: st.Aug, Bin: st.Bin, Negative: neg})
+			}
+		}
+		return steps, sp
+	case "rand":
+		for i := 0; i < p.N; i++ {
+			a := rng.Intn(len(p.Augs))
+			neg := rng.Uint32()&1 == 1
+			steps = append(steps, augStep{Aug: a, Bin: p.M, Negative: neg})
+		}
+	case "trivial":
+		bin := rng.Intn(p.Bins)
+		neg := rng.Uint32()&1 == 1
+		a := rng.Intn(len(p.Augs))
+		steps = append(steps, augStep{Aug: a, Bin: bin, Negative: neg})
+	}
+	return steps, -1
+}
+
+// magnitude is linspace(lo, hi, bins)[bin], negated as drawn.
+func (p *augPolicy) magnitude(d *augDef, s augStep) float64 {
+	m := d.Lo
+	if p.Bins > 1 && s.Bin > 0 {
+		// numpy's linspace: lo + i*step, the last one exactly hi.
+		m = float64(s.Bin)*((d.Hi-d.Lo)/float64(p.Bins-1)) + d.Lo
+		if s.Bin == p.Bins-1 {
+			m = d.Hi
+		}
+	}
+	if d.Negate && s.Negative {
+		m = -m
+	}
+	switch d.Param {
+	case "shift_enhance":
+		m = 1 + m
+	case "sharpness_shifted":
+		m = m - 1
+	}
+	return m
+}
+
+type autoAugOp struct {
+	args    *engine.Args
+	pol     augPolicy
+	interp  imaging.Interp
+	useFill bool
+	fill    byte
+	seed    int64
+}
+
+type autoAugState struct {
+	img   augImage
+	steps []augStep
+	rng   engine.RNG
+}
+
+func newAutoAug(a *engine.Args) (*autoAugOp, error) {
+	o := &autoAugOp{args: a, seed: int64(a.Int("seed"))}
+	if err := json.Unmarshal([]byte(a.String("policy")), &o.pol); err != nil {
+		return nil, a.Errorf("policy", "expected the policy JSON of godali.auto_aug: %v", err)
+	}
+	if err := o.pol.check(); err != nil {
+		return nil, a.Errorf("policy", "%v", err)
+	}
+	switch a.String("interp_type") {
+	case "NN":
+		o.interp = imaging.InterpNN
+	case "LINEAR":
+		o.interp = imaging.InterpLinear
+	default:
+		return nil, a.Errorf("interp_type", "expected INTERP_LINEAR or INTERP_NN, got INTERP_%s", a.String("interp_type"))
+	}
+	if a.Has("fill_value") {
+		f := a.Float("fill_value")
+		if !(f >= 0 && f <= 255) {
+			return nil, a.Errorf("fill_value", "expected a value in [0, 255] for UINT8 images, got %g", f)
+		}
+		o.useFill, o.fill = true, imaging.SatU8(float32(f))
+	}
+	return o, nil
+}
+
+func (o *autoAugOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	c, err := checkImageInput(o.args, in[0])
+	if err != nil {
+		return nil, err
+	}
+	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
+}
+
+func (o *autoAugOp) NewWorkerState() any { return &autoAugState{} }
+
+func (o *autoAugOp) Setup(ws *engine.Workspace) error {
+	ws.Out[0].SetShape(ws.In[0].Shape...)
+	return nil
+}
+
+func (o *autoAugOp) Run(ws *engine.Workspace) error {
+	st := ws.State.(*autoAugState)
+	in, out := ws.In[0], ws.Out[0]
+	copy(out.Data, in.Data)
+	st.img.pix = out.Data[:in.Shape[0]*in.Shape[1]*in.Shape[2]]
+	st.img.h, st.img.w, st.img.c = in.Shape[0], in.Shape[1], in.Shape[2]
+	rng := ws.RNG
+	if o.seed >= 0 {
+		st.rng.Seed(uint64(o.seed), uint64(ws.Epoch), uint64(ws.Position))
+		rng = &st.rng
+	}
+	st.steps, _ = o.pol.choose(rng, st.steps)
+	for _, s := range st.steps {
+		if err := o.apply(&st.img, s); err != nil {
+			return engine.Errorf(engine.StatusData, "%s: %s: %v", engine.Describe(o.args.Node, "auto_aug"), o.pol.Augs[s.Aug].Name, err)
+		}
+	}
+	return nil
+}
+
+// apply runs one chosen augmentation on im.
+func (o *autoAugOp) apply(im *augImage, s augStep) error {
+	d := &o.pol.Augs[s.Aug]
+	m := o.pol.magnitude(d, s)
+	switch d.Name {
+	case "shear_x":
+		return im.warpFwd([2][3]float64{{1, m, 0}, {0, 1, 0}}, o.interp, o.useFill, o.fill)
+	case "shear_y":
+		return im.warpFwd([2][3]float64{{1, 0, 0}, {m, 1, 0}}, o.interp, o.useFill, o.fill)
+	case "translate_x":
+		if d.Rel {
+			m *= float64(im.w)
+		}
+		return im.warpFwd([2][3]float64{{1, 0, m}, {0, 1, 0}}, o.interp, o.useFill, o.fill)
+	case "translate_y":
+		if d.Rel {
+			m *= float64(im.h)
+		}
+		return im.warpFwd([2][3]float64{{1, 0, 0}, {0, 1, m}}, o.interp, o.useFill, o.fill)
+	case "rotate":
+		return im.rotate(m, o.interp, o.useFill, o.fill)
+	case "brightness":
+		im.affine(float32(m), 0)
+	case "contrast":
+		im.contrast(float32(m))
+	case "color":
+		return im.saturation(m)
+	case "sharpness":
+		im.sharpness(float32(m))
+	case "posterize":
+		if d.Param == "poster_mask" {
+			im.posterize(posterMask(m))
+		} else {
+			im.posterize(byte(min(max(math.Round(m), 0), 255)))
+		}
+	case "solarize":
+		im.solarize(m)
+	case "solarize_add":
+		im.solarizeAdd(byte(min(max(math.Trunc(m), 0), 127))) // np.uint8(shift) truncates
+	case "invert":
+		im.invert()
+	case "equalize":
+		im.equalize()
+	case "auto_contrast":
+		im.autoContrast()
+	case "identity":
+	}
+	return nil
+}

@@ -1,0 +1,279 @@
+package image
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/godali/godali/engine/imaging"
+)
+
+// The augmentations of godali.auto_aug (DALI's nvidia.dali.auto_aug.augmentations), on
+// one HWC uint8 image, in place. Each takes the augmentation's parameter: the magnitude
+// already mapped by the augmentation's mag_to_param. Formulas follow DALI's definitions:
+// warps are DALI's warp_affine with inverse_map=False (the matrix maps input to output
+// points) about the top-left corner, enhance operations blend with a degenerate image as
+// PIL's ImageEnhance does, and uint8 results round half away from zero and saturate.
+
+// augImage is an image and the worker's scratch buffer.
+type augImage struct {
+	pix     []byte // h x w x c
+	w, h, c int
+	scratch []byte // at least len(pix) once grown
+}
+
+func (im *augImage) scratchBuf() []byte {
+	if cap(im.scratch) < len(im.pix) {
+		im.scratch = make([]byte, len(im.pix))
+	}
+	return im.scratch[:len(im.pix)]
+}
+
+// warpFwd applies the forward affine map (input point -> output point) m, keeping the size.
+func (im *augImage) warpFwd(m [2][3]float64, interp imaging.Interp, useFill bool, fill byte) error {
+	det := m[0][0]*m[1][1] - m[0][1]*m[1][0]
+	if det == 0 || math.IsNaN(det) || math.IsInf(det, 0) {
+		return fmt.Errorf("the affine transform %v is not invertible", m)
+	}
+	a, b, c, d := m[1][1]/det, -m[0][1]/det, -m[1][0]/det, m[0][0]/det
+	tx, ty := m[0][2], m[1][2]
+	wp := imaging.Warp{
+		M:      [2][3]float64{{a, b, -(a*tx + b*ty)}, {c, d, -(c*tx + d*ty)}},
+		Interp: interp, UseFill: useFill, Fill: fill,
+	}
+	return im.warp(&wp)
+}
+
+func (im *augImage) warp(wp *imaging.Warp) error {
+	dst := im.scratchBuf()
+	if err := wp.Apply(dst, im.w, im.h, im.pix, im.w, im.h, im.c); err != nil {
+		return err
+	}
+	copy(im.pix, dst)
+	return nil
+}
+
+// rotate turns the image counter-clockwise by deg degrees about its centre, keeping
+// its size (DALI's rotate with keep_size=True).
+func (im *augImage) rotate(deg float64, interp imaging.Interp, useFill bool, fill byte) error {
+	rad := deg * math.Pi / 180
+	cs, sn := math.Cos(rad), math.Sin(rad)
+	cx, cy := float64(im.w)/2, float64(im.h)/2
+	wp := imaging.Warp{
+		M: [2][3]float64{
+			{cs, -sn, cx - cs*cx + sn*cy},
+			{sn, cs, cy - sn*cx - cs*cy},
+		},
+		Interp: interp, UseFill: useFill, Fill: fill,
+	}
+	return im.warp(&wp)
+}
+
+// affine sets every value to sat(v*scale + offset), in float32 (DALI's brightness).
+func (im *augImage) affine(scale, offset float32) {
+	var lut [256]byte
+	for i := range lut {
+		lut[i] = imaging.SatU8(float32(i)*scale + offset)
+	}
+	im.lut(&lut)
+}
+
+func (im *augImage) lut(lut *[256]byte) {
+	for i, v := range im.pix {
+		im.pix[i] = lut[v]
+	}
+}
+
+// contrast blends with the image's weighted mean (PIL's ImageEnhance.Contrast as DALI's
+// auto_aug contrast computes it): center = sum_c(mean_c * w_c) with the Rec.601 luma
+// weights, out = center + (x - center) * factor.
+func (im *augImage) contrast(factor float32) {
+	n := im.w * im.h
+	if n == 0 {
+		return
+	}
+	var sums [4]uint64
+	sumc := make([]uint64, 0, 4)
+	if im.c <= 4 {
+		sumc = sums[:im.c]
+	} else {
+		sumc = make([]uint64, im.c)
+	}
+	for i := 0; i < n; i++ {
+		px := im.pix[i*im.c : i*im.c+im.c]
+		for ch, v := range px {
+			sumc[ch] += uint64(v)
+		}
+	}
+	weights := []float32{0.299, 0.587, 0.114}
+	var center float32
+	for ch, s := range sumc {
+		mean := float32(float64(s) / float64(n))
+		wgt := float32(1) / float32(im.c)
+		if im.c == 3 {
+			wgt = weights[ch]
+		}
+		center += mean * wgt
+	}
+	var lut [256]byte
+	for i := range lut {
+		lut[i] = imaging.SatU8(center + (float32(i)-center)*factor)
+	}
+	im.lut(&lut)
+}
+
+// saturation scales the chroma in YIQ space (DALI's fn.saturation), 3 channels only.
+func (im *augImage) saturation(factor float64) error {
+	if im.c != 3 {
+		return fmt.Errorf("color (saturation) needs 3-channel images, got %d channels", im.c)
+	}
+	var cm imaging.ColorMatrix
+	cm.SetHSV(0, factor, 1, 1, 1, 0)
+	dst := im.scratchBuf()
+	if err := cm.Apply(dst, im.pix, im.w*im.h, imaging.UInt8); err != nil {
+		return err
+	}
+	copy(im.pix, dst)
+	return nil
+}
+
+// sharpness is the 3x3 filter -m*blur + (1+m)*identity, blur = [[1,1,1],[1,5,1],[1,1,1]]/13,
+// with reflect-101 borders (DALI's experimental.filter default), in float32.
+func (im *augImage) sharpness(m float32) {
+	var k [3][3]float32
+	for y := 0; y < 3; y++ {
+		for x := 0; x < 3; x++ {
+			b := float32(1)
+			if x == 1 && y == 1 {
+				b = 5
+			}
+			k[y][x] = -m * b / 13
+		}
+	}
+	k[1][1] += 1 + m
+	src := im.scratchBuf()
+	copy(src, im.pix)
+	w, h, c := im.w, im.h, im.c
+	refl := func(i, n int) int {
+		if n == 1 {
+			return 0
+		}
+		if i < 0 {
+			return -i
+		}
+		if i >= n {
+			return 2*n - 2 - i
+		}
+		return i
+	}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			for ch := 0; ch < c; ch++ {
+				var acc float32
+				for dy := -1; dy <= 1; dy++ {
+					yy := refl(y+dy, h)
+					for dx := -1; dx <= 1; dx++ {
+						xx := refl(x+dx, w)
+						acc += k[dy+1][dx+1] * float32(src[(yy*w+xx)*c+ch])
+					}
+				}
+				im.pix[(y*w+x)*c+ch] = imaging.SatU8(acc)
+			}
+		}
+	}
+}
+
+// posterize keeps the bits of mask.
+func (im *augImage) posterize(mask byte) {
+	for i, v := range im.pix {
+		im.pix[i] = v & mask
+	}
+}
+
+// solarize inverts the values >= threshold.
+func (im *augImage) solarize(threshold float64) {
+	for i, v := range im.pix {
+		if float64(v) >= threshold {
+			im.pix[i] = 255 - v
+		}
+	}
+}
+
+// solarizeAdd adds shift to the values below 128.
+func (im *augImage) solarizeAdd(shift byte) {
+	for i, v := range im.pix {
+		if v < 128 {
+			im.pix[i] = v + shift
+		}
+	}
+}
+
+func (im *augImage) invert() {
+	for i, v := range im.pix {
+		im.pix[i] = 255 - v
+	}
+}
+
+// equalize equalizes each channel's histogram as OpenCV's equalizeHist does (DALI's
+// experimental.equalize): lut[v] = round(cdf'(v) * 255 / (n - hist[first])), where cdf'
+// excludes the first occupied level, in float32, ties to even.
+func (im *augImage) equalize() {
+	n := im.w * im.h
+	if n == 0 {
+		return
+	}
+	for ch := 0; ch < im.c; ch++ {
+		var hist [256]int
+		for i := ch; i < len(im.pix); i += im.c {
+			hist[im.pix[i]]++
+		}
+		first := 0
+		for first < 256 && hist[first] == 0 {
+			first++
+		}
+		if hist[first] == n {
+			continue // a single level: unchanged
+		}
+		scale := float32(255) / float32(n-hist[first])
+		var lut [256]byte
+		sum := 0
+		for v := first + 1; v < 256; v++ {
+			sum += hist[v]
+			r := math.RoundToEven(float64(float32(sum) * scale))
+			lut[v] = byte(min(max(r, 0), 255))
+		}
+		for i := ch; i < len(im.pix); i += im.c {
+			im.pix[i] = lut[im.pix[i]]
+		}
+	}
+}
+
+// autoContrast stretches each channel to [0, 255]: (x - lo) * (255 / (hi - lo)), float32;
+// channels with a single level are unchanged.
+func (im *augImage) autoContrast() {
+	for ch := 0; ch < im.c; ch++ {
+		lo, hi := byte(255), byte(0)
+		for i := ch; i < len(im.pix); i += im.c {
+			lo, hi = min(lo, im.pix[i]), max(hi, im.pix[i])
+		}
+		if hi <= lo {
+			continue
+		}
+		scale := float32(255) / float32(hi-lo)
+		for i := ch; i < len(im.pix); i += im.c {
+			im.pix[i] = imaging.SatU8(float32(im.pix[i]-lo) * scale)
+		}
+	}
+}
+
+// posterMask is DALI's poster_mask_uint8: the magnitude rounded (half to even, as numpy)
+// and clamped to [1, 8] bits kept.
+func posterMask(mag float64) byte {
+	bits := math.RoundToEven(mag)
+	if bits <= 0 || math.IsNaN(bits) {
+		bits = 1
+	} else if bits > 8 {
+		bits = 8
+	}
+	removed := 8 - int(bits)
+	return byte(0xff ^ (1<<removed - 1))
+}

@@ -1,0 +1,194 @@
+package image
+
+import (
+	"math"
+	"strings"
+
+	"github.com/godali/godali/engine"
+)
+
+func init() {
+	engine.RegisterSchema(&engine.Schema{
+		Name: "erase",
+		Doc: "Erases (fills with fill_value) one or more rectangular regions of each sample, as DALI " +
+			"does: anchor and shape list the regions' starts and extents along axes, region after " +
+			"region; regions are clipped to the sample. Normalized coordinates are fractions of the " +
+			"extent (rounded to the nearest index, halves up); centered_anchor makes anchor the region's center.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"},
+		Args: []engine.ArgSpec{
+			{Name: "anchor", Type: engine.ArgFloatList, TensorInput: true, Doc: "region starts, len(axes) values per region (may come per sample)"},
+			{Name: "shape", Type: engine.ArgFloatList, TensorInput: true, Doc: "region extents, len(axes) values per region (may come per sample)"},
+			{Name: "axes", Type: engine.ArgIntList, Doc: "axes the coordinates refer to, in order; exclusive with axis_names"},
+			{Name: "axis_names", Type: engine.ArgString, Default: "HW", Doc: "axes the coordinates refer to, as layout letters"},
+			{Name: "fill_value", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "one value, or one per channel (the layout's C axis)"},
+			{Name: "normalized_anchor", Type: engine.ArgBool, Default: false, Doc: "anchor in fractions of the extent"},
+			{Name: "normalized_shape", Type: engine.ArgBool, Default: false, Doc: "shape in fractions of the extent"},
+			{Name: "normalized", Type: engine.ArgBool, Default: false, Doc: "sets normalized_anchor and normalized_shape"},
+			{Name: "centered_anchor", Type: engine.ArgBool, Default: false, Doc: "anchor is the center of the region"},
+		},
+	})
+	engine.RegisterBackend("erase", "cpu", func(a *engine.Args) (engine.Operator, error) {
+		o := &eraseOp{args: a, anchorIn: -1, shapeIn: -1}
+		if i, ok := a.IsPerSample("anchor"); ok {
+			o.anchorIn = i
+		}
+		if i, ok := a.IsPerSample("shape"); ok {
+			o.shapeIn = i
+		}
+		if o.shapeIn < 0 && !a.Has("shape") {
+			return nil, a.Errorf("shape", "required: the extents of the regions to erase")
+		}
+		return o, nil
+	})
+}
+
+type eraseOp struct {
+	args              *engine.Args
+	anchorIn, shapeIn int
+	axes              []int
+	chanAxis          int
+	fill              [][]byte // per channel (or one), in the input's type
+}
+
+type eraseState struct{ anchor, shape []float64 }
+
+func (o *eraseOp) NewWorkerState() any { return &eraseState{} }
+
+func (o *eraseOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	m := in[0]
+	if m.Shape == nil || m.DType.Size() == 0 {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be a tensor of known rank and type, got %s %v", engine.Describe(o.args.Node, o.args.Schema.Name), m.DType, m.Shape)
+	}
+	layout := m.Layout
+	if layout == "" && len(m.Shape) == 3 {
+		layout = "HWC"
+	}
+	axes, _, err := resolveAxesOrdered(o.args, len(m.Shape), layout, nil)
+	if err != nil {
+		return nil, err
+	}
+	if axes == nil { // the default axis_names "HW"
+		for _, c := range o.args.String("axis_names") {
+			d := strings.IndexRune(layout, c)
+			if d < 0 {
+				return nil, o.args.Errorf("axis_names", "axis %q is not in the input layout %q", string(c), layout)
+			}
+			axes = append(axes, d)
+		}
+	}
+	o.axes = axes
+	o.chanAxis = strings.IndexRune(layout, 'C')
+	fv := o.args.Floats("fill_value")
+	if len(fv) == 0 {
+		fv = []float64{0}
+	}
+	if len(fv) > 1 && (o.chanAxis < 0 || (m.Shape[o.chanAxis] >= 0 && m.Shape[o.chanAxis] != len(fv))) {
+		return nil, o.args.Errorf("fill_value", "%d values need a channel axis of that extent; input layout %q shape %v", len(fv), layout, m.Shape)
+	}
+	o.fill = nil
+	for _, v := range fv {
+		b := make([]byte, m.DType.Size())
+		engine.WriteScalarSat(b, m.DType, v)
+		o.fill = append(o.fill, b)
+	}
+	for _, n := range []string{"anchor", "shape"} {
+		if v := o.args.Floats(n); o.args.Has(n) && len(v)%len(axes) != 0 {
+			return nil, o.args.Errorf(n, "needs %d values per region (one per axis), got %d", len(axes), len(v))
+		}
+	}
+	return []engine.TensorMeta{m}, nil
+}
+
+func (o *eraseOp) Setup(ws *engine.Workspace) error {
+	ws.Out[0].SetShape(ws.In[0].Shape...)
+	return nil
+}
+
+func (o *eraseOp) values(ws *engine.Workspace, idx int, name string, dst []float64) []float64 {
+	dst = dst[:0]
+	if idx < 0 {
+		return append(dst, o.args.Floats(name)...)
+	}
+	t := ws.ArgIn[idx]
+	sz := t.DType.Size()
+	for i := 0; i < numElements(t.Shape) && (i+1)*sz <= len(t.Data); i++ {
+		dst = append(dst, engine.ReadScalar(t.Data[i*sz:], t.DType))
+	}
+	return dst
+}
+
+func (o *eraseOp) Run(ws *engine.Workspace) error {
+	in, out := ws.In[0], ws.Out[0]
+	st := ws.State.(*eraseState)
+	copy(out.Data, in.Data)
+	k := len(o.axes)
+	st.shape = o.values(ws, o.shapeIn, "shape", st.shape)
+	st.anchor = o.values(ws, o.anchorIn, "anchor", st.anchor)
+	if len(st.shape)%k != 0 || (len(st.anchor) != 0 && len(st.anchor) != len(st.shape)) {
+		return engine.Errorf(engine.StatusData, "%s: anchor (%d values) and shape (%d values) must give %d values per region", engine.Describe(o.args.Node, o.args.Schema.Name), len(st.anchor), len(st.shape), k)
+	}
+	na := o.args.Bool("normalized_anchor") || o.args.Bool("normalized")
+	ns := o.args.Bool("normalized_shape") || o.args.Bool("normalized")
+	n := len(in.Shape)
+	sz := in.DType.Size()
+	lo, hi := make([]int, n), make([]int, n) // a few ints per sample
+	for r := 0; r < len(st.shape)/k; r++ {
+		for d := 0; d < n; d++ {
+			lo[d], hi[d] = 0, in.Shape[d]
+		}
+		for j, d := range o.axes {
+			ext := float64(in.Shape[d])
+			s := st.shape[r*k+j]
+			a := 0.0
+			if len(st.anchor) > 0 {
+				a = st.anchor[r*k+j]
+			}
+			if ns {
+				s *= ext
+			}
+			if na {
+				a *= ext
+			}
+			if o.args.Bool("centered_anchor") {
+				a -= s / 2
+			}
+			if math.IsNaN(a) || math.IsNaN(s) || s < 0 {
+				return engine.Errorf(engine.StatusData, "%s: region %d: anchor %g, shape %g: expected numbers with shape >= 0", engine.Describe(o.args.Node, o.args.Schema.Name), r, a, s)
+			}
+			l, h := math.Round(a), math.Round(a+s)
+			lo[d], hi[d] = int(math.Max(0, math.Min(l, ext))), int(math.Max(0, math.Min(h, ext)))
+		}
+		// fill the box: walk its elements with an odometer over lo..hi
+		empty := false
+		for d := 0; d < n; d++ {
+			empty = empty || lo[d] >= hi[d]
+		}
+		if empty {
+			continue
+		}
+		c := append([]int(nil), lo...)
+		for {
+			off := 0
+			for d := 0; d < n; d++ {
+				off = off*in.Shape[d] + c[d]
+			}
+			f := o.fill[0]
+			if len(o.fill) > 1 {
+				f = o.fill[c[o.chanAxis]]
+			}
+			copy(out.Data[off*sz:(off+1)*sz], f)
+			d := n - 1
+			for ; d >= 0; d-- {
+				c[d]++
+				if c[d] < hi[d] {
+					break
+				}
+				c[d] = lo[d]
+			}
+			if d < 0 {
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+"""The pieces godali.auto_aug policies are built from: augmentations and Policy.
+
+DALI's nvidia.dali.auto_aug.core, on godali's engine: an augmentation names a kernel of
+the engine's `_auto_aug` operator together with its magnitude range, whether the
+magnitude is randomly negated, and how a magnitude maps to the kernel's parameter. The
+per-sample random choices (which sub-policy, which stages run, signs, bins) are drawn
+inside the operator from the pipeline's random stream, with the distributions DALI's
+conditionals give.
+"""
+
+import json
+
+from .. import _graph
+from .. import types as _types
+
+# Parameter mappings the engine implements, by DALI's function names.
+_PARAMS = {None: "", "shift_enhance_range": "shift_enhance",
+           "sharpness_kernel": "", "sharpness_kernel_shifted": "sharpness_shifted",
+           "poster_mask_uint8": "poster_mask", "warp_x_param": "", "warp_y_param": "",
+           "solarize_add_shift": ""}
+
+
+_KEEP = object()
+
+
+class _Augmentation:
+    """One augmentation: a kernel of the engine with its magnitude range."""
+
+    def __init__(self, name, kernel, mag_range=None, randomly_negate=False, mag_to_param=None,
+                 rel=False):
+        self.name = name
+        self.kernel = kernel
+        self.mag_range = tuple(mag_range) if mag_range is not None else None
+        self.randomly_negate = bool(randomly_negate)
+        self.mag_to_param = mag_to_param
+        self.rel = rel
+
+    def augmentation(self, mag_range=None, randomly_negate=None, mag_to_param=_KEEP,
+                     name=None):
+        """A copy with some of the settings replaced (DALI's Augmentation.augmentation);
+        an explicit mag_to_param=None removes the mapping."""
+        m2p = self.mag_to_param if mag_to_param is _KEEP else mag_to_param
+        return _Augmentation(name or self.name, self.kernel,
+                             self.mag_range if mag_range is None else mag_range,
+                             self.randomly_negate if randomly_negate is None else randomly_negate,
+                             m2p, self.rel)
+
+    def _param_name(self):
+        key = getattr(self.mag_to_param, "__name__", self.mag_to_param)
+        if key not in _PARAMS:
+            raise ValueError(
+                "godali.auto_aug: augmentation %r: mag_to_param %r is not supported (godali "
+                "runs the augmentations in its engine; supported: %s)"
+                % (self.name, key, ", ".join(k for k in _PARAMS if k)))
+        if self.kernel == "sharpness" and key is None:
+            # DALI's sharpness without a mapping takes the kernel's magnitude as is.
+            return ""
+        return _PARAMS[key]
+
+    def _spec(self):
+        lo, hi = self.mag_range if self.mag_range is not None else (0.0, 0.0)
+        return {"name": self.kernel, "lo": float(lo), "hi": float(hi),
+                "negate": self.randomly_negate, "param": self._param_name(), "rel": self.rel}
+
+    def __call__(self, sample, magnitude_bin=None, num_magnitude_bins=None, **kwargs):
+        """Applies the augmentation to every sample with a fixed magnitude bin (the sign
+        is drawn per sample when randomly_negate is set)."""
+        bins = num_magnitude_bins or 1
+        if self.mag_range is not None and magnitude_bin is None:
+            raise ValueError("godali.auto_aug: %s needs magnitude_bin and num_magnitude_bins"
+                             % self.name)
+        policy = {"scheme": "rand", "bins": int(bins), "augs": [self._spec()], "n": 1,
+                  "m": int(magnitude_bin or 0)}
+        return _apply(policy, sample, **kwargs)
+
+    def __repr__(self):
+        return "Augmentation(name=%r, mag_range=%r, randomly_negate=%r)" % (
+            self.name, self.mag_range, self.randomly_negate)
+
+
+def augmentation(function=None, *, mag_range=None, randomly_negate=None, mag_to_param=None,
+                 param_device=None, name=None, augmentation_cls=None):
+    """DALI's decorator. godali runs augmentations inside its engine, so only the suite's
+    augmentations (godali.auto_aug.augmentations) and copies of them made with
+    `.augmentation(...)` can be used; decorating a new Python function raises."""
+    raise NotImplementedError(
+        "godali.auto_aug: custom augmentations are not supported; use the augmentations of "
+        "godali.auto_aug.augmentations, adjusted with .augmentation(mag_range=..., "
+        "randomly_negate=..., mag_to_param=...)")
+
+
+class Policy:
+    """AutoAugment policy: sub-policies, each a list of (augmentation, probability,
+    magnitude bin or None)."""
+
+    def __init__(self, name, num_magnitude_bins, sub_policies):
+        if not isinstance(num_magnitude_bins, int) or num_magnitude_bins < 1:
+            raise Exception("The `num_magnitude_bins` must be a positive integer, got %r"
+                            % (num_magnitude_bins,))
+        subs = []
+        for sp in sub_policies:
+            stages = []
+            for stage in sp:
+                if len(stage) != 3:
+                    raise Exception("A sub-policy stage is (augmentation, probability, "
+                                    "magnitude_bin), got %r" % (stage,))
+                aug, prob, mbin = stage
+                if not isinstance(aug, _Augmentation):
+                    raise Exception("Expected an augmentation, got %r" % (aug,))
+                if not 0 <= prob <= 1:
+                    raise Exception("Probability of %s must be in [0, 1], got %r"
+                                    % (aug.name, prob))
+                if aug.mag_range is None:
+                    if mbin is not None:
+                        raise Exception("%s takes no magnitude; its bin must be None, got %r"
+                                        % (aug.name, mbin))
+                elif not isinstance(mbin, int) or not 0 <= mbin < num_magnitude_bins:
+                    raise Exception("Magnitude bin of %s must be an integer in [0, %d], got %r"
+                                    % (aug.name, num_magnitude_bins - 1, mbin))
+                stages.append((aug, float(prob), mbin))
+            subs.append(stages)
+        self.name = name
+        self.num_magnitude_bins = num_magnitude_bins
+        self.sub_policies = subs
+
+    @property
+    def augmentations(self):
+        out = {}
+        for sp in self.sub_policies:
+            for aug, _, _ in sp:
+                out[id(aug)] = aug
+        return out
+
+    def _spec(self):
+        augs, index = [], {}
+        for sp in self.sub_policies:
+            for aug, _, _ in sp:
+                if id(aug) not in index:
+                    index[id(aug)] = len(augs)
+                    augs.append(aug._spec())
+        subs = [[[index[id(a)], p, -1 if b is None else b] for a, p, b in sp]
+                for sp in self.sub_policies]
+        return {"scheme": "auto", "bins": self.num_magnitude_bins, "augs": augs,
+                "sub_policies": subs}
+
+    def __repr__(self):
+        return "Policy(name=%r, num_magnitude_bins=%d, sub_policies=%r)" % (
+            self.name, self.num_magnitude_bins, self.sub_policies)
+
+
+_INTERP = {"INTERP_LINEAR": "LINEAR", "INTERP_NN": "NN"}
+
+
+def _apply(policy, sample, seed=None, fill_value=128, interp_type=None, shape=None):
+    """Adds the engine's _auto_aug node. `shape` is accepted for DALI's signature: the
+    engine knows each sample's shape, so a relative translation needs no shape input."""
+    kwargs = {"policy": json.dumps(policy)}
+    if fill_value is not None:
+        kwargs["fill_value"] = float(fill_value)
+    if interp_type is not None:
+        kwargs["interp_type"] = interp_type
+    if seed is not None:
+        if not isinstance(seed, int) or seed < 0:
+            raise ValueError("godali.auto_aug: seed must be a non-negative integer, got %r"
+                             % (seed,))
+        kwargs["seed"] = seed
+    op = _graph.make_op_function(_graph.schemas().ops["_auto_aug"])
+    return op(sample, **kwargs)
+
+
+def _translations(use_shape, default_abs, default_rel, max_abs, max_rel, translate_x,
+                  translate_y):
+    """DALI's translate_x / translate_y with the magnitude range of a suite: relative to
+    the image's width/height when a shape is given, else absolute pixels."""
+    if use_shape:
+        if max_abs is not None:
+            raise Exception("The `max_translate_abs` cannot be used with `shape`; use "
+                            "`max_translate_rel`.")
+        lim = default_rel if max_rel is None else max_rel
+    else:
+        if max_rel is not None:
+            raise Exception("The `max_translate_rel` needs `shape`; use `max_translate_abs`.")
+        lim = default_abs if max_abs is None else max_abs
+    lim_h, lim_w = (lim, lim) if not isinstance(lim, (tuple, list)) else lim
+    tx = translate_x.augmentation(mag_range=(0, lim_w), randomly_negate=True)
+    ty = translate_y.augmentation(mag_range=(0, lim_h), randomly_negate=True)
+    tx.rel = ty.rel = use_shape
+    return [tx, ty]
+
+
+def signed_bin(*args, **kwargs):
+    raise NotImplementedError("godali.auto_aug draws magnitude signs inside its engine")
+
+
+__all__ = ["augmentation", "Policy", "signed_bin"]
+_ = _types
