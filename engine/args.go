@@ -130,7 +130,7 @@ func convertArg(spec *ArgSpec, msg json.RawMessage) (any, error) {
 			}
 		}
 		return s, nil
-	case ArgIntList, ArgFloatList, ArgStringList:
+	case ArgIntList, ArgFloatList, ArgStringList, ArgDTypeList:
 		items, ok := v.([]any)
 		if !ok {
 			items = []any{v} // a scalar broadcasts, as in DALI
@@ -162,6 +162,13 @@ func convertArg(spec *ArgSpec, msg json.RawMessage) (any, error) {
 				s, ok := it.(string)
 				if !ok {
 					return nil, fmt.Errorf("element %d: expected string, got %s", i, jsonKind(it))
+				}
+				if spec.Type == ArgDTypeList {
+					d, err := ParseDType(s)
+					if err != nil {
+						return nil, fmt.Errorf("element %d: %v", i, err)
+					}
+					s = d.String()
 				}
 				out[i] = s
 			}

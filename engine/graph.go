@@ -93,7 +93,7 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		if len(ns.Inputs) < schema.MinInputs || len(ns.Inputs) > schema.MaxInputs {
 			return nil, Errorf(StatusInvalidPipeline, "%s: takes %d to %d inputs, got %d", where, schema.MinInputs, schema.MaxInputs, len(ns.Inputs))
 		}
-		if len(ns.Outputs) == 0 || len(ns.Outputs) > len(schema.Outputs) {
+		if len(ns.Outputs) == 0 || (len(ns.Outputs) > len(schema.Outputs) && !schema.VariableOutputs) {
 			return nil, Errorf(StatusInvalidPipeline, "%s: names %d outputs; it produces %d (%s)", where, len(ns.Outputs), len(schema.Outputs), strings.Join(schema.Outputs, ", "))
 		}
 		argInputNames := make([]string, 0, len(ns.ArgInputs))

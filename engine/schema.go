@@ -20,6 +20,7 @@ const (
 	ArgFloatList  ArgType = "float_list"
 	ArgStringList ArgType = "string_list"
 	ArgDType      ArgType = "dtype"
+	ArgDTypeList  ArgType = "dtype_list"
 	ArgImageType  ArgType = "image_type"
 	ArgInterpType ArgType = "interp_type"
 )
@@ -44,6 +45,10 @@ type Schema struct {
 	MaxInputs int       `json:"max_inputs"`
 	Outputs   []string  `json:"outputs"`
 	Args      []ArgSpec `json:"args"`
+	// VariableOutputs: the node names as many outputs as its arguments call for (one
+	// per webdataset extension set, one per tfrecord feature); Outputs then names the
+	// first one only, and Infer says how many there are.
+	VariableOutputs bool `json:"variable_outputs,omitempty"`
 	// IsReader marks operators that choose the samples of a batch (BatchSource).
 	IsReader bool `json:"is_reader"`
 	// Stateless random generators have no inputs and draw from the sample's stream.

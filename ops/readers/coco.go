@@ -11,6 +11,7 @@ import (
 	"github.com/godali/godali/formats"
 	"github.com/godali/godali/formats/coco"
 	"github.com/godali/godali/source"
+	"github.com/godali/godali/source/remote"
 )
 
 func init() {
@@ -52,7 +53,7 @@ func init() {
 type cocoReader struct {
 	Base
 	args    *engine.Args
-	src     source.Source
+	io      *readerIO // local paths, or s3:// and http(s):// URLs
 	opt     coco.Options
 	samples []coco.Sample
 	polys   bool
@@ -60,8 +61,12 @@ type cocoReader struct {
 }
 
 func newCocoReader(a *engine.Args) (engine.Operator, error) {
-	r := &cocoReader{args: a, src: source.Local{}, polys: a.Bool("polygon_masks"), ids: a.Bool("image_ids")}
+	r := &cocoReader{args: a, polys: a.Bool("polygon_masks"), ids: a.Bool("image_ids")}
 	if err := r.Init(a); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.io, err = newReaderIO(a); err != nil {
 		return nil, err
 	}
 	for _, k := range []string{"pixelwise_masks", "save_preprocessed_annotations"} {
@@ -118,14 +123,16 @@ func (r *cocoReader) Open() error {
 	a := r.args
 	where := engine.Describe(a.Node, a.Schema.Name)
 	root, ann := a.String("file_root"), a.String("annotations_file")
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		why := "is not a directory"
-		if err != nil {
-			why = "cannot be read: " + err.Error()
+	if !remote.IsRemote(root) {
+		if st, err := os.Stat(root); err != nil || !st.IsDir() {
+			why := "is not a directory"
+			if err != nil {
+				why = "cannot be read: " + err.Error()
+			}
+			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_root\": %q %s", where, root, why)
 		}
-		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_root\": %q %s", where, root, why)
 	}
-	f, err := r.src.Open(ann)
+	f, err := r.io.open(ann)
 	if err != nil {
 		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"annotations_file\": %q cannot be read: %v", where, ann, err)
 	}
@@ -143,7 +150,7 @@ func (r *cocoReader) Open() error {
 	}
 	entries := make([]engine.SampleRef, len(samples))
 	for i, s := range samples {
-		entries[i] = engine.SampleRef{Path: filepath.Join(root, s.FileName)}
+		entries[i] = engine.SampleRef{Path: joinPath(root, s.FileName)}
 	}
 	if err := r.SetSamples(entries, "images"); err != nil {
 		return err
@@ -165,7 +172,7 @@ func (r *cocoReader) Setup(ws *engine.Workspace) error {
 		st.f.Close()
 		st.f = nil
 	}
-	f, err := r.src.Open(ws.Ref.Path)
+	f, err := r.io.open(ws.Ref.Path)
 	if err != nil {
 		return sampleError(err)
 	}

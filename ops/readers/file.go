@@ -14,6 +14,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/source"
+	"github.com/godali/godali/source/remote"
 )
 
 func init() {
@@ -38,13 +39,18 @@ func init() {
 
 type fileReader struct {
 	Base
-	args *engine.Args
-	src  source.Source // where the files are listed and read
+	args   *engine.Args
+	io     *readerIO // where the files are listed and read
+	remote bool      // some files are remote: fetch them ahead
 }
 
 func newFileReader(a *engine.Args) (engine.Operator, error) {
-	r := &fileReader{args: a, src: source.Local{}}
+	r := &fileReader{args: a}
 	if err := r.Init(a); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.io, err = newReaderIO(a); err != nil {
 		return nil, err
 	}
 	if root := a.String("file_root"); root != "" {
@@ -88,7 +94,7 @@ func (r *fileReader) Open() error {
 	root := a.String("file_root")
 	// Paths the description names must exist: a wrong one is the caller's argument, not
 	// a bad sample.
-	if root != "" {
+	if root != "" && !remote.IsRemote(root) {
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
 			why := "is not a directory"
 			if err != nil {
@@ -97,7 +103,7 @@ func (r *fileReader) Open() error {
 			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_root\": %q %s", engine.Describe(a.Node, a.Schema.Name), root, why)
 		}
 	}
-	if a.Has("file_list") {
+	if a.Has("file_list") && !remote.IsRemote(a.String("file_list")) {
 		if _, err := os.Stat(a.String("file_list")); err != nil {
 			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_list\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), a.String("file_list"), err)
 		}
@@ -108,8 +114,8 @@ func (r *fileReader) Open() error {
 	case a.Has("files"):
 		files, labels := a.Strings("files"), a.Ints("labels")
 		for i, f := range files {
-			if root != "" && !filepath.IsAbs(f) {
-				f = filepath.Join(root, f)
+			if root != "" {
+				f = joinPath(root, f)
 			}
 			l := int32(i)
 			if labels != nil {
@@ -118,15 +124,27 @@ func (r *fileReader) Open() error {
 			entries = append(entries, engine.SampleRef{Path: f, Label: l})
 		}
 	case a.Has("file_list"):
-		entries, err = readFileList(r.src, a.String("file_list"), root)
+		var src source.Source
+		if src, err = r.io.src(a.String("file_list")); err == nil {
+			entries, err = readFileList(src, a.String("file_list"), root)
+		}
 	default:
-		entries, err = scanImageFolder(r.src, root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
+		var src source.Source
+		if src, err = r.io.src(root); err == nil {
+			entries, err = scanImageFolder(src, root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
+		}
 	}
 	if err != nil {
 		return &engine.Error{Status: engine.StatusData, Msg: engine.Describe(a.Node, a.Schema.Name), Err: err}
 	}
 	if len(entries) == 0 {
 		return engine.Errorf(engine.StatusData, "%s: no files found (file_root=%q, file_list=%q, filters %v)", engine.Describe(a.Node, a.Schema.Name), root, a.String("file_list"), a.Strings("file_filters"))
+	}
+	for _, e := range entries {
+		if remote.IsRemote(e.Path) {
+			r.remote = true
+			break
+		}
 	}
 	return r.SetSamples(entries, "files")
 }
@@ -163,8 +181,8 @@ func scanImageFolder(src source.Source, root string, filters []string, caseSensi
 	var out []engine.SampleRef
 	for label, c := range classes {
 		var files []string
-		err := src.Walk(filepath.Join(root, c), func(p string) error {
-			if match(filepath.Base(p)) {
+		err := src.Walk(joinPath(root, c), func(p string) error {
+			if match(baseOf(p)) {
 				files = append(files, p)
 			}
 			return nil
@@ -187,7 +205,7 @@ func readFileList(src source.Source, list, root string) ([]engine.SampleRef, err
 	}
 	defer f.Close()
 	if root == "" {
-		root = filepath.Dir(list)
+		root = dirOf(list)
 	}
 	var out []engine.SampleRef
 	sc := bufio.NewScanner(io.NewSectionReader(f, 0, f.Size()))
@@ -206,18 +224,30 @@ func readFileList(src source.Source, list, root string) ([]engine.SampleRef, err
 		if err != nil {
 			return nil, fmt.Errorf("file_list %s:%d: label %q is not an integer", list, line, s[i+1:])
 		}
-		p := strings.TrimSpace(s[:i])
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
-		}
+		p := joinPath(root, strings.TrimSpace(s[:i]))
 		out = append(out, engine.SampleRef{Path: p, Label: int32(label)})
 	}
 	return out, sc.Err()
 }
 
 type fileReaderState struct {
-	f    source.File
-	size int
+	f       source.File
+	data    []byte // the file, when it was fetched ahead
+	fetched bool
+	size    int
+}
+
+// NextBatch plans the batch and starts fetching its remote files ahead.
+func (r *fileReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
+	valid, last, ok := r.Base.NextBatch(refs)
+	if ok && r.remote {
+		paths := make([]string, len(refs))
+		for i := range refs {
+			paths[i] = refs[i].Path
+		}
+		r.io.readAhead(paths)
+	}
+	return valid, last, ok
 }
 
 func (r *fileReader) NewWorkerState() any { return &fileReaderState{} }
@@ -228,7 +258,22 @@ func (r *fileReader) Setup(ws *engine.Workspace) error {
 		st.f.Close()
 		st.f = nil
 	}
-	f, err := r.src.Open(ws.Ref.Path)
+	st.data, st.fetched = nil, false
+	if data, ok, err := r.io.take(ws.Ref.Path); ok {
+		if err != nil {
+			return sampleError(err)
+		}
+		if max := ws.Limits.MaxFileBytes; max > 0 && int64(len(data)) > max {
+			return engine.Errorf(engine.StatusData, "file is %d bytes, more than max_file_bytes=%d (raise the pipeline's max_file_bytes to read it)", len(data), max)
+		}
+		st.data, st.fetched, st.size = data, true, len(data)
+		ws.Out[0].SetShape(st.size)
+		if len(ws.Out) > 1 {
+			ws.Out[1].SetShape(1)
+		}
+		return nil
+	}
+	f, err := r.io.open(ws.Ref.Path)
 	if err != nil {
 		return sampleError(err)
 	}
@@ -246,6 +291,14 @@ func (r *fileReader) Setup(ws *engine.Workspace) error {
 
 func (r *fileReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*fileReaderState)
+	if st.fetched {
+		copy(ws.Out[0].Data, st.data)
+		st.data, st.fetched = nil, false
+		if len(ws.Out) > 1 {
+			engine.WriteScalar(ws.Out[1].Data, engine.Int32, float64(ws.Ref.Label))
+		}
+		return nil
+	}
 	defer func() { st.f.Close(); st.f = nil }()
 	buf := ws.Out[0].Data
 	if off, err := st.f.ReadAt(buf, 0); off < len(buf) {

@@ -18,7 +18,7 @@ from ._graph import DataNode
 from .pipeline import BatchInfo, Pipeline, live_pipelines, memory_stats, pipeline_def
 from .tensors import (Tensor, TensorCPU, TensorGPU, TensorList, TensorListCPU,
                       TensorListGPU)
-from . import backend, fn, ops
+from . import backend, fn, ops, tfrecord
 
 __version__ = "0.1.0"
 

@@ -58,6 +58,8 @@ class OpSchema:
         self.host_only = bool(d.get("host_only", False))
         self.positional_args = list(d.get("positional_args") or [])
         self.output_if = dict(d.get("output_if") or {})
+        # One output per extension set (webdataset) or feature (tfrecord).
+        self.variable_outputs = bool(d.get("variable_outputs", False))
         self.args = {}
         for a in d.get("args") or []:
             arg = ArgSchema(a)
@@ -171,7 +173,8 @@ class OpNode:
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
                  "outputs", "seq", "pipeline", "preserve")
 
-    def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve):
+    def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
+                 output_names=None):
         self.schema = schema
         self.op = schema.name
         self.device = device
@@ -183,7 +186,7 @@ class OpNode:
         self.seq, self.name = pipeline._register_node(self, name)
         out_device = "cpu" if device == "cpu" else "gpu"
         self.outputs = [DataNode(self, i, out_name, out_device)
-                        for i, out_name in enumerate(schema.enabled_outputs(args, len(inputs)))]
+                        for i, out_name in enumerate(output_names or schema.enabled_outputs(args, len(inputs)))]
 
     def to_json(self):
         d = {"op": self.op, "name": self.name, "device": self.device}
@@ -407,6 +410,11 @@ def _call_op(schema, inputs, kwargs):
     name = kwargs.pop("name", None)
     preserve = bool(kwargs.pop("preserve", False))
     kwargs.pop("bytes_per_sample_hint", None)  # a DALI memory hint godali has no use for
+    feature_names = None
+    if schema.name == "readers.tfrecord" and isinstance(kwargs.get("features"), dict):
+        from . import tfrecord as _tfrec
+        feature_names = list(kwargs["features"])
+        kwargs["features"] = _tfrec.encode_features(kwargs["features"])
 
     # DALI takes some arguments as positional constant inputs (random.choice's a).
     if schema.positional_args and inputs:
@@ -496,11 +504,31 @@ def _call_op(schema, inputs, kwargs):
             raise TypeError("godali: %s: missing required argument %r"
                             % (fname, arg.name))
 
-    node = OpNode(schema, device, list(inputs), arg_inputs, args, pipe, name, preserve)
+    output_names = None
+    if schema.variable_outputs:
+        output_names = _variable_outputs(schema, args, fname)
+    node = OpNode(schema, device, list(inputs), arg_inputs, args, pipe, name, preserve,
+                  output_names)
     outs = node.outputs
+    if feature_names is not None:
+        return dict(zip(feature_names, outs))  # DALI's readers.tfrecord returns a dict
     if len(outs) == 1:
         return outs[0]
     return tuple(outs) if outs else None
+
+
+def _variable_outputs(schema, args, fname):
+    """Output names of an operator with one output per extension set or feature."""
+    if schema.name == "readers.tfrecord":
+        try:
+            n = len(json.loads(args.get("features", "[]")))
+        except ValueError:
+            raise TypeError("godali: %s: features must be a dict of godali.tfrecord features"
+                            % fname) from None
+    else:
+        ext = args.get("ext", [])
+        n = len(ext) if isinstance(ext, list) else 1
+    return ["out%d" % i for i in range(max(n, 1))]
 
 
 def make_op_function(schema):

@@ -28,11 +28,17 @@ LEGACY_OPS_NAMES = {
     "CoinFlip": "random.coin_flip",
     "Uniform": "random.uniform",
     "NormalDistribution": "random.normal",
+    "TFRecordReader": "readers.tfrecord",
 }
+
+# Class names DALI spells other than camel_case would.
+_CLASS_NAMES = {"tfrecord": "TFRecord"}
 
 
 def camel_case(name):
     """crop_mirror_normalize -> CropMirrorNormalize (DALI's ops class names)."""
+    if name in _CLASS_NAMES:
+        return _CLASS_NAMES[name]
     return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
 
 

@@ -17,6 +17,10 @@
 //     backoff (RetryPolicy), then fails with an *Error naming the object URL. Cancelling
 //     the context stops every request; Close waits for the stream's goroutines.
 //     OpenReader reads one large shard front to back with chunks fetched ahead.
+//   - FS implements source.Source (the one interface readers list and read through,
+//     source.Local being the local one) over a Fetcher: opens and ranged reads with
+//     retries, whole-object reads chunked and cached, S3 listing turned into
+//     directory entries.
 //   - Cache (optional, FetchOptions.Cache) keeps whole objects in a directory bounded
 //     in size with LRU eviction. An entry is used only while its ETag is current: with
 //     a known ETag (from a listing) it costs no request, otherwise one conditional

@@ -38,13 +38,6 @@ type Object interface {
 	ReadAll(max int64) ([]byte, error)
 }
 
-// Source is what a reader needs from a storage scheme: open one object, list a prefix.
-// *Store implements it for s3://, http(s):// and local paths.
-type Source interface {
-	Open(ctx context.Context, url string) (Object, error)
-	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
-}
-
 // Sentinel errors, matched with errors.Is through *Error.
 var (
 	ErrNotFound          = errors.New("object not found")

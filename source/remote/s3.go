@@ -82,6 +82,9 @@ func newS3Backend(ctx context.Context, o S3Options, maxConns int) (*s3Backend, e
 	}
 	var perr error
 	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+		// Ranged reads carry no whole-object checksum; the SDK would log a line to
+		// stderr for each, inside the host process.
+		so.DisableLogOutputChecksumValidationSkipped = true
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}

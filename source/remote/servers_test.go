@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -111,6 +112,17 @@ func motoCommand() []string {
 	return nil
 }
 
+var serverStarter = make(chan func())
+
+func init() {
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread lives until the process ends
+		for f := range serverStarter {
+			f()
+		}
+	}()
+}
+
 func startLogged(s *server, args []string, logName string) (chan struct{}, error) {
 	log, err := os.Create(filepath.Join(s.dir, logName))
 	if err != nil {
@@ -119,7 +131,12 @@ func startLogged(s *server, args []string, logName string) (chan struct{}, error
 	s.cmd = exec.Command(args[0], args[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
+	// Pdeathsig fires when the thread that started the server ends, not the process:
+	// start it from a thread that lives as long as the test binary (engine workers lock
+	// and end threads, which would otherwise kill the server mid-test).
+	started := make(chan error)
+	serverStarter <- func() { started <- s.cmd.Start() }
+	if err := <-started; err != nil {
 		return nil, err
 	}
 	exited := make(chan struct{})

@@ -1,0 +1,349 @@
+package readers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
+	"github.com/godali/godali/source/remote"
+)
+
+// readerIO is where a reader gets its bytes: source.Local for local paths, a
+// remote.FS (retries, read-ahead, optional disk cache from the reader's cache_dir and
+// cache_size) for s3:// and http(s):// URLs. The remote side is made on first use.
+type readerIO struct {
+	args *engine.Args
+	mu   sync.Mutex
+	rem  *remote.FS
+	err  error
+	// ahead holds the objects being fetched ahead, by path, in plan order.
+	ahead map[string][]*fetchSlot
+	sem   chan struct{} // bounds the ranged reads in flight
+}
+
+func newReaderIO(a *engine.Args) (*readerIO, error) {
+	return &readerIO{args: a}, nil
+}
+
+func (r *readerIO) src(path string) (source.Source, error) {
+	if !remote.IsRemote(path) {
+		return source.Local{}, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rem != nil || r.err != nil {
+		return r.rem, r.err
+	}
+	a := r.args
+	conc := a.Int("io_concurrency")
+	dir := a.String("cache_dir")
+	size := int64(a.Int("cache_size"))
+	if size == 0 {
+		size = 10 << 30
+	}
+	// Training data is read for hours: more attempts than the Fetcher's default before
+	// a sample fails.
+	opts := remote.FetchOptions{Concurrency: conc, Retry: remote.RetryPolicy{MaxAttempts: 8}}
+	if dir != "" {
+		c, err := remote.OpenCache(dir, size)
+		if err != nil {
+			r.err = engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"cache_dir\": %q: %v", engine.Describe(a.Node, a.Schema.Name), dir, err)
+			return nil, r.err
+		}
+		opts.Cache = c
+	}
+	store := remote.NewStore(remote.Options{MaxConnsPerHost: max(64, conc)})
+	r.rem = remote.NewFS(context.Background(), remote.NewFetcher(store, opts))
+	return r.rem, nil
+}
+
+func (r *readerIO) open(path string) (source.File, error) {
+	s, err := r.src(path)
+	if err != nil {
+		return nil, err
+	}
+	return s.Open(path)
+}
+
+func (r *readerIO) size(path string) (int64, error) {
+	s, err := r.src(path)
+	if err != nil {
+		return 0, err
+	}
+	return s.Stat(path)
+}
+
+func (r *readerIO) readAll(path string, max int64) ([]byte, error) {
+	s, err := r.src(path)
+	if err != nil {
+		return nil, err
+	}
+	return source.ReadFile(s, path, max)
+}
+
+// fetchSlot is one object fetched ahead.
+type fetchSlot struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// readAhead starts fetching the remote objects among paths (a batch the reader has
+// just planned), io_concurrency requests in flight, in plan order; take hands them to
+// the samples' Setup. Local paths are left alone.
+func (r *readerIO) readAhead(paths []string) {
+	var urls []string
+	var slots []*fetchSlot
+	r.mu.Lock()
+	for _, p := range paths {
+		if !remote.IsRemote(p) {
+			continue
+		}
+		if r.ahead == nil {
+			r.ahead = map[string][]*fetchSlot{}
+		}
+		sl := &fetchSlot{done: make(chan struct{})}
+		r.ahead[p] = append(r.ahead[p], sl)
+		urls = append(urls, p)
+		slots = append(slots, sl)
+	}
+	r.mu.Unlock()
+	if len(urls) == 0 {
+		return
+	}
+	src, err := r.src(urls[0])
+	if err != nil {
+		for _, sl := range slots {
+			sl.err = err
+			close(sl.done)
+		}
+		return
+	}
+	f := src.(*remote.FS).Fetcher()
+	go func() {
+		s := f.Stream(context.Background(), remote.Infos(urls...))
+		defer s.Close()
+		for i := range slots {
+			res, ok := s.Next()
+			sl := slots[i]
+			if !ok {
+				sl.err = s.Err()
+				if sl.err == nil {
+					sl.err = fmt.Errorf("remote read of %s was stopped", urls[i])
+				}
+			} else {
+				sl.data, sl.err = res.Data, res.Err
+			}
+			close(sl.done)
+		}
+	}()
+}
+
+// rangeReq is a byte range of a remote file to fetch ahead, under key.
+type rangeReq struct {
+	key, path string
+	off, n    int64
+}
+
+// readAheadRanges starts fetching byte ranges of remote files (one sample's span of a
+// shard), at most io_concurrency at a time, started in plan order; take(key) hands
+// them over.
+func (r *readerIO) readAheadRanges(reqs []rangeReq) {
+	if len(reqs) == 0 {
+		return
+	}
+	src, srcErr := r.src(reqs[0].path)
+	slots := make([]*fetchSlot, len(reqs))
+	r.mu.Lock()
+	if r.ahead == nil {
+		r.ahead = map[string][]*fetchSlot{}
+	}
+	if r.sem == nil {
+		conc := r.args.Int("io_concurrency")
+		if conc <= 0 {
+			conc = remote.DefaultConcurrency
+		}
+		r.sem = make(chan struct{}, conc)
+	}
+	for i, q := range reqs {
+		slots[i] = &fetchSlot{done: make(chan struct{})}
+		r.ahead[q.key] = append(r.ahead[q.key], slots[i])
+	}
+	r.mu.Unlock()
+	go func() {
+		for i, q := range reqs {
+			sl := slots[i]
+			if srcErr != nil {
+				sl.err = srcErr
+				close(sl.done)
+				continue
+			}
+			r.sem <- struct{}{}
+			go func() {
+				defer func() { <-r.sem }()
+				defer close(sl.done)
+				f, err := src.Open(q.path)
+				if err != nil {
+					sl.err = err
+					return
+				}
+				defer f.Close()
+				buf := make([]byte, q.n)
+				if m, err := f.ReadAt(buf, q.off); int64(m) < q.n {
+					if err == nil || err == io.EOF {
+						err = fmt.Errorf("%s is shorter than its index says (%d of %d bytes at offset %d)", q.path, m, q.n, q.off)
+					}
+					sl.err = err
+					return
+				}
+				sl.data = buf
+			}()
+		}
+	}()
+}
+
+// take returns the object at path (or the range under that key) fetched ahead, or ok
+// false when it was not (it is then read directly).
+func (r *readerIO) take(path string) (data []byte, ok bool, err error) {
+	r.mu.Lock()
+	q := r.ahead[path]
+	if len(q) == 0 {
+		r.mu.Unlock()
+		return nil, false, nil
+	}
+	sl := q[0]
+	if len(q) == 1 {
+		delete(r.ahead, path)
+	} else {
+		r.ahead[path] = q[1:]
+	}
+	r.mu.Unlock()
+	<-sl.done
+	if sl.err != nil {
+		var pe *fs.PathError
+		if errors.As(sl.err, &pe) {
+			return nil, true, sl.err
+		}
+		return nil, true, &fs.PathError{Op: "read", Path: path, Err: sl.err}
+	}
+	return sl.data, true, nil
+}
+
+// fileCache keeps one worker's open files (archives, record files) by path.
+type fileCache struct {
+	io    *readerIO
+	files map[string]source.File
+}
+
+func newFileCache(io *readerIO) *fileCache {
+	return &fileCache{io: io, files: map[string]source.File{}}
+}
+
+func (c *fileCache) get(path string) (source.File, error) {
+	if f, ok := c.files[path]; ok {
+		return f, nil
+	}
+	if len(c.files) >= 64 { // bound open descriptors: drop them all
+		c.Close()
+	}
+	f, err := c.io.open(path)
+	if err != nil {
+		return nil, err
+	}
+	c.files[path] = f
+	return f, nil
+}
+
+func (c *fileCache) readAt(path string, buf []byte, off int64) error {
+	f, err := c.get(path)
+	if err != nil {
+		return sampleError(err)
+	}
+	return readRange(f, buf, off)
+}
+
+// Close closes every open file (engine.Closer, called when the worker ends).
+func (c *fileCache) Close() {
+	for p, f := range c.files {
+		f.Close()
+		delete(c.files, p)
+	}
+}
+
+// joinPath joins a path relative to root (a directory or a URL prefix); absolute
+// paths and URLs are kept.
+func joinPath(root, p string) string {
+	if remote.IsRemote(p) || filepath.IsAbs(p) {
+		return p
+	}
+	if remote.IsRemote(root) {
+		return strings.TrimSuffix(root, "/") + "/" + path.Clean("/" + p)[1:]
+	}
+	return filepath.Join(root, p)
+}
+
+// dirOf is the directory of a path or URL.
+func dirOf(p string) string {
+	if remote.IsRemote(p) {
+		return p[:strings.LastIndexByte(p, '/')]
+	}
+	return filepath.Dir(p)
+}
+
+// baseOf is the last element of a path or URL.
+func baseOf(p string) string {
+	if remote.IsRemote(p) {
+		return p[strings.LastIndexByte(p, '/')+1:]
+	}
+	return filepath.Base(p)
+}
+
+// blockReader reads a remote file through 4 MiB blocks, keeping the last one, so that
+// a scan of many small headers (a tar, a record file) costs one request per block.
+type blockReader struct {
+	f    source.File
+	off  int64
+	data []byte
+}
+
+const scanBlock = 4 << 20
+
+func (b *blockReader) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		o := off + int64(n)
+		if o >= b.f.Size() {
+			return n, io.EOF
+		}
+		if b.data == nil || o < b.off || o >= b.off+int64(len(b.data)) {
+			start := o / scanBlock * scanBlock
+			size := min(scanBlock, b.f.Size()-start)
+			buf := make([]byte, size)
+			if m, err := b.f.ReadAt(buf, start); int64(m) < size {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return n, err
+			}
+			b.off, b.data = start, buf
+		}
+		n += copy(p[n:], b.data[o-b.off:])
+	}
+	return n, nil
+}
+
+// scanner returns a ReaderAt for scanning path's file f: f itself when local.
+func scanner(path string, f source.File) io.ReaderAt {
+	if remote.IsRemote(path) {
+		return &blockReader{f: f}
+	}
+	return f
+}
