@@ -405,3 +405,22 @@ def test_ssd_pipeline_to_torch(coco):
     assert seen >= n
     assert len(sizes) > 1  # ragged indeed
     pipe.close()
+
+
+def test_class_api_names(coco):
+    """DALI's class names: ops.readers.COCO (and the former ops.COCOReader),
+    ops.RandomBBoxCrop, ops.BbFlip; outputs follow the arguments as in fn."""
+    from godali import ops
+    assert ops.COCOReader is not None
+    reader = ops.readers.COCO(file_root=coco["root"], annotations_file=coco["ann"], ratio=True,
+                              ltrb=True, image_ids=True)
+    crop = ops.RandomBBoxCrop(**SSD_CROP)
+    flip = ops.BbFlip(ltrb=True)
+    pipe = godali.Pipeline(batch_size=2, num_threads=1, seed=2)
+    with pipe:
+        jpegs, boxes, labels, ids = reader()
+        anchor, shape, cboxes = crop(boxes)  # no labels input: no labels output
+        pipe.set_outputs(flip(cboxes), ids)
+    out = pipe.run()
+    assert len(out) == 2 and np.array(out[1][0].as_array()).shape == (1,)
+    pipe.close()
