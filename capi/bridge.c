@@ -150,3 +150,8 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, 
   b->ctx = ctx;
   return &b->managed;
 }
+
+// Calls a feed's deleter (Go cannot call a C function pointer itself).
+void godali_call_deleter(godali_deleter_t d, void *ctx) {
+  if (d != NULL) d(ctx);
+}

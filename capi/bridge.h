@@ -16,4 +16,6 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, 
                                                       int32_t device_type, int32_t device_id,
                                                       uint64_t ctx);
 
+void godali_call_deleter(godali_deleter_t d, void *ctx);
+
 #endif

@@ -286,6 +286,16 @@ func boolInt(b bool) C.int32_t {
 	return 0
 }
 
+//export godali_pipeline_set_epoch_reader
+func godali_pipeline_set_epoch_reader(h C.godali_pipeline_t, name *C.char) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if name == nil {
+			return errNull("name")
+		}
+		return p.eng.SetEpochReader(C.GoString(name))
+	})
+}
+
 //export godali_pipeline_epoch_size
 func godali_pipeline_epoch_size(h C.godali_pipeline_t, name *C.char, out *C.int64_t) C.int {
 	return withPipeline(h, func(p *pipeline) error {

@@ -17,7 +17,9 @@ type Batch struct {
 	Skips       []Skip // the replaced samples' files, in sample order
 
 	pool       *HostPool
-	refs       []SampleRef
+	refs       []SampleRef   // the epoch reader's samples (rrefs[primary])
+	rrefs      [][]SampleRef // by reader: its samples of the batch
+	next       []readerPos   // by reader: its position after this batch (other readers than the epoch reader)
 	outs       []*OutputBatch
 	errs       []error
 	wg         sync.WaitGroup
@@ -26,6 +28,8 @@ type Batch struct {
 	endOfEpoch bool
 	lastTry    map[int]error // a failed sample's last replacement's error (on_error = "skip")
 	gpu        *gpuBatch     // the batch's GPU memory and fences; nil without a GPU stage
+	fed        []*Feed       // the batches fed to the external sources (feed.go)
+	feeds      *feeds
 }
 
 // Skip describes a sample replaced under on_error = "skip".
@@ -58,8 +62,17 @@ type OutputBatch struct {
 
 func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
 	n := p.Spec.BatchSize
-	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, refs: make([]SampleRef, n),
-		errs: make([]error, n), done: make(chan struct{})}
+	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, errs: make([]error, n), done: make(chan struct{})}
+	b.rrefs = make([][]SampleRef, len(p.readers))
+	b.next = make([]readerPos, len(p.readers))
+	for r := range b.rrefs {
+		b.rrefs[r] = make([]SampleRef, n)
+	}
+	if p.primary >= 0 {
+		b.refs = b.rrefs[p.primary]
+	} else {
+		b.refs = make([]SampleRef, n)
+	}
 	for _, d := range p.Graph.Outputs {
 		o := &OutputBatch{Name: d.Name, Meta: d.Meta, Dense: d.Meta.Static(), pool: p.pool,
 			shapes: make([][]int, n), OnGPU: p.Part.OnGPU(d)}
@@ -116,6 +129,7 @@ func (o *OutputBatch) sampleBuffer(i int, t *Tensor, need int) ([]byte, error) {
 }
 
 func (b *Batch) release() {
+	b.releaseFeeds()
 	if b.gpu != nil {
 		b.gpu.release()
 		b.gpu = nil
@@ -147,8 +161,20 @@ func (b *Batch) Output(k int) *OutputBatch { return b.outs[k] }
 // NumOutputs is the number of pipeline outputs.
 func (b *Batch) NumOutputs() int { return len(b.outs) }
 
-// Sources are the files of the batch's samples.
+// Sources are the files of the batch's samples (of the epoch reader).
 func (b *Batch) Sources() []SampleRef { return b.refs }
+
+// ReaderSources are the files of the batch's samples that reader r (Graph.Readers'
+// order) planned.
+func (b *Batch) ReaderSources(r int) []SampleRef { return b.rrefs[r] }
+
+// ref is sample i's reference of reader r; the epoch reader's for r < 0.
+func (b *Batch) ref(r, i int) *SampleRef {
+	if r < 0 {
+		return &b.refs[i]
+	}
+	return &b.rrefs[r][i]
+}
 
 // View is exported memory: the caller owns one reference of Lease (host memory) or Dev
 // (GPU memory) and must Release it.

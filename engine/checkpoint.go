@@ -50,8 +50,10 @@ type pipelineFingerprint struct {
 	Seed      int64              `json:"seed"` // as written; -1: a random seed (state.seed has the one drawn)
 	OnError   string             `json:"on_error"`
 	Outputs   []string           `json:"outputs"`
-	Reader    *readerFingerprint `json:"reader"`
-	Nodes     map[string]string  `json:"nodes"` // other nodes: name -> digest of op, device, inputs, outputs, arguments
+	Reader    *readerFingerprint `json:"reader"` // the description's first reader
+	// OtherReaders are the pipeline's further readers, by name.
+	OtherReaders map[string]*readerFingerprint `json:"other_readers,omitempty"`
+	Nodes        map[string]string             `json:"nodes"` // other nodes: name -> digest of op, device, inputs, outputs, arguments
 }
 
 type readerFingerprint struct {
@@ -65,7 +67,13 @@ type checkpointState struct {
 	Epoch      int64        `json:"epoch"`     // epoch of the consumer
 	Iteration  int64        `json:"iteration"` // batches of that epoch the consumer has taken
 	EndOfEpoch bool         `json:"end_of_epoch"`
-	Reader     *SourceState `json:"reader"`
+	Reader     *SourceState `json:"reader"` // the description's first reader
+	// OtherReaders are the further readers' states, by name: each at its own epoch and
+	// position (they go on across the pipeline's epochs by themselves).
+	OtherReaders map[string]*SourceState `json:"other_readers,omitempty"`
+	// EpochReader names the reader that defines the epochs (Epoch, Iteration,
+	// EndOfEpoch) when it is not the first one.
+	EpochReader string `json:"epoch_reader,omitempty"`
 }
 
 // readerArgsIgnored are reader arguments a checkpoint does not compare: file_root may
@@ -92,13 +100,20 @@ func (p *Pipeline) fingerprint() pipelineFingerprint {
 	f := pipelineFingerprint{BatchSize: p.Spec.BatchSize, Seed: p.Spec.Seed, OnError: p.Spec.OnError,
 		Outputs: append([]string{}, p.Spec.Outputs...), Nodes: map[string]string{}}
 	for _, n := range p.Graph.Declared {
-		if n == p.Graph.Reader {
+		if n.Schema.IsReader {
 			rf := &readerFingerprint{Name: n.Name, Op: n.OpName, Args: map[string]json.RawMessage{}}
 			for k, v := range n.Args.Values() {
 				b, _ := json.Marshal(v)
 				rf.Args[k] = b
 			}
-			f.Reader = rf
+			if n == p.Graph.Reader {
+				f.Reader = rf
+			} else {
+				if f.OtherReaders == nil {
+					f.OtherReaders = map[string]*readerFingerprint{}
+				}
+				f.OtherReaders[n.Name] = rf
+			}
 			continue
 		}
 		desc := map[string]any{"op": n.OpName, "device": n.Device, "args": n.Args.Values()}
@@ -150,18 +165,35 @@ func (p *Pipeline) Checkpoint() ([]byte, error) {
 	if !p.Spec.EnableCheckpointing {
 		return nil, errCheckpointDisabled()
 	}
+	if len(p.feeds.queues) > 0 {
+		return nil, Errorf(StatusState, "external source %s does not support checkpoints: its data comes from outside the pipeline", p.feeds.names())
+	}
 	doc := checkpointDoc{Format: checkpointFormat, Version: CheckpointVersion, Pipeline: p.fingerprint(),
 		State: checkpointState{Seed: p.seed, Epoch: p.epoch, Iteration: p.taken, EndOfEpoch: p.atEnd}}
-	if p.source != nil {
-		sc, ok := p.source.(SourceCheckpointer)
+	for i, r := range p.readers {
+		sc, ok := r.src.(SourceCheckpointer)
 		if !ok {
-			return nil, Errorf(StatusState, "%s does not support checkpoints", describe(p.Graph.Reader.Name, p.Graph.Reader.OpName))
+			return nil, Errorf(StatusState, "%s does not support checkpoints", describe(r.node.Name, r.node.OpName))
 		}
-		if err := p.source.Open(); err != nil { // idempotent; lists the files before Build
+		if err := r.src.Open(); err != nil { // idempotent; lists the files before Build
 			return nil, err
 		}
-		st := sc.SourceState(p.epoch, p.taken, p.Spec.BatchSize)
-		doc.State.Reader = &st
+		epoch, taken := r.epoch, r.taken
+		if i == p.primary {
+			epoch, taken = p.epoch, p.taken
+		}
+		st := sc.SourceState(epoch, taken, p.Spec.BatchSize)
+		if i == 0 {
+			doc.State.Reader = &st
+			continue
+		}
+		if doc.State.OtherReaders == nil {
+			doc.State.OtherReaders = map[string]*SourceState{}
+		}
+		doc.State.OtherReaders[r.node.Name] = &st
+	}
+	if p.primary > 0 {
+		doc.State.EpochReader = p.readers[p.primary].node.Name
 	}
 	return json.MarshalIndent(doc, "", " ")
 }
@@ -196,32 +228,80 @@ func (p *Pipeline) Restore(data []byte) error {
 	if p.Spec.Seed != -1 && st.Seed != uint64(p.Spec.Seed) {
 		return checkpointErr("state: seed %d differs from the description's seed %d", st.Seed, p.Spec.Seed)
 	}
-	if p.source != nil {
-		if st.Reader == nil {
-			return checkpointErr("state: no \"reader\" state, but the pipeline has reader %q", p.Graph.Reader.Name)
+	if len(p.readers) == 0 {
+		if st.Reader != nil || st.EndOfEpoch || len(st.OtherReaders) > 0 || st.EpochReader != "" {
+			return checkpointErr("state: has reader state or an end of epoch, but the pipeline has no reader")
 		}
-		if err := p.source.Open(); err != nil {
-			return err
+		p.seed = st.Seed
+		p.epoch, p.taken, p.atEnd = st.Epoch, st.Iteration, st.EndOfEpoch
+		return nil
+	}
+	primary := 0
+	if st.EpochReader != "" {
+		i, err := p.readerIndex(st.EpochReader)
+		if err != nil {
+			return checkpointErr("state: epoch_reader %q is not a reader of this pipeline", st.EpochReader)
 		}
-		if s, ok := p.source.(interface{ SetPipelineSeed(uint64) }); ok {
-			s.SetPipelineSeed(st.Seed)
+		primary = i
+	}
+	// Every reader's state, with the positions a restored pipeline goes on from.
+	pos := make([]readerPos, len(p.readers))
+	states := make([]*SourceState, len(p.readers))
+	for i, r := range p.readers {
+		if i == 0 {
+			states[i] = st.Reader
+		} else {
+			states[i] = st.OtherReaders[r.node.Name]
 		}
-		sc, ok := p.source.(SourceCheckpointer)
-		if !ok {
-			return Errorf(StatusState, "%s does not support checkpoints", describe(p.Graph.Reader.Name, p.Graph.Reader.OpName))
-		}
-		if err := checkSourceState(p.Graph.Reader.Name, st, sc.SourceState(st.Epoch, st.Iteration, p.Spec.BatchSize), p.Spec.BatchSize); err != nil {
-			if s, ok := p.source.(interface{ SetPipelineSeed(uint64) }); ok {
-				s.SetPipelineSeed(p.seed) // leave the pipeline as it was
+		if states[i] == nil {
+			key := "reader"
+			if i > 0 {
+				key = "other_readers." + r.node.Name
 			}
+			return checkpointErr("state: no %q state, but the pipeline has reader %q", key, r.node.Name)
+		}
+	}
+	if len(st.OtherReaders) != len(p.readers)-1 {
+		return checkpointErr("state: has %d other_readers, the pipeline has %d readers besides %q", len(st.OtherReaders), len(p.readers)-1, p.readers[0].node.Name)
+	}
+	p.setReaderSeeds(st.Seed)
+	for i, r := range p.readers {
+		err := r.src.Open()
+		if err == nil {
+			err = p.checkReaderState(r, i == primary, st, states[i], &pos[i])
+		}
+		if err != nil {
+			p.setReaderSeeds(p.seed) // leave the pipeline as it was
 			return err
 		}
-	} else if st.Reader != nil || st.EndOfEpoch {
-		return checkpointErr("state: has reader state or an end of epoch, but the pipeline has no reader")
 	}
 	p.seed = st.Seed
+	p.primary = primary
+	for i, r := range p.readers {
+		r.epoch, r.taken = pos[i].epoch, pos[i].iter
+	}
 	p.epoch, p.taken, p.atEnd = st.Epoch, st.Iteration, st.EndOfEpoch
 	return nil
+}
+
+// checkReaderState checks a reader's saved state against what the reader computes for
+// the same position, and returns that position: the checkpoint's epoch and iteration for
+// the epoch reader, the reader's own for the others.
+func (p *Pipeline) checkReaderState(r *readerSlot, epochReader bool, st *checkpointState, want *SourceState, pos *readerPos) error {
+	sc, ok := r.src.(SourceCheckpointer)
+	if !ok {
+		return Errorf(StatusState, "%s does not support checkpoints", describe(r.node.Name, r.node.OpName))
+	}
+	bs := int64(p.Spec.BatchSize)
+	*pos = readerPos{st.Epoch, st.Iteration}
+	if !epochReader {
+		if want.Epoch < 0 || want.Position < 0 || want.Position%bs != 0 {
+			return checkpointErr("state: reader %q is at epoch %d position %d, which is not the start of a batch (corrupt document)", r.node.Name, want.Epoch, want.Position)
+		}
+		*pos = readerPos{want.Epoch, want.Position / bs}
+	}
+	got := sc.SourceState(pos.epoch, pos.iter, p.Spec.BatchSize)
+	return checkSourceState(r.node.Name, want, got, pos.epoch, pos.iter, epochReader && st.EndOfEpoch, st.Seed, p.Spec.BatchSize)
 }
 
 func checkpointErr(format string, args ...any) error {
@@ -311,24 +391,22 @@ func (f pipelineFingerprint) matches(c *pipelineFingerprint) error {
 	case c.Reader != nil && f.Reader == nil:
 		return Errorf(StatusInvalidArgument, "checkpoint is from a different pipeline: it has reader %q, this pipeline has none", c.Reader.Name)
 	case c.Reader != nil:
-		if c.Reader.Name != f.Reader.Name || c.Reader.Op != f.Reader.Op {
-			return differ("the reader", fmt.Sprintf("%q (%s)", c.Reader.Name, c.Reader.Op), fmt.Sprintf("%q (%s)", f.Reader.Name, f.Reader.Op))
+		if err := c.Reader.matches(f.Reader, differ); err != nil {
+			return err
 		}
-		keys := map[string]bool{}
-		for k := range c.Reader.Args {
-			keys[k] = true
+	}
+	for _, name := range sortedKeys(c.OtherReaders) {
+		fr, ok := f.OtherReaders[name]
+		if !ok {
+			return Errorf(StatusInvalidArgument, "checkpoint is from a different pipeline: it has reader %q, this pipeline has not", name)
 		}
-		for k := range f.Reader.Args {
-			keys[k] = true
+		if err := c.OtherReaders[name].matches(fr, differ); err != nil {
+			return err
 		}
-		for _, k := range sortedKeys(keys) {
-			if readerArgsIgnored[k] {
-				continue
-			}
-			a, b := compactJSON(c.Reader.Args[k]), compactJSON(f.Reader.Args[k])
-			if a != b {
-				return differ(fmt.Sprintf("argument %q of reader %q", k, f.Reader.Name), orUnset(a), orUnset(b))
-			}
+	}
+	for _, name := range sortedKeys(f.OtherReaders) {
+		if _, ok := c.OtherReaders[name]; !ok {
+			return Errorf(StatusInvalidArgument, "checkpoint is from a different pipeline: this pipeline has reader %q, the checkpoint's has not", name)
 		}
 	}
 	for _, name := range sortedKeys(c.Nodes) {
@@ -347,6 +425,30 @@ func (f pipelineFingerprint) matches(c *pipelineFingerprint) error {
 	}
 	if c.digest() != c.Digest {
 		return checkpointErr("the pipeline fingerprint does not match its digest (the document was edited or is corrupt)")
+	}
+	return nil
+}
+
+// matches compares a checkpoint's reader (c) with this pipeline's (f).
+func (c *readerFingerprint) matches(f *readerFingerprint, differ func(what string, ckpt, here any) error) error {
+	if c.Name != f.Name || c.Op != f.Op {
+		return differ("the reader", fmt.Sprintf("%q (%s)", c.Name, c.Op), fmt.Sprintf("%q (%s)", f.Name, f.Op))
+	}
+	keys := map[string]bool{}
+	for k := range c.Args {
+		keys[k] = true
+	}
+	for k := range f.Args {
+		keys[k] = true
+	}
+	for _, k := range sortedKeys(keys) {
+		if readerArgsIgnored[k] {
+			continue
+		}
+		a, b := compactJSON(c.Args[k]), compactJSON(f.Args[k])
+		if a != b {
+			return differ(fmt.Sprintf("argument %q of reader %q", k, f.Name), orUnset(a), orUnset(b))
+		}
 	}
 	return nil
 }
@@ -371,13 +473,12 @@ func orUnset(s string) string {
 	return s
 }
 
-// checkSourceState compares the reader state a checkpoint saved (st.Reader) with what
-// this pipeline's reader computes for the same position (got).
-func checkSourceState(reader string, st *checkpointState, got SourceState, batchSize int) error {
-	want := st.Reader
+// checkSourceState compares the reader state a checkpoint saved (want) with what this
+// pipeline's reader computes (got) for batch iteration of epoch.
+func checkSourceState(reader string, want *SourceState, got SourceState, epoch, iteration int64, endOfEpoch bool, seed uint64, batchSize int) error {
 	where := fmt.Sprintf("reader %q", reader)
-	if want.Epoch != st.Epoch || want.Position != st.Iteration*int64(batchSize) {
-		return checkpointErr("state: %s is at epoch %d position %d, which is not batch %d of epoch %d (corrupt document)", where, want.Epoch, want.Position, st.Iteration, st.Epoch)
+	if want.Epoch != epoch || want.Position != iteration*int64(batchSize) {
+		return checkpointErr("state: %s is at epoch %d position %d, which is not batch %d of epoch %d (corrupt document)", where, want.Epoch, want.Position, iteration, epoch)
 	}
 	if want.NumFiles != got.NumFiles {
 		return checkpointErr("the data set changed: %s lists %d files, the checkpoint's listed %d", where, got.NumFiles, want.NumFiles)
@@ -389,17 +490,17 @@ func checkSourceState(reader string, st *checkpointState, got SourceState, batch
 		return checkpointErr("state: %s reads %d samples per epoch, the checkpoint says %d (corrupt document)", where, got.EpochLength, want.EpochLength)
 	}
 	batches := (int64(got.EpochLength) + int64(batchSize) - 1) / int64(batchSize)
-	if st.Iteration > batches {
-		return checkpointErr("state: iteration %d is past the end of the epoch (%d batches)", st.Iteration, batches)
+	if iteration > batches {
+		return checkpointErr("state: %s: iteration %d is past the end of the epoch (%d batches)", where, iteration, batches)
 	}
-	if st.EndOfEpoch && st.Iteration != batches {
-		return checkpointErr("state: end_of_epoch with iteration %d, but the epoch has %d batches", st.Iteration, batches)
+	if endOfEpoch && iteration != batches {
+		return checkpointErr("state: end_of_epoch with iteration %d, but the epoch has %d batches", iteration, batches)
 	}
 	if want.Shard != got.Shard {
-		return checkpointErr("state: %s reads shard %d in epoch %d, the checkpoint says %d", where, got.Shard, st.Epoch, want.Shard)
+		return checkpointErr("state: %s reads shard %d in epoch %d, the checkpoint says %d", where, got.Shard, epoch, want.Shard)
 	}
 	if want.OrderDigest != got.OrderDigest {
-		return checkpointErr("state: %s orders epoch %d differently from the checkpoint's reader (seed %d)", where, st.Epoch, st.Seed)
+		return checkpointErr("state: %s orders epoch %d differently from the checkpoint's reader (seed %d)", where, epoch, seed)
 	}
 	return nil
 }

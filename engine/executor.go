@@ -28,7 +28,15 @@ type Pipeline struct {
 	gpu    *gpuStage // nil unless the graph has mixed or gpu nodes
 	limits Limits
 	seed   uint64
-	source BatchSource
+	// readers plan the samples of every batch, each its own (Graph.Readers' order);
+	// primary, the epoch reader, defines the pipeline's epochs (-1: no reader).
+	readers []*readerSlot
+	primary int
+	// nodeReader is, by node ID, the reader whose sample a node processes (the reader
+	// itself, or the first found upstream); -1 for none: ws.Ref then is the epoch
+	// reader's sample.
+	nodeReader []int
+	feeds      *feeds // external sources' queues (feed.go)
 
 	mu       sync.Mutex // one consumer call at a time
 	built    bool
@@ -51,8 +59,25 @@ type Pipeline struct {
 type task struct {
 	b      *Batch
 	i      int
-	ref    *SampleRef // source; differs from b.refs[i] when a failed sample is replaced
+	src    int // the sample whose files it reads; differs from i when a failed sample is replaced
 	result chan<- sampleResult
+}
+
+// readerSlot is one reader of the pipeline. A reader other than the epoch reader goes
+// on across the pipeline's epochs by itself, as DALI's readers do: when its own epoch
+// ends it starts its next one. epoch and taken are the consumer's position in such a
+// reader's stream (its epoch, and the batches of it taken with Next); the epoch reader's
+// position is the pipeline's (Pipeline.epoch, Pipeline.taken).
+type readerSlot struct {
+	node  *Node
+	src   BatchSource
+	epoch int64
+	taken int64
+}
+
+// readerPos is a position in a reader's stream: batch iter of its epoch.
+type readerPos struct {
+	epoch, iter int64
 }
 
 // sampleResult is the outcome of a replacement sample (on_error = "skip").
@@ -87,7 +112,8 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch}
+	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1}
+	p.feeds = newFeeds(g)
 	p.limits.MaxImagePixels = spec.MaxImagePixels
 	p.limits.MaxFileBytes = spec.MaxFileBytes
 	if spec.Seed == -1 {
@@ -95,17 +121,118 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	} else {
 		p.seed = uint64(spec.Seed)
 	}
-	if g.Reader != nil {
-		bs, ok := g.Reader.Op.(BatchSource)
+	for _, r := range g.Readers {
+		bs, ok := r.Op.(BatchSource)
 		if !ok {
-			return nil, Errorf(StatusInternal, "reader %q does not implement BatchSource", g.Reader.Name)
+			return nil, Errorf(StatusInternal, "reader %q does not implement BatchSource", r.Name)
 		}
-		p.source = bs
-		if s, ok := bs.(interface{ SetPipelineSeed(uint64) }); ok {
-			s.SetPipelineSeed(p.seed)
+		p.readers = append(p.readers, &readerSlot{node: r, src: bs, epoch: spec.FirstEpoch})
+	}
+	if len(p.readers) > 0 {
+		p.primary = 0
+	}
+	p.setReaderSeeds(p.seed)
+	p.nodeReader = nodeReaders(g)
+	return p, nil
+}
+
+// nodeReaders maps every node (by ID) to the reader whose samples it processes: itself
+// for a reader, else the reader of its first input (or argument input) that has one.
+func nodeReaders(g *Graph) []int {
+	idx := map[*Node]int{}
+	for i, r := range g.Readers {
+		idx[r] = i
+	}
+	out := make([]int, len(g.Nodes))
+	byNode := map[*Node]int{}
+	for _, n := range g.Nodes { // execution order: producers first
+		r := -1
+		if i, ok := idx[n]; ok {
+			r = i
+		} else {
+			for _, d := range append(append([]*DataNode{}, n.In...), n.ArgIn...) {
+				if pr, ok := byNode[d.Producer]; ok && pr >= 0 {
+					r = pr
+					break
+				}
+			}
+		}
+		byNode[n] = r
+		out[n.ID] = r
+	}
+	return out
+}
+
+func (p *Pipeline) setReaderSeeds(seed uint64) {
+	for _, r := range p.readers {
+		if s, ok := r.src.(interface{ SetPipelineSeed(uint64) }); ok {
+			s.SetPipelineSeed(seed)
 		}
 	}
-	return p, nil
+}
+
+// epochSource is the epoch reader's BatchSource, nil without readers.
+func (p *Pipeline) epochSource() BatchSource {
+	if p.primary < 0 {
+		return nil
+	}
+	return p.readers[p.primary].src
+}
+
+// EpochReader is the name of the reader that defines the pipeline's epochs ("" when the
+// pipeline has no reader): the first reader of the description unless SetEpochReader
+// chose another.
+func (p *Pipeline) EpochReader() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.primary < 0 {
+		return ""
+	}
+	return p.readers[p.primary].node.Name
+}
+
+func (p *Pipeline) readerIndex(name string) (int, error) {
+	for i, r := range p.readers {
+		if r.node.Name == name {
+			return i, nil
+		}
+	}
+	valid := "none"
+	if len(p.readers) > 0 {
+		var names []string
+		for _, r := range p.readers {
+			names = append(names, strconv.Quote(r.node.Name))
+		}
+		valid = strings.Join(names, ", ")
+	}
+	return -1, Errorf(StatusInvalidArgument, "no reader named %q; readers: %s", name, valid)
+}
+
+// SetEpochReader makes the reader named name define the pipeline's epochs: Next returns
+// ErrEndOfEpoch after its epoch's last batch, and batches carry its epoch and iteration.
+// The other readers go on across epochs by themselves. The consumer's position in every
+// reader's stream is kept; batches prepared ahead are dropped and prepared again.
+func (p *Pipeline) SetEpochReader(name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return Errorf(StatusInvalidHandle, "pipeline is destroyed")
+	}
+	i, err := p.readerIndex(name)
+	if err != nil {
+		return err
+	}
+	if i == p.primary {
+		return nil
+	}
+	if p.built {
+		p.stopProducer()
+	}
+	old, nw := p.readers[p.primary], p.readers[i]
+	old.epoch, old.taken = p.epoch, p.taken
+	p.epoch, p.taken, p.atEnd = nw.epoch, nw.taken, false
+	p.primary = i
+	return nil
 }
 
 // Pool returns the pipeline's host pool.
@@ -126,8 +253,8 @@ func (p *Pipeline) Build() error {
 	if p.built {
 		return nil
 	}
-	if p.source != nil {
-		if err := p.source.Open(); err != nil {
+	for _, r := range p.readers {
+		if err := r.src.Open(); err != nil {
 			return err
 		}
 	}
@@ -245,7 +372,11 @@ func (p *Pipeline) startLocked() error {
 	p.stop = make(chan struct{})
 	p.prodDone = make(chan struct{})
 	p.running = true
-	go p.produce(p.stop, p.prodDone, p.epoch, p.taken)
+	others := make([]readerPos, len(p.readers))
+	for i, r := range p.readers {
+		others[i] = readerPos{r.epoch, r.taken}
+	}
+	go p.produce(p.stop, p.prodDone, p.epoch, p.taken, others)
 	return nil
 }
 
@@ -262,12 +393,20 @@ func (p *Pipeline) Next() (*Batch, error) {
 	if p.atEnd {
 		return nil, ErrEndOfEpoch
 	}
-	b := <-p.inflight
+	b, err := p.waitBatch()
+	if err != nil {
+		return nil, err
+	}
 	<-b.done
 	p.credits <- struct{}{}
 	if !b.endOfEpoch {
 		// Taken also when it failed: the next call goes on with the following batch.
 		p.taken = b.Iteration + 1
+		for i, r := range p.readers {
+			if i != p.primary {
+				r.epoch, r.taken = b.next[i].epoch, b.next[i].iter
+			}
+		}
 	}
 	if b.endOfEpoch {
 		p.atEnd = true
@@ -349,6 +488,7 @@ func (p *Pipeline) Close() {
 	if p.built {
 		p.stopProducer()
 		p.releaseCurrent()
+		p.feeds.close()
 		close(p.tasks)
 		p.workerWG.Wait()
 		if p.gpu != nil {
@@ -356,6 +496,7 @@ func (p *Pipeline) Close() {
 		}
 	}
 	p.closed = true
+	p.feeds.close() // also when never built
 	for _, n := range p.Graph.Nodes {
 		if c, ok := n.Op.(Closer); ok {
 			c.Close()
@@ -367,40 +508,66 @@ func (p *Pipeline) Close() {
 
 // ReaderMeta describes the reader node named name.
 func (p *Pipeline) ReaderMeta(name string) (ReaderMeta, error) {
-	r := p.Graph.Reader
-	if r == nil || r.Name != name {
-		valid := "none"
-		if r != nil {
-			valid = strconv.Quote(r.Name)
-		}
-		return ReaderMeta{}, Errorf(StatusInvalidArgument, "no reader named %q; readers: %s", name, valid)
+	i, err := p.readerIndex(name)
+	if err != nil {
+		return ReaderMeta{}, err
 	}
+	src := p.readers[i].src
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.built {
-		if err := p.source.Open(); err != nil {
+		if err := src.Open(); err != nil {
 			return ReaderMeta{}, err
 		}
 	}
-	return p.source.Meta(), nil
+	return src.Meta(), nil
+}
+
+// replayPlan starts epoch of a reader and plans, without reading a file, the batches of
+// it already taken (a restored or restarted pipeline goes on from there).
+func replayPlan(src BatchSource, epoch, batches int64, refs []SampleRef) {
+	src.StartEpoch(epoch)
+	plan := src.NextBatch
+	if r, ok := src.(BatchReplayer); ok {
+		plan = r.ReplayBatch // without reading (or fetching) the batches' data
+	}
+	for i := int64(0); i < batches; i++ {
+		if _, _, ok := plan(refs); !ok {
+			break
+		}
+	}
+}
+
+// planFollower plans the next batch of a reader other than the epoch reader, starting
+// its next epoch when the current one is over; pos is its position, moved on.
+func planFollower(r *readerSlot, pos *readerPos, refs []SampleRef) error {
+	if _, _, ok := r.src.NextBatch(refs); !ok {
+		pos.epoch++
+		pos.iter = 0
+		r.src.StartEpoch(pos.epoch)
+		if _, _, ok := r.src.NextBatch(refs); !ok {
+			return Errorf(StatusInternal, "%s: epoch %d has no batch", describe(r.node.Name, r.node.OpName), pos.epoch)
+		}
+	}
+	pos.iter++
+	return nil
 }
 
 // produce plans batches in order, from batch start of the epoch on, and hands their
-// samples to the workers.
-func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, start int64) {
+// samples to the workers. others are the consumer's positions in the other readers'
+// streams.
+func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, start int64, others []readerPos) {
 	defer close(done)
 	bs := p.Spec.BatchSize
-	if p.source != nil {
-		p.source.StartEpoch(epoch)
-		// A restored pipeline replays the plan of the batches already taken, without
-		// reading their files.
-		refs := make([]SampleRef, bs)
-		for i := int64(0); i < start; i++ {
-			if _, _, ok := p.source.NextBatch(refs); !ok {
-				break
-			}
+	scratch := make([]SampleRef, bs)
+	for i, r := range p.readers {
+		if i == p.primary {
+			replayPlan(r.src, epoch, start, scratch)
+		} else {
+			replayPlan(r.src, others[i].epoch, others[i].iter, scratch)
 		}
 	}
+	source := p.epochSource()
 	for iter := start; ; iter++ {
 		select {
 		case <-p.credits:
@@ -408,9 +575,9 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			return
 		}
 		b := p.newBatch(epoch, iter)
-		if p.source != nil {
+		if source != nil {
 			var ok bool
-			b.Valid, b.Last, ok = p.source.NextBatch(b.refs)
+			b.Valid, b.Last, ok = source.NextBatch(b.refs)
 			if !ok {
 				b.endOfEpoch = true
 				close(b.done)
@@ -420,7 +587,28 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		} else {
 			b.Valid = bs
 		}
-		err := b.allocateOutputs()
+		fed, end, ok := p.feeds.take(stop)
+		if !ok {
+			p.credits <- struct{}{}
+			return
+		}
+		if end {
+			b.endOfEpoch = true
+			close(b.done)
+			p.inflight <- b
+			return
+		}
+		b.fed, b.feeds = fed, p.feeds
+		var err error
+		for i, r := range p.readers {
+			if i != p.primary && err == nil {
+				err = planFollower(r, &others[i], b.rrefs[i])
+			}
+			b.next[i] = others[i]
+		}
+		if err == nil {
+			err = b.allocateOutputs()
+		}
 		if err == nil && p.gpu != nil {
 			b.gpu, err = p.gpu.newBatch(b)
 		}
@@ -433,7 +621,7 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		b.wg.Add(bs)
 		for i := 0; i < bs; i++ {
 			select {
-			case p.tasks <- task{b: b, i: i, ref: &b.refs[i]}:
+			case p.tasks <- task{b: b, i: i, src: i}:
 			case <-stop:
 				// Let the queued samples finish, then drop the batch and give back the
 				// credit it held (it never reached inflight, where stopProducer
@@ -447,7 +635,7 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		}
 		p.inflight <- b
 		go p.finish(b)
-		if b.Last && p.source != nil {
+		if b.Last && source != nil {
 			// The next NextBatch returns 0: the end-of-epoch marker follows in order.
 			continue
 		}
@@ -496,7 +684,7 @@ func (p *Pipeline) replace(b *Batch, failed []int) error {
 			}
 			tries[i]++
 			b.wg.Add(1)
-			p.tasks <- task{b: b, i: i, ref: &b.refs[j], result: res}
+			p.tasks <- task{b: b, i: i, src: j, result: res}
 			sent++
 		}
 		if len(exhausted) > 0 {
@@ -531,6 +719,7 @@ func (p *Pipeline) replace(b *Batch, failed []int) error {
 		if errors.As(e, &se) {
 			sk.Node = se.Node
 			sk.Error = se.Err.Error()
+			sk.File = se.Source // the file of the reader the failed node reads from
 		}
 		b.Skips = append(b.Skips, sk)
 	}
@@ -630,7 +819,7 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	}
 	started.Done()
 	for t := range w.p.tasks {
-		err := w.runSample(t.b, t.i, t.ref)
+		err := w.runSample(t.b, t.i, t.src)
 		w.trim()
 		if t.result != nil {
 			t.result <- sampleResult{i: t.i, err: err}
@@ -657,8 +846,9 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	w.gpu.close()
 }
 
-func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
+func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 	node := ""
+	ref := &b.refs[src]
 	defer func() {
 		if r := recover(); r != nil {
 			err = &SampleError{Source: ref.Path, Node: node, Err: fmt.Errorf("internal error: %v", r)}
@@ -670,7 +860,9 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 	for _, n := range part.Sample {
 		node = n.Name
 		ws := w.ws[n.ID]
+		ref = b.ref(w.p.nodeReader[n.ID], src)
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
+		ws.fed = b.fedSample(n, b.refIndex(ref, i))
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}
@@ -711,6 +903,10 @@ func (w *worker) runSample(b *Batch, i int, ref *SampleRef) (err error) {
 					return wrapSampleErr(ref, n, err)
 				}
 				t.Data = data
+			case ws.fed != nil && len(ws.fed.Data) == need:
+				// An external source's intermediate output: the fed memory itself,
+				// referenced by the batch until it is released (no copy).
+				t.Data = ws.fed.Data
 			default:
 				data, err := w.buffer(n.ID, k, need)
 				if err != nil {

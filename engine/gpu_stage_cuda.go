@@ -119,16 +119,6 @@ type gpuStage struct {
 	closed bool
 }
 
-func cudaError(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := err.(*Error); ok {
-		return err
-	}
-	return &Error{Status: StatusCUDA, Msg: what, Err: err}
-}
-
 func newGPUStage(p *Pipeline) (st *gpuStage, err error) {
 	id := *p.Spec.DeviceID
 	dev, err := cuda.Open(id)
@@ -403,7 +393,7 @@ func (st *gpuStage) runSamples(b *Batch, gb *gpuBatch, sn *stageNode) error {
 		for k, v := range sn.out {
 			ws.Out[k] = &gb.vals[v].t[i]
 		}
-		ws.Ref, ws.Sample, ws.Epoch = &b.refs[i], i, b.Epoch
+		ws.Ref, ws.Sample, ws.Epoch = b.ref(st.p.nodeReader[sn.n.ID], i), i, b.Epoch
 		ws.Position = b.Iteration*int64(len(b.refs)) + int64(i)
 	}
 	for i := range b.refs {

@@ -34,7 +34,10 @@ type Graph struct {
 	Nodes   []*Node // execution order
 	Data    map[string]*DataNode
 	Outputs []*DataNode
-	Reader  *Node // the node that plans batches, nil if none
+	// Readers are the nodes that plan batches (BatchSource), in the description's order;
+	// each plans its own samples of every batch. Reader is the first of them, nil if none.
+	Readers []*Node
+	Reader  *Node
 	// Declared lists every node as written, in the description's order, including those
 	// fused into their consumer (checkpoint fingerprints describe the pipeline as written).
 	Declared []*Node
@@ -157,13 +160,13 @@ func BuildGraph(s *Spec) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range order {
+	for _, n := range nodes {
 		if n.Schema.IsReader {
-			if g.Reader != nil {
-				return nil, Errorf(StatusInvalidPipeline, "%s: a pipeline has at most one reader; %q is one already", describe(n.Name, n.OpName), g.Reader.Name)
-			}
-			g.Reader = n
+			g.Readers = append(g.Readers, n)
 		}
+	}
+	if len(g.Readers) > 0 {
+		g.Reader = g.Readers[0]
 	}
 	// Instantiate and infer in order.
 	for _, n := range order {

@@ -31,8 +31,8 @@ func TestBuildRejectsBadDescriptions(t *testing.T) {
 		{"wrong input count", `{"batch_size": 2, "ops": [{"op": "random.coin_flip", "name": "c", "inputs": ["c2"], "outputs": ["x"]}, {"op": "random.coin_flip", "name": "c2", "outputs": ["c2"]}], "outputs": ["x"]}`,
 			[]string{`"c"`, "inputs"}},
 		{"arg input not allowed", `{"batch_size": 2, "ops": [{"op": "random.coin_flip", "name": "c", "outputs": ["m"]},
-			{"op": "random.coin_flip", "name": "d", "arg_inputs": {"probability": "m"}, "outputs": ["x"]}], "outputs": ["x"]}`,
-			[]string{`"d"`, `"probability"`, "per sample"}},
+			{"op": "random.coin_flip", "name": "d", "arg_inputs": {"shape": "m"}, "outputs": ["x"]}], "outputs": ["x"]}`,
+			[]string{`"d"`, `"shape"`, "per sample"}},
 		{"unknown output", `{"batch_size": 2, "ops": [{"op": "random.coin_flip", "name": "c", "outputs": ["m"]}], "outputs": ["z"]}`,
 			[]string{`"z"`, "available: m"}},
 		// No flavour has a gpu decoder: ErrNoCUDA in the CPU flavour, "no gpu

@@ -239,7 +239,7 @@ func TestCPUFlavourRefusesGPUDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	p.source = nil // no files to open: the GPU stage is what must fail
+	p.readers, p.primary = nil, -1 // no files to open: the GPU stage is what must fail
 	err = p.Build()
 	if StatusOf(err) != StatusNoCUDA || !strings.Contains(err.Error(), `"dec"`) {
 		t.Fatalf("Build: %v (status %d)", err, StatusOf(err))

@@ -209,7 +209,7 @@ func TestEpochShardsAndPadding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := p.source
+		r := p.epochSource()
 		if err := r.Open(); err != nil {
 			t.Fatal(err)
 		}

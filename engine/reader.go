@@ -25,6 +25,13 @@ type BatchSource interface {
 	Meta() ReaderMeta
 }
 
+// BatchReplayer is implemented by readers that start reading a batch's data as soon as
+// it is planned (remote read-ahead): a restored pipeline replays the plan of the batches
+// already taken with ReplayBatch, which moves the plan like NextBatch but reads nothing.
+type BatchReplayer interface {
+	ReplayBatch(refs []SampleRef) (valid int, last, ok bool)
+}
+
 // SourceState is a reader's progress as a checkpoint records it: enough to check that a
 // restored reader, replaying the epoch's plan, is where the saved one was.
 type SourceState struct {

@@ -71,8 +71,10 @@ typedef enum {
   GODALI_ERROR_STATE = -5,            /* call out of order (e.g. next before build) */
   GODALI_ERROR_NO_CUDA = -6,          /* GPU requested but this is the CPU flavour */
   GODALI_ERROR_CUDA = -7,             /* a CUDA call failed */
-  GODALI_ERROR_OUT_OF_MEMORY = -8,    /* the system refused memory (mmap, a pool); the
-                                         message says how much was asked for */
+  GODALI_ERROR_OUT_OF_MEMORY = -8,    /* the system refused memory (mmap, a pool), or
+                                         CUDA did (CUDA_ERROR_OUT_OF_MEMORY from a device
+                                         or pinned allocation); the message says how
+                                         much was asked for */
   GODALI_ERROR_INTERNAL = -100        /* a bug in godali: please report it */
 } godali_status_t;
 
@@ -127,6 +129,16 @@ typedef struct {
   int64_t exported;        /* DLPack tensors handed out whose deleter has not run yet */
 } godali_pool_stats_t;
 
+/* godali_deleter_t releases memory fed with godali_pipeline_feed_input*: the library
+ * calls it exactly once with the ctx given, from any thread (a worker's, or the thread of
+ * a later godali call), when it no longer reads the memory. */
+typedef void (*godali_deleter_t)(void *ctx);
+
+/* Flags of godali_pipeline_feed_input*. GODALI_FEED_COPY: copy the samples into the
+ * library's memory during the call (the deleter runs before the call returns); without
+ * it the library reads the caller's memory in place, without a copy. */
+#define GODALI_FEED_COPY 1u
+
 #ifndef GODALI_INTERNAL_NO_PROTOTYPES /* defined only inside the library's own build */
 
 /* godali_last_error returns the message of the calling thread's last failed call, or ""
@@ -173,7 +185,9 @@ godali_status_t godali_pipeline_run(godali_pipeline_t p);
 
 /* godali_pipeline_next blocks until the next scheduled batch is complete and makes it the
  * pipeline's current batch (run is implied if nothing is scheduled). Returns
- * GODALI_END_OF_EPOCH after the epoch's last batch, and keeps returning it until
+ * GODALI_END_OF_EPOCH after the epoch's last batch (the epoch of the epoch reader: the
+ * description's first reader, or the one godali_pipeline_set_epoch_reader names; other
+ * readers go on across epochs by themselves), and keeps returning it until
  * godali_pipeline_reset (there is no current batch then). GODALI_ERROR_DATA: a sample of
  * the batch failed (the message names the file); that batch is dropped (no current
  * batch) and counts as taken, so the next call continues with the following batch.
@@ -216,6 +230,57 @@ godali_status_t godali_pipeline_restore(godali_pipeline_t p, const char *checkpo
 /* godali_free frees memory the library allocated for the caller (godali_pipeline_checkpoint).
  * NULL is accepted. Never fails. */
 godali_status_t godali_free(void *ptr);
+
+/* Feeding external sources (an "external_source" node; docs/pipeline.md, "External
+ * sources"). Each batch the pipeline plans takes the next batch queued for every external
+ * source node, so feed at least one batch before godali_pipeline_next, and more to let
+ * the pipeline prepare batches ahead (up to prefetch_queue_depth). A next call that finds
+ * nothing fed and nothing prepared fails at once with GODALI_ERROR_STATE (it never waits
+ * for a feed). A pipeline without readers has no end of epoch unless
+ * godali_pipeline_feed_end_of_epoch queues one.
+ *
+ * godali_pipeline_feed_input queues one dense batch for the node `name`: shape has ndim+1
+ * entries, shape[0] samples (the pipeline's batch_size) of shape shape[1..ndim], packed
+ * one after the other at data (C order). godali_pipeline_feed_input_ragged takes
+ * num_samples samples, sample i at data[i] with shape shapes[i*ndim .. i*ndim+ndim-1].
+ * dtype, ndim and layout (NULL or "": not checked) must match the node's declared
+ * "dtype", "ndim" and "layout" (and its "shape" when given); every sample's memory is
+ * read as host memory.
+ *
+ * Lifetime: unless flags has GODALI_FEED_COPY, the memory (and each data[i]) must stay
+ * valid and unchanged until the deleter runs; shape, shapes, the data[] array itself,
+ * name and layout are read during the call only. deleter(ctx), when deleter is not NULL,
+ * is called exactly once, from any thread: when the batch that used the memory is
+ * released (the next godali_pipeline_next, a reset that drops it, or destroy); before
+ * the call returns with GODALI_FEED_COPY, or when the call fails (any status, an invalid
+ * handle included); or on godali_pipeline_destroy for batches still queued. The
+ * deleter must not call into godali for the same pipeline.
+ * Errors: GODALI_ERROR_INVALID_ARGUMENT (unknown name, a dtype/ndim/layout/shape that
+ * differs from the node's, a sample count other than batch_size, a NULL pointer),
+ * GODALI_ERROR_INVALID_HANDLE. Nothing is queued after a failure. Safe from any thread;
+ * the calls on a pipeline take turns. */
+godali_status_t godali_pipeline_feed_input(godali_pipeline_t p, const char *name, const void *data,
+                                           DLDataType dtype, int ndim, const int64_t *shape,
+                                           const char *layout, uint32_t flags,
+                                           godali_deleter_t deleter, void *ctx);
+godali_status_t godali_pipeline_feed_input_ragged(godali_pipeline_t p, const char *name,
+                                                  int64_t num_samples, const void *const *data,
+                                                  DLDataType dtype, int ndim, const int64_t *shapes,
+                                                  const char *layout, uint32_t flags,
+                                                  godali_deleter_t deleter, void *ctx);
+
+/* godali_pipeline_feed_end_of_epoch queues an end-of-epoch marker for `name`: the
+ * godali_pipeline_next that reaches it returns GODALI_END_OF_EPOCH; after
+ * godali_pipeline_reset, batches fed after the marker make the next epoch. */
+godali_status_t godali_pipeline_feed_end_of_epoch(godali_pipeline_t p, const char *name);
+
+/* godali_pipeline_feed_drop releases the batches (and markers) queued for `name` and
+ * not yet taken by the pipeline, and writes how many to *dropped (may be NULL). */
+godali_status_t godali_pipeline_feed_drop(godali_pipeline_t p, const char *name, int64_t *dropped);
+
+/* godali_pipeline_feed_queued writes how many batches (and markers) are queued for `name`
+ * and not yet taken by the pipeline. */
+godali_status_t godali_pipeline_feed_queued(godali_pipeline_t p, const char *name, int64_t *out);
 
 /* godali_pipeline_destroy stops the workers and releases the pipeline, after the calls
  * other threads have in flight on it returned. Tensors handed out earlier stay valid
@@ -309,6 +374,17 @@ godali_status_t godali_tensor_stream_wait(const DLManagedTensor *t, int64_t stre
 /* godali_pipeline_reader_meta describes the reader named `name` (the node's "name"). */
 godali_status_t godali_pipeline_reader_meta(godali_pipeline_t p, const char *name,
                                             godali_reader_meta_t *out);
+
+/* godali_pipeline_set_epoch_reader makes the reader named `name` define the pipeline's
+ * epochs: GODALI_END_OF_EPOCH follows its epoch's last batch, and batch_info's epoch,
+ * iteration, valid and last_in_epoch are its own. A pipeline may have several readers
+ * (each plans its own samples of every batch, with its own shards and shuffling); by
+ * default the first reader of the description defines the epochs, and the others go on
+ * across them by themselves, each starting its next epoch when its own ends. Allowed at
+ * any time: the consumer's place in every reader's stream is kept (batches prepared
+ * ahead are dropped and prepared again), and checkpoints record the choice.
+ * GODALI_ERROR_INVALID_ARGUMENT (nothing changes) when no reader has that name. */
+godali_status_t godali_pipeline_set_epoch_reader(godali_pipeline_t p, const char *name);
 
 /* godali_pipeline_epoch_size writes the reader's epoch_size (DALI's pipe.epoch_size). */
 godali_status_t godali_pipeline_epoch_size(godali_pipeline_t p, const char *name, int64_t *out);

@@ -63,7 +63,7 @@ command -v go >/dev/null || { echo "setup: Go is required (https://go.dev/dl), n
 # one is missing). Debian's python is externally managed, hence --break-system-packages.
 PY=/usr/bin/python3
 pip_missing=()
-for m in webdataset tfrecord crc32c; do
+for m in webdataset tfrecord crc32c lmdb; do
   $PY -c "import importlib.util as u, sys; sys.exit(u.find_spec('$m') is None)" 2>/dev/null || pip_missing+=("$m")
 done
 if [ ${#pip_missing[@]} -gt 0 ]; then

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -682,6 +683,104 @@ static void test_threads_share_a_pipeline(const char *root) {
   CHECK(st.exported == 0, "exported tensors alive %lld", (long long)st.exported);
 }
 
+
+/* test_feed_input: external sources fed from C, dense and ragged, read in place; each
+ * deleter runs exactly once: when its batch is released, on a refused feed, and on
+ * destroy for batches still queued. */
+static int deleted[8];
+static void count_delete(void *ctx) { deleted[(int)(intptr_t)ctx]++; }
+
+static void test_feed_input(void) {
+  const char *desc =
+      "{\"batch_size\": 2, \"num_threads\": 2, \"device_id\": null, \"prefetch_queue_depth\": 2,"
+      " \"ops\": ["
+      "  {\"op\": \"external_source\", \"name\": \"src\", \"outputs\": [\"x\"],"
+      "   \"args\": {\"dtype\": \"FLOAT\", \"ndim\": 2, \"layout\": \"HW\"}}],"
+      " \"outputs\": [\"x\"]}";
+  godali_pipeline_t p = 0;
+  MUST(godali_pipeline_create(desc, 0, &p));
+  MUST(godali_pipeline_build(p));
+  memset(deleted, 0, sizeof deleted);
+  DLDataType f32 = {kDLFloat, 32, 1};
+
+  /* Dense: 2 samples of 2x3. */
+  float dense[12];
+  for (int i = 0; i < 12; i++) dense[i] = (float)i;
+  int64_t shape[3] = {2, 2, 3};
+  MUST(godali_pipeline_feed_input(p, "src", dense, f32, 2, shape, "HW", 0, count_delete,
+                                  (void *)(intptr_t)0));
+  /* Ragged: 1x2 and 3x1. */
+  float a[2] = {100, 101}, b[3] = {200, 201, 202};
+  const void *ptrs[2] = {a, b};
+  int64_t shapes[4] = {1, 2, 3, 1};
+  MUST(godali_pipeline_feed_input_ragged(p, "src", 2, ptrs, f32, 2, shapes, NULL, 0,
+                                         count_delete, (void *)(intptr_t)1));
+  int64_t queued = -1;
+  MUST(godali_pipeline_feed_queued(p, "src", &queued));
+  CHECK(queued >= 0 && queued <= 2, "queued %lld", (long long)queued);
+
+  /* Refused feeds: the deleter runs once, nothing is queued. */
+  DLDataType u8 = {kDLUInt, 8, 1};
+  CHECK(godali_pipeline_feed_input(p, "src", dense, u8, 2, shape, NULL, 0, count_delete,
+                                   (void *)(intptr_t)2) == GODALI_ERROR_INVALID_ARGUMENT,
+        "wrong dtype accepted");
+  CHECK(strstr(godali_last_error(), "dtype FLOAT") != NULL, "message: %s", godali_last_error());
+  CHECK(godali_pipeline_feed_input(p, "nope", dense, f32, 2, shape, NULL, 0, count_delete,
+                                   (void *)(intptr_t)3) == GODALI_ERROR_INVALID_ARGUMENT,
+        "unknown name accepted");
+  CHECK(strstr(godali_last_error(), "\"nope\"") != NULL, "message: %s", godali_last_error());
+  int64_t shape1[2] = {2, 6};
+  CHECK(godali_pipeline_feed_input(p, "src", dense, f32, 1, shape1, NULL, 0, count_delete,
+                                   (void *)(intptr_t)4) == GODALI_ERROR_INVALID_ARGUMENT,
+        "wrong ndim accepted");
+  CHECK(godali_pipeline_feed_input(p, "src", dense, f32, 2, shape, "WH", 0, count_delete,
+                                   (void *)(intptr_t)5) == GODALI_ERROR_INVALID_ARGUMENT,
+        "wrong layout accepted");
+  CHECK(godali_pipeline_feed_input(999999, "src", dense, f32, 2, shape, NULL, 0, count_delete,
+                                   (void *)(intptr_t)6) == GODALI_ERROR_INVALID_HANDLE,
+        "invalid handle accepted");
+  for (int k = 2; k <= 6; k++) CHECK(deleted[k] == 1, "refused feed %d: deleter ran %d times", k, deleted[k]);
+
+  MUST(godali_pipeline_next(p));
+  DLManagedTensor *t = NULL;
+  MUST(godali_pipeline_output(p, 0, &t));
+  const float *v = (const float *)t->dl_tensor.data;
+  CHECK(t->dl_tensor.ndim == 3 && t->dl_tensor.shape[0] == 2 && t->dl_tensor.shape[2] == 3,
+        "dense output shape");
+  for (int i = 0; i < 12; i++) CHECK(v[i] == (float)i, "dense[%d] = %g", i, v[i]);
+  t->deleter(t);
+  CHECK(deleted[0] == 0, "dense feed released while its batch is current");
+
+  MUST(godali_pipeline_next(p));
+  CHECK(deleted[0] == 1, "dense feed: deleter ran %d times after its batch, want 1", deleted[0]);
+  DLManagedTensor *s1 = NULL;
+  MUST(godali_pipeline_output_sample(p, 0, 1, &s1));
+  CHECK(s1->dl_tensor.shape[0] == 3 && s1->dl_tensor.shape[1] == 1, "ragged sample 1 shape");
+  CHECK(((const float *)s1->dl_tensor.data)[2] == 202.0f, "ragged sample 1 value");
+  s1->deleter(s1);
+
+  /* Nothing more fed: next fails at once (it does not wait for a feed). */
+  CHECK(godali_pipeline_next(p) == GODALI_ERROR_STATE, "next without a feed");
+  CHECK(deleted[1] == 1, "ragged feed: deleter ran %d times, want 1", deleted[1]);
+
+  /* End of epoch, then destroy with a batch still queued after the marker. */
+  MUST(godali_pipeline_feed_end_of_epoch(p, "src"));
+  CHECK(godali_pipeline_next(p) == GODALI_END_OF_EPOCH, "end-of-epoch marker");
+  float *heap = malloc(sizeof dense);
+  memcpy(heap, dense, sizeof dense);
+  MUST(godali_pipeline_feed_input(p, "src", heap, f32, 2, shape, NULL, 0, count_delete,
+                                  (void *)(intptr_t)7));
+  /* A copied feed: the deleter has run when the call returns. */
+  float copied[12] = {0};
+  MUST(godali_pipeline_feed_input(p, "src", copied, f32, 2, shape, NULL, GODALI_FEED_COPY,
+                                  count_delete, (void *)(intptr_t)4));
+  CHECK(deleted[4] == 2, "GODALI_FEED_COPY: deleter ran %d times by return", deleted[4] - 1);
+  MUST(godali_pipeline_destroy(p));
+  CHECK(deleted[7] == 1, "queued feed: deleter ran %d times on destroy, want 1", deleted[7]);
+  free(heap);
+  for (int k = 0; k < 8; k++) CHECK(deleted[k] == (k == 4 ? 2 : 1), "deleter %d ran %d times", k, deleted[k]);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "c_api_data";
   char root[512], cls[600], path[700];
@@ -715,6 +814,7 @@ int main(int argc, char **argv) {
   test_size_t_lengths(root);
   test_end_of_epoch_is_not_an_error(root);
   test_threads_share_a_pipeline(root);
+  test_feed_input();
 
   int64_t live = -1;
   MUST(godali_live_pipelines(&live));

@@ -8,6 +8,7 @@ package all
 import (
 	_ "github.com/godali/godali/ops/bbox"
 	_ "github.com/godali/godali/ops/decoders"
+	_ "github.com/godali/godali/ops/external"
 	_ "github.com/godali/godali/ops/image"
 	_ "github.com/godali/godali/ops/math"
 	_ "github.com/godali/godali/ops/random"

@@ -16,7 +16,7 @@ func init() {
 		Doc: "Blurs HWC uint8 images with a separable Gaussian, borders reflected (101), as DALI. " +
 			"With only sigma the window is 2 * ceil(3 * sigma) + 1 taps; with only window_size, " +
 			"sigma = ((window_size - 1) / 2 - 1) * 0.3 + 0.8. Each takes one value or (height, width). " +
-			"sigma may come per sample (one value for both axes).",
+			"sigma may come per sample (one value, or (height, width)).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "sigma", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "standard deviation of the Gaussian, in pixels: one value or (height, width); 0 = from window_size"},
@@ -40,6 +40,7 @@ type gaussianBlurOp struct {
 type gaussianBlurState struct {
 	scratch imaging.Scratch
 	wy, wx  []float32
+	sig     []float64 // the sample's sigma, when per sample
 }
 
 func pair[T any](v []T) ([2]T, bool) {
@@ -127,18 +128,30 @@ func (o *gaussianBlurOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*gaussianBlurState)
 	wy, wx := o.windows[0], o.windows[1]
 	if o.perSig {
-		s, err := o.args.FloatAt(ws, "sigma")
-		if err != nil {
+		var err error
+		if st.sig, err = o.args.FloatsAt(ws, "sigma", st.sig); err != nil {
 			return err
 		}
-		if !(s >= 0) || s > maxBlurRadius/3 || (s == 0 && (o.window[0] == 0 || o.window[1] == 0)) {
-			return engine.Errorf(engine.StatusData, "%s: argument \"sigma\": expected a value in (0, %d] for this sample (or window_size), got %g",
-				engine.Describe(o.args.Node, o.args.Schema.Name), maxBlurRadius/3, s)
+		sig := [2]float64{}
+		switch len(st.sig) {
+		case 1:
+			sig = [2]float64{st.sig[0], st.sig[0]}
+		case 2:
+			sig = [2]float64{st.sig[0], st.sig[1]}
+		default:
+			return engine.Errorf(engine.StatusData, "%s: argument \"sigma\": expected one value or (height, width) for this sample, got %v",
+				engine.Describe(o.args.Node, o.args.Schema.Name), st.sig)
 		}
-		st.wy = growFloats(st.wy, blurTaps(s, o.window[0]))
-		st.wx = growFloats(st.wx, blurTaps(s, o.window[1]))
-		imaging.GaussianWindow(st.wy, blurSigma(s, o.window[0]))
-		imaging.GaussianWindow(st.wx, blurSigma(s, o.window[1]))
+		for i, s := range sig {
+			if !(s >= 0) || s > maxBlurRadius/3 || (s == 0 && o.window[i] == 0) {
+				return engine.Errorf(engine.StatusData, "%s: argument \"sigma\": expected values in (0, %d] for this sample (or window_size), got %v",
+					engine.Describe(o.args.Node, o.args.Schema.Name), maxBlurRadius/3, st.sig)
+			}
+		}
+		st.wy = growFloats(st.wy, blurTaps(sig[0], o.window[0]))
+		st.wx = growFloats(st.wx, blurTaps(sig[1], o.window[1]))
+		imaging.GaussianWindow(st.wy, blurSigma(sig[0], o.window[0]))
+		imaging.GaussianWindow(st.wx, blurSigma(sig[1], o.window[1]))
 		wy, wx = st.wy, st.wx
 	}
 	in := ws.In[0]

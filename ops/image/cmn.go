@@ -1,6 +1,7 @@
 package image
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/godali/godali/engine"
@@ -14,14 +15,14 @@ func init() {
 			"layout and type of HWC uint8 images in one pass. A resize feeding it is fused in.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: []engine.ArgSpec{
-			{Name: "crop", Type: engine.ArgFloatList, Doc: "crop size (height, width); default: no crop"},
-			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, Doc: "crop height (alternative to crop)"},
-			{Name: "crop_w", Type: engine.ArgFloat, Default: 0.0, Doc: "crop width (alternative to crop)"},
+			{Name: "crop", Type: engine.ArgFloatList, TensorInput: true, Doc: "crop size (height, width); default: no crop"},
+			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop height (alternative to crop)"},
+			{Name: "crop_w", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop width (alternative to crop)"},
 			{Name: "crop_pos_x", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position of the crop in [0, 1]; start = round(pos * (width - crop_w))"},
 			{Name: "crop_pos_y", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position of the crop in [0, 1]"},
 			{Name: "mirror", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flip horizontally when nonzero; per sample from random.coin_flip"},
-			{Name: "mean", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "per-channel mean (a scalar applies to all)"},
-			{Name: "std", Type: engine.ArgFloatList, Default: []float64{1}, Doc: "per-channel standard deviation"},
+			{Name: "mean", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "per-channel mean (a scalar applies to all)"},
+			{Name: "std", Type: engine.ArgFloatList, Default: []float64{1}, TensorInput: true, Doc: "per-channel standard deviation"},
 			{Name: "scale", Type: engine.ArgFloat, Default: 1.0, Doc: "multiplies the normalized value"},
 			{Name: "shift", Type: engine.ArgFloat, Default: 0.0, Doc: "added after scaling"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "FLOAT, FLOAT16, UINT8 or INT8"},
@@ -49,6 +50,8 @@ type CMNSpec struct {
 	PadOutOfBounds bool
 	mirrorIn       int // arg input index, -1 if constant
 	posXIn, posYIn int
+	dynCrop        bool // the crop size comes from pipeline values
+	dynNorm        bool // mean or std comes from pipeline values
 }
 
 func newCMN(a *engine.Args) (*cmnOp, error) {
@@ -70,7 +73,12 @@ func newCMN(a *engine.Args) (*cmnOp, error) {
 	} else {
 		s.CropH, s.CropW = int(a.Float("crop_h")), int(a.Float("crop_w"))
 	}
-	if s.CropH < 0 || s.CropW < 0 || (s.CropH == 0) != (s.CropW == 0) {
+	s.dynCrop = perSample(a, "crop", "crop_h", "crop_w")
+	s.dynNorm = perSample(a, "mean", "std")
+	if a.Given("crop") && (a.Given("crop_h") || a.Given("crop_w")) {
+		return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")
+	}
+	if !s.dynCrop && (s.CropH < 0 || s.CropW < 0 || (s.CropH == 0) != (s.CropW == 0)) {
 		return nil, a.Errorf("crop", "expected a positive (height, width), got %dx%d", s.CropH, s.CropW)
 	}
 	for _, m := range a.Floats("mean") {
@@ -143,12 +151,14 @@ func (s *CMNSpec) meta(in engine.TensorMeta) ([]engine.TensorMeta, error) {
 		return nil, err
 	}
 	for _, l := range [][]float32{s.Mean, s.Std} {
-		if len(l) != 1 && c > 0 && len(l) != c {
+		if !s.dynNorm && len(l) != 1 && c > 0 && len(l) != c {
 			return nil, s.args.Errorf("mean", "mean and std need 1 or %d values (one per channel), got %d", c, len(l))
 		}
 	}
 	h, w := in.Shape[0], in.Shape[1]
-	if s.CropW > 0 {
+	if s.dynCrop {
+		h, w = -1, -1
+	} else if s.CropW > 0 {
 		h, w = s.CropH, s.CropW
 	}
 	oc := -1
@@ -165,6 +175,19 @@ func (s *CMNSpec) meta(in engine.TensorMeta) ([]engine.TensorMeta, error) {
 // params fills the normalization of one sample whose (resized) input is w x h.
 func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizeParams) error {
 	cw, ch := s.CropW, s.CropH
+	if s.dynCrop {
+		var err error
+		if cw, ch, err = cropSizeAt(s.args, ws); err != nil {
+			return err
+		}
+	}
+	mean, std := s.Mean, s.Std
+	if s.dynNorm {
+		var err error
+		if mean, std, err = s.normAt(ws); err != nil {
+			return err
+		}
+	}
 	if cw == 0 {
 		cw, ch = w, h
 	}
@@ -184,9 +207,74 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 	if !s.PadOutOfBounds && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
 		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}
-	*np = imaging.NormalizeParams{Mean: s.Mean, Std: s.Std, Scale: s.Scale, Shift: s.Shift, Out: s.Out,
+	*np = imaging.NormalizeParams{Mean: mean, Std: std, Scale: s.Scale, Shift: s.Shift, Out: s.Out,
 		CHW: s.CHW, PadChannels: s.Pad, Mirror: mirror, CropX: x, CropY: y, CropW: cw, CropH: ch}
 	return nil
+}
+
+// normAt reads this sample's mean and std (either may be constant) and checks them
+// against the sample's channel count.
+func (s *CMNSpec) normAt(ws *engine.Workspace) ([]float32, []float32, error) {
+	a := s.args
+	c := 0
+	if in := ws.In[0]; len(in.Shape) == 3 {
+		c = in.Shape[2]
+	}
+	var out [2][]float32
+	for k, name := range []string{"mean", "std"} {
+		v, err := a.FloatsAt(ws, name, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(v) != 1 && len(v) != c {
+			return nil, nil, engine.Errorf(engine.StatusData, "%s: argument %q: needs 1 or %d values (one per channel) for this sample, got %d",
+				engine.Describe(a.Node, a.Schema.Name), name, c, len(v))
+		}
+		f := make([]float32, len(v))
+		for i, x := range v {
+			if name == "std" && x == 0 {
+				return nil, nil, engine.Errorf(engine.StatusData, "%s: argument \"std\": must not contain 0, got %v for this sample", engine.Describe(a.Node, a.Schema.Name), v)
+			}
+			f[i] = float32(x)
+		}
+		out[k] = f
+	}
+	return out[0], out[1], nil
+}
+
+// cropSizeAt reads this sample's crop size (width, height) from crop or crop_h/crop_w,
+// constant or per sample; 0, 0 means no crop.
+func cropSizeAt(a *engine.Args, ws *engine.Workspace) (int, int, error) {
+	bad := func(format string, args ...any) error {
+		return engine.Errorf(engine.StatusData, "%s: argument \"crop\": %s for this sample", engine.Describe(a.Node, a.Schema.Name), fmt.Sprintf(format, args...))
+	}
+	var ch, cw float64
+	if a.Given("crop") {
+		c, err := a.FloatsAt(ws, "crop", nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		switch len(c) {
+		case 1:
+			ch, cw = c[0], c[0]
+		case 2:
+			ch, cw = c[0], c[1]
+		default:
+			return 0, 0, bad("expected (height, width), got %v", c)
+		}
+	} else {
+		var err error
+		if ch, err = a.FloatAt(ws, "crop_h"); err != nil {
+			return 0, 0, err
+		}
+		if cw, err = a.FloatAt(ws, "crop_w"); err != nil {
+			return 0, 0, err
+		}
+	}
+	if !(ch >= 0 && cw >= 0 && ch < 1<<30 && cw < 1<<30) || (int(ch) == 0) != (int(cw) == 0) {
+		return 0, 0, bad("expected a positive (height, width), got %gx%g", ch, cw)
+	}
+	return int(cw), int(ch), nil
 }
 
 func (s *CMNSpec) setShape(t *engine.Tensor, cw, ch, c int) {
@@ -226,7 +314,7 @@ func (o *cmnOp) Run(ws *engine.Workspace) error {
 // cropped, mirrored output.
 func (o *cmnOp) Fuse(p engine.Operator) (engine.Operator, bool) {
 	r, ok := p.(*resizeOp)
-	if !ok {
+	if !ok || r.dynamic {
 		return nil, false
 	}
 	return &resizeCMNOp{resize: r, cmn: o}, true

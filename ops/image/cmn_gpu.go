@@ -15,6 +15,9 @@ func init() {
 			return nil, err
 		}
 		s := o.spec
+		if s.dynNorm {
+			return nil, a.Errorf("mean", "per-sample mean/std (from a pipeline value) is supported on device \"cpu\" only; the GPU kernel takes one table per batch")
+		}
 		return &gpuCMN{cpu: o, params: kernels.CMNParams{Mean: s.Mean, Std: s.Std, Scale: s.Scale, Shift: s.Shift,
 			Out: s.Out, CHW: s.CHW, PadChannels: s.Pad}}, nil
 	})

@@ -14,9 +14,9 @@ func init() {
 		Doc:       "Crops HWC uint8 images to (height, width) at crop_pos_x/crop_pos_y.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: []engine.ArgSpec{
-			{Name: "crop", Type: engine.ArgFloatList, Doc: "crop size (height, width)"},
-			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, Doc: "crop height (alternative to crop)"},
-			{Name: "crop_w", Type: engine.ArgFloat, Default: 0.0, Doc: "crop width (alternative to crop)"},
+			{Name: "crop", Type: engine.ArgFloatList, TensorInput: true, Doc: "crop size (height, width)"},
+			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop height (alternative to crop)"},
+			{Name: "crop_w", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop width (alternative to crop)"},
 			{Name: "crop_pos_x", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position in [0, 1]"},
 			{Name: "crop_pos_y", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position in [0, 1]"},
 			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "error, or pad (with fill_values)"},
@@ -58,6 +58,7 @@ type cropOp struct {
 	pxIn, pyIn int
 	pad        bool
 	fill       byte
+	dyn        bool // the crop size comes from pipeline values
 }
 
 func newCrop(a *engine.Args) (*cropOp, error) {
@@ -73,7 +74,11 @@ func newCrop(a *engine.Args) (*cropOp, error) {
 	} else {
 		o.h, o.w = int(a.Float("crop_h")), int(a.Float("crop_w"))
 	}
-	if o.w <= 0 || o.h <= 0 {
+	o.dyn = perSample(a, "crop", "crop_h", "crop_w")
+	if a.Given("crop") && (a.Given("crop_h") || a.Given("crop_w")) {
+		return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")
+	}
+	if !o.dyn && (o.w <= 0 || o.h <= 0) {
 		return nil, a.Errorf("crop", "a positive crop size is required (crop or crop_h/crop_w)")
 	}
 	if a.DType("dtype") != engine.UInt8 {
@@ -106,17 +111,37 @@ func (o *cropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.dyn {
+		return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{-1, -1, c}}}, nil
+	}
 	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{o.h, o.w, c}}}, nil
 }
 
+// sizeAt is the sample's crop size (width, height).
+func (o *cropOp) sizeAt(ws *engine.Workspace) (int, int, error) {
+	if !o.dyn {
+		return o.w, o.h, nil
+	}
+	w, h, err := cropSizeAt(o.args, ws)
+	if err == nil && (w <= 0 || h <= 0) {
+		err = engine.Errorf(engine.StatusData, "%s: argument \"crop\": a positive crop size is required, got %dx%d for this sample", engine.Describe(o.args.Node, o.args.Schema.Name), w, h)
+	}
+	return w, h, err
+}
+
 func (o *cropOp) Setup(ws *engine.Workspace) error {
-	ws.Out[0].SetShape(o.h, o.w, ws.In[0].Shape[2])
+	w, h, err := o.sizeAt(ws)
+	if err != nil {
+		return err
+	}
+	ws.Out[0].SetShape(h, w, ws.In[0].Shape[2])
 	return nil
 }
 
 func (o *cropOp) Run(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	cw, ch := ws.Out[0].Shape[1], ws.Out[0].Shape[0]
 	px, py := o.px, o.py
 	if o.pxIn >= 0 {
 		px = ws.ArgInputScalar(o.pxIn)
@@ -124,12 +149,12 @@ func (o *cropOp) Run(ws *engine.Workspace) error {
 	if o.pyIn >= 0 {
 		py = ws.ArgInputScalar(o.pyIn)
 	}
-	x := int(math.Floor(px*float64(w-o.w) + 0.5))
-	y := int(math.Floor(py*float64(h-o.h) + 0.5))
-	if !o.pad && (x < 0 || y < 0 || x+o.w > w || y+o.h > h) {
-		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", o.w, o.h, x, y, w, h)
+	x := int(math.Floor(px*float64(w-cw) + 0.5))
+	y := int(math.Floor(py*float64(h-ch) + 0.5))
+	if !o.pad && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
+		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}
-	return imaging.Crop(ws.Out[0].Data, in.Data, w, h, c, x, y, o.w, o.h, o.fill)
+	return imaging.Crop(ws.Out[0].Data, in.Data, w, h, c, x, y, cw, ch, o.fill)
 }
 
 type flipOp struct{ args *engine.Args }

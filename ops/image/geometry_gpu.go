@@ -31,6 +31,10 @@ func (o *gpuCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { r
 func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	cw, ch, err := o.cpu.sizeAt(ws)
+	if err != nil {
+		return err
+	}
 	px, py := o.cpu.px, o.cpu.py
 	if o.cpu.pxIn >= 0 {
 		px = ws.ArgInputScalar(o.cpu.pxIn)
@@ -38,14 +42,14 @@ func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 	if o.cpu.pyIn >= 0 {
 		py = ws.ArgInputScalar(o.cpu.pyIn)
 	}
-	x := int(math.Floor(px*float64(w-o.cpu.w) + 0.5))
-	y := int(math.Floor(py*float64(h-o.cpu.h) + 0.5))
-	if !o.cpu.pad && (x < 0 || y < 0 || x+o.cpu.w > w || y+o.cpu.h > h) {
-		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", o.cpu.w, o.cpu.h, x, y, w, h)
+	x := int(math.Floor(px*float64(w-cw) + 0.5))
+	y := int(math.Floor(py*float64(h-ch) + 0.5))
+	if !o.cpu.pad && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
+		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}
-	ws.Out[0].SetShape(o.cpu.h, o.cpu.w, c)
+	ws.Out[0].SetShape(ch, cw, c)
 	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, X: x, Y: y,
-		CropW: o.cpu.w, CropH: o.cpu.h, Fill: o.cpu.fill}
+		CropW: cw, CropH: ch, Fill: o.cpu.fill}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/godali/godali/engine"
@@ -17,19 +18,19 @@ func init() {
 			"Linear and triangular filters with antialias agree with PIL's BILINEAR.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: []engine.ArgSpec{
-			{Name: "resize_x", Type: engine.ArgFloat, Default: 0.0, Doc: "output width (0: from the aspect ratio)"},
-			{Name: "resize_y", Type: engine.ArgFloat, Default: 0.0, Doc: "output height (0: from the aspect ratio)"},
-			{Name: "size", Type: engine.ArgFloatList, Doc: "output size (height, width); a scalar applies to both; 0 = absent"},
-			{Name: "resize_shorter", Type: engine.ArgFloat, Default: 0.0, Doc: "length of the shorter side, keeping the aspect ratio"},
-			{Name: "resize_longer", Type: engine.ArgFloat, Default: 0.0, Doc: "length of the longer side, keeping the aspect ratio"},
+			{Name: "resize_x", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "output width (0: from the aspect ratio)"},
+			{Name: "resize_y", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "output height (0: from the aspect ratio)"},
+			{Name: "size", Type: engine.ArgFloatList, TensorInput: true, Doc: "output size (height, width); a scalar applies to both; 0 = absent"},
+			{Name: "resize_shorter", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "length of the shorter side, keeping the aspect ratio"},
+			{Name: "resize_longer", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "length of the longer side, keeping the aspect ratio"},
 			{Name: "mode", Type: engine.ArgString, Default: "default", Doc: "default, stretch, not_smaller or not_larger"},
 			{Name: "max_size", Type: engine.ArgFloatList, Doc: "limit of the output size (height, width); a scalar applies to both"},
 			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: interpDoc},
 			{Name: "min_filter", Type: engine.ArgInterpType, Doc: "filter when downscaling (default: interp_type)"},
 			{Name: "mag_filter", Type: engine.ArgInterpType, Doc: "filter when upscaling (default: interp_type)"},
 			{Name: "antialias", Type: engine.ArgBool, Default: true, Doc: "widen the filter when downscaling"},
-			{Name: "roi_start", Type: engine.ArgFloatList, Doc: "start of the input region (y, x)"},
-			{Name: "roi_end", Type: engine.ArgFloatList, Doc: "end of the input region (y, x)"},
+			{Name: "roi_start", Type: engine.ArgFloatList, TensorInput: true, Doc: "start of the input region (y, x)"},
+			{Name: "roi_end", Type: engine.ArgFloatList, TensorInput: true, Doc: "end of the input region (y, x)"},
 			{Name: "roi_relative", Type: engine.ArgBool, Default: false, Doc: "roi_start/roi_end are fractions of the input size"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
 			{Name: "subpixel_scale", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility"},
@@ -70,13 +71,13 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 		}
 	}
 	given := 0
-	if s.W > 0 || s.H > 0 {
+	if s.W > 0 || s.H > 0 || perSample(a, "resize_x", "resize_y", "size") {
 		given++
 	}
-	if s.Shorter > 0 {
+	if s.Shorter > 0 || perSample(a, "resize_shorter") {
 		given++
 	}
-	if s.Longer > 0 {
+	if s.Longer > 0 || perSample(a, "resize_longer") {
 		given++
 	}
 	if given != 1 {
@@ -108,8 +109,88 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	if a.Has("mag_filter") {
 		s.Mag, _ = imaging.ParseInterp(a.String("mag_filter"))
 	}
-	if (s.ROIStart == nil) != (s.ROIEnd == nil) || (s.ROIStart != nil && (len(s.ROIStart) != 2 || len(s.ROIEnd) != 2)) {
+	if a.Given("roi_start") != a.Given("roi_end") || (s.ROIStart != nil && len(s.ROIStart) != 2) || (s.ROIEnd != nil && len(s.ROIEnd) != 2) {
 		return nil, a.Errorf("roi_start", "roi_start and roi_end go together, each as (y, x)")
+	}
+	if a.Given("size") && (a.Given("resize_x") || a.Given("resize_y")) {
+		return nil, a.Errorf("size", "give size or resize_x/resize_y, not both")
+	}
+	return s, nil
+}
+
+// perSample reports whether any of the arguments comes from a pipeline value.
+func perSample(a *engine.Args, names ...string) bool {
+	for _, n := range names {
+		if _, ok := a.IsPerSample(n); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// resizeSizeArgs are the arguments DALI accepts per sample (TensorList) in resize.
+var resizeSizeArgs = []string{"resize_x", "resize_y", "size", "resize_shorter", "resize_longer", "roi_start", "roi_end"}
+
+// specAt returns the spec of the workspace's sample: the constant spec, or, when sizes
+// come from pipeline values, a copy in buf with this sample's values, checked.
+func (r *resizeOp) specAt(ws *engine.Workspace, buf *ResizeSpec) (*ResizeSpec, error) {
+	if !r.dynamic {
+		return r.spec, nil
+	}
+	a := r.args
+	*buf = *r.spec
+	s := buf
+	for _, p := range []struct {
+		name string
+		dst  *float64
+	}{{"resize_x", &s.W}, {"resize_y", &s.H}, {"resize_shorter", &s.Shorter}, {"resize_longer", &s.Longer}} {
+		if _, ok := a.IsPerSample(p.name); ok {
+			v, err := a.FloatAt(ws, p.name)
+			if err != nil {
+				return nil, err
+			}
+			*p.dst = v
+		}
+	}
+	bad := func(name, format string, args ...any) error {
+		return engine.Errorf(engine.StatusData, "%s: argument %q: %s for this sample", engine.Describe(a.Node, a.Schema.Name), name, fmt.Sprintf(format, args...))
+	}
+	if _, ok := a.IsPerSample("size"); ok {
+		sz, err := a.FloatsAt(ws, "size", nil)
+		if err != nil {
+			return nil, err
+		}
+		switch len(sz) {
+		case 1:
+			s.H, s.W = sz[0], sz[0]
+		case 2:
+			s.H, s.W = sz[0], sz[1]
+		default:
+			return nil, bad("size", "expected (height, width) or one value, got %v", sz)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *[]float64
+	}{{"roi_start", &s.ROIStart}, {"roi_end", &s.ROIEnd}} {
+		if _, ok := a.IsPerSample(p.name); ok {
+			v, err := a.FloatsAt(ws, p.name, nil)
+			if err != nil {
+				return nil, err
+			}
+			if len(v) != 2 {
+				return nil, bad(p.name, "expected (y, x), got %v", v)
+			}
+			*p.dst = v
+		}
+	}
+	for _, v := range []float64{s.W, s.H, s.Shorter, s.Longer} {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return nil, bad("size", "sizes must be finite and >= 0, got resize_x=%g resize_y=%g resize_shorter=%g resize_longer=%g", s.W, s.H, s.Shorter, s.Longer)
+		}
+	}
+	if s.W == 0 && s.H == 0 && s.Shorter == 0 && s.Longer == 0 {
+		return nil, bad("size", "every size is 0 (no output size)")
 	}
 	return s, nil
 }
@@ -203,12 +284,16 @@ func (s *ResizeSpec) Interp(inW, outW int) imaging.Interp {
 type resizeOp struct {
 	args *engine.Args
 	spec *ResizeSpec
+	// dynamic: some size comes from a pipeline value, so the output size is known only per
+	// sample; the decoder gets no size hint and crop_mirror_normalize does not fuse it.
+	dynamic bool
 }
 
 type resizeState struct {
 	plan    imaging.ResizePlan
 	scratch imaging.Scratch
 	roi     [4]float64
+	spec    ResizeSpec // this sample's spec when sizes are per sample
 }
 
 func newResize(a *engine.Args) (*resizeOp, error) {
@@ -219,7 +304,7 @@ func newResize(a *engine.Args) (*resizeOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &resizeOp{args: a, spec: s}, nil
+	return &resizeOp{args: a, spec: s, dynamic: perSample(a, resizeSizeArgs...)}, nil
 }
 
 func checkImageInput(a *engine.Args, in engine.TensorMeta) (int, error) {
@@ -235,7 +320,7 @@ func (r *resizeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		return nil, err
 	}
 	shape := []int{-1, -1, c}
-	if w, h, ok := r.spec.StaticSize(); ok {
+	if w, h, ok := r.spec.StaticSize(); ok && !r.dynamic {
 		shape = []int{h, w, c}
 	}
 	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: shape}}, nil
@@ -243,6 +328,9 @@ func (r *resizeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 
 // OutputSizeFor implements SizeHinter.
 func (r *resizeOp) OutputSizeFor(w, h int) (int, int) {
+	if r.dynamic {
+		return 0, 0 // not known before the sample's arguments: no hint
+	}
 	roi := r.spec.ROI(w, h)
 	return r.spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
 }
@@ -253,8 +341,12 @@ func (r *resizeOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	st := ws.State.(*resizeState)
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
-	st.roi = r.spec.ROI(w, h)
-	ow, oh := r.spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
+	spec, err := r.specAt(ws, &st.spec)
+	if err != nil {
+		return err
+	}
+	st.roi = spec.ROI(w, h)
+	ow, oh := spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
 	if ow == 0 {
 		return engine.Errorf(engine.StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
 	}

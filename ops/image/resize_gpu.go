@@ -56,7 +56,11 @@ func (r *gpuResize) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 func (r *gpuResize) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
-	spec := r.cpu.spec
+	var buf ResizeSpec
+	spec, err := r.cpu.specAt(ws, &buf)
+	if err != nil {
+		return err
+	}
 	roi := spec.ROI(w, h)
 	ow, oh := spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
 	if ow == 0 {

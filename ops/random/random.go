@@ -13,7 +13,7 @@ func init() {
 		Doc:       "Draws 1 with the given probability, else 0, per sample (a Bernoulli trial); e.g. the mirror flag of crop_mirror_normalize.",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
 		Args: []engine.ArgSpec{
-			{Name: "probability", Type: engine.ArgFloat, Default: 0.5, Doc: "probability of 1"},
+			{Name: "probability", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "probability of 1"},
 			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "INT32", Doc: "output type"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
@@ -24,12 +24,22 @@ func init() {
 		if p < 0 || p > 1 {
 			return nil, a.Errorf("probability", "must be in [0, 1], got %g", p)
 		}
-		return &randomOp{args: a, dtype: a.DType("dtype"), draw: func(r *engine.RNG, _, _ float64) float64 {
+		o := &randomOp{args: a, dtype: a.DType("dtype"), p0: p, draw: func(r *engine.RNG, p, _ float64) float64 {
 			if r.Float64() < p {
 				return 1
 			}
 			return 0
-		}}, nil
+		}}
+		if _, ok := a.IsPerSample("probability"); ok {
+			o.params = func(ws *engine.Workspace) (float64, float64, error) {
+				p, err := a.FloatAt(ws, "probability")
+				if err == nil && !(p >= 0 && p <= 1) {
+					err = engine.Errorf(engine.StatusData, "%s: argument \"probability\": must be in [0, 1], got %g for this sample", engine.Describe(a.Node, a.Schema.Name), p)
+				}
+				return p, 0, err
+			}
+		}
+		return o, nil
 	})
 
 	engine.RegisterSchema(&engine.Schema{
@@ -37,7 +47,7 @@ func init() {
 		Doc:       "Draws from a uniform distribution over range [lo, hi), or uniformly from a discrete set of values, per sample.",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
 		Args: []engine.ArgSpec{
-			{Name: "range", Type: engine.ArgFloatList, Default: []float64{-1, 1}, Doc: "[lo, hi)"},
+			{Name: "range", Type: engine.ArgFloatList, Default: []float64{-1, 1}, TensorInput: true, Doc: "[lo, hi); per sample from a node of 2 values"},
 			{Name: "values", Type: engine.ArgFloatList, Doc: "discrete values to choose from (exclusive with range)"},
 			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
@@ -46,7 +56,7 @@ func init() {
 	})
 	engine.RegisterBackend("random.uniform", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		if a.Has("values") {
-			if a.Has("range") {
+			if a.Given("range") {
 				return nil, a.Errorf("values", "give range or values, not both")
 			}
 			vals := a.Floats("values")
@@ -55,12 +65,27 @@ func init() {
 			}
 			return &randomOp{args: a, dtype: a.DType("dtype"), draw: func(r *engine.RNG, _, _ float64) float64 { return vals[r.Intn(len(vals))] }}, nil
 		}
+		o := &randomOp{args: a, dtype: a.DType("dtype"),
+			draw: func(r *engine.RNG, lo, hi float64) float64 { return r.Uniform(lo, hi) }}
+		if _, ok := a.IsPerSample("range"); ok {
+			o.params = func(ws *engine.Workspace) (float64, float64, error) {
+				rg, err := a.FloatsAt(ws, "range", nil)
+				if err != nil {
+					return 0, 0, err
+				}
+				if len(rg) != 2 || !(rg[0] <= rg[1]) {
+					return 0, 0, engine.Errorf(engine.StatusData, "%s: argument \"range\": expected [lo, hi] with lo <= hi for each sample, got %v", engine.Describe(a.Node, a.Schema.Name), rg)
+				}
+				return rg[0], rg[1], nil
+			}
+			return o, nil
+		}
 		rg := a.Floats("range")
 		if len(rg) != 2 || rg[0] > rg[1] {
 			return nil, a.Errorf("range", "expected [lo, hi] with lo <= hi, got %v", rg)
 		}
-		return &randomOp{args: a, dtype: a.DType("dtype"), p0: rg[0], p1: rg[1],
-			draw: func(r *engine.RNG, lo, hi float64) float64 { return r.Uniform(lo, hi) }}, nil
+		o.p0, o.p1 = rg[0], rg[1]
+		return o, nil
 	})
 
 	engine.RegisterSchema(&engine.Schema{

@@ -245,6 +245,12 @@ func (b *Base) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 	return valid, b.cursor >= b.length, true
 }
 
+// ReplayBatch implements engine.BatchReplayer: NextBatch without what a reader adds
+// to it (reading ahead), for batches a restored pipeline has already delivered.
+func (b *Base) ReplayBatch(refs []engine.SampleRef) (int, bool, bool) {
+	return b.NextBatch(refs)
+}
+
 // orderAt is the sample at position pos of the epoch, counting real ones in valid.
 func (b *Base) orderAt(pos int, valid *int) int {
 	size := len(b.order)

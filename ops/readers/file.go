@@ -237,6 +237,9 @@ type fileReaderState struct {
 	size    int
 }
 
+// Close stops the reader's remote requests (engine.Closer: the pipeline is destroyed).
+func (r *fileReader) Close() { r.io.close() }
+
 // NextBatch plans the batch and starts fetching its remote files ahead.
 func (r *fileReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 	valid, last, ok := r.Base.NextBatch(refs)

@@ -20,17 +20,34 @@ import (
 // remote.FS (retries, read-ahead, optional disk cache from the reader's cache_dir and
 // cache_size) for s3:// and http(s):// URLs. The remote side is made on first use.
 type readerIO struct {
-	args *engine.Args
-	mu   sync.Mutex
-	rem  *remote.FS
-	err  error
+	args   *engine.Args
+	ctx    context.Context // cancelled by close
+	cancel context.CancelFunc
+	store  *remote.Store
+	mu     sync.Mutex
+	rem    *remote.FS
+	err    error
 	// ahead holds the objects being fetched ahead, by path, in plan order.
 	ahead map[string][]*fetchSlot
 	sem   chan struct{} // bounds the ranged reads in flight
+	gen   int64         // batches planned
 }
 
 func newReaderIO(a *engine.Args) (*readerIO, error) {
-	return &readerIO{args: a}, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	return &readerIO{args: a, ctx: ctx, cancel: cancel}, nil
+}
+
+// close stops the requests in flight (reads ahead included) and drops idle
+// connections; the reader's pipeline is being destroyed.
+func (r *readerIO) close() {
+	r.cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ahead = nil
+	if r.store != nil {
+		r.store.CloseIdleConnections()
+	}
 }
 
 func (r *readerIO) src(path string) (source.Source, error) {
@@ -61,7 +78,8 @@ func (r *readerIO) src(path string) (source.Source, error) {
 		opts.Cache = c
 	}
 	store := remote.NewStore(remote.Options{MaxConnsPerHost: max(64, conc)})
-	r.rem = remote.NewFS(context.Background(), remote.NewFetcher(store, opts))
+	r.store = store
+	r.rem = remote.NewFS(r.ctx, remote.NewFetcher(store, opts))
 	return r.rem, nil
 }
 
@@ -94,6 +112,7 @@ type fetchSlot struct {
 	done chan struct{}
 	data []byte
 	err  error
+	gen  int64 // the plan (batch) it was fetched for
 }
 
 // readAhead starts fetching the remote objects among paths (a batch the reader has
@@ -103,17 +122,13 @@ func (r *readerIO) readAhead(paths []string) {
 	var urls []string
 	var slots []*fetchSlot
 	r.mu.Lock()
+	r.newPlan()
 	for _, p := range paths {
 		if !remote.IsRemote(p) {
 			continue
 		}
-		if r.ahead == nil {
-			r.ahead = map[string][]*fetchSlot{}
-		}
-		sl := &fetchSlot{done: make(chan struct{})}
-		r.ahead[p] = append(r.ahead[p], sl)
 		urls = append(urls, p)
-		slots = append(slots, sl)
+		slots = append(slots, r.addSlot(p))
 	}
 	r.mu.Unlock()
 	if len(urls) == 0 {
@@ -129,7 +144,7 @@ func (r *readerIO) readAhead(paths []string) {
 	}
 	f := src.(*remote.FS).Fetcher()
 	go func() {
-		s := f.Stream(context.Background(), remote.Infos(urls...))
+		s := f.Stream(r.ctx, remote.Infos(urls...))
 		defer s.Close()
 		for i := range slots {
 			res, ok := s.Next()
@@ -163,9 +178,7 @@ func (r *readerIO) readAheadRanges(reqs []rangeReq) {
 	src, srcErr := r.src(reqs[0].path)
 	slots := make([]*fetchSlot, len(reqs))
 	r.mu.Lock()
-	if r.ahead == nil {
-		r.ahead = map[string][]*fetchSlot{}
-	}
+	r.newPlan()
 	if r.sem == nil {
 		conc := r.args.Int("io_concurrency")
 		if conc <= 0 {
@@ -174,8 +187,7 @@ func (r *readerIO) readAheadRanges(reqs []rangeReq) {
 		r.sem = make(chan struct{}, conc)
 	}
 	for i, q := range reqs {
-		slots[i] = &fetchSlot{done: make(chan struct{})}
-		r.ahead[q.key] = append(r.ahead[q.key], slots[i])
+		slots[i] = r.addSlot(q.key)
 	}
 	r.mu.Unlock()
 	go func() {
@@ -208,6 +220,41 @@ func (r *readerIO) readAheadRanges(reqs []rangeReq) {
 			}()
 		}
 	}()
+}
+
+// aheadWindow is how many planned batches a read ahead is kept for. Batches are
+// consumed within the pipeline's prefetch depth of being planned; one the executor
+// dropped (at a reset) is never taken, and is forgotten after this many more.
+const aheadWindow = 64
+
+// addSlot queues a read ahead under key; r.mu is held.
+func (r *readerIO) addSlot(key string) *fetchSlot {
+	if r.ahead == nil {
+		r.ahead = map[string][]*fetchSlot{}
+	}
+	sl := &fetchSlot{done: make(chan struct{}), gen: r.gen}
+	r.ahead[key] = append(r.ahead[key], sl)
+	return sl
+}
+
+// newPlan starts the reads ahead of a newly planned batch; every aheadWindow batches
+// it forgets those of batches that never ran. r.mu is held.
+func (r *readerIO) newPlan() {
+	r.gen++
+	if r.gen%aheadWindow != 0 {
+		return
+	}
+	for k, q := range r.ahead {
+		i := 0
+		for i < len(q) && q[i].gen < r.gen-aheadWindow {
+			i++
+		}
+		if i == len(q) {
+			delete(r.ahead, k)
+		} else {
+			r.ahead[k] = q[i:]
+		}
+	}
 }
 
 // take returns the object at path (or the range under that key) fetched ahead, or ok

@@ -247,6 +247,9 @@ func (r *tfrecordReader) recKey(i int) string {
 	return fmt.Sprintf("%s@%d+%d", r.paths[s.file], s.rec.Offset, s.rec.Size)
 }
 
+// Close stops the reader's remote requests (engine.Closer: the pipeline is destroyed).
+func (r *tfrecordReader) Close() { r.io.close() }
+
 // NextBatch plans the batch and starts fetching its records ahead when the files are
 // remote.
 func (r *tfrecordReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {

@@ -254,6 +254,9 @@ func (r *webdatasetReader) spanKey(i int) string {
 	return fmt.Sprintf("%s@%d+%d", r.paths[s.shard], off, end-off)
 }
 
+// Close stops the reader's remote requests (engine.Closer: the pipeline is destroyed).
+func (r *webdatasetReader) Close() { r.io.close() }
+
 // NextBatch plans the batch and starts fetching its samples' bytes ahead when the
 // shards are remote: one ranged read per sample, its components being adjacent.
 func (r *webdatasetReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {

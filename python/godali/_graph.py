@@ -167,6 +167,17 @@ def current_pipeline():
 
 # --- graph nodes -----------------------------------------------------------------------
 
+def _num_outputs(op, args, n):
+    """How many outputs an operator whose outputs depend on its arguments produces
+    (DALI's readers.caffe / readers.caffe2); n for the others."""
+    if op == "readers.caffe":
+        return int(bool(args.get("image_available", True))) + int(bool(args.get("label_available", True)))
+    if op == "readers.caffe2":
+        return (int(bool(args.get("image_available", True))) + int(args.get("label_type", 0) != 4)
+                + int(args.get("additional_inputs", 0)) + int(bool(args.get("bbox", False))))
+    return n
+
+
 class OpNode:
     """One operator instance in a pipeline graph."""
 
@@ -185,8 +196,12 @@ class OpNode:
         self.preserve = preserve
         self.seq, self.name = pipeline._register_node(self, name)
         out_device = "cpu" if device == "cpu" else "gpu"
+        if schema.output_if:
+            names = schema.enabled_outputs(args, len(inputs))
+        else:
+            names = schema.outputs[:_num_outputs(schema.name, args, len(schema.outputs))]
         self.outputs = [DataNode(self, i, out_name, out_device)
-                        for i, out_name in enumerate(output_names or schema.enabled_outputs(args, len(inputs)))]
+                        for i, out_name in enumerate(output_names or names)]
 
     def to_json(self):
         d = {"op": self.op, "name": self.name, "device": self.device}
@@ -276,11 +291,12 @@ class DataNode:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise TypeError("godali: a DataNode is symbolic and has no truth value: `if`, "
-                        "`while`, `and`, `or` and `not` on pipeline data (DALI's "
-                        "enable_conditionals) are not supported by godali; select per "
-                        "sample with operator arguments instead (for example "
-                        "fn.flip(images, horizontal=fn.random.coin_flip()))")
+        raise TypeError("godali: a DataNode is symbolic and has no truth value. `if` on "
+                        "pipeline data works in a @pipeline_def(enable_conditionals=True) "
+                        "function (godali rewrites its `if` statements); `while`, `and`, "
+                        "`or`, `not` and an `if` containing return/break/continue are not "
+                        "supported: use comparisons with &, |, ~, or select per sample with "
+                        "operator arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
 
 
 def layout_of(node):
@@ -292,6 +308,8 @@ def layout_of(node):
         name = op.op
         if name.startswith("decoders."):
             return "HWC"
+        if name == "external_source":
+            return op.args.get("layout", "") or ""
         if name == "crop_mirror_normalize":
             lay = op.args.get("output_layout")
             if lay is None:
@@ -300,9 +318,70 @@ def layout_of(node):
             return lay or ""
         if name.startswith("readers.") or name.startswith("random.") or not op.inputs:
             return ""
+        if name in _LAYOUT_RULES:
+            return _LAYOUT_RULES[name](op, layout_of(op.inputs[0]))
         node = op.inputs[0]
         seen += 1
     return ""
+
+
+def _norm_axis(ax, n):
+    return ax + n if ax < 0 else ax
+
+
+def _reshape_layout(op, lay):
+    # The engine's rule (ops/tensor/reshape.go): layout if given, else the input's when
+    # the number of dimensions is kept, else "".
+    if "layout" in op.args:
+        return op.args["layout"]
+    out = None
+    for key in ("shape", "rel_shape", "src_dims"):
+        if key in op.arg_inputs:
+            return ""
+        if key in op.args:
+            out = len(op.args[key])
+            break
+    return lay if lay and out == len(lay) else ""
+
+
+def _squeeze_layout(op, lay):
+    if not lay:
+        return ""
+    drop = {_norm_axis(int(a), len(lay)) for a in op.args.get("axes", [])}
+    drop |= {lay.index(c) for c in op.args.get("axis_names", "") if c in lay}
+    return "".join(c for i, c in enumerate(lay) if i not in drop)
+
+
+def _expand_dims_layout(op, lay):
+    names = op.args.get("new_axis_names", "")
+    axes = op.args.get("axes", [])
+    if not names or not lay:
+        return ""
+    n = len(lay) + len(axes)
+    new = dict(zip((_norm_axis(int(a), n) for a in axes), names))
+    it = iter(lay)
+    return "".join(new[i] if i in new else next(it) for i in range(n))
+
+
+def _stack_layout(op, lay):
+    name = op.args.get("axis_name", "")
+    if not name or not lay:
+        return ""
+    ax = _norm_axis(int(op.args.get("axis", 0)), len(lay) + 1)
+    return lay[:ax] + name + lay[ax:]
+
+
+# Operators whose output layout is a function of the first input's (mirrors the engine).
+_LAYOUT_RULES = {
+    "reshape": _reshape_layout,
+    "squeeze": _squeeze_layout,
+    "expand_dims": _expand_dims_layout,
+    "stack": _stack_layout,
+    "cat": lambda op, lay: lay,
+    "shapes": lambda op, lay: "",
+    "peek_image_shape": lambda op, lay: "",
+    "experimental.peek_image_shape": lambda op, lay: "",
+}
 
 
 # --- argument checking -----------------------------------------------------------------

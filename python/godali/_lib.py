@@ -175,12 +175,22 @@ _SIGNATURES = {
     "godali_tensor_stream_wait": [c_void_p, c_int64],
     "godali_pipeline_reader_meta": [_H, c_char_p, POINTER(ReaderMeta)],
     "godali_pipeline_epoch_size": [_H, c_char_p, POINTER(c_int64)],
+    "godali_pipeline_set_epoch_reader": [_H, c_char_p],
     "godali_pipeline_pool_stats": [_H, c_int32, POINTER(PoolStats)],
     "godali_memory_stats": [c_int32, POINTER(PoolStats)],
     "godali_live_pipelines": [POINTER(c_int64)],
     "godali_pipeline_checkpoint": [_H, _PP, POINTER(c_size_t)],
     "godali_pipeline_restore": [_H, c_char_p, c_size_t],
     "godali_free": [c_void_p],
+    "godali_pipeline_feed_input": [_H, c_char_p, c_void_p, _dlpack.DLDataType, c_int,
+                                   POINTER(c_int64), c_char_p, ctypes.c_uint32, c_void_p,
+                                   c_void_p],
+    "godali_pipeline_feed_input_ragged": [_H, c_char_p, c_int64, POINTER(c_void_p),
+                                          _dlpack.DLDataType, c_int, POINTER(c_int64),
+                                          c_char_p, ctypes.c_uint32, c_void_p, c_void_p],
+    "godali_pipeline_feed_end_of_epoch": [_H, c_char_p],
+    "godali_pipeline_feed_drop": [_H, c_char_p, POINTER(c_int64)],
+    "godali_pipeline_feed_queued": [_H, c_char_p, POINTER(c_int64)],
 }
 
 

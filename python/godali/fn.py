@@ -20,6 +20,12 @@ def _ensure():
         with _lock:
             if _root is None:
                 root = _graph.build_namespace(_graph.schemas())
+                if "external_source" in root._members:
+                    # Python sources and feed_input: a function of its own, not the
+                    # schema's generated one.
+                    from .external_source import external_source
+                    external_source.schema = root._members["external_source"].schema
+                    root._add("external_source", external_source)
                 globals().update(root._members)
                 _root = root
     return _root

@@ -102,7 +102,27 @@ def _build():
     for legacy, target in LEGACY_OPS_NAMES.items():
         if target in sch.ops and legacy not in root._members:
             root._add(legacy, _make_class(sch.ops[target], legacy))
+    if "external_source" in sch.ops:
+        root._add("ExternalSource", _external_source_class(sch.ops["external_source"]))
     return root
+
+
+def _external_source_class(schema):
+    """ops.ExternalSource: fn.external_source's arguments, given when created or called."""
+    from .external_source import external_source
+
+    def call(self, **kwargs):
+        args = dict(self._spec)
+        args.update(kwargs)
+        if self._device is not None:
+            args.setdefault("device", self._device)
+        return external_source(**args)
+
+    cls = _make_class(schema, "ExternalSource")
+    cls.__call__ = call
+    cls.__doc__ = "DALI's ops.ExternalSource: see fn.external_source.\n\n" + \
+        (external_source.__doc__ or "")
+    return cls
 
 
 def _ensure():

@@ -205,3 +205,35 @@ _FROM_DL = {
 def from_dlpack_dtype(code, bits):
     """Returns the DALIDataType of a DLPack (code, bits) pair, or NO_TYPE."""
     return _FROM_DL.get((code, bits), NO_TYPE)
+
+
+class SampleInfo:
+    """What an external_source callback gets in per-sample mode (batch=False), as DALI's
+    types.SampleInfo: idx_in_epoch, idx_in_batch, iteration (batch in the epoch) and
+    epoch_idx."""
+
+    __slots__ = ("idx_in_epoch", "idx_in_batch", "iteration", "epoch_idx")
+
+    def __init__(self, idx_in_epoch, idx_in_batch, iteration, epoch_idx):
+        self.idx_in_epoch = idx_in_epoch
+        self.idx_in_batch = idx_in_batch
+        self.iteration = iteration
+        self.epoch_idx = epoch_idx
+
+    def __repr__(self):
+        return "SampleInfo(idx_in_epoch=%d, idx_in_batch=%d, iteration=%d, epoch_idx=%d)" % (
+            self.idx_in_epoch, self.idx_in_batch, self.iteration, self.epoch_idx)
+
+
+class BatchInfo:
+    """What an external_source callback gets with batch_info=True, as DALI's
+    types.BatchInfo: iteration (batch in the epoch) and epoch_idx."""
+
+    __slots__ = ("iteration", "epoch_idx")
+
+    def __init__(self, iteration, epoch_idx):
+        self.iteration = iteration
+        self.epoch_idx = epoch_idx
+
+    def __repr__(self):
+        return "BatchInfo(iteration=%d, epoch_idx=%d)" % (self.iteration, self.epoch_idx)

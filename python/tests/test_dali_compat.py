@@ -171,10 +171,10 @@ def test_output_dtype_is_checked(seven_files):
         pipe.run()
 
 
-def test_conditionals_fail_clearly(seven_files):
+def test_conditionals_without_the_flag_fail_clearly(seven_files):
     files, labels = seven_files
 
-    @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
+    @godali.pipeline_def(batch_size=2, num_threads=1)
     def pipe_with_if():
         jpegs, lab = fn.readers.file(files=files, labels=labels)
         images = fn.decoders.image(jpegs)
@@ -182,6 +182,7 @@ def test_conditionals_fail_clearly(seven_files):
             images = fn.flip(images)
         return images
 
+    # With enable_conditionals=True it works: python/tests/test_conditionals.py.
     with pytest.raises(TypeError, match="enable_conditionals"):
         pipe_with_if()
 

@@ -13,6 +13,7 @@ from collections import namedtuple
 from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
 
 from .. import _dlpack, _graph, _lib
+from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
 
 BatchInfo = namedtuple("BatchInfo", "batch_size valid epoch iteration last_in_epoch skipped")
@@ -134,6 +135,8 @@ class Pipeline:
                 pass
 
         self._nodes = []
+        self._ext_groups = []   # fn.external_source calls (external_source.py)
+        self._ext_epoch_over = False
         self._names = set()
         self._outputs = None
         self._handle = 0
@@ -335,6 +338,14 @@ class Pipeline:
             return
         lib = _lib.get()
         if not self._handle:
+            if self._outputs is None:
+                self.description()  # runs define_graph / checks the outputs
+            if not _ext.prepare(self, self._reachable_nodes()):
+                # An external_source fed with feed_input and without dtype/ndim: the
+                # pipeline is created at the first run, after the first feed_input.
+                self._build_deferred = True
+                return
+            self._layouts = [_graph.layout_of(o) for o in self._outputs]
             text = self.to_json().encode("utf-8")
             h = c_uint64(0)
             lib.pipeline_create(text, len(text), byref(h))
@@ -358,6 +369,7 @@ class Pipeline:
                     raise
         lib.pipeline_build(self._handle)
         self._built = True
+        _ext.after_build(self)
 
     def close(self):
         """Destroys the pipeline now. Outputs handed out earlier stay valid."""
@@ -373,14 +385,44 @@ class Pipeline:
     # -- running ------------------------------------------------------------------------
 
     def schedule_run(self):
-        """Asks the pipeline to prepare batches ahead (up to prefetch_queue_depth)."""
-        self._lib_or_build().pipeline_run(self._handle)
+        """Asks the pipeline to prepare batches ahead (up to prefetch_queue_depth); the
+        external sources' sources are polled first."""
+        lib = self._lib_or_build()
+        _ext.top_up(self)
+        lib.pipeline_run(self._handle)
+
+    def feed_input(self, data_node, data, layout=None, cuda_stream=None,
+                   use_copy_kernel=False, no_copy=None):
+        """Queues one batch for the fn.external_source named data_node (a name or its
+        DataNode): a list of samples or an array whose first dimension is the batch
+        (DALI's Pipeline.feed_input). Feed before each run; each run takes the next
+        batch fed. no_copy: None/False: the data is copied now; True: it is read in
+        place, referenced until the batch that used it is released (do not modify it
+        meanwhile)."""
+        name = data_node.source.name if isinstance(data_node, _graph.DataNode) else data_node
+        if not isinstance(name, str):
+            raise TypeError("godali: feed_input: expected the external source's name or "
+                            "DataNode, got %s" % type(data_node).__name__)
+        if self._handle == 0 and not getattr(self, "_build_deferred", False) and \
+                not self._closed:
+            try:
+                self.build()
+            except Exception:
+                if not getattr(self, "_build_deferred", False):
+                    raise
+        _ext.feed_input(self, name, data, layout, no_copy)
 
     def _lib_or_build(self):
         if not self._built:
             if self._closed:
                 raise RuntimeError("godali: this pipeline was closed; create a new one")
             self.build()
+            if not self._built:
+                names = [n.name for g in _ext.groups(self) for n in g.nodes
+                         if "dtype" not in n.args or "ndim" not in n.args]
+                raise RuntimeError("godali: external source %s has no dtype/ndim and nothing "
+                                   "was fed: call pipe.feed_input(name, data) before running, "
+                                   "or give dtype= and ndim=" % ", ".join(map(repr, names)))
         return self._lib
 
     def outputs(self):
@@ -394,10 +436,18 @@ class Pipeline:
         """
         lib = self._lib_or_build()
         h = self._handle
+        if self._ext_groups:
+            _ext.top_up(self)
         if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
+            if _ext.has_sources(self):
+                # DALI: a source's StopIteration ends the epoch; reset() starts the next.
+                self._ext_epoch_over = True
+                raise StopIteration
             lib.pipeline_reset(h)
             if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
                 raise StopIteration  # an epoch without batches: nothing to read
+        if self._ext_groups:
+            _ext.took(self)
         return self._take(lib, h)
 
     share_outputs = outputs
@@ -407,8 +457,13 @@ class Pipeline:
         (reset() starts the next one). The iterators use this."""
         lib = self._lib_or_build()
         h = self._handle
+        if self._ext_groups:
+            _ext.top_up(self)
         if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
+            self._ext_epoch_over = True
             raise StopIteration
+        if self._ext_groups:
+            _ext.took(self)
         return self._take(lib, h)
 
     def _take(self, lib, h):
@@ -495,7 +550,15 @@ class Pipeline:
     def reset(self):
         """Starts the next epoch (readers move to their next shard unless
         stick_to_shard). Batches already handed out stay valid."""
-        self._lib_or_build().pipeline_reset(self._handle)
+        lib = self._lib_or_build()
+        if _ext.has_sources(self):
+            if not self._ext_epoch_over:
+                return  # DALI: a reset before a source ended the epoch does nothing
+            lib.pipeline_reset(self._handle)
+            _ext.restart(self)
+            self._ext_epoch_over = False
+            return
+        lib.pipeline_reset(self._handle)
 
     def checkpoint(self, filename=None):
         """Returns the pipeline's state after the batches returned so far (not those
@@ -547,6 +610,14 @@ class Pipeline:
         if not isinstance(name, str):
             raise TypeError("godali: reader name must be a string")
         return name
+
+    def _set_epoch_reader(self, name):
+        """Makes the reader `name` define the epochs _epoch_outputs() and batch_info
+        follow (the first reader by default; the others go on across epochs by
+        themselves, as DALI's readers do). The iterators call it with their
+        reader_name."""
+        self._lib_or_build().pipeline_set_epoch_reader(self._handle,
+                                                       self._reader_name(name).encode())
 
     def epoch_size(self, name=None):
         """Samples in the data set of the reader `name` (all shards). Without a name: a
@@ -636,6 +707,15 @@ def pipeline_def(fn=None, **pipeline_kwargs):
         params = inspect.signature(func).parameters
         takes_var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
 
+        transformed = []
+
+        def _conditional_body():
+            # `if` on DataNodes (DALI's enable_conditionals): rewritten once, on first use.
+            if not transformed:
+                from .. import _conditionals
+                transformed.append(_conditionals.transform(func))
+            return transformed[0]
+
         @functools.wraps(func)
         def factory(*args, **kwargs):
             pkw = dict(pipeline_kwargs)
@@ -653,8 +733,11 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                                     "(neither a Pipeline argument nor one of the "
                                     "function's)" % (func.__name__, k))
             pipe = Pipeline(**pkw)
+            body = func
+            if pkw.get("enable_conditionals"):
+                body = _conditional_body()
             with pipe:
-                outs = func(*args, **fkw)
+                outs = body(*args, **fkw)
                 if outs is None:
                     raise ValueError("godali: %s() must return the pipeline's outputs"
                                      % func.__name__)

@@ -134,6 +134,9 @@ class _GodaliBaseIterator:
         self._meta = None
         if reader_name is not None:
             self._meta_from([reader_name] * self._num_gpus)
+            # With several readers, reader_name's epochs are the iterator's.
+            for p in self._pipes:
+                p._set_epoch_reader(reader_name)
         elif size < 0:
             # godali: a pipeline with exactly one reader sizes its epochs without
             # reader_name (DALI would need reader_name or size here).
@@ -310,8 +313,12 @@ class _GodaliBaseIterator:
         keep = []
         for j, p in enumerate(self._pipes):
             if size_mode:
-                # DALI's readers never stop: size slices an endless stream.
-                outs.append(p.outputs())
+                # DALI's readers never stop: size slices an endless stream; an external
+                # source's StopIteration still ends the epoch.
+                try:
+                    outs.append(p.outputs())
+                except StopIteration:
+                    self._end()
                 keep.append(bs)
                 continue
             try:
@@ -357,6 +364,9 @@ class _GodaliBaseIterator:
                         "is not finished; ignoring reset()")
             return
         if self._size_mode:
+            for p in self._pipes:
+                if getattr(p, "_ext_epoch_over", False):
+                    p.reset()  # an external source ended the epoch
             if self._policy == LastBatchPolicy.FILL and not self._last_batch_padded:
                 self._counter = self._counter % self._size
             else:

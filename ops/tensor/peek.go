@@ -1,0 +1,75 @@
+package tensor
+
+import (
+	"github.com/godali/godali/codec"
+	"github.com/godali/godali/engine"
+)
+
+func init() {
+	for _, name := range []string{"peek_image_shape", "experimental.peek_image_shape"} {
+		engine.RegisterSchema(&engine.Schema{
+			Name: name,
+			Doc: "Outputs the shape (height, width, channels) an encoded image will have once decoded, " +
+				"from its header, without decoding it (DALI's fn.peek_image_shape). Channels follow " +
+				"image_type (3 for RGB and BGR, 1 for GRAY), as the decoders produce them.",
+			MinInputs: 1, MaxInputs: 1, Outputs: []string{"shape"}, HostOnly: true,
+			Args: []engine.ArgSpec{
+				{Name: "dtype", Type: engine.ArgDType, Default: "INT64", Doc: "output type"},
+				{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "swap height and width when the EXIF orientation rotates the image by 90 degrees"},
+				{Name: "image_type", Type: engine.ArgImageType, Default: "RGB", Doc: "the colour format the image would be decoded to"},
+			},
+		})
+		engine.RegisterBackend(name, "cpu", func(a *engine.Args) (engine.Operator, error) {
+			d := a.DType("dtype")
+			if d == engine.Bool {
+				return nil, a.Errorf("dtype", "must be a numeric type, got BOOL")
+			}
+			out, err := codec.ParseOutputType(a.String("image_type"))
+			if err != nil {
+				return nil, a.Errorf("image_type", "%v", err)
+			}
+			return &peekOp{args: a, dtype: d, channels: out.Channels(), orient: a.Bool("adjust_orientation")}, nil
+		})
+	}
+}
+
+type peekOp struct {
+	args     *engine.Args
+	dtype    engine.DType
+	channels int
+	orient   bool
+}
+
+type peekState struct{ dec *codec.Decoder }
+
+func (s *peekState) Close() { s.dec.Close() }
+
+func (o *peekOp) NewWorkerState() any { return &peekState{dec: codec.NewDecoder()} }
+
+func (o *peekOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if in[0].DType != engine.UInt8 || (in[0].Shape != nil && len(in[0].Shape) != 1) {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v",
+			engine.Describe(o.args.Node, o.args.Schema.Name), in[0].DType, in[0].Shape)
+	}
+	return []engine.TensorMeta{{DType: o.dtype, Shape: []int{3}}}, nil
+}
+
+func (o *peekOp) Setup(ws *engine.Workspace) error {
+	ws.Out[0].DType = o.dtype
+	ws.Out[0].SetShape(3)
+	return nil
+}
+
+func (o *peekOp) Run(ws *engine.Workspace) error {
+	st := ws.State.(*peekState)
+	info, err := st.dec.Probe(ws.In[0].Data)
+	if err != nil {
+		return engine.Errorf(engine.StatusData, "%s: cannot read the image header: %v", engine.Describe(o.args.Node, o.args.Schema.Name), err)
+	}
+	w, h := info.OrientedSize(o.orient)
+	sz := o.dtype.Size()
+	for i, v := range []int{h, w, o.channels} {
+		engine.WriteScalar(ws.Out[0].Data[i*sz:], o.dtype, float64(v))
+	}
+	return nil
+}

@@ -1,0 +1,425 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/godali/godali/engine"
+)
+
+func init() {
+	engine.RegisterSchema(&engine.Schema{
+		Name: "reshape",
+		Doc: "Gives each sample another shape with the same elements in the same order (DALI's " +
+			"fn.reshape): shape, or rel_shape (out[i] = in[src_dims[i] or i] * rel_shape[i]), or " +
+			"src_dims alone (a permutation-free selection; -1 inserts a unit dimension). One " +
+			"negative extent receives what the volume needs. The layout is kept when the number " +
+			"of dimensions is, else reset, unless layout is given.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "the output shape; one extent may be negative (inferred)"},
+			{Name: "rel_shape", Type: engine.ArgFloatList, TensorInput: true, Doc: "the output shape relative to the input's (exclusive with shape)"},
+			{Name: "src_dims", Type: engine.ArgIntList, Doc: "the input dimension each output dimension takes its extent from (-1: a new unit dimension)"},
+			{Name: "layout", Type: engine.ArgString, Default: "", Doc: "the output layout (its length must be the output's number of dimensions)"},
+		},
+	})
+	engine.RegisterBackend("reshape", "cpu", newReshape)
+
+	engine.RegisterSchema(&engine.Schema{
+		Name:      "squeeze",
+		Doc:       "Removes dimensions of extent 1 given by axes or axis_names (DALI's fn.squeeze); a listed dimension of another extent is an error.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "axes", Type: engine.ArgIntList, Default: []int64{}, Doc: "indices of the dimensions to remove (negative counts from the end)"},
+			{Name: "axis_names", Type: engine.ArgString, Default: "", Doc: "layout names of the dimensions to remove (instead of axes)"},
+		},
+	})
+	engine.RegisterBackend("squeeze", "cpu", func(a *engine.Args) (engine.Operator, error) {
+		if a.Has("axes") && a.Has("axis_names") {
+			return nil, a.Errorf("axes", "give axes or axis_names, not both")
+		}
+		return &dimsOp{args: a, kind: "squeeze"}, nil
+	})
+
+	engine.RegisterSchema(&engine.Schema{
+		Name:      "expand_dims",
+		Doc:       "Inserts dimensions of extent 1 at axes, which index the output (DALI's fn.expand_dims).",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "axes", Type: engine.ArgIntList, Required: true, Doc: "indices, in the output, of the new dimensions"},
+			{Name: "new_axis_names", Type: engine.ArgString, Default: "", Doc: "layout names of the new dimensions, one character each"},
+		},
+	})
+	engine.RegisterBackend("expand_dims", "cpu", func(a *engine.Args) (engine.Operator, error) {
+		if n := a.String("new_axis_names"); n != "" && len(n) != len(a.Ints("axes")) {
+			return nil, a.Errorf("new_axis_names", "needs one name per axis (%d), got %q", len(a.Ints("axes")), n)
+		}
+		return &dimsOp{args: a, kind: "expand_dims"}, nil
+	})
+}
+
+// copyRun is the shared Run of the operators that keep the bytes and change the shape.
+func copyRun(ws *engine.Workspace) error {
+	copy(ws.Out[0].Data, ws.In[0].Data[:ws.In[0].NumBytes()])
+	return nil
+}
+
+type reshapeOp struct {
+	args *engine.Args
+}
+
+func newReshape(a *engine.Args) (engine.Operator, error) {
+	if a.Given("shape") && a.Given("rel_shape") {
+		return nil, a.Errorf("shape", "give shape or rel_shape, not both")
+	}
+	if !a.Given("shape") && !a.Given("rel_shape") && !a.Has("src_dims") {
+		return nil, a.Errorf("shape", "give shape, rel_shape or src_dims")
+	}
+	neg := 0
+	for _, d := range a.Ints("shape") {
+		if d < 0 {
+			neg++
+		}
+	}
+	for _, d := range a.Floats("rel_shape") {
+		if d < 0 {
+			neg++
+		}
+	}
+	if neg > 1 {
+		return nil, a.Errorf("shape", "at most one extent may be negative (inferred)")
+	}
+	if sd := a.Ints("src_dims"); sd != nil && a.Has("shape") {
+		return nil, a.Errorf("src_dims", "goes with rel_shape (or alone), not with shape")
+	} else if rs := a.Floats("rel_shape"); sd != nil && rs != nil && len(rs) != len(sd) {
+		return nil, a.Errorf("src_dims", "needs one entry per rel_shape extent (%d), got %d", len(rs), len(sd))
+	}
+	return &reshapeOp{args: a}, nil
+}
+
+func (o *reshapeOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+
+// outShape computes the sample's output shape from the input shape and the sample's
+// arguments (rel and shape are the arguments' values, nil when absent).
+func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, error) {
+	a := o.args
+	src := a.Ints("src_dims")
+	vol := 1
+	for _, d := range in {
+		vol *= d
+	}
+	var out []int
+	infer := -1
+	srcDim := func(i int) (int, error) {
+		k := i
+		if src != nil {
+			k = int(src[i])
+		}
+		if k == -1 && src != nil {
+			return 1, nil
+		}
+		if k < 0 || k >= len(in) {
+			return 0, fmt.Errorf("%s: output dimension %d takes input dimension %d, but the input is %d-D %v", o.where(), i, k, len(in), in)
+		}
+		return in[k], nil
+	}
+	switch {
+	case shape != nil:
+		for i, d := range shape {
+			if d < 0 {
+				if infer >= 0 {
+					return nil, fmt.Errorf("%s: argument \"shape\": at most one extent may be negative, got %v", o.where(), shape)
+				}
+				infer = i
+			}
+			if d > math.MaxInt32 {
+				return nil, fmt.Errorf("%s: argument \"shape\": extent %d is too large", o.where(), d)
+			}
+			out = append(out, int(d))
+		}
+	case rel != nil:
+		for i, r := range rel {
+			if r < 0 {
+				if infer >= 0 {
+					return nil, fmt.Errorf("%s: argument \"rel_shape\": at most one extent may be negative, got %v", o.where(), rel)
+				}
+				infer = i
+				out = append(out, -1)
+				continue
+			}
+			e, err := srcDim(i)
+			if err != nil {
+				return nil, err
+			}
+			x := math.Round(float64(e) * r)
+			if !(x >= 0 && x <= math.MaxInt32) {
+				return nil, fmt.Errorf("%s: argument \"rel_shape\": extent %g x %d is out of range", o.where(), r, e)
+			}
+			out = append(out, int(x))
+		}
+	default:
+		for i := range src {
+			e, err := srcDim(i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+	}
+	if infer >= 0 {
+		rest := 1
+		for i, d := range out {
+			if i != infer {
+				rest *= d
+			}
+		}
+		if rest == 0 || vol%rest != 0 {
+			return nil, fmt.Errorf("%s: cannot infer extent %d of %v for an input of shape %v (%d elements)", o.where(), infer, out, in, vol)
+		}
+		out[infer] = vol / rest
+	}
+	n := 1
+	for _, d := range out {
+		n *= d
+	}
+	if n != vol {
+		return nil, fmt.Errorf("%s: shape %v has %d elements, the input %v has %d; reshape keeps the elements", o.where(), out, n, in, vol)
+	}
+	return out, nil
+}
+
+func (o *reshapeOp) layout(inLayout string, inDims, outDims int) (string, error) {
+	if o.args.Has("layout") {
+		l := o.args.String("layout")
+		if l != "" && len(l) != outDims {
+			return "", fmt.Errorf("%s: argument \"layout\": %q has %d names, the output has %d dimensions", o.where(), l, len(l), outDims)
+		}
+		return l, nil
+	}
+	if inDims == outDims {
+		return inLayout, nil
+	}
+	return "", nil
+}
+
+func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	a := o.args
+	m := engine.TensorMeta{DType: in[0].DType}
+	nd := -1
+	switch {
+	case a.Has("shape"):
+		nd = len(a.Ints("shape"))
+	case a.Has("rel_shape"):
+		nd = len(a.Floats("rel_shape"))
+	case a.Has("src_dims") && !a.Given("shape") && !a.Given("rel_shape"):
+		nd = len(a.Ints("src_dims"))
+	}
+	if nd < 0 {
+		return []engine.TensorMeta{m}, nil // per-sample shapes: rank known at run time
+	}
+	if in[0].Static() {
+		s, err := o.outShape(in[0].Shape, a.Ints("shape"), a.Floats("rel_shape"))
+		if err != nil {
+			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
+		}
+		m.Shape = s
+	} else {
+		m.Shape = make([]int, nd)
+		for i := range m.Shape {
+			m.Shape[i] = -1
+		}
+		if a.Has("shape") {
+			for i, d := range a.Ints("shape") {
+				if d >= 0 {
+					m.Shape[i] = int(d)
+				}
+			}
+		}
+	}
+	inDims := -1
+	if in[0].Shape != nil {
+		inDims = len(in[0].Shape)
+	}
+	l, err := o.layout(in[0].Layout, inDims, nd)
+	if err != nil {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
+	}
+	m.Layout = l
+	return []engine.TensorMeta{m}, nil
+}
+
+func (o *reshapeOp) Setup(ws *engine.Workspace) error {
+	a := o.args
+	shape := a.Ints("shape")
+	rel := a.Floats("rel_shape")
+	if _, ok := a.IsPerSample("shape"); ok {
+		v, err := a.FloatsAt(ws, "shape", nil)
+		if err != nil {
+			return err
+		}
+		shape = make([]int64, len(v))
+		for i, x := range v {
+			if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
+				return engine.Errorf(engine.StatusData, "%s: argument \"shape\": expected integers, got %v for this sample", o.where(), v)
+			}
+			shape[i] = int64(x)
+		}
+	}
+	if _, ok := a.IsPerSample("rel_shape"); ok {
+		v, err := a.FloatsAt(ws, "rel_shape", nil)
+		if err != nil {
+			return err
+		}
+		rel = v
+		if src := a.Ints("src_dims"); src != nil && len(src) != len(rel) {
+			return engine.Errorf(engine.StatusData, "%s: argument \"rel_shape\": %d values for this sample, src_dims has %d", o.where(), len(rel), len(src))
+		}
+	}
+	in := ws.In[0]
+	s, err := o.outShape(in.Shape, shape, rel)
+	if err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	l, err := o.layout(in.Layout, len(in.Shape), len(s))
+	if err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	out := ws.Out[0]
+	out.DType, out.Layout = in.DType, l
+	out.SetShape(s...)
+	return nil
+}
+
+func (o *reshapeOp) Run(ws *engine.Workspace) error { return copyRun(ws) }
+
+// dimsOp is squeeze or expand_dims.
+type dimsOp struct {
+	args *engine.Args
+	kind string
+}
+
+func (o *dimsOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+
+// apply computes the output shape and layout for an input of shape in (-1 = unknown).
+func (o *dimsOp) apply(in []int, layout string) ([]int, string, error) {
+	a := o.args
+	nd := len(in)
+	if o.kind == "squeeze" {
+		drop := map[int]bool{}
+		if names := a.String("axis_names"); names != "" {
+			for _, c := range []byte(names) {
+				k := -1
+				for i := 0; i < len(layout); i++ {
+					if layout[i] == c {
+						k = i
+					}
+				}
+				if k < 0 {
+					return nil, "", fmt.Errorf("%s: argument \"axis_names\": %q is not in the layout %q", o.where(), string(c), layout)
+				}
+				drop[k] = true
+			}
+		}
+		for _, ax := range a.Ints("axes") {
+			k := int(ax)
+			if k < 0 {
+				k += nd
+			}
+			if k < 0 || k >= nd {
+				return nil, "", fmt.Errorf("%s: argument \"axes\": %d is out of range for %d-D input %v", o.where(), ax, nd, in)
+			}
+			drop[k] = true
+		}
+		var out []int
+		var l []byte
+		for i, d := range in {
+			if drop[i] {
+				if d != 1 && d >= 0 {
+					return nil, "", fmt.Errorf("%s: dimension %d of the input %v has extent %d; only extent 1 can be removed", o.where(), i, in, d)
+				}
+				continue
+			}
+			out = append(out, d)
+			if len(layout) == nd {
+				l = append(l, layout[i])
+			}
+		}
+		if out == nil {
+			out = []int{}
+		}
+		return out, string(l), nil
+	}
+	axes := a.Ints("axes")
+	names := a.String("new_axis_names")
+	n := nd + len(axes)
+	ins := map[int]byte{}
+	for j, ax := range axes {
+		k := int(ax)
+		if k < 0 {
+			k += n
+		}
+		if k < 0 || k >= n {
+			return nil, "", fmt.Errorf("%s: argument \"axes\": %d is out of range for a %d-D output", o.where(), ax, n)
+		}
+		if _, dup := ins[k]; dup {
+			return nil, "", fmt.Errorf("%s: argument \"axes\": %d is listed twice", o.where(), ax)
+		}
+		ins[k] = 0
+		if names != "" {
+			ins[k] = names[j]
+		}
+	}
+	keys := make([]int, 0, len(ins))
+	for k := range ins {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	out := make([]int, 0, n)
+	var l []byte
+	withLayout := names != "" && (len(layout) == nd)
+	src := 0
+	for i := 0; i < n; i++ {
+		if c, ok := ins[i]; ok {
+			out = append(out, 1)
+			l = append(l, c)
+			continue
+		}
+		out = append(out, in[src])
+		if withLayout {
+			l = append(l, layout[src])
+		}
+		src++
+	}
+	if !withLayout {
+		l = nil
+	}
+	return out, string(l), nil
+}
+
+func (o *dimsOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	m := engine.TensorMeta{DType: in[0].DType}
+	if in[0].Shape == nil {
+		return []engine.TensorMeta{m}, nil
+	}
+	s, l, err := o.apply(in[0].Shape, in[0].Layout)
+	if err != nil {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
+	}
+	m.Shape, m.Layout = s, l
+	return []engine.TensorMeta{m}, nil
+}
+
+func (o *dimsOp) Setup(ws *engine.Workspace) error {
+	in := ws.In[0]
+	s, l, err := o.apply(in.Shape, in.Layout)
+	if err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	out := ws.Out[0]
+	out.DType, out.Layout = in.DType, l
+	out.SetShape(s...)
+	return nil
+}
+
+func (o *dimsOp) Run(ws *engine.Workspace) error { return copyRun(ws) }

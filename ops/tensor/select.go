@@ -1,0 +1,81 @@
+package tensor
+
+import (
+	"github.com/godali/godali/engine"
+)
+
+func init() {
+	engine.RegisterSchema(&engine.Schema{
+		Name: "_select",
+		Doc: "Per sample, outputs input 1 where the predicate (input 0, one number per sample) is " +
+			"nonzero, else input 2: the merge of godali's enable_conditionals. Both branches are " +
+			"computed for every sample (operators have no side effects, so only the selected " +
+			"values matter; a branch that fails on a sample fails the batch).",
+		MinInputs: 3, MaxInputs: 3, Outputs: []string{"output"}, HostOnly: true,
+	})
+	engine.RegisterBackend("_select", "cpu", func(a *engine.Args) (engine.Operator, error) { return &selectOp{args: a}, nil })
+}
+
+type selectOp struct{ args *engine.Args }
+
+func (o *selectOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+
+func (o *selectOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	t, f := in[1], in[2]
+	if t.DType != f.DType {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the branches of a conditional produce %s and %s; both must have the same type (cast one)", o.where(), t.DType, f.DType)
+	}
+	if t.Shape != nil && f.Shape != nil && len(t.Shape) != len(f.Shape) {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the branches of a conditional produce %d-D and %d-D data; both must have the same number of dimensions", o.where(), len(t.Shape), len(f.Shape))
+	}
+	m := engine.TensorMeta{DType: t.DType, Layout: t.Layout}
+	if t.Layout != f.Layout {
+		m.Layout = ""
+	}
+	if t.Shape != nil && f.Shape != nil {
+		m.Shape = make([]int, len(t.Shape))
+		for i := range m.Shape {
+			m.Shape[i] = -1
+			if t.Shape[i] == f.Shape[i] {
+				m.Shape[i] = t.Shape[i]
+			}
+		}
+	}
+	return []engine.TensorMeta{m}, nil
+}
+
+func (o *selectOp) pick(ws *engine.Workspace) (*engine.Tensor, error) {
+	p := ws.In[0]
+	n := 1
+	for _, d := range p.Shape {
+		n *= d
+	}
+	if n != 1 || p.DType.Size() == 0 || len(p.Data) < p.DType.Size() {
+		return nil, engine.Errorf(engine.StatusData, "%s: the condition must be one value per sample, got shape %v of %s", o.where(), p.Shape, p.DType)
+	}
+	if engine.ReadScalar(p.Data, p.DType) != 0 {
+		return ws.In[1], nil
+	}
+	return ws.In[2], nil
+}
+
+func (o *selectOp) Setup(ws *engine.Workspace) error {
+	src, err := o.pick(ws)
+	if err != nil {
+		return err
+	}
+	out := ws.Out[0]
+	out.DType = src.DType
+	out.Layout = src.Layout
+	out.SetShape(src.Shape...)
+	return nil
+}
+
+func (o *selectOp) Run(ws *engine.Workspace) error {
+	src, err := o.pick(ws)
+	if err != nil {
+		return err
+	}
+	copy(ws.Out[0].Data, src.Data[:src.NumBytes()])
+	return nil
+}

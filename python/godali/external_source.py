@@ -1,0 +1,571 @@
+"""fn.external_source and Pipeline.feed_input: data from Python fed into a pipeline.
+
+An external_source node is a source of whole batches, like a reader; its data comes from
+a Python `source` (a callable, an iterable or a generator function, polled before each
+run) or from pipe.feed_input(name, data). The data goes to the library without a copy
+where godali controls the lifetime: the arrays are referenced until the library's
+release callback says the batch that used them was released. docs/pipeline.md,
+"External sources", has the rules.
+"""
+
+import ctypes
+import inspect
+import itertools
+from ctypes import POINTER, c_int64, c_void_p
+
+from . import _dlpack, _graph, _lib
+from . import types as _types
+
+GODALI_FEED_COPY = 1
+
+# Objects the library reads in place, by the context id given with their feed: the
+# release callback (any thread) drops them.
+_held = {}
+_keys = itertools.count(1)
+
+
+@ctypes.CFUNCTYPE(None, c_void_p)
+def _release(ctx):
+    _held.pop(ctx, None)
+
+
+_release_ptr = ctypes.cast(_release, c_void_p)
+
+# numpy dtype name -> (DLPack code, bits, godali dtype name)
+_NP_TYPES = {
+    "uint8": (1, 8, "UINT8"), "int8": (0, 8, "INT8"), "int32": (0, 32, "INT32"),
+    "int64": (0, 64, "INT64"), "float16": (2, 16, "FLOAT16"), "float32": (2, 32, "FLOAT"),
+    "float64": (2, 64, "FLOAT64"), "bool": (6, 8, "BOOL"),
+}
+_NAME_TO_NP = {v[2]: k for k, v in _NP_TYPES.items()}
+
+
+def _np():
+    import numpy
+    return numpy
+
+
+def _dtype_name(dtype, what):
+    """The godali dtype name of a DALI type, a numpy dtype or a string; None stays None."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, _types.DALIDataType):
+        name = dtype.name
+    elif isinstance(dtype, str) and dtype.upper().replace("TYPES.", "") in _NAME_TO_NP:
+        name = dtype.upper().replace("TYPES.", "")
+    else:
+        try:
+            name = _NP_TYPES[str(_np().dtype(dtype))][2]
+        except (TypeError, KeyError):
+            raise TypeError("godali: %s: dtype %r is not supported; use one of %s"
+                            % (what, dtype, ", ".join(sorted(_NAME_TO_NP)))) from None
+    if name not in _NAME_TO_NP:
+        raise TypeError("godali: %s: dtype %s is not supported; use one of %s"
+                        % (what, name, ", ".join(sorted(_NAME_TO_NP))))
+    return name
+
+
+def _as_array(x, dtype, what):
+    """A numpy view of x (no copy for numpy, CPU torch tensors, __array_interface__ and
+    __dlpack__ objects; str and bytes become uint8 arrays of their bytes)."""
+    np = _np()
+    if isinstance(x, np.ndarray):
+        return x
+    mod = type(x).__module__ or ""
+    if mod.startswith("torch") and hasattr(x, "numpy"):
+        if getattr(x, "device", None) is not None and x.device.type != "cpu":
+            raise TypeError("godali: %s: a tensor on %s; external_source takes host data "
+                            "(device='cpu')" % (what, x.device))
+        return x.detach().numpy()
+    if isinstance(x, str):
+        return np.frombuffer(x.encode("utf-8"), dtype=np.uint8)
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return np.frombuffer(x, dtype=np.uint8)
+    if hasattr(x, "__array_interface__") or hasattr(x, "__array__"):
+        return np.asarray(x)
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    want = _NAME_TO_NP.get(dtype) if dtype else None
+    try:
+        return np.asarray(x, dtype=want)
+    except (TypeError, ValueError) as e:
+        raise TypeError("godali: %s: cannot use %s as data: %s"
+                        % (what, type(x).__name__, e)) from None
+
+
+def _dl_of(arr, what):
+    t = _NP_TYPES.get(str(arr.dtype))
+    if t is None:
+        raise TypeError("godali: %s: data of type %s is not supported; use one of %s"
+                        % (what, arr.dtype, ", ".join(sorted(_NP_TYPES))))
+    return t
+
+
+class _Converted:
+    """One output's batch, ready for the library."""
+
+    __slots__ = ("dense", "arrays", "dtype", "ndim", "keep")
+
+    def __init__(self, data, batch_size, dtype, what):
+        np = _np()
+        if isinstance(data, (list, tuple)):
+            arrays = []
+            for i, s in enumerate(data):
+                a = _as_array(s, dtype, "%s, sample %d" % (what, i))
+                if not a.flags.c_contiguous:
+                    a = np.ascontiguousarray(a)
+                arrays.append(a)
+            self.dense = False
+        else:
+            a = _as_array(data, dtype, what)
+            if a.ndim == 0:
+                raise TypeError("godali: %s: a batch must be a list of samples or an array "
+                                "whose first dimension is the batch, got a scalar" % what)
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            arrays = [a]
+            self.dense = True
+        if len(self._samples(arrays)) != batch_size:
+            raise ValueError("godali: %s: got a batch of %d samples; the pipeline's "
+                             "batch_size is %d" % (what, len(self._samples(arrays)), batch_size))
+        types = {str(a.dtype) for a in arrays}
+        if len(types) > 1:
+            raise TypeError("godali: %s: samples have different types (%s)"
+                            % (what, ", ".join(sorted(types))))
+        self.arrays = arrays
+        self.dtype = _dl_of(arrays[0], what)[2] if arrays else dtype
+        if self.dense:
+            self.ndim = arrays[0].ndim - 1
+        else:
+            self.ndim = arrays[0].ndim if arrays else 0
+        self.keep = data
+
+    def _samples(self, arrays):
+        return arrays[0] if self.dense else arrays
+
+    def feed(self, lib, handle, name, layout, copy, what):
+        arrays = self.arrays
+        flags = GODALI_FEED_COPY if copy else 0
+        code, bits, _ = _dl_of(arrays[0], what) if arrays else (1, 8, "UINT8")
+        dl = _dlpack.DLDataType(code, bits, 1)
+        lay = layout.encode() if layout else None
+        deleter, ctx = None, None
+        if not copy:
+            key = next(_keys)
+            _held[key] = (self.keep, arrays)
+            deleter, ctx = _release_ptr, key
+        if self.dense:
+            a = arrays[0]
+            shape = (c_int64 * a.ndim)(*a.shape)
+            lib.pipeline_feed_input(handle, name.encode(), a.ctypes.data, dl, a.ndim - 1,
+                                    shape, lay, flags, deleter, ctx)
+            return
+        n = len(arrays)
+        nd = self.ndim
+        for i, a in enumerate(arrays):
+            if a.ndim != nd:
+                _held.pop(ctx, None)
+                raise ValueError("godali: %s: sample %d has %d dimensions, sample 0 has %d"
+                                 % (what, i, a.ndim, nd))
+        ptrs = (c_void_p * max(n, 1))(*[a.ctypes.data for a in arrays])
+        shapes = (c_int64 * max(n * nd, 1))(*[d for a in arrays for d in a.shape])
+        lib.pipeline_feed_input_ragged(handle, name.encode(), n, ptrs, dl, nd,
+                                       ctypes.cast(shapes, POINTER(c_int64)), lay, flags,
+                                       deleter, ctx)
+
+
+def held_pointers():
+    """The addresses of the arrays the library currently reads in place (tests)."""
+    out = []
+    for _, arrays in list(_held.values()):
+        out.extend(a.ctypes.data for a in arrays)
+    return out
+
+
+# --- sources ---------------------------------------------------------------------------
+
+def _cycle_mode(cycle):
+    if cycle is None or cycle is False or cycle == "no":
+        return None
+    if cycle is True or cycle == "quiet":
+        return "quiet"
+    if cycle == "raise":
+        return "raise"
+    raise ValueError("godali: fn.external_source: cycle must be False, True, 'no', 'quiet' or "
+                     "'raise', got %r" % (cycle,))
+
+
+def _positional_params(f):
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return 0
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            n += 1
+        elif p.kind == p.VAR_POSITIONAL:
+            n += 1
+    return n
+
+
+class _Source:
+    """Polls a Python source for units: a batch (batch=True) or a sample (batch=False)."""
+
+    def __init__(self, source, cycle, batch_info):
+        self.cycle = _cycle_mode(cycle)
+        self.batch_info = bool(batch_info)
+        self.factory = None
+        self.it = None
+        self.callback = None
+        if inspect.isgeneratorfunction(source):
+            if _positional_params(source) > 0:
+                raise TypeError("godali: fn.external_source: a generator function source "
+                                "must take no arguments")
+            self.factory = lambda: iter(source())
+        elif hasattr(source, "__iter__"):
+            if inspect.isgenerator(source) and self.cycle:
+                raise TypeError("godali: fn.external_source: cannot cycle through a generator "
+                                "object; pass the generator function as source instead")
+            self.factory = lambda: iter(source)
+        elif callable(source):
+            if cycle is not None:
+                raise ValueError("godali: fn.external_source: cycle applies to iterable "
+                                 "sources only, not to a callable")
+            self.callback = source
+            self.nparams = _positional_params(source)
+        else:
+            raise TypeError("godali: fn.external_source: source must be a callable, an "
+                            "iterable or a generator function, got %s" % type(source).__name__)
+
+    def _next_iter(self):
+        if self.it is None:
+            self.it = self.factory()
+        try:
+            return next(self.it)
+        except StopIteration:
+            if self.cycle == "quiet":
+                self.it = self.factory()
+                return next(self.it)
+            if self.cycle == "raise":
+                self.it = self.factory()
+            raise
+
+    def next_batch(self, batch, batch_size, iteration, epoch):
+        """One unit per output... as a list over the batch (sample mode) or the batch."""
+        if batch:
+            if self.callback is None:
+                return self._next_iter()
+            if self.nparams == 0:
+                return self.callback()
+            if self.batch_info:
+                return self.callback(_types.BatchInfo(iteration, epoch))
+            return self.callback(iteration)
+        samples = []
+        for i in range(batch_size):
+            if self.callback is None:
+                samples.append(self._next_iter())
+            elif self.nparams == 0:
+                samples.append(self.callback())
+            else:
+                samples.append(self.callback(_types.SampleInfo(
+                    iteration * batch_size + i, i, iteration, epoch)))
+        return samples
+
+
+class _Group:
+    """One fn.external_source call: its nodes (one per output) and its source."""
+
+    def __init__(self, pipe, nodes, source, num_outputs, batch, batch_info, dtypes, ndims,
+                 layouts, no_copy, repeat_last):
+        self.pipe = pipe
+        self.nodes = nodes
+        self.source = source
+        self.num_outputs = num_outputs
+        self.batch = batch
+        self.batch_info = batch_info
+        self.dtypes = dtypes
+        self.ndims = ndims
+        self.layouts = layouts
+        self.no_copy = no_copy
+        self.repeat_last = repeat_last
+        self.pending = []      # converted batches not yet given to the library
+        self.last = None       # repeat_last: the last batch fed
+        self.fed = False       # something fed since the last run (repeat_last)
+        self.iteration = 0
+        self.epoch = 0
+        self.ahead = 0         # batches fed from the source and not yet taken
+        self.exhausted = False
+
+    def what(self, k):
+        return "fn.external_source %r" % self.nodes[k].name
+
+    def copy_for(self, from_source):
+        if self.no_copy is None:
+            return not from_source  # a source hands its objects over; feed_input copies
+        return not self.no_copy
+
+    def pull(self, bs):
+        """The source's next batch, converted per output; StopIteration at the end."""
+        unit = self.source.next_batch(self.batch, bs, self.iteration, self.epoch)
+        self.iteration += 1
+        k = self.num_outputs
+        if k is None:
+            per_output = [unit]
+        elif self.batch:
+            if not isinstance(unit, (list, tuple)) or len(unit) != k:
+                raise TypeError("godali: fn.external_source with num_outputs=%d: the source "
+                                "must return %d batches (a tuple), got %s"
+                                % (k, k, type(unit).__name__))
+            per_output = list(unit)
+        else:
+            per_output = [[] for _ in range(k)]
+            for i, s in enumerate(unit):
+                if not isinstance(s, (list, tuple)) or len(s) != k:
+                    raise TypeError("godali: fn.external_source with num_outputs=%d: sample "
+                                    "%d must be a tuple of %d items" % (k, i, k))
+                for j in range(k):
+                    per_output[j].append(s[j])
+        return [_Converted(d, bs, self.dtypes[j], self.what(j))
+                for j, d in enumerate(per_output)]
+
+    def resolve(self, conv):
+        """Fills the dtype, ndim of nodes that did not declare them from converted data."""
+        for j, c in enumerate(conv):
+            node = self.nodes[j]
+            node.args.setdefault("dtype", c.dtype)
+            node.args.setdefault("ndim", c.ndim)
+
+    def resolved(self):
+        return all("dtype" in n.args and "ndim" in n.args for n in self.nodes)
+
+    def send(self, conv, from_source):
+        p = self.pipe
+        for j, c in enumerate(conv):
+            c.feed(p._lib, p._handle, self.nodes[j].name, self.layouts[j],
+                   self.copy_for(from_source), self.what(j))
+        self.fed = True
+        if self.repeat_last:
+            self.last = conv
+
+    def end(self):
+        p = self.pipe
+        for n in self.nodes:
+            p._lib.pipeline_feed_end_of_epoch(p._handle, n.name.encode())
+
+    def drop(self):
+        p = self.pipe
+        for n in self.nodes:
+            p._lib.pipeline_feed_drop(p._handle, n.name.encode(), None)
+
+
+# --- pipeline hooks (pipeline/__init__.py calls these) -----------------------------------
+
+def groups(pipe, nodes=None):
+    """The pipeline's external source groups whose nodes are in the graph."""
+    gs = getattr(pipe, "_ext_groups", None) or []
+    if nodes is None:
+        return gs
+    ids = {id(n) for n in nodes}
+    return [g for g in gs if any(id(n) in ids for n in g.nodes)]
+
+
+def prepare(pipe, nodes):
+    """Before the pipeline is created: fills dtype and ndim from the sources' first batch
+    where they were not given. Returns False when a feed_input-only node still lacks them
+    (the build waits for the first feed_input)."""
+    ok = True
+    for g in groups(pipe, nodes):
+        if g.resolved():
+            continue
+        if g.source is not None:
+            if not g.pending and not g.exhausted:
+                try:
+                    g.pending.append(g.pull(pipe._batch_size))
+                except StopIteration:
+                    g.exhausted = True
+            if not g.pending:
+                raise ValueError("godali: %s: the source gave no data, so its dtype and ndim "
+                                 "are unknown; give dtype= and ndim=" % g.what(0))
+            g.resolve(g.pending[0])
+        elif g.pending:
+            g.resolve(g.pending[0])
+        else:
+            ok = False
+    return ok
+
+
+def after_build(pipe):
+    """Gives the library the feed_input batches made before the pipeline existed."""
+    for g in groups(pipe):
+        if g.source is None:
+            pending, g.pending = g.pending, []
+            for conv in pending:
+                g.send(conv, False)
+
+
+def top_up(pipe):
+    """Before a run: feeds every source up to prefetch_queue_depth batches ahead."""
+    gs = groups(pipe)
+    if not gs or not pipe._handle:
+        return
+    depth = pipe._prefetch_queue_depth
+    bs = pipe._batch_size
+    for g in gs:
+        if g.source is None:
+            if g.repeat_last and not g.fed and g.last is not None:
+                g.send(g.last, False)
+            g.fed = False
+            continue
+        while g.ahead < depth and not g.exhausted:
+            if g.pending:
+                conv = g.pending.pop(0)
+            else:
+                try:
+                    conv = g.pull(bs)
+                except StopIteration:
+                    g.exhausted = True
+                    g.end()
+                    break
+            g.send(conv, True)
+            g.ahead += 1
+
+
+def took(pipe):
+    for g in groups(pipe):
+        if g.ahead > 0:
+            g.ahead -= 1
+
+
+def has_sources(pipe):
+    return any(g.source is not None for g in groups(pipe))
+
+
+def restart(pipe):
+    """After the pipeline's reset: the sources' next epoch."""
+    for g in groups(pipe):
+        if g.source is None:
+            continue
+        g.drop()
+        g.ahead = 0
+        g.iteration = 0
+        g.epoch += 1
+        g.exhausted = False
+
+
+def feed_input(pipe, name, data, layout=None, no_copy=None):
+    for g in groups(pipe):
+        for j, n in enumerate(g.nodes):
+            if n.name == name:
+                conv = _Converted(data, pipe._batch_size, g.dtypes[j], g.what(j))
+                lay = layout if layout is not None else g.layouts[j]
+                if not pipe._handle:
+                    if len(g.nodes) != 1:
+                        raise ValueError("godali: feed_input(%r): build the pipeline before "
+                                         "feeding a multi-output external_source" % name)
+                    if g.copy_for(False) if no_copy is None else not no_copy:
+                        # Copied now, as it would be by the library.
+                        conv.arrays = [a.copy() for a in conv.arrays]
+                        conv.keep = None
+                    g.pending.append([conv])
+                    return
+                copy = g.copy_for(False) if no_copy is None else not no_copy
+                conv.feed(pipe._lib, pipe._handle, name, lay, copy, g.what(j))
+                g.fed = True
+                if g.repeat_last:
+                    g.last = [conv]
+                return
+    names = [n.name for g in groups(pipe) for n in g.nodes]
+    raise _lib.InvalidArgumentError(
+        "godali: feed_input: no external source named %r; external sources: %s"
+        % (name, ", ".join(repr(x) for x in names) or "none"), _lib.ERROR_INVALID_ARGUMENT)
+
+
+# --- fn.external_source --------------------------------------------------------------------
+
+def external_source(source=None, num_outputs=None, *, cycle=None, name=None, device="cpu",
+                    layout=None, dtype=None, ndim=None, cuda_stream=None, use_copy_kernel=None,
+                    blocking=None, batch=True, repeat_last=False, parallel=None, no_copy=None,
+                    prefetch_queue_depth=None, bytes_per_sample_hint=None, batch_info=None,
+                    **kwargs):
+    """Data from Python (DALI's fn.external_source).
+
+    source: a callable (no argument; or the iteration number, types.BatchInfo with
+    batch_info=True, or types.SampleInfo per sample with batch=False), an iterable, or a
+    generator function; polled before each run. A batch is a list of samples (numpy
+    arrays, CPU torch tensors, objects with __array_interface__ or __dlpack__, str or
+    bytes) or one array whose first dimension is the batch. StopIteration ends the epoch:
+    pipe.run() raises StopIteration once the batches already fed are returned, and
+    pipe.reset() starts the next epoch. cycle: False (the iterator goes on after reset),
+    True or "quiet" (restart silently at the end), "raise" (StopIteration, then restart).
+    num_outputs: the source returns a tuple of that many batches (or samples).
+    Without source, feed each batch with pipe.feed_input(name, data) before running.
+    no_copy: None (default): a source's objects are referenced until the library has
+    released the batch (no copy) and feed_input copies; True: never copy (do not modify
+    the data until released); False: always copy. parallel and prefetch_queue_depth are
+    accepted; godali polls the source serially, up to the pipeline's
+    prefetch_queue_depth batches ahead.
+    """
+    pipe = _graph.current_pipeline()
+    if pipe is None:
+        raise RuntimeError("godali: fn.external_source was called outside a pipeline: call "
+                           "it inside `with pipe:` or in a @pipeline_def function")
+    if kwargs:
+        raise TypeError("godali: fn.external_source got unknown arguments: %s"
+                        % ", ".join(sorted(kwargs)))
+    if device not in (None, "cpu"):
+        raise ValueError("godali: fn.external_source supports device='cpu' only (feed GPU "
+                         "data as host data and move it with .gpu()), got %r" % (device,))
+    if source is None:
+        if cycle is not None:
+            raise ValueError("godali: fn.external_source: cycle needs a source")
+        if num_outputs is not None:
+            raise ValueError("godali: fn.external_source: num_outputs needs a source")
+        if batch_info:
+            raise ValueError("godali: fn.external_source: batch_info needs a source")
+    if num_outputs is not None:
+        num_outputs = int(num_outputs)
+        if num_outputs < 1:
+            raise ValueError("godali: fn.external_source: num_outputs must be >= 1")
+    if not batch and batch_info:
+        raise ValueError("godali: fn.external_source: batch_info applies to batch=True only")
+    k = num_outputs or 1
+
+    def per_output(v, what):
+        if isinstance(v, (list, tuple)) and num_outputs is not None:
+            if len(v) != k:
+                raise ValueError("godali: fn.external_source: %s has %d entries for %d "
+                                 "outputs" % (what, len(v), k))
+            return list(v)
+        return [v] * k
+
+    dtypes = [_dtype_name(d, "fn.external_source") for d in per_output(dtype, "dtype")]
+    ndims = per_output(ndim, "ndim")
+    layouts = per_output(layout, "layout")
+    for j, lay in enumerate(layouts):
+        if lay is not None and not isinstance(lay, str):
+            raise TypeError("godali: fn.external_source: layout must be a string")
+        if lay and ndims[j] is None:
+            ndims[j] = len(lay)
+    src = _Source(source, cycle, batch_info) if source is not None else None
+    schema = _graph.schemas().ops["external_source"]
+    nodes = []
+    for j in range(k):
+        args = {}
+        if dtypes[j] is not None:
+            args["dtype"] = dtypes[j]
+        if ndims[j] is not None:
+            args["ndim"] = int(ndims[j])
+        if layouts[j]:
+            args["layout"] = layouts[j]
+        nname = name if k == 1 or name is None else "%s_%d" % (name, j)
+        nodes.append(_graph.OpNode(schema, "cpu", [], {}, args, pipe, nname, False))
+    g = _Group(pipe, nodes, src, num_outputs, bool(batch), bool(batch_info), dtypes, ndims,
+               layouts, no_copy, bool(repeat_last))
+    if not hasattr(pipe, "_ext_groups") or pipe._ext_groups is None:
+        pipe._ext_groups = []
+    pipe._ext_groups.append(g)
+    outs = [n.outputs[0] for n in nodes]
+    if num_outputs is None:
+        return outs[0]
+    return tuple(outs)

@@ -1,0 +1,111 @@
+"""enable_conditionals: `if` on pipeline data in @pipeline_def functions, compared sample
+by sample with numpy / the unconditional operators (exact)."""
+
+import numpy as np
+import pytest
+
+import godali
+from godali import fn, types
+
+from conftest import make_jpeg
+
+
+def _outs(pipe, n):
+    res = pipe.run()
+    got = [[np.array(o[i].as_array()) for i in range(n)] for o in res]
+    pipe.close()
+    return got
+
+
+def test_if_on_coin_flip_selects_per_sample(tmp_path):
+    files = [make_jpeg(str(tmp_path / ("c%d.jpg" % i)), 20 + i, 30, seed=i) for i in range(8)]
+
+    @godali.pipeline_def(batch_size=8, num_threads=2, seed=7, enable_conditionals=True)
+    def pipe_with_if():
+        jpegs, _ = fn.readers.file(files=files)  # `files` is a closure variable
+        images = fn.decoders.image(jpegs, output_type=types.RGB)
+        c = fn.random.coin_flip()
+        if c:
+            out = fn.flip(images)
+        else:
+            out = images
+        return images, c, out
+
+    imgs, c, out = _outs(pipe_with_if(), 8)
+    flips = [int(x) for x in c]
+    assert 0 < sum(flips) < 8
+    for i in range(8):
+        want = imgs[i][:, ::-1] if flips[i] else imgs[i]
+        np.testing.assert_array_equal(out[i], want)
+
+
+def test_elif_chain_nested_and_one_sided_assignment():
+    @godali.pipeline_def(batch_size=32, num_threads=1, seed=3, enable_conditionals=True)
+    def p(scale):
+        v = fn.random.uniform(range=[0, 3])
+        y = v * 0 - 1          # kept where no branch assigns y
+        z = v + 0
+        if v < 1:
+            y = v * 10
+        elif v < 2:
+            if v < 1.5:
+                y = v * 100
+            else:
+                z = v * 1000
+        if scale > 1:          # a Python condition stays plain Python
+            z = z * scale
+        return v, y, z
+
+    v, y, z = _outs(p(scale=2), 32)
+    for i in range(32):
+        x = np.float32(v[i])
+        wy = x * np.float32(10) if x < 1 else (x * np.float32(100) if x < 1.5 else np.float32(-1))
+        wz = (x * np.float32(1000) if 1.5 <= x < 2 else x) * np.float32(2)
+        assert y[i] == wy and z[i] == wz, (x, y[i], z[i])
+    assert any(a < 1 for a in v) and any(1 <= a < 1.5 for a in v) and any(a >= 2 for a in v)
+
+
+def test_unsupported_forms_fail_clearly():
+    @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
+    def with_return():
+        v = fn.random.uniform(range=[0, 1])
+        if v > 0.5:
+            return v
+        return v * 2
+
+    with pytest.raises(TypeError, match="no truth value"):
+        with_return()
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
+    def one_sided():
+        v = fn.random.uniform(range=[0, 1])
+        if v > 0.5:
+            w = v * 2
+        return w
+
+    with pytest.raises(TypeError, match="only one branch"):
+        one_sided()
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
+    def mixed_types():
+        v = fn.random.uniform(range=[0, 1])
+        if v > 0.5:
+            w = fn.cast(v, dtype=types.INT32)
+        else:
+            w = v
+        return w
+
+    with pytest.raises(Exception, match="same type"):
+        mixed_types().build()
+
+
+def test_without_enable_conditionals_if_still_fails():
+    @godali.pipeline_def(batch_size=2, num_threads=1)
+    def p():
+        v = fn.random.uniform(range=[0, 1])
+        if v > 0.5:
+            v = v * 2
+        return v
+
+    with pytest.raises(TypeError, match="enable_conditionals"):
+        p()
