@@ -103,6 +103,9 @@ type Info struct {
 	// besides the output, as the header implies (0 when it decodes row by row); see
 	// WorkBytesPerPixel.
 	WorkBytes int64
+	// minData is the fewest bytes of coded data that can hold every pixel the header
+	// declares (0: no such bound is known for the format); see checkDataFits.
+	minData int64
 }
 
 // OrientedSize is the size of the image as Decode returns it without a ROI or scaling:

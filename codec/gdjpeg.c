@@ -171,15 +171,17 @@ int gd_jpeg_header(gd_jpeg *s, const unsigned char *data, size_t len) {
   s->hdr.precision = ci->data_precision;
   /* What jdcoefct.c allocates for a multi-scan image: every component's blocks, padded
    * to whole iMCUs, 64 16-bit coefficients each. */
-  unsigned long long coef = 0;
+  unsigned long long coef = 0, blocks = 0;
   for (int i = 0; i < ci->num_components; i++) {
     const jpeg_component_info *c = &ci->comp_info[i];
     unsigned long long bw = c->width_in_blocks, bh = c->height_in_blocks;
+    blocks += bw * bh;
     bw = (bw + (unsigned)c->h_samp_factor - 1) / (unsigned)c->h_samp_factor * (unsigned)c->h_samp_factor;
     bh = (bh + (unsigned)c->v_samp_factor - 1) / (unsigned)c->v_samp_factor * (unsigned)c->v_samp_factor;
     coef += bw * bh * (unsigned long long)sizeof(JBLOCK);
   }
   s->hdr.coef_bytes = coef;
+  s->hdr.blocks = blocks;
   jpeg_abort_decompress(ci);
   forget_input(m);
   return 0;

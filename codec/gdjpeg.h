@@ -34,6 +34,7 @@ typedef struct {
   int arithmetic;
   int precision;
   unsigned long long coef_bytes; /* whole-image coefficient buffer (progressive mode) */
+  unsigned long long blocks;     /* 8x8 blocks the scans code at least (no iMCU padding) */
 } gd_header;
 
 /* gd_job: one decode request, computed by the Go side. All ROI coordinates are in the

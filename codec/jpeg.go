@@ -111,6 +111,7 @@ func (d *Decoder) probeJPEG(data []byte) (Info, error) {
 		Progressive: h.progressive != 0,
 		Arithmetic:  h.arithmetic != 0,
 		WorkBytes:   jpegWorkBytes(h.progressive != 0, int64(h.coef_bytes)),
+		minData:     jpegMinData(h.progressive != 0, h.arithmetic != 0, int64(h.blocks)),
 	}, nil
 }
 

@@ -100,11 +100,30 @@ func pngWork(data []byte, info *Info) error {
 	return nil
 }
 
+// jpegMinData is the fewest bytes of entropy-coded data a Huffman-coded JPEG of blocks
+// 8x8 blocks can have: a sequential scan codes each block's DC difference and then its
+// AC coefficients or an end-of-block, two Huffman codes of at least one bit each; a
+// progressive image's DC scans code at least one bit per block (AC scans may skip
+// whole runs of blocks, so they add nothing to the bound). Arithmetic coding has no
+// such floor.
+func jpegMinData(progressive, arithmetic bool, blocks int64) int64 {
+	switch {
+	case arithmetic:
+		return 0
+	case progressive:
+		return blocks / 8
+	}
+	return blocks / 4
+}
+
 // checkDataFits refuses headers that the encoded data cannot possibly fill, before
 // anyone sizes an output for them: a binary PNM or uncompressed BMP raster must lie
 // within the file, and a PNG's scanlines cannot be more than maxDeflateRatio times the
 // file (so a 69-byte PNG declaring 12000x14000 RGBA is truncated, whatever its decoder
-// would allocate first). Other formats can encode large flat areas in a few bytes.
+// would allocate first), and a Huffman-coded JPEG needs at least a bit or two per 8x8
+// block (jpegMinData: a 60 KB JPEG body under a header declaring 13000x13000 ends long
+// before the image, where libjpeg would fill a 500 MB output with grey). Other formats
+// can encode large flat areas in a few bytes.
 func checkDataFits(data []byte, info Info) error {
 	w, h := int64(info.Width), int64(info.Height)
 	switch info.Format {
@@ -127,6 +146,11 @@ func checkDataFits(data []byte, info Info) error {
 		stride := (w*int64(hd.bpp) + 31) / 32 * 4
 		if rowBytes := (w*int64(hd.bpp) + 7) / 8; int64(len(data)-hd.offset) < (h-1)*stride+rowBytes {
 			return &decodeError{msg: fmt.Sprintf("BMP: pixel data truncated (%d bytes for %d rows of %d)", len(data)-hd.offset, h, stride), kind: ErrTruncated}
+		}
+	case FormatJPEG:
+		if info.minData > int64(len(data)) {
+			return &decodeError{msg: fmt.Sprintf("JPEG: the %dx%d header needs at least %d bytes of coded data, more than the %d-byte file holds (truncated, or a corrupt size in the header)",
+				w, h, info.minData, len(data)), kind: ErrTruncated}
 		}
 	case FormatPNG:
 		if len(data) < 29 {

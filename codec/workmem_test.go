@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"runtime"
 	"strings"
@@ -200,14 +201,90 @@ func TestProgressiveJPEGWorkingMemory(t *testing.T) {
 			t.Errorf("4:4:4 progressive 12000x12000: %v, want a working-memory error", e)
 		}
 	}
-	// libjpeg enforces its own share: with the header check bypassed (a forged Info),
+	// libjpeg enforces its own share: with the header checks bypassed (a forged Info),
 	// the coefficient buffer still cannot exceed max_memory_to_use.
 	forged := info
-	forged.WorkBytes = 0
+	forged.WorkBytes, forged.minData = 0, 0
 	dst := make([]byte, 16)
 	if _, _, _, err := d.Decode(big, forged, Options{Out: RGB, MaxPixels: 150_000_000, ROI: Rect{0, 0, 2, 2}}, dst); !errors.Is(err, ErrTooManyPixels) || !strings.Contains(err.Error(), "working memory") {
 		t.Errorf("libjpeg's bound: %v", err)
 	} else {
 		t.Logf("libjpeg refuses: %v", err)
 	}
+}
+
+// TestJPEGDataTooShortForHeader: a Huffman-coded JPEG needs at least 2 bits per 8x8 block
+// (1 in progressive DC scans), so a real image's body under a SOF patched to 13000x13000
+// or 8000x8000 (within max_image_pixels) cannot hold the image: OutputSize and Decode refuse it as
+// truncated before any output is sized for it (libjpeg would fill ~500 MB with grey, as
+// PIL does). The unpatched images, and sizes whose bound the body meets, still decode.
+func TestJPEGDataTooShortForHeader(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	opt := Options{Out: RGB, MaxPixels: 178956970}
+	for _, tc := range []struct {
+		name string
+		size int
+	}{{"hopper.jpg", 13000}, {"app13-multiple.jpg", 8000}} { // sequential, progressive
+		name, size := tc.name, tc.size
+		jpg := readFile(t, corpusDir+"/pillow/"+name)
+		info, err := d.Probe(jpg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, h, c, err := d.OutputSize(jpg, info, opt)
+		if err != nil {
+			t.Fatalf("%s as stored: %v", name, err)
+		}
+		if _, _, _, err := d.Decode(jpg, info, opt, make([]byte, w*h*c)); err != nil {
+			t.Fatalf("%s as stored: %v", name, err)
+		}
+		// The bound, computed independently: blocks of a 4:2:0 or 4:4:4 image from the
+		// sampling the file states, 2 bits each (sequential) or 1 bit (progressive).
+		bits := int64(2)
+		if info.Progressive {
+			bits = 1
+		}
+		big := patchSOF(t, jpg, size, size)
+		binfo, err := d.Probe(big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := int64(size / 8 * size / 8) // luma
+		if info.Components == 3 {
+			blocks += 2 * chromaBlocks(t, jpg, size)
+		}
+		if want := blocks * bits / 8; binfo.minData != want {
+			t.Errorf("%s at %dx%[2]d: minData %d, want %d", name, size, binfo.minData, want)
+		}
+		if int64(len(big)) >= binfo.minData {
+			t.Fatalf("%s: %d bytes, not short of %d", name, len(big), binfo.minData)
+		}
+		_, _, _, err1 := d.OutputSize(big, binfo, opt)
+		_, _, _, err2 := d.Decode(big, Info{}, opt, nil)
+		for _, e := range []error{err1, err2} {
+			if !errors.Is(e, ErrTruncated) || !strings.Contains(e.Error(), fmt.Sprintf("%dx%[1]d", size)) {
+				t.Errorf("%s at %dx%[2]d: %v, want a truncation error naming the size", name, size, e)
+			}
+		}
+	}
+}
+
+// chromaBlocks is the number of 8x8 blocks of one chroma component of a w x w image,
+// from the sampling factors in the SOF of jpg (components 1 and 2 equal).
+func chromaBlocks(t *testing.T, jpg []byte, w int) int64 {
+	for i := 2; i+9 < len(jpg); {
+		m := jpg[i+1]
+		if m == 0xC0 || m == 0xC1 || m == 0xC2 {
+			hv := func(k int) (int, int) { b := jpg[i+10+3*k+1]; return int(b >> 4), int(b & 15) }
+			h0, v0 := hv(0)
+			h1, v1 := hv(1)
+			cw := (w*h1/h0 + 7) / 8
+			ch := (w*v1/v0 + 7) / 8
+			return int64(cw * ch)
+		}
+		i += 2 + int(binary.BigEndian.Uint16(jpg[i+2:]))
+	}
+	t.Fatal("no SOF marker")
+	return 0
 }

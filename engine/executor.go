@@ -940,7 +940,7 @@ func (w *worker) buffer(id, k, need int) ([]byte, error) {
 		return nil, err
 	}
 	if old := w.big[id][k]; old != nil {
-		old.Release()
+		old.ReleaseUnmap()
 	}
 	w.big[id][k] = l
 	w.bufs[id][k] = nil

@@ -11,8 +11,26 @@ const TrimBytes = 64 << 20
 // Trimmer is implemented by worker states that can give back memory above a bound.
 type Trimmer interface{ Trim(limit int) }
 
-// trim drops the worker's buffers above TrimBytes after a sample.
+// trim drops the worker's buffers above TrimBytes after a sample: Go buffers to the
+// garbage collector, pooled ones (bigBuffer and up) unmapped at once.
 func (w *worker) trim() {
+	drained := false
+	for id, ls := range w.big {
+		for k, l := range ls {
+			if l == nil || len(l.mem) <= TrimBytes {
+				continue
+			}
+			if !drained {
+				w.gpu.drain() // GPU work queued from the buffer is over
+				drained = true
+			}
+			ls[k] = nil
+			if ws := w.ws[id]; ws != nil && k < len(ws.Out) {
+				ws.Out[k].Data = nil
+			}
+			l.ReleaseUnmap()
+		}
+	}
 	for id, outs := range w.bufs {
 		for k, b := range outs {
 			if cap(b) > TrimBytes {

@@ -45,6 +45,8 @@ type Lease struct {
 	mem  []byte // the whole mapping
 	size int    // bytes requested
 	refs atomic.Int32
+	// unmap says the last Release unmaps the buffer rather than keeping it for reuse.
+	unmap bool
 }
 
 // Bytes is the leased memory, len = requested size.
@@ -67,6 +69,14 @@ func (l *Lease) Release() {
 		panic("godali: lease released twice")
 	}
 	l.pool.put(l)
+}
+
+// ReleaseUnmap is Release for a one-off buffer (a worker's intermediate grown for one
+// large image): the last reference unmaps it instead of keeping it in the pool, where a
+// buffer of each size class met would otherwise stay mapped for the pipeline's life.
+func (l *Lease) ReleaseUnmap() {
+	l.unmap = true
+	l.Release()
 }
 
 // classSize rounds n up to one of 8 sizes per power of two, at least one page; -1 when
@@ -108,6 +118,7 @@ func (p *HostPool) Get(n int) (*Lease, error) {
 		}
 	}
 	l.size = n
+	l.unmap = false
 	l.refs.Store(1)
 	p.count(poolstats.Acquires, 1)
 	p.count(poolstats.Outstanding, 1)
@@ -160,7 +171,7 @@ func (p *HostPool) put(l *Lease) {
 	p.count(poolstats.Outstanding, -1)
 	p.count(poolstats.InUseBytes, -int64(cs))
 	p.mu.Lock()
-	if !p.closed {
+	if !p.closed && !l.unmap {
 		p.free[cs] = append(p.free[cs], l)
 		p.mu.Unlock()
 		return

@@ -22,6 +22,7 @@ func init() {
 			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "error, or pad (with fill_values)"},
 			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value (one byte value)"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+			{Name: "random_offset", Type: engine.ArgBool, Default: false, Doc: "godali only: draw the window's top-left corner per sample uniformly from the integers 0..W-width and 0..H-height (torchvision's RandomCrop) instead of crop_pos_x/crop_pos_y; an image smaller than the window is centred"},
 		},
 	})
 	engine.RegisterBackend("crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCrop(a) })
@@ -59,6 +60,7 @@ type cropOp struct {
 	pad        bool
 	fill       byte
 	dyn        bool // the crop size comes from pipeline values
+	random     bool // random_offset
 }
 
 func newCrop(a *engine.Args) (*cropOp, error) {
@@ -96,6 +98,13 @@ func newCrop(a *engine.Args) (*cropOp, error) {
 			return nil, a.Errorf("fill_values", "expected a value in [0, 255], got %v", f[0])
 		}
 		o.fill = byte(f[0])
+	}
+	o.random = a.Bool("random_offset")
+	if _, per := a.IsPerSample("crop_pos_x"); o.random && (per || a.Has("crop_pos_x") || a.Has("crop_pos_y")) {
+		return nil, a.Errorf("random_offset", "draws the position: give it or crop_pos_x/crop_pos_y, not both")
+	}
+	if _, per := a.IsPerSample("crop_pos_y"); o.random && per {
+		return nil, a.Errorf("random_offset", "draws the position: give it or crop_pos_x/crop_pos_y, not both")
 	}
 	if i, ok := a.IsPerSample("crop_pos_x"); ok {
 		o.pxIn = i
@@ -138,10 +147,20 @@ func (o *cropOp) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (o *cropOp) Run(ws *engine.Workspace) error {
-	in := ws.In[0]
-	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
-	cw, ch := ws.Out[0].Shape[1], ws.Out[0].Shape[0]
+// window is the top-left corner of the sample's cw x ch window in a w x h image.
+func (o *cropOp) window(ws *engine.Workspace, w, h, cw, ch int) (int, int) {
+	if o.random {
+		// x first, then y, from the sample's stream: uniform integers, both ends included.
+		dx, dy := w-cw, h-ch
+		x, y := dx/2, dy/2
+		if dx >= 0 {
+			x = ws.RNG.Intn(dx + 1)
+		}
+		if dy >= 0 {
+			y = ws.RNG.Intn(dy + 1)
+		}
+		return x, y
+	}
 	px, py := o.px, o.py
 	if o.pxIn >= 0 {
 		px = ws.ArgInputScalar(o.pxIn)
@@ -149,8 +168,14 @@ func (o *cropOp) Run(ws *engine.Workspace) error {
 	if o.pyIn >= 0 {
 		py = ws.ArgInputScalar(o.pyIn)
 	}
-	x := int(math.Floor(px*float64(w-cw) + 0.5))
-	y := int(math.Floor(py*float64(h-ch) + 0.5))
+	return int(math.Floor(px*float64(w-cw) + 0.5)), int(math.Floor(py*float64(h-ch) + 0.5))
+}
+
+func (o *cropOp) Run(ws *engine.Workspace) error {
+	in := ws.In[0]
+	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	cw, ch := ws.Out[0].Shape[1], ws.Out[0].Shape[0]
+	x, y := o.window(ws, w, h, cw, ch)
 	if !o.pad && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
 		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}

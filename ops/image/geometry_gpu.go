@@ -3,8 +3,6 @@
 package image
 
 import (
-	"math"
-
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/kernels"
 )
@@ -35,15 +33,7 @@ func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 	if err != nil {
 		return err
 	}
-	px, py := o.cpu.px, o.cpu.py
-	if o.cpu.pxIn >= 0 {
-		px = ws.ArgInputScalar(o.cpu.pxIn)
-	}
-	if o.cpu.pyIn >= 0 {
-		py = ws.ArgInputScalar(o.cpu.pyIn)
-	}
-	x := int(math.Floor(px*float64(w-cw) + 0.5))
-	y := int(math.Floor(py*float64(h-ch) + 0.5))
+	x, y := o.cpu.window(ws, w, h, cw, ch)
 	if !o.cpu.pad && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
 		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}

@@ -34,6 +34,7 @@ func init() {
 			{Name: "roi_relative", Type: engine.ArgBool, Default: false, Doc: "roi_start/roi_end are fractions of the input size"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
 			{Name: "subpixel_scale", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility"},
+			{Name: "size_rounding", Type: engine.ArgString, Default: "round", Doc: "godali only: \"round\" (DALI) rounds the computed extents; \"truncate\" (with resize_shorter) follows torchvision's Resize(int): the shorter side is resize_shorter, the longer int(resize_shorter * long / short), and when that exceeds max_size, the longer is max_size and the shorter int(max_size * shorter / longer)"},
 		},
 	})
 	engine.RegisterBackend("resize", "cpu", func(a *engine.Args) (engine.Operator, error) { return newResize(a) })
@@ -51,6 +52,7 @@ type ResizeSpec struct {
 	ROIStart    []float64 // y, x
 	ROIEnd      []float64
 	ROIRelative bool
+	Truncate    bool // torchvision's Resize(int) rule (with Shorter)
 }
 
 func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
@@ -69,6 +71,19 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 		default:
 			return nil, a.Errorf("size", "expected (height, width) or one value, got %v", sz)
 		}
+	}
+	switch a.String("size_rounding") {
+	case "round":
+	case "truncate":
+		if !(a.Float("resize_shorter") > 0) {
+			return nil, a.Errorf("size_rounding", "\"truncate\" goes with resize_shorter")
+		}
+		if ms := a.Floats("max_size"); len(ms) == 2 && ms[0] != ms[1] {
+			return nil, a.Errorf("size_rounding", "\"truncate\" takes one max_size for the longer side, got %v", ms)
+		}
+		s.Truncate = true
+	default:
+		return nil, a.Errorf("size_rounding", "expected \"round\" or \"truncate\", got %q", a.String("size_rounding"))
 	}
 	given := 0
 	if s.W > 0 || s.H > 0 || perSample(a, "resize_x", "resize_y", "size") {
@@ -214,6 +229,9 @@ func (s *ResizeSpec) OutputSize(w, h float64) (int, int) {
 	if w == 0 || h == 0 {
 		return 0, 0
 	}
+	if s.Truncate && s.Shorter > 0 {
+		return s.truncatedSize(w, h)
+	}
 	var ow, oh float64
 	switch {
 	case s.Shorter > 0:
@@ -263,6 +281,24 @@ func (s *ResizeSpec) OutputSize(w, h float64) (int, int) {
 		ow, oh = ow*s.MaxH/oh, s.MaxH
 	}
 	return max(1, int(math.Round(ow))), max(1, int(math.Round(oh)))
+}
+
+// truncatedSize is torchvision's _compute_resized_output_size for Resize(int, max_size).
+func (s *ResizeSpec) truncatedSize(w, h float64) (int, int) {
+	short, long := h, w
+	if w <= h {
+		short, long = w, h
+	}
+	newShort := math.Trunc(s.Shorter)
+	newLong := math.Trunc(newShort * long / short)
+	if s.MaxW > 0 && newLong > s.MaxW {
+		newShort, newLong = math.Trunc(s.MaxW*newShort/newLong), s.MaxW
+	}
+	ns, nl := max(1, int(newShort)), max(1, int(newLong))
+	if w <= h {
+		return ns, nl
+	}
+	return nl, ns
 }
 
 // StaticSize reports the output size when it does not depend on the input.

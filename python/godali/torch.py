@@ -52,6 +52,12 @@ class UnsupportedTransformError(ValueError):
     with torchvision's exact semantics."""
 
 
+def _internal_op(name):
+    """An engine operator that the fn namespace hides (names starting with "_")."""
+    from . import _graph
+    return _graph.make_op_function(_graph.schemas().ops[name])
+
+
 def _unsupported(what, why=None):
     msg = "godali.torch: %s is not supported" % what
     if why:
@@ -109,8 +115,8 @@ class ImageFolder:
     reference the translated pipeline is tested against). loader= must be None (PIL's
     RGB decoding, which godali's decoders reproduce); is_valid_file is honoured.
     approximate=True (godali only) accepts transforms godali can only approximate
-    (ColorJitter's contrast and hue, RandomCrop's position or padding on images of
-    varying size, RandomRotation(expand=True)); see docs/pytorch.md.
+    (RandomCrop(pad_if_needed=True) on images of varying size, RandomRotation(expand=True));
+    see docs/pytorch.md.
     """
 
     def __init__(self, root, transform=None, target_transform=None, loader=None,
@@ -363,7 +369,8 @@ class _Translator:
         if isinstance(size, (list, tuple)) and len(size) == 1:
             size = size[0]
         if isinstance(size, (int, float)):
-            kw = {"resize_shorter": int(size)}
+            # size_rounding="truncate": torchvision's int(size * long / short).
+            kw = {"resize_shorter": int(size), "size_rounding": "truncate"}
             if max_size is not None:
                 if int(max_size) <= int(size):
                     raise ValueError("godali.torch: Resize: max_size = %d must be strictly "
@@ -421,19 +428,22 @@ class _Translator:
             left = top = right = bottom = 0
         images = self._flush(images)
         if self.size is None:
-            if not self.approx:
-                raise _inexact("RandomCrop on images of varying size",
-                               "torchvision draws the window's offset uniformly from the "
-                               "image's own range, and godali's crop position is relative "
-                               "(the two end offsets get half the probability); padding "
-                               "and pad_if_needed need the size too. Put a fixed-size "
-                               "Resize((h, w)), CenterCrop or RandomResizedCrop before it")
             if left or top or right or bottom:
-                raise _unsupported("RandomCrop(padding=...) on images of varying size")
-            images = _fn.crop(images, crop=[th, tw], out_of_bounds_policy="pad",
-                              fill_values=[fill],
-                              crop_pos_x=_fn.random.uniform(range=[0.0, 1.0]),
-                              crop_pos_y=_fn.random.uniform(range=[0.0, 1.0]))
+                raise _unsupported("RandomCrop(padding=...) on images of varying size",
+                                   "the padding needs the size; put a fixed-size Resize((h, w)), "
+                                   "CenterCrop or RandomResizedCrop before it")
+            kw = {}
+            if t.pad_if_needed:
+                if not self.approx:
+                    raise _inexact("RandomCrop(pad_if_needed=True) on images of varying size",
+                                   "torchvision pads an image smaller than the crop on both "
+                                   "sides and then draws the offset; godali centres it in the "
+                                   "padding. Put a fixed-size Resize((h, w)), CenterCrop or "
+                                   "RandomResizedCrop before it")
+                kw = {"out_of_bounds_policy": "pad", "fill_values": [fill]}
+            # random_offset: torchvision's offsets, uniform integers in [0, W - w] and
+            # [0, H - h] (an image smaller than the crop is an error, as in torchvision).
+            images = _fn.crop(images, crop=[th, tw], random_offset=True, **kw)
             self.size = (th, tw)
             return images
         h, w = self.size
@@ -516,29 +526,17 @@ class _Translator:
 
     def _t_ColorJitter(self, images, t):
         images = self._flush(images)
-        b, c, s, h = t.brightness, t.contrast, t.saturation, t.hue
-        if (c is not None or h is not None) and not self.approx:
-            raise _inexact("ColorJitter(%s)" % ", ".join(
-                n for n, v in (("contrast", c), ("hue", h)) if v is not None),
-                "torchvision's contrast blends with the image's mean grey level, which "
-                "godali has no operator for (brightness_contrast uses a fixed centre), and "
-                "its hue shift works in HSV where godali's hsv rotates YIQ chroma; "
-                "brightness and saturation are exact")
-        # torchvision applies the four in a random order; brightness and saturation are
-        # both linear and commute (up to rounding and clipping).
-        if b is not None:
-            images = _fn.brightness_contrast(images, brightness=self._uniform(b))
-        if c is not None:
-            images = _fn.brightness_contrast(images, contrast=self._uniform(c))
-        if s is not None or h is not None:
-            kw = {}
-            if s is not None:
-                kw["saturation"] = self._uniform(s)
-            if h is not None:
-                # torchvision's hue factor is a fraction of the colour wheel.
-                kw["hue"] = self._uniform([360.0 * h[0], 360.0 * h[1]])
-            images = _fn.hsv(images, **kw)
-        return images
+        # _tv_color_jitter is torchvision's PIL path bit for bit: ImageEnhance's float32
+        # blends with truncation, Contrast's int(mean(L) + 0.5) grey, adjust_hue's uint8
+        # HSV shift, and a random order of the four per sample (randperm(4)).
+        kw = {}
+        for name in ("brightness", "contrast", "saturation", "hue"):
+            r = getattr(t, name)
+            if r is not None:
+                kw[name] = [float(r[0]), float(r[1])]
+        if not kw:
+            return images
+        return _internal_op("_tv_color_jitter")(images, **kw)
 
     def _uniform(self, r):
         lo, hi = float(r[0]), float(r[1])
