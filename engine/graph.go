@@ -188,7 +188,7 @@ func BuildGraph(s *Spec) (*Graph, error) {
 			return nil, Errorf(StatusInvalidPipeline, "%s: %v", describe(n.Name, n.OpName), err)
 		}
 		if len(metas) < len(n.Out) {
-			return nil, Errorf(StatusInvalidPipeline, "%s: names %d outputs; with these arguments it produces %d", describe(n.Name, n.OpName), len(n.Out), len(metas))
+			return nil, Errorf(StatusInvalidPipeline, "%s: names %d outputs; with these arguments and inputs it produces %d", describe(n.Name, n.OpName), len(n.Out), len(metas))
 		}
 		for i, d := range n.Out {
 			d.Meta = metas[i]

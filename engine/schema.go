@@ -59,6 +59,35 @@ type Schema struct {
 	// PositionalArgs are arguments that DALI takes as positional constant inputs (e.g.
 	// random.choice's a); the Python fn functions accept them positionally.
 	PositionalArgs []string `json:"positional_args,omitempty"`
+	// OutputIf makes outputs conditional, like DALI operators whose outputs depend on
+	// their arguments (readers.coco's image_ids, random_bbox_crop's labels): output name
+	// -> the bool argument that must be true, or "inputs>N" (the node has more than N
+	// inputs). A node names the enabled outputs, in schema order.
+	OutputIf map[string]string `json:"output_if,omitempty"`
+}
+
+// EnabledOutputs returns the outputs a node with these arguments and numInputs inputs
+// produces (OutputIf), in schema order.
+func (s *Schema) EnabledOutputs(a *Args, numInputs int) []string {
+	out := make([]string, 0, len(s.Outputs))
+	for _, name := range s.Outputs {
+		cond, ok := s.OutputIf[name]
+		if !ok {
+			out = append(out, name)
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(cond, "inputs>%d", &n); err == nil {
+			if numInputs > n {
+				out = append(out, name)
+			}
+			continue
+		}
+		if a.Bool(cond) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Arg returns the spec of the named argument.

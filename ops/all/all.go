@@ -6,6 +6,7 @@
 package all
 
 import (
+	_ "github.com/godali/godali/ops/bbox"
 	_ "github.com/godali/godali/ops/decoders"
 	_ "github.com/godali/godali/ops/external"
 	_ "github.com/godali/godali/ops/image"

@@ -57,12 +57,31 @@ class OpSchema:
         self.is_reader = bool(d.get("is_reader", self.name.startswith("readers.")))
         self.host_only = bool(d.get("host_only", False))
         self.positional_args = list(d.get("positional_args") or [])
+        self.output_if = dict(d.get("output_if") or {})
         # One output per extension set (webdataset) or feature (tfrecord).
         self.variable_outputs = bool(d.get("variable_outputs", False))
         self.args = {}
         for a in d.get("args") or []:
             arg = ArgSchema(a)
             self.args[arg.name] = arg
+
+    def enabled_outputs(self, args, num_inputs):
+        """The outputs a node with these arguments and inputs produces (output_if)."""
+        out = []
+        for name in self.outputs:
+            cond = self.output_if.get(name)
+            if cond is None:
+                out.append(name)
+            elif cond.startswith("inputs>"):
+                if num_inputs > int(cond[len("inputs>"):]):
+                    out.append(name)
+            else:
+                v = args.get(cond)
+                if v is None and cond in self.args:
+                    v = self.args[cond].default
+                if v:
+                    out.append(name)
+        return out
 
     def docstring(self):
         lines = [self.doc.strip() or self.name, ""]
@@ -177,7 +196,10 @@ class OpNode:
         self.preserve = preserve
         self.seq, self.name = pipeline._register_node(self, name)
         out_device = "cpu" if device == "cpu" else "gpu"
-        names = schema.outputs[:_num_outputs(schema.name, args, len(schema.outputs))]
+        if schema.output_if:
+            names = schema.enabled_outputs(args, len(inputs))
+        else:
+            names = schema.outputs[:_num_outputs(schema.name, args, len(schema.outputs))]
         self.outputs = [DataNode(self, i, out_name, out_device)
                         for i, out_name in enumerate(output_names or names)]
 
@@ -674,6 +696,7 @@ def build_namespace(sch):
 # -> the current ones.
 LEGACY_FN_NAMES = {
     "file_reader": "readers.file",
+    "coco_reader": "readers.coco",
     "image_decoder": "decoders.image",
     "image_decoder_random_crop": "decoders.image_random_crop",
     "image_decoder_crop": "decoders.image_crop",

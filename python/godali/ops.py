@@ -19,6 +19,7 @@ _root = None
 # DALI's former flat class names -> operator names.
 LEGACY_OPS_NAMES = {
     "FileReader": "readers.file",
+    "COCOReader": "readers.coco",
     "ImageDecoder": "decoders.image",
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
     "ImageDecoderCrop": "decoders.image_crop",
@@ -30,7 +31,7 @@ LEGACY_OPS_NAMES = {
 }
 
 # Class names DALI spells other than camel_case would.
-_CLASS_NAMES = {"tfrecord": "TFRecord"}
+_CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "random_bbox_crop": "RandomBBoxCrop"}
 
 
 def camel_case(name):
