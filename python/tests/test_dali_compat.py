@@ -206,8 +206,9 @@ def test_run_goes_on_across_epochs_like_dalis_readers(seven_files):
     files, labels = seven_files
     pipe = _labels_pipe(files, labels, batch_size=3, stick=True)
     got = [pipe.run()[1].as_array().ravel().tolist() for _ in range(4)]
-    # 3 batches per epoch (the last wraps around), then the next epoch.
-    assert got == [[1, 2, 3], [4, 5, 6], [7, 1, 2], [1, 2, 3]]
+    # DALI's endless stream: the last batch of epoch 0 is filled with the next epoch's
+    # first samples, and epoch 1 goes on after them.
+    assert got == [[1, 2, 3], [4, 5, 6], [7, 1, 2], [3, 4, 5]]
     assert pipe.batch_info.epoch == 1
 
 
@@ -277,10 +278,11 @@ def test_second_for_loop_runs_the_next_epoch(seven_files):
     files, labels = seven_files
     it = DALIClassificationIterator(_labels_pipe(files, labels), reader_name="Reader",
                                     last_batch_policy=LastBatchPolicy.PARTIAL)
-    want = [[1, 2], [3, 4], [5, 6], [7]]
-    assert _epoch(it) == want
-    assert _epoch(it) == want   # without auto_reset, iter() resets as DALI's
-    assert _epoch(it) == want
+    # Without auto_reset, iter() resets as DALI's; the reader is one stream, of which
+    # each PARTIAL epoch reads 8 positions and keeps 7.
+    assert _epoch(it) == [[1, 2], [3, 4], [5, 6], [7]]
+    assert _epoch(it) == [[2, 3], [4, 5], [6, 7], [1]]
+    assert _epoch(it) == [[3, 4], [5, 6], [7, 1], [2]]
 
 
 def test_iter_on_a_fresh_iterator_does_not_skip(seven_files):
@@ -298,8 +300,8 @@ def test_auto_reset_values(seven_files, value, resets):
                                     auto_reset=value)
     for _ in it:
         pass
-    if resets:
-        assert next(it)[0]["label"].reshape(-1).tolist() == [1, 2]
+    if resets:  # the epoch's last batch was [7, 1]: the stream goes on
+        assert next(it)[0]["label"].reshape(-1).tolist() == [2, 3]
     else:
         with pytest.raises(StopIteration):
             next(it)
