@@ -473,6 +473,13 @@ func orUnset(s string) string {
 	return s
 }
 
+func describeMode(m string) string {
+	if m == SourceModeStream {
+		return "runs as one continuous stream across epochs (pad_last_batch=false)"
+	}
+	return "starts every epoch at its shard's beginning"
+}
+
 // checkSourceState compares the reader state a checkpoint saved (want) with what this
 // pipeline's reader computes (got) for batch iteration of epoch.
 func checkSourceState(reader string, want *SourceState, got SourceState, epoch, iteration int64, endOfEpoch bool, seed uint64, batchSize int) error {
@@ -489,7 +496,16 @@ func checkSourceState(reader string, want *SourceState, got SourceState, epoch, 
 	if want.EpochLength != got.EpochLength {
 		return checkpointErr("state: %s reads %d samples per epoch, the checkpoint says %d (corrupt document)", where, got.EpochLength, want.EpochLength)
 	}
+	if want.Mode != got.Mode {
+		return checkpointErr("state: %s %s, but the checkpoint's %s; the checkpoint cannot be resumed exactly (a checkpoint saved before godali's readers ran as a continuous stream without pad_last_batch resumes only with pad_last_batch=true)", where, describeMode(got.Mode), describeMode(want.Mode))
+	}
 	batches := (int64(got.EpochLength) + int64(batchSize) - 1) / int64(batchSize)
+	if got.Mode == SourceModeStream {
+		if want.StreamStart != got.StreamStart || want.EpochBatches != got.EpochBatches {
+			return checkpointErr("state: %s starts epoch %d at stream position %d with %d batches, the checkpoint says position %d with %d batches (corrupt document)", where, epoch, got.StreamStart, got.EpochBatches, want.StreamStart, want.EpochBatches)
+		}
+		batches = got.EpochBatches
+	}
 	if iteration > batches {
 		return checkpointErr("state: %s: iteration %d is past the end of the epoch (%d batches)", where, iteration, batches)
 	}

@@ -88,45 +88,49 @@ func TestSeveralReadersEachPlanTheirOwnSamples(t *testing.T) {
 		t.Fatalf("epoch reader %q, want A", got)
 	}
 	bs := 2
-	// Reference: without shuffling, a reader's stream is its sorted files, epoch after
-	// epoch; an epoch has ceil(n/bs) batches and positions past n wrap to its start.
+	// Reference: without shuffling and pad_last_batch, a reader's stream is its sorted
+	// files over and over (DALI's continuous stream). An epoch of the epoch reader has
+	// the batches that finish its pass over the files from where the stream stands.
 	plan := func(files []string, batch int64) []string {
-		per := (len(files) + bs - 1) / bs
-		it := int(batch) % per
 		var out []string
 		for j := 0; j < bs; j++ {
-			out = append(out, files[(it*bs+j)%len(files)])
+			out = append(out, files[(int(batch)*bs+j)%len(files)])
 		}
 		return out
 	}
-	var bBatches int64
-	for epoch := int64(0); epoch < 3; epoch++ {
+	var aBatches, bBatches int64
+	nA := int64(len(filesA))
+	for epoch := int64(0); epoch < 4; epoch++ {
+		ahead := aBatches*int64(bs) - epoch*nA // of this epoch's pass, read in the last one
+		perEpoch := (nA - ahead + int64(bs) - 1) / int64(bs)
+		segEnd := (epoch + 1) * nA
 		var iters int64
 		eachBatch(t, p, func(b *Batch) {
 			if b.Epoch != epoch || b.Iteration != iters {
 				t.Fatalf("batch %d of epoch %d, want %d of %d", b.Iteration, b.Epoch, iters, epoch)
 			}
-			wantA, wantB := plan(filesA, iters), plan(filesB, bBatches)
+			wantA, wantB := plan(filesA, aBatches), plan(filesB, bBatches)
 			a, la, bb, lb := samplesOf(t, b, 0, false), samplesOf(t, b, 1, true), samplesOf(t, b, 2, false), samplesOf(t, b, 3, true)
 			for j := 0; j < bs; j++ {
 				if a[j] != wantA[j] || la[j] != labelOf(wantA[j]) || bb[j] != wantB[j] || lb[j] != labelOf(wantB[j]) {
 					t.Fatalf("epoch %d batch %d sample %d: A %s (label %s), B %s (label %s); want %s, %s", epoch, iters, j, a[j], la[j], bb[j], lb[j], wantA[j], wantB[j])
 				}
 			}
-			if want := min(bs, len(filesA)-int(iters)*bs); b.Valid != want {
+			if want := min(int64(bs), segEnd-aBatches*int64(bs)); int64(b.Valid) != want {
 				t.Fatalf("epoch %d batch %d: valid %d, want %d (the epoch reader's)", epoch, iters, b.Valid, want)
 			}
-			if b.Last != (iters == 2) {
+			if b.Last != (iters == perEpoch-1) {
 				t.Fatalf("epoch %d batch %d: last %v", epoch, iters, b.Last)
 			}
 			if got := b.ReaderSources(1)[0].Path; !strings.HasSuffix(got, strings.TrimPrefix(wantB[0], "B")) {
 				t.Fatalf("ReaderSources(1)[0] = %s, want %s", got, wantB[0])
 			}
 			iters++
+			aBatches++
 			bBatches++
 		})
-		if iters != 3 {
-			t.Fatalf("epoch %d had %d batches, want 3 (reader A's)", epoch, iters)
+		if iters != perEpoch {
+			t.Fatalf("epoch %d had %d batches, want %d (reader A's)", epoch, iters, perEpoch)
 		}
 		if err := p.Reset(); err != nil {
 			t.Fatal(err)
@@ -146,7 +150,7 @@ func TestSeveralReadersEachPlanTheirOwnSamples(t *testing.T) {
 // The second reader shuffles by itself: each of its epochs is a permutation of its
 // files, whatever the epoch reader does; the same seed gives the same batches.
 func TestSeveralReadersShuffleIndependentlyAndDeterministically(t *testing.T) {
-	rootA, _ := writeTextFolder(t, "A", []int{4, 3})
+	rootA, _ := writeTextFolder(t, "A", []int{4, 4})         // 8 files: 4 batches per epoch
 	rootB, filesB := writeTextFolder(t, "B", []int{3, 2, 3}) // 8 files: 4 batches per epoch
 	desc := func(threads int) string {
 		return twoReaders(rootA, rootB, `, "random_shuffle": true`, `, "shuffle_after_epoch": true`, threads, 3)
@@ -233,8 +237,8 @@ func TestCheckpointSeveralReaders(t *testing.T) {
 // SetEpochReader makes another reader define the epochs; the consumer's place in every
 // stream is kept, and a checkpoint restores the choice.
 func TestSetEpochReader(t *testing.T) {
-	rootA, _ := writeTextFolder(t, "A", []int{3, 2}) // 3 batches per epoch
-	rootB, _ := writeTextFolder(t, "B", []int{4, 3}) // 4 batches per epoch
+	rootA, filesA := writeTextFolder(t, "A", []int{3, 2}) // 3 batches per epoch
+	rootB, _ := writeTextFolder(t, "B", []int{4, 3})      // 4 batches per epoch
 	desc := func(threads, depth int) string {
 		return twoReaders(rootA, rootB, "", `, "random_shuffle": true`, threads, depth)
 	}
@@ -260,9 +264,9 @@ func TestSetEpochReader(t *testing.T) {
 		t.Fatalf("after B's 4 batches: %v, want the end of the epoch", steps[3])
 	}
 	// A went on: its samples after the switch continue its stream (batch 1, 2, then
-	// its epoch 1's batch 0, which equals its epoch 0's batch 0 without shuffling).
-	if string(steps[2].outputs[0]) != string(first.outputs[0]) {
-		t.Fatalf("reader A's stream did not go on across its epoch: %q, want %q", steps[2].outputs[0], first.outputs[0])
+	// positions 6 and 7 of its stream: its files over and over without shuffling).
+	if want := filesA[1] + filesA[2]; string(steps[2].outputs[0]) != want || string(first.outputs[0]) != filesA[0]+filesA[1] {
+		t.Fatalf("reader A's stream did not go on across its epoch: %q then %q, want %q", first.outputs[0], steps[2].outputs[0], want)
 	}
 	if err := p.Reset(); err != nil {
 		t.Fatal(err)

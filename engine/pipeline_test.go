@@ -254,16 +254,22 @@ func TestEpochShardsAndPadding(t *testing.T) {
 	if s, v := epoch(r, 0); fmt.Sprint(s) != "[0 1 2]" || fmt.Sprint(v) != "[3]" {
 		t.Errorf("unpadded shard 0: %v valid %v", s, v)
 	}
-	r = reader(`, "shard_id": 0, "num_shards": 3`)
+	r = reader(`, "shard_id": 0, "num_shards": 3, "pad_last_batch": true`)
 	if s, _ := epoch(r, 1); fmt.Sprint(s) != "[3 4 5]" {
 		t.Errorf("epoch 1 without stick_to_shard reads shard 1: %v", s)
+	}
+	// Without pad_last_batch the reader is one stream: epoch 0 filled its batch with
+	// shard 1's first sample, so epoch 1 goes on after it.
+	r = reader(`, "shard_id": 0, "num_shards": 3`)
+	if s, _ := epoch(r, 1); fmt.Sprint(s) != "[4 5]" {
+		t.Errorf("epoch 1 of the stream: %v, want [4 5]", s)
 	}
 	// shuffle_after_epoch: the shards of one epoch together cover every sample once.
 	for e := int64(0); e < 3; e++ {
 		var all []int
 		var orders []string
 		for s := 0; s < 2; s++ {
-			r := reader(fmt.Sprintf(`, "shard_id": %d, "num_shards": 2, "shuffle_after_epoch": true`, s))
+			r := reader(fmt.Sprintf(`, "shard_id": %d, "num_shards": 2, "shuffle_after_epoch": true, "pad_last_batch": true`, s))
 			seen, _ := epoch(r, e)
 			all = append(all, seen...)
 			orders = append(orders, fmt.Sprint(seen))

@@ -42,7 +42,19 @@ type SourceState struct {
 	NumFiles    int    `json:"num_files"`
 	FilesDigest string `json:"files_digest"` // of the listed files (relative to file_root) and labels
 	OrderDigest string `json:"order_digest"` // of the epoch's sample order, shuffling included
+
+	// A reader that runs as one continuous stream (DALI's readers without
+	// pad_last_batch) says so in Mode, and where the epoch starts in its stream and how
+	// many batches the epoch has; Shard and OrderDigest are then those of the stream's
+	// segment (one pass over a shard) at Position. Empty Mode: every epoch starts at
+	// its shard's beginning and has ceil(EpochLength / batch size) batches.
+	Mode         string `json:"mode,omitempty"`
+	StreamStart  int64  `json:"stream_start,omitempty"`
+	EpochBatches int64  `json:"epoch_batches,omitempty"`
 }
+
+// SourceModeStream is SourceState.Mode of a reader that runs as one continuous stream.
+const SourceModeStream = "stream"
 
 // SourceCheckpointer is implemented by readers whose sample order is a function of
 // their arguments, the pipeline seed and the epoch: a checkpoint then only records where

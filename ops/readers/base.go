@@ -74,6 +74,13 @@ type Base struct {
 	length int   // samples in the epoch (padded)
 	cursor int
 
+	// The continuous stream (pad_last_batch=false, see stream.go): the epoch being
+	// planned, the segment of the stream cached in order, and the epochs' spans.
+	epoch  int64
+	segIdx int64 // segment whose order is in order (-1: none)
+	segLo  int64 // its first stream position
+	spans  spanTable
+
 	// DigestPath, if set, maps a sample's Path to what the files digest records (e.g.
 	// relative to a root, so that a data set moved elsewhere still matches).
 	DigestPath func(string) string
@@ -86,7 +93,7 @@ func (b *Base) Init(a *engine.Args) error {
 	*b = Base{args: a, shardID: a.Int("shard_id"), shards: a.Int("num_shards"),
 		shuffle: a.Bool("random_shuffle"), fill: a.Int("initial_fill"),
 		perEpoch: a.Bool("shuffle_after_epoch"), stick: a.Bool("stick_to_shard"),
-		pad: a.Bool("pad_last_batch"), seed: int64(a.Int("seed"))}
+		pad: a.Bool("pad_last_batch"), seed: int64(a.Int("seed")), segIdx: -1}
 	if b.shards < 1 {
 		return a.Errorf("num_shards", "must be >= 1, got %d", b.shards)
 	}
@@ -155,6 +162,10 @@ func (b *Base) Meta() engine.ReaderMeta {
 
 // StartEpoch prepares the epoch's order.
 func (b *Base) StartEpoch(epoch int64) {
+	if b.stream() {
+		b.epoch, b.cursor, b.segIdx = epoch, 0, -1
+		return
+	}
 	_, b.order = b.EpochOrder(epoch, b.order[:0])
 	b.length = b.epochLength()
 	b.cursor = 0
@@ -230,10 +241,14 @@ func bufferShuffle(in []int, fill int, rng *engine.RNG) []int {
 	return out
 }
 
-// NextBatch follows DALI: every shard runs ceil(ceil(n/k) / batch) batches per epoch,
-// so that data-parallel ranks take the same number of steps; positions past the shard's
-// samples repeat the last one (pad_last_batch) or wrap around to its start.
+// NextBatch follows DALI. With pad_last_batch every shard runs ceil(ceil(n/k) / batch)
+// batches per epoch, so that data-parallel ranks take the same number of steps, and
+// positions past the shard's samples repeat the last one. Without it the reader is one
+// continuous stream (stream.go).
 func (b *Base) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
+	if b.stream() {
+		return b.nextStream(refs)
+	}
 	if b.cursor >= b.length {
 		return 0, true, false
 	}
@@ -258,10 +273,8 @@ func (b *Base) orderAt(pos int, valid *int) int {
 	case pos < size:
 		*valid++
 		return b.order[pos]
-	case b.pad:
+	default: // pad_last_batch
 		return b.order[size-1]
-	default:
-		return b.order[(pos-size)%size]
 	}
 }
 
@@ -271,6 +284,9 @@ func (b *Base) orderAt(pos int, valid *int) int {
 func (b *Base) EpochPlan(batchSize int) []int {
 	if batchSize < 1 {
 		batchSize = 1
+	}
+	if b.stream() {
+		return b.streamPlan(batchSize)
 	}
 	n := (b.length + batchSize - 1) / batchSize * batchSize
 	out := make([]int, n)
@@ -284,7 +300,14 @@ func (b *Base) EpochPlan(batchSize int) []int {
 // SourceState implements engine.SourceCheckpointer. It recomputes the epoch's order
 // rather than reading the live one, which the producer has moved ahead of the consumer.
 func (b *Base) SourceState(epoch, batches int64, batchSize int) engine.SourceState {
+	if b.stream() {
+		return b.streamState(epoch, batches, batchSize)
+	}
 	shard, order := b.EpochOrder(epoch, nil)
+	return b.state(epoch, batches, batchSize, shard, order)
+}
+
+func (b *Base) state(epoch, batches int64, batchSize, shard int, order []int) engine.SourceState {
 	h := sha256.New()
 	var w [8]byte
 	for _, i := range order {

@@ -206,8 +206,9 @@ def test_run_goes_on_across_epochs_like_dalis_readers(seven_files):
     files, labels = seven_files
     pipe = _labels_pipe(files, labels, batch_size=3, stick=True)
     got = [pipe.run()[1].as_array().ravel().tolist() for _ in range(4)]
-    # 3 batches per epoch (the last wraps around), then the next epoch.
-    assert got == [[1, 2, 3], [4, 5, 6], [7, 1, 2], [1, 2, 3]]
+    # DALI's endless stream: the last batch of epoch 0 is filled with the next epoch's
+    # first samples, and epoch 1 goes on after them.
+    assert got == [[1, 2, 3], [4, 5, 6], [7, 1, 2], [3, 4, 5]]
     assert pipe.batch_info.epoch == 1
 
 
@@ -277,10 +278,11 @@ def test_second_for_loop_runs_the_next_epoch(seven_files):
     files, labels = seven_files
     it = DALIClassificationIterator(_labels_pipe(files, labels), reader_name="Reader",
                                     last_batch_policy=LastBatchPolicy.PARTIAL)
-    want = [[1, 2], [3, 4], [5, 6], [7]]
-    assert _epoch(it) == want
-    assert _epoch(it) == want   # without auto_reset, iter() resets as DALI's
-    assert _epoch(it) == want
+    # Without auto_reset, iter() resets as DALI's; the reader is one stream, of which
+    # each PARTIAL epoch reads 8 positions and keeps 7.
+    assert _epoch(it) == [[1, 2], [3, 4], [5, 6], [7]]
+    assert _epoch(it) == [[2, 3], [4, 5], [6, 7], [1]]
+    assert _epoch(it) == [[3, 4], [5, 6], [7, 1], [2]]
 
 
 def test_iter_on_a_fresh_iterator_does_not_skip(seven_files):
@@ -298,8 +300,8 @@ def test_auto_reset_values(seven_files, value, resets):
                                     auto_reset=value)
     for _ in it:
         pass
-    if resets:
-        assert next(it)[0]["label"].reshape(-1).tolist() == [1, 2]
+    if resets:  # the epoch's last batch was [7, 1]: the stream goes on
+        assert next(it)[0]["label"].reshape(-1).tolist() == [2, 3]
     else:
         with pytest.raises(StopIteration):
             next(it)
@@ -367,6 +369,9 @@ def test_several_pipelines_cover_each_shard(seven_files, policy, pad):
     it = DALIGenericIterator(pipes, ["data", "label"], reader_name="Reader",
                              last_batch_policy=policy)
     n = 7
+    if not pad:
+        assert _run_epochs(it, 3) == _stream_model(n, k, bs, policy, False, list(range(k)), 3)
+        return
     for epoch in range(3):
         per = [[] for _ in range(k)]
         steps = 0
@@ -430,3 +435,121 @@ def test_ragged_iterator(seven_files, tmp_path):
     assert batch["label"].reshape(-1).tolist() == [0, 1, 2]
     with pytest.raises(AssertionError):
         DALIRaggedIterator(pipe, ["a", "b", "c"], output_types=["bogus"] * 3)
+
+
+def _stream_model(n, k, bs, policy, stick, shard_ids, epochs):
+    """DALI's readers without pad_last_batch and its iterator with reader_name, written
+    from DALI's rules: every reader is an endless stream of passes over a shard (the
+    next shard each pass unless stick_to_shard, labels = position + 1); the iterator
+    counts samples per epoch with _counter and, for FILL, the samples every shard read
+    ahead (_counter_per_gpu over all k shards, _shard_sizes_per_gpu rolled each epoch).
+    Returns, per epoch, per step, per pipeline, the labels returned."""
+    import math
+
+    def stream(r):
+        seg = 0
+        while True:
+            sh = r if stick else (r + seg) % k
+            for x in range(n * sh // k, n * (sh + 1) // k):
+                yield x + 1
+            seg += 1
+
+    sizes0 = [n * (i + 1) // k - n * i // k for i in range(k)]
+    streams = [stream(r) for r in shard_ids]
+    if policy == LastBatchPolicy.DROP:
+        size = n // k
+    else:
+        size = math.ceil(math.ceil(n / k) / bs) * bs
+    counter, ahead, sizes, sid = 0, [0] * k, list(sizes0), list(shard_ids)
+    out = []
+    for _ in range(epochs):
+        ep = []
+        while counter < size:
+            batch = [[next(st) for _ in range(bs)] for st in streams]
+            counter += bs
+            if policy == LastBatchPolicy.DROP and \
+                    any(a + counter > z for a, z in zip(ahead, sizes)):
+                break
+            if policy == LastBatchPolicy.PARTIAL:
+                batch = [b[:max(0, bs - (counter - sizes0[i]))] for b, i in zip(batch, sid)]
+            ep.append(batch)
+        out.append(ep)
+        if policy == LastBatchPolicy.FILL:
+            read = counter - min(ahead)
+            ahead = [a + read - z for a, z in zip(ahead, sizes)]
+            counter = min(ahead)
+        else:
+            counter = 0
+        if not stick:
+            sid = [(i + 1) % k for i in sid]
+        if policy == LastBatchPolicy.FILL:
+            if not stick:
+                sizes = sizes[-1:] + sizes[:-1]
+            size = math.ceil(max(z - a for z, a in zip(sizes, ahead)) / bs) * bs
+    return out
+
+
+def _run_epochs(it, epochs):
+    out = []
+    for _ in range(epochs):
+        ep = [[b["label"].reshape(-1).tolist() for b in batch] for batch in it]
+        assert len(ep) <= len(it)
+        out.append(ep)
+        it.reset()
+    return out
+
+
+@pytest.mark.parametrize("policy", list(LastBatchPolicy))
+@pytest.mark.parametrize("k,stick", [(1, False), (2, False), (2, True), (3, False),
+                                     (3, True)])
+@pytest.mark.parametrize("bs", [2, 3])
+def test_continuous_stream_follows_dalis_iterator(seven_files, policy, k, stick, bs):
+    """pad_last_batch=False: the reader stream goes on across epochs (the last batch is
+    filled with the next samples) and the iterator's epochs are DALI's, over 5 epochs."""
+    files, labels = seven_files
+    if bs > 7 // k:
+        pytest.skip("batches larger than a shard")
+    pipes = [_labels_pipe(files, labels, batch_size=bs, shard_id=i, num_shards=k,
+                          stick=stick) for i in range(k)]
+    it = DALIGenericIterator(pipes, ["data", "label"], reader_name="Reader",
+                             last_batch_policy=policy)
+    want = _stream_model(7, k, bs, policy, stick, list(range(k)), 5)
+    assert _run_epochs(it, 5) == want
+    if policy == LastBatchPolicy.FILL:
+        # FILL skips nothing: the epochs one after the other are the reader's stream.
+        for j in range(k):
+            got = [x for ep in want for step in ep for x in step[j]]
+            seq = []
+            seg = 0
+            while len(seq) < len(got):
+                sh = j if stick else (j + seg) % k
+                seq += list(range(7 * sh // k + 1, 7 * (sh + 1) // k + 1))
+                seg += 1
+            assert got == seq[:len(got)]
+
+
+def test_continuous_stream_checkpoint_every_step(seven_files):
+    """A checkpoint taken after any step of the stream resumes the same batches."""
+    files, labels = seven_files
+
+    def make(ck=None):
+        pipe = _labels_pipe(files, labels, batch_size=2, shard_id=1, num_shards=2,
+                            enable_checkpointing=True, checkpoint=ck)
+        return DALIGenericIterator(pipe, ["data", "label"], reader_name="Reader",
+                                   auto_reset=True)
+
+    def take(it, steps):
+        out = []
+        for _ in range(steps):
+            try:
+                out.append(next(it)[0]["label"].reshape(-1).tolist())
+            except StopIteration:  # auto_reset: the next call starts the next epoch
+                out.append("end")
+        return out
+
+    ref = take(make(), 14)
+    for cut in range(0, 12):
+        it = make()
+        first = take(it, cut)
+        resumed = make(it.checkpoints()[0])
+        assert first + take(resumed, 14 - cut) == ref, cut

@@ -33,26 +33,32 @@ def _epoch(it):
     return [b[0]["label"].reshape(-1).tolist() for b in it]
 
 
-# DALI's documented example: data [1..7], batch 2.
-TABLE = [
-    (LastBatchPolicy.PARTIAL, False, [[1, 2], [3, 4], [5, 6], [7]]),
-    (LastBatchPolicy.PARTIAL, True, [[1, 2], [3, 4], [5, 6], [7]]),
-    (LastBatchPolicy.FILL, True, [[1, 2], [3, 4], [5, 6], [7, 7]]),
-    (LastBatchPolicy.FILL, False, [[1, 2], [3, 4], [5, 6], [7, 1]]),
-    (LastBatchPolicy.DROP, False, [[1, 2], [3, 4], [5, 6]]),
-    (LastBatchPolicy.DROP, True, [[1, 2], [3, 4], [5, 6]]),
+# DALI's documented example: data [1..7], batch 2; the first epoch, then the second
+# ("next iteration will return"): without pad_last_batch the reader is one stream.
+TABLE2 = [
+    (LastBatchPolicy.PARTIAL, False, [[1, 2], [3, 4], [5, 6], [7]],
+     [[2, 3], [4, 5], [6, 7], [1]]),
+    (LastBatchPolicy.PARTIAL, True, [[1, 2], [3, 4], [5, 6], [7]], None),
+    (LastBatchPolicy.FILL, True, [[1, 2], [3, 4], [5, 6], [7, 7]], None),
+    (LastBatchPolicy.FILL, False, [[1, 2], [3, 4], [5, 6], [7, 1]], [[2, 3], [4, 5], [6, 7]]),
+    (LastBatchPolicy.DROP, False, [[1, 2], [3, 4], [5, 6]], [[2, 3], [4, 5], [6, 7]]),
+    (LastBatchPolicy.DROP, True, [[1, 2], [3, 4], [5, 6]], None),
 ]
+TABLE = [t[:3] for t in TABLE2]
 
 
-@pytest.mark.parametrize("policy,padded,expected", TABLE)
-def test_last_batch_policy_table_with_reader_name(seven_files, policy, padded, expected):
+@pytest.mark.parametrize("policy,padded,expected,second", TABLE2)
+def test_last_batch_policy_table_with_reader_name(seven_files, policy, padded, expected,
+                                                  second):
     files, labels = seven_files
     it = DALIClassificationIterator(_labels_pipe(files, labels, pad=padded),
                                     reader_name="Reader", last_batch_policy=policy,
                                     auto_reset=True)
     assert len(it) == len(expected)
     assert _epoch(it) == expected
-    assert _epoch(it) == expected  # auto_reset: the next epoch is the same
+    second = second or expected  # padded: the next epoch is the same
+    assert len(it) == len(second)
+    assert _epoch(it) == second
 
 
 @pytest.mark.parametrize("policy,padded,expected", TABLE)
@@ -161,10 +167,11 @@ def test_reset_rules(seven_files, caplog):
     assert [first[0]["label"].reshape(-1).tolist()] + rest == [[1, 2], [3, 4], [5, 6], [7]]
     with pytest.raises(StopIteration):  # no auto_reset: next() stays exhausted...
         next(it)
-    # ... and iter() starts the next epoch, as DALI's (a second `for` loop works).
-    assert _epoch(it) == [[1, 2], [3, 4], [5, 6], [7]]
+    # ... and iter() starts the next epoch, as DALI's (a second `for` loop works). The
+    # reader is one stream: each PARTIAL epoch reads 8 positions of it and keeps 7.
+    assert _epoch(it) == [[2, 3], [4, 5], [6, 7], [1]]
     it.reset()
-    assert _epoch(it) == [[1, 2], [3, 4], [5, 6], [7]]
+    assert _epoch(it) == [[3, 4], [5, 6], [7, 1], [2]]
     # Stopping after len() batches without seeing StopIteration still allows reset().
     it.reset()
     for _ in range(len(it)):

@@ -5,12 +5,14 @@ metadata, LastBatchPolicy, auto_reset, reset() and iter() semantics) and hands i
 subclasses, per step, the pipelines' TensorLists with how many leading samples of each
 to keep. The PyTorch iterators (godali.plugin.pytorch) turn those into torch tensors.
 
-Epochs come from the engine: a reader's epoch is one pass over its shard, the last batch
-filled as the reader is configured (pad_last_batch repeats the last sample, otherwise the
-shard wraps around), and the next epoch starts the next shard (unless stick_to_shard) at
-its beginning. DALI's readers instead run as one endless stream, so that without
-pad_last_batch DALI's next epoch begins after the samples that filled the previous last
-batch; godali's begins at the shard's start. Everything else follows DALI.
+Epochs follow DALI. With pad_last_batch the engine's epochs are the iterator's: one pass
+over the shard, the last batch filled with the last sample repeated, the next epoch
+starting the next shard (unless stick_to_shard) at its beginning. Without it a reader is
+one endless stream, as DALI's: the last batch of an epoch is filled with the next samples
+of the stream (the next shard's, or the shard's again in its next order), and the next
+epoch goes on after them; the iterator then counts batches with DALI's counters
+(_counter, _counter_per_gpu, _shard_sizes_per_gpu, _shards_id and _size), so that len(),
+the batches per epoch, what PARTIAL keeps and DROP drops, and reset() are DALI's.
 """
 
 import enum
@@ -190,6 +192,17 @@ class _GodaliBaseIterator:
 
         self._counter = 0      # samples delivered this epoch (size mode: DALI's counter)
         self._batches = 0      # batches delivered this epoch
+        # A reader without pad_last_batch is one continuous stream: DALI's counters.
+        self._stream = self._meta is not None and not self._meta["pad"] and \
+            not self._size_mode
+        if self._stream:
+            m = self._meta
+            self._shard_sizes_initial = [_shard_range(m["n"], i, m["k"])[1]
+                                         - _shard_range(m["n"], i, m["k"])[0]
+                                         for i in range(m["k"])]
+            self._shard_sizes = list(self._shard_sizes_initial)
+            self._counter_per_gpu = [0] * m["k"]
+            self._shards_id = list(m["shards"])
         self._ended = False
         self._ever_consumed = False
         self._restore_state()
@@ -227,6 +240,16 @@ class _GodaliBaseIterator:
             self._counter = int(st["counter"])
             self._batches = int(st["batches"])
             self._ended = bool(st["ended"])
+            if self._stream:
+                dali = st["stream"]
+                self._size = int(dali["size"])
+                self._counter_per_gpu = [int(x) for x in dali["counter_per_gpu"]]
+                self._shard_sizes = [int(x) for x in dali["shard_sizes_per_gpu"]]
+                self._shards_id = [int(x) for x in dali["shards_id"]]
+                if len(self._counter_per_gpu) != self._meta["k"] or \
+                        len(self._shard_sizes) != self._meta["k"] or \
+                        len(self._shards_id) != self._num_gpus:
+                    raise ValueError
         except (KeyError, TypeError, ValueError):
             raise ValueError("godali: the checkpoint's iterator state is malformed: %r"
                              % (st,)) from None
@@ -243,6 +266,10 @@ class _GodaliBaseIterator:
         again with checkpoint=<each>, and this iterator with the same arguments over
         them, to resume. Needs pipelines with enable_checkpointing=True."""
         state = {"counter": self._counter, "batches": self._batches, "ended": self._ended}
+        if self._stream:
+            state["stream"] = {"size": self._size, "counter_per_gpu": self._counter_per_gpu,
+                               "shard_sizes_per_gpu": self._shard_sizes,
+                               "shards_id": self._shards_id}
         out = []
         for p in self._pipes:
             doc = json.loads(p.checkpoint())
@@ -339,6 +366,8 @@ class _GodaliBaseIterator:
         samples belong to the epoch (the batch size when all of them do)."""
         if self._ended:
             self._end()
+        if self._stream:
+            return self._next_stream()
         bs = self.batch_size
         size_mode = self._size_mode
         if size_mode:
@@ -393,9 +422,80 @@ class _GodaliBaseIterator:
             keep = [bs] * len(keep)
         return outs, keep
 
+    # -- the continuous stream (DALI's counters) ----------------------------------------
+
+    def _fetch_stream(self):
+        outs = []
+        for p in self._pipes:
+            try:
+                outs.append(p.outputs())  # goes on across the engine's epochs
+            except StopIteration:
+                self._end()
+        return outs
+
+    def _drop_overflows(self, counter):
+        """DALI's DROP test: would some shard run past its samples at this counter."""
+        return any(a + counter > s for a, s in zip(self._counter_per_gpu, self._shard_sizes))
+
+    def _next_stream(self):
+        bs = self.batch_size
+        if self._size > 0 and self._counter >= self._size:
+            self._end()
+        outs = self._fetch_stream()
+        self._counter += bs
+        self._batches += 1
+        if self._policy == LastBatchPolicy.DROP and self._drop_overflows(self._counter):
+            self._end()  # the batch was read from the stream and is dropped
+        keep = [bs] * len(outs)
+        if self._policy == LastBatchPolicy.PARTIAL:
+            keep = [max(0, min(bs, bs - (self._counter - self._shard_sizes_initial[sid])))
+                    for sid in self._shards_id]
+        return outs, keep
+
+    def _reset_stream(self):
+        bs = self.batch_size
+        if self._policy == LastBatchPolicy.DROP and not self._ended and \
+                self._drop_overflows(self._counter + bs) and self._counter < self._size:
+            # DALI: the incomplete batch that ends the epoch is still in the pipeline:
+            # read it and drop it, so the next epoch starts after it.
+            self._fetch_stream()
+            self._counter += bs
+        if self._counter < self._size:
+            log.warning("godali: the iterator does not support resetting while the epoch "
+                        "is not finished; ignoring reset()")
+            return
+        k = self._meta["k"]
+        fill = self._policy == LastBatchPolicy.FILL
+        if fill:
+            read = self._counter - min(self._counter_per_gpu)
+            self._counter_per_gpu = [a + read - s for a, s in
+                                     zip(self._counter_per_gpu, self._shard_sizes)]
+            self._counter = min(self._counter_per_gpu)
+        else:
+            self._counter = 0
+        if not self._meta["stick"]:
+            self._shards_id = [(i + 1) % k for i in self._shards_id]
+        if fill:
+            if not self._meta["stick"]:
+                self._shard_sizes = self._shard_sizes[-1:] + self._shard_sizes[:-1]
+            need = max(s - a for s, a in zip(self._shard_sizes, self._counter_per_gpu))
+            self._size = -(-need // bs) * bs
+            if self._size == 0:
+                # Read so far ahead that the next epoch is over already: skip it.
+                self._counter_per_gpu = [0] * k
+                self._counter = 0
+                if not self._meta["stick"]:
+                    self._shard_sizes = self._shard_sizes[-1:] + self._shard_sizes[:-1]
+                self._size = -(-max(self._shard_sizes) // bs) * bs
+        self._batches = 0
+        self._ended = False
+
     def reset(self):
         """Starts the next epoch, once the current one is over (DALI ignores, with a
         warning, a reset in the middle of an epoch; so does godali)."""
+        if self._stream:
+            self._reset_stream()
+            return
         done = self._ended or (self._size_mode and self._counter >= self._size) or \
             (self._meta is not None and self._batches >= len(self))
         if not done:
