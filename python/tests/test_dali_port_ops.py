@@ -149,3 +149,43 @@ def test_random_bad_per_sample_shape_is_a_data_error():
         pipe.set_outputs(fn.random.uniform(shape=shp))
     with pytest.raises(RuntimeError, match="shape"):
         pipe.run()
+
+
+def test_dir_filters_choose_the_classes(tmp_path):
+    from PIL import Image
+    for d in ["cats", "dogs", "notes"]:
+        os.makedirs(tmp_path / d)
+        Image.new("RGB", (4, 4)).save(tmp_path / d / "a.png")
+    pipe = godali.Pipeline(batch_size=2, num_threads=1)
+    with pipe:
+        data, labels = fn.readers.file(file_root=str(tmp_path), dir_filters=["*s"],
+                                       tensor_init_bytes=4096)
+        pipe.set_outputs(data, labels)
+    # "cats", "dogs", "notes" all end in s: three classes in sorted order
+    _, lab = pipe.run()
+    assert [int(lab.at(j)[0]) for j in range(2)] == [0, 1]
+    pipe2 = godali.Pipeline(batch_size=1, num_threads=1)
+    with pipe2:
+        data, labels = fn.readers.file(file_root=str(tmp_path), dir_filters=["n*"])
+        pipe2.set_outputs(data, labels)
+    d, lab = pipe2.run()
+    assert int(lab.at(0)[0]) == 0
+    assert bytes(d.at(0)) == (tmp_path / "notes" / "a.png").read_bytes()
+
+
+# --- TensorList printout -----------------------------------------------------------------
+
+def test_tensorlist_prints_like_dali():
+    pipe = godali.Pipeline(batch_size=3, num_threads=1)
+    with pipe:
+        x = fn.external_source(source=lambda: [np.full((2, 2, 3), i, np.uint8)
+                                                for i in range(3)], layout="HWC")
+        pipe.set_outputs(x, fn.constant(idata=[4], dtype=types.INT32))
+    x, c = pipe.run()
+    text = str(x)
+    assert text.startswith("TensorListCPU(\n")
+    assert 'layout="HWC"' in text and "dtype=DALIDataType.UINT8" in text
+    assert "num_samples=3" in text and "shape=[(2, 2, 3), (2, 2, 3), (2, 2, 3)]" in text
+    assert repr(c) == ("TensorListCPU(\n    [[4]\n     [4]\n     [4]],\n"
+                       "    dtype=DALIDataType.INT32,\n    num_samples=3,\n"
+                       "    shape=[(1,), (1,), (1,)])")
