@@ -11,10 +11,10 @@ func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name:      "random.coin_flip",
 		Doc:       "Draws 1 with the given probability, else 0, per sample (a Bernoulli trial); e.g. the mirror flag of crop_mirror_normalize.",
-		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
+		MinInputs: 0, MaxInputs: 1, Outputs: []string{"value"}, Random: true, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "probability", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "probability of 1"},
-			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
+			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "INT32", Doc: "output type"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
@@ -45,11 +45,11 @@ func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name:      "random.uniform",
 		Doc:       "Draws from a uniform distribution over range [lo, hi), or uniformly from a discrete set of values, per sample.",
-		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
+		MinInputs: 0, MaxInputs: 1, Outputs: []string{"value"}, Random: true, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "range", Type: engine.ArgFloatList, Default: []float64{-1, 1}, TensorInput: true, Doc: "[lo, hi); per sample from a node of 2 values"},
 			{Name: "values", Type: engine.ArgFloatList, Doc: "discrete values to choose from (exclusive with range)"},
-			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
+			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
@@ -92,11 +92,11 @@ func init() {
 		Name: "random.normal",
 		Doc: "Draws from a normal distribution with mean and stddev, per sample (e.g. per-sample " +
 			"augmentation parameters). Integer dtypes round to nearest and clamp, as in DALI.",
-		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
+		MinInputs: 0, MaxInputs: 1, Outputs: []string{"value"}, Random: true, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "mean", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "mean of the distribution"},
 			{Name: "stddev", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "standard deviation of the distribution (>= 0)"},
-			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
+			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
@@ -138,7 +138,7 @@ func init() {
 		Args: []engine.ArgSpec{
 			{Name: "a", Type: engine.ArgFloatList, Required: true, Doc: "the values to choose from (a list), or n (an int) for [0, n)"},
 			{Name: "p", Type: engine.ArgFloatList, Doc: "probability of each element of a (>= 0, summing to 1); default uniform"},
-			{Name: "shape", Type: engine.ArgIntList, Doc: "shape of the per-sample output (default: a scalar)"},
+			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Doc: "output type; default INT32 when a is an int or holds only whole numbers, else FLOAT (DALI takes the type of a)"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
@@ -208,6 +208,8 @@ func newRandomChoice(a *engine.Args) (engine.Operator, error) {
 
 // randomOp fills its output from the sample's random stream: draw(rng, p0, p1) per
 // element, with the generator's two parameters constant (p0, p1) or read per sample.
+// The per-sample shape is the shape argument (a constant or one int per dimension per
+// sample), or, as in DALI, the shape of the optional input (shape_like).
 type randomOp struct {
 	args     *engine.Args
 	dtype    engine.DType
@@ -215,8 +217,13 @@ type randomOp struct {
 	params   func(ws *engine.Workspace) (float64, float64, error) // nil: p0, p1
 	draw     func(r *engine.RNG, p0, p1 float64) float64
 	saturate bool  // integer outputs round and clamp (DALI's ConvertSat) instead of truncating
-	static   []int // the per-sample shape, set by Infer
+	static   []int // the per-sample shape, set by Infer (constant shape argument)
+	dynamic  bool  // the shape comes from the input or a per-sample shape argument
 }
+
+// maxRandomElements bounds one sample of a random generator (the shape is data when it
+// comes per sample, and must not make the pipeline ask for absurd memory).
+const maxRandomElements = 1 << 31
 
 func (o *randomOp) shape() []int {
 	s := []int{}
@@ -227,6 +234,22 @@ func (o *randomOp) shape() []int {
 }
 
 func (o *randomOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	_, perSample := o.args.IsPerSample("shape")
+	if len(in) > 0 {
+		if o.args.Given("shape") {
+			return nil, o.args.Errorf("shape", "give shape or an input (shape_like), not both")
+		}
+		o.dynamic = true
+		var s []int
+		if in[0].Shape != nil {
+			s = append([]int{}, in[0].Shape...)
+		}
+		return []engine.TensorMeta{{DType: o.dtype, Shape: s}}, nil
+	}
+	if perSample {
+		o.dynamic = true
+		return []engine.TensorMeta{{DType: o.dtype}}, nil // rank known at run time
+	}
 	for _, d := range o.shape() {
 		if d < 0 {
 			return nil, o.args.Errorf("shape", "dimensions must be >= 0, got %v", o.args.Ints("shape"))
@@ -237,7 +260,32 @@ func (o *randomOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 }
 
 func (o *randomOp) Setup(ws *engine.Workspace) error {
-	ws.Out[0].Shape = append(ws.Out[0].Shape[:0], o.static...)
+	if !o.dynamic {
+		ws.Out[0].Shape = append(ws.Out[0].Shape[:0], o.static...)
+		return nil
+	}
+	if len(ws.In) > 0 {
+		ws.Out[0].Shape = append(ws.Out[0].Shape[:0], ws.In[0].Shape...)
+		return nil
+	}
+	var buf [8]float64
+	dims, err := o.args.FloatsAt(ws, "shape", buf[:0])
+	if err != nil {
+		return err
+	}
+	out := ws.Out[0].Shape[:0]
+	n := 1
+	for _, d := range dims {
+		if d != math.Trunc(d) || d < 0 || d > maxRandomElements {
+			return engine.Errorf(engine.StatusData, "%s: argument \"shape\": dimensions must be whole numbers >= 0, got %v for this sample", engine.Describe(o.args.Node, o.args.Schema.Name), dims)
+		}
+		n *= int(d)
+		if n > maxRandomElements {
+			return engine.Errorf(engine.StatusData, "%s: argument \"shape\": %v is more than %d elements per sample", engine.Describe(o.args.Node, o.args.Schema.Name), dims, maxRandomElements)
+		}
+		out = append(out, int(d))
+	}
+	ws.Out[0].Shape = out
 	return nil
 }
 

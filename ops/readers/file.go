@@ -30,7 +30,9 @@ func init() {
 			{Name: "files", Type: engine.ArgStringList, Doc: "explicit list of paths (relative to file_root if given)"},
 			{Name: "labels", Type: engine.ArgIntList, Doc: "labels for files (default: the file's index)"},
 			{Name: "file_filters", Type: engine.ArgStringList, Default: []string{"*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.webp", "*.gif"}, Doc: "glob patterns of files taken from file_root"},
-			{Name: "case_sensitive_filter", Type: engine.ArgBool, Default: false, Doc: "match file_filters case-sensitively"},
+			{Name: "case_sensitive_filter", Type: engine.ArgBool, Default: false, Doc: "match file_filters and dir_filters case-sensitively"},
+			{Name: "dir_filters", Type: engine.ArgStringList, Doc: "glob patterns of the subdirectories of file_root taken as classes (labels number the matching ones in sorted order); ignored with file_list or files"},
+			{Name: "tensor_init_bytes", Type: engine.ArgInt, Default: 1048576, Doc: "DALI's per-sample memory hint; accepted for compatibility (godali sizes buffers from the files)"},
 			ShuffleAfterEpochArg,
 		}, CommonArgs()...),
 	})
@@ -131,7 +133,7 @@ func (r *fileReader) Open() error {
 	default:
 		var src source.Source
 		if src, err = r.io.src(root); err == nil {
-			entries, err = scanImageFolder(src, root, a.Strings("file_filters"), a.Bool("case_sensitive_filter"))
+			entries, err = scanImageFolder(src, root, a.Strings("file_filters"), a.Strings("dir_filters"), a.Bool("case_sensitive_filter"))
 		}
 	}
 	if err != nil {
@@ -149,26 +151,16 @@ func (r *fileReader) Open() error {
 	return r.SetSamples(entries, "files")
 }
 
-func scanImageFolder(src source.Source, root string, filters []string, caseSensitive bool) ([]engine.SampleRef, error) {
+func scanImageFolder(src source.Source, root string, filters, dirFilters []string, caseSensitive bool) ([]engine.SampleRef, error) {
 	dirs, err := src.List(root)
 	if err != nil {
 		return nil, fmt.Errorf("file_root: %w", err)
 	}
-	var classes []string
-	for _, d := range dirs {
-		if d.Dir {
-			classes = append(classes, d.Name)
-		}
-	}
-	sort.Strings(classes)
-	if len(classes) == 0 {
-		return nil, fmt.Errorf("file_root %q has no class subdirectories", root)
-	}
-	match := func(name string) bool {
+	matchAny := func(name string, globs []string) bool {
 		if !caseSensitive {
 			name = strings.ToLower(name)
 		}
-		for _, f := range filters {
+		for _, f := range globs {
 			if !caseSensitive {
 				f = strings.ToLower(f)
 			}
@@ -178,6 +170,20 @@ func scanImageFolder(src source.Source, root string, filters []string, caseSensi
 		}
 		return false
 	}
+	var classes []string
+	for _, d := range dirs {
+		if d.Dir && (len(dirFilters) == 0 || matchAny(d.Name, dirFilters)) {
+			classes = append(classes, d.Name)
+		}
+	}
+	sort.Strings(classes)
+	if len(classes) == 0 {
+		if len(dirFilters) > 0 {
+			return nil, fmt.Errorf("file_root %q has no class subdirectories matching dir_filters %v", root, dirFilters)
+		}
+		return nil, fmt.Errorf("file_root %q has no class subdirectories", root)
+	}
+	match := func(name string) bool { return matchAny(name, filters) }
 	var out []engine.SampleRef
 	for label, c := range classes {
 		var files []string

@@ -37,7 +37,7 @@ func TestSymlinkedClassDirectories(t *testing.T) {
 	must(os.Symlink("..", filepath.Join(root, "dog", "loop")))                                   // ... and a loop to root
 	must(os.Symlink(".", filepath.Join(store, "cats", "deep", "self")))                          // a loop to itself
 
-	refs, err := scanImageFolder(source.Local{}, root, []string{"*.jpg"}, false)
+	refs, err := scanImageFolder(source.Local{}, root, []string{"*.jpg"}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,5 +52,40 @@ func TestSymlinkedClassDirectories(t *testing.T) {
 	sort.Strings(want)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("listed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// dir_filters (DALI): only the matching subdirectories are classes, numbered in sorted
+// order among themselves; case follows case_sensitive_filter.
+func TestScanImageFolderDirFilters(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{"apple/x.jpg", "Avocado/y.jpg", "banana/z.jpg", "apricot/w.JPG"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(dirs []string, cs bool) string {
+		refs, err := scanImageFolder(source.Local{}, root, []string{"*.jpg"}, dirs, cs)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		var got []string
+		for _, r := range refs {
+			rel, _ := filepath.Rel(root, r.Path)
+			got = append(got, fmt.Sprintf("%d %s", r.Label, rel))
+		}
+		return strings.Join(got, ", ")
+	}
+	if got, want := list([]string{"a*"}, false), "0 Avocado/y.jpg, 1 apple/x.jpg, 2 apricot/w.JPG"; got != want {
+		t.Errorf("case-insensitive: got %q, want %q", got, want)
+	}
+	if got, want := list([]string{"a*"}, true), "0 apple/x.jpg"; got != want {
+		t.Errorf("case-sensitive: got %q, want %q", got, want)
+	}
+	if got := list([]string{"zz*"}, false); !strings.Contains(got, "dir_filters") {
+		t.Errorf("no matching directory: got %q, want an error naming dir_filters", got)
 	}
 }

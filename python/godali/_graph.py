@@ -167,6 +167,41 @@ def current_pipeline():
 
 # --- graph nodes -----------------------------------------------------------------------
 
+def adopt(nodes, pipe):
+    """Registers in `pipe` every operator feeding the DataNodes `nodes` that was created
+    outside a pipeline, producers before consumers. Raises ValueError when one of them
+    already belongs to another pipeline."""
+    order = []
+    seen = set()
+    stack = [(x.source, False) for x in nodes if isinstance(x, DataNode)]
+    while stack:
+        op, done = stack.pop()
+        if done:
+            order.append(op)
+            continue
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if op.pipeline is not None:
+            if op.pipeline is not pipe:
+                raise ValueError("godali: fn.%s (node %r) belongs to another pipeline"
+                                 % (op.op, op.name))
+            continue
+        stack.append((op, True))
+        for x in list(op.inputs) + list(op.arg_inputs.values()):
+            stack.append((x.source, False))
+    for op in order:
+        op.seq, op.name = pipe._register_node(op, op.name)
+        op.pipeline = pipe
+
+
+def _pipeline_of(nodes):
+    """The pipeline of the first DataNode in `nodes` that has one, else None."""
+    for x in nodes:
+        if isinstance(x, DataNode) and x.source.pipeline is not None:
+            return x.source.pipeline
+    return None
+
 def _num_outputs(op, args, n):
     """How many outputs an operator whose outputs depend on its arguments produces
     (DALI's readers.caffe / readers.caffe2); n for the others."""
@@ -194,7 +229,12 @@ class OpNode:
         self.args = args
         self.pipeline = pipeline
         self.preserve = preserve
-        self.seq, self.name = pipeline._register_node(self, name)
+        if pipeline is None:
+            # Called outside a pipeline (DALI allows it): the node waits, with the name
+            # asked for, until a pipeline adopts it (set_outputs or a consumer inside one).
+            self.seq, self.name = None, name
+        else:
+            self.seq, self.name = pipeline._register_node(self, name)
         out_device = "cpu" if device == "cpu" else "gpu"
         if schema.output_if:
             names = schema.enabled_outputs(args, len(inputs))
@@ -218,14 +258,17 @@ class OpNode:
 class DataNode:
     """A symbolic batch inside a pipeline graph: an operator's output (DALI's DataNode)."""
 
-    __slots__ = ("source", "index", "output_name", "device", "name")
+    __slots__ = ("source", "index", "output_name", "device")
 
     def __init__(self, source, index, output_name, device):
         self.source = source
         self.index = index
         self.output_name = output_name
         self.device = device
-        self.name = "%s:%s" % (source.name, output_name)
+
+    @property
+    def name(self):
+        return "%s:%s" % (self.source.name, self.output_name)
 
     def gpu(self):
         """Returns this data moved to the GPU (needs the CUDA flavour)."""
@@ -243,6 +286,14 @@ class DataNode:
         device = "mixed" if "mixed" in op.devices else op.devices[0]
         node = OpNode(op, device, [self], {}, {}, self.source.pipeline, None, False)
         return node.outputs[0]
+
+    def shape(self, *, dtype=None, device="cpu"):
+        """The shape of each sample, as a 1D tensor per sample (DALI's DataNode.shape():
+        fn.shapes of this node; dtype INT64 unless given)."""
+        kw = {"device": device}
+        if dtype is not None:
+            kw["dtype"] = dtype
+        return _call_op(schemas().ops["shapes"], (self,), kw)
 
     def cpu(self):
         if self.device == "cpu":
@@ -482,9 +533,9 @@ def _call_op(schema, inputs, kwargs):
     fname = "fn." + schema.name
     pipe = current_pipeline()
     if pipe is None:
-        raise RuntimeError(
-            "godali: %s was called outside a pipeline: call operators inside `with pipe:` "
-            "or in a function decorated with @pipeline_def" % fname)
+        # Outside a pipeline (DALI allows it): the node joins its inputs' pipeline, or
+        # waits for set_outputs to adopt it.
+        pipe = _pipeline_of(list(inputs) + list(kwargs.values()))
     device = kwargs.pop("device", None)
     name = kwargs.pop("name", None)
     preserve = bool(kwargs.pop("preserve", False))
@@ -518,7 +569,10 @@ def _call_op(schema, inputs, kwargs):
             raise TypeError("godali: %s: input %d must be a DataNode (the output of another "
                             "operator), got %s" % (fname, i, _show(x)))
         if x.source.pipeline is not pipe:
-            raise ValueError("godali: %s: input %d belongs to another pipeline" % (fname, i))
+            if pipe is None or x.source.pipeline is not None:
+                raise ValueError("godali: %s: input %d belongs to another pipeline"
+                                 % (fname, i))
+            adopt([x], pipe)
     if not schema.min_inputs <= len(inputs) <= schema.max_inputs:
         want = ("%d" % schema.min_inputs if schema.min_inputs == schema.max_inputs
                 else "%d to %d" % (schema.min_inputs, schema.max_inputs))
@@ -567,8 +621,10 @@ def _call_op(schema, inputs, kwargs):
                 raise ValueError("godali: %s: argument input %r must be on the host"
                                  % (fname, key))
             if value.source.pipeline is not pipe:
-                raise ValueError("godali: %s: argument input %r belongs to another pipeline"
-                                 % (fname, key))
+                if pipe is None or value.source.pipeline is not None:
+                    raise ValueError("godali: %s: argument input %r belongs to another "
+                                     "pipeline" % (fname, key))
+                adopt([value], pipe)
             arg_inputs[key] = value
             continue
         if value is None:
@@ -765,8 +821,10 @@ def constant_node(value, pipe, dtype=None, shape=None, layout=None):
 def _operand(x, pipe):
     if isinstance(x, DataNode):
         if x.source.pipeline is not pipe:
-            raise ValueError("godali: an arithmetic expression mixes DataNodes of two "
-                             "pipelines")
+            if pipe is None or x.source.pipeline is not None:
+                raise ValueError("godali: an arithmetic expression mixes DataNodes of two "
+                                 "pipelines")
+            adopt([x], pipe)
         if x.device != "cpu":
             raise ValueError("godali: arithmetic on GPU data is not supported; godali's "
                              "arithmetic runs on the host (compute before .gpu())")
@@ -783,14 +841,10 @@ def _operand(x, pipe):
 
 def arithmetic(op, *operands):
     """Adds an _arithmetic node computing `op` over the operands (at least one DataNode)."""
-    pipe = None
-    for x in operands:
-        if isinstance(x, DataNode):
-            pipe = x.source.pipeline
-            break
-    if pipe is None:
+    if not any(isinstance(x, DataNode) for x in operands):
         raise TypeError("godali: an arithmetic expression needs at least one DataNode "
                         "(the output of an operator)")
+    pipe = _pipeline_of(operands) or current_pipeline()
     inputs = [_operand(x, pipe) for x in operands]
     sch = schemas().ops.get("_arithmetic")
     if sch is None:

@@ -555,13 +555,40 @@ class TensorList:
         return _torch_from(self._dense_buffer())
 
     def __repr__(self):
+        """DALI's printout: the samples (numpy-summarised), dtype, layout, num_samples and
+        every sample's shape."""
+        import numpy as np
         n = len(self)
-        if self._dense is not None:
-            shape = "[%d, %s]" % (n, ", ".join(str(s) for s in self._dense.shape[1:]))
-        else:
-            shape = "ragged (%d samples)" % n
-        return "godali.%s(%s, dtype=%s, device=%s)" % (type(self).__name__, shape,
-                                                        self.dtype.name, self.device)
+        host = self.as_cpu()
+        indent = " " * 4
+        opts = dict(threshold=64, edgeitems=2, separator=" ")
+        try:
+            if n == 0:
+                body = "[]"
+            elif host.is_dense_tensor():
+                body = np.array2string(np.asarray(host.as_array()), prefix=indent, **opts)
+            else:
+                idx = list(range(n)) if n <= 4 else [0, 1, None, n - 2, n - 1]
+                parts = []
+                for i in idx:
+                    if i is None:
+                        parts.append(indent + "...")
+                    else:
+                        parts.append(indent + np.array2string(np.asarray(host.at(i)),
+                                                              prefix=indent, **opts))
+                body = "[" + "\n\n\n".join(parts).lstrip() + "]"
+        except Exception:  # a printout must never fail
+            body = "<unavailable>"
+        fields = ["dtype=DALIDataType.%s" % self.dtype.name]
+        if self._layout:
+            fields.append('layout="%s"' % self._layout)
+        fields.append("num_samples=%d" % n)
+        fields.append("shape=[%s]" % ", ".join(str(tuple(int(d) for d in s))
+                                               for s in self.shape()))
+        return "%s(\n%s%s,\n%s)" % (type(self).__name__, indent, body,
+                                      ",\n".join(indent + f for f in fields))
+
+    __str__ = __repr__
 
     # -- internals ----------------------------------------------------------------------
 

@@ -147,9 +147,15 @@ def test_unknown_operator_lists_valid_ones():
         fn.no_such_op
 
 
-def test_operators_need_a_pipeline():
-    with pytest.raises(RuntimeError, match="outside a pipeline"):
-        fn.random.coin_flip()
+def test_operators_outside_a_pipeline_wait_for_one():
+    # DALI builds nodes outside a pipeline too; set_outputs adopts them.
+    flip = fn.random.coin_flip(probability=1.0)
+    assert flip.source.pipeline is None
+    pipe = godali.Pipeline(batch_size=2, num_threads=1)
+    pipe.set_outputs(flip)
+    assert flip.source.pipeline is pipe
+    (out,) = pipe.run()
+    assert [int(out.at(j)) for j in range(2)] == [1, 1]
 
 
 def test_gpu_requests_on_the_cpu_flavour(lib):

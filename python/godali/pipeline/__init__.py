@@ -256,8 +256,10 @@ class Pipeline:
                 raise TypeError("godali: set_outputs: output %d must be a DataNode (an "
                                 "operator's result), got %s" % (i, type(o).__name__))
             if o.source.pipeline is not self:
-                raise ValueError("godali: set_outputs: output %d belongs to another pipeline"
-                                 % i)
+                if o.source.pipeline is not None:
+                    raise ValueError("godali: set_outputs: output %d belongs to another "
+                                     "pipeline" % i)
+                _graph.adopt([o], self)
         if not flat:
             raise ValueError("godali: set_outputs needs at least one output")
         self._outputs = flat
