@@ -83,7 +83,7 @@ def _worker_wds(cfg: dict) -> dict:
     import godali
     from godali import fn, pipeline_def
 
-    extra = {}
+    extra = {"initial_fill": cfg.get("initial_fill") or 1024}
     if cfg.get("io_concurrency"):
         extra["io_concurrency"] = cfg["io_concurrency"]
 
@@ -408,6 +408,10 @@ def parse_args(argv):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--io-concurrency", type=int, default=0,
                     help="io_concurrency of wds-s3 (0: godali's default)")
+    ap.add_argument("--initial-fill", type=int, default=1024,
+                    help="shuffling buffer of readers.webdataset (default 1024, DALI's); "
+                    "smaller than the data set, it makes wds-s3 stream shards in and out "
+                    "of memory rather than keep them all")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--json", help="also write per-repeat figures here")
     ap.add_argument("--keep-dir", help="work directory (shards, server logs) to keep")
@@ -498,7 +502,8 @@ def main(argv=None) -> int:
 
 def _configs(args, proxies, shards, keys, labels, data, tmp) -> list:
     base = {"batch_size": args.batch_size, "cores": args.workers, "warmup": args.warmup,
-            "iters": args.iters, "seed": args.seed, "device": "cpu"}
+            "iters": args.iters, "seed": args.seed, "device": "cpu",
+            "initial_fill": args.initial_fill}
     out = []
     remote_file = str(HERE / "bench_remote.py")
     for kind in args.kinds:
