@@ -21,7 +21,7 @@ endif
 # $ORIGIN: the library finds the libjpeg copied next to it on hosts that lack one.
 export CGO_LDFLAGS := -Wl,-rpath,$$ORIGIN -Wl,--enable-new-dtags
 
-.PHONY: all setup cpu cuda test test-go test-c test-python bench python wheel test-wheel clean fuzz
+.PHONY: all setup cpu cuda test test-go test-c test-python bench bench-remote python wheel test-wheel clean fuzz
 
 all: setup cpu $(if $(WANT_CUDA),cuda)
 
@@ -178,6 +178,12 @@ test-wheel: wheel
 
 bench: all
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m godali bench $(ARGS)
+
+# Webdataset shards local vs s3:// (moto) and HTTP (nginx) behind godali-faultproxy
+# with 20 and 50 ms added per request; it starts and stops its own loopback servers.
+bench-remote: setup cpu
+	$(GO) build -o $(BUILD)/godali-faultproxy ./source/remote/cmd/godali-faultproxy
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m godali bench-remote $(ARGS)
 
 clean:
 	rm -rf $(BUILD) python/godali/lib python/build dist

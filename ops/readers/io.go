@@ -31,6 +31,8 @@ type readerIO struct {
 	ahead map[string][]*fetchSlot
 	sem   chan struct{} // bounds the ranged reads in flight
 	gen   int64         // batches planned
+	// shards holds whole remote shards read into memory (readAheadShards), by path.
+	shards map[string]*shardBuf
 }
 
 func newReaderIO(a *engine.Args) (*readerIO, error) {
@@ -45,6 +47,7 @@ func (r *readerIO) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ahead = nil
+	r.shards = nil
 	if r.store != nil {
 		r.store.CloseIdleConnections()
 	}
@@ -393,4 +396,113 @@ func scanner(path string, f source.File) io.ReaderAt {
 		return &blockReader{f: f}
 	}
 	return f
+}
+
+// shardBuf is a whole remote shard being read into memory.
+type shardBuf struct {
+	done chan struct{}
+	data []byte
+	err  error
+	used int64 // the plan that last asked for it
+}
+
+// maxShardInMemory bounds the shards read whole; larger ones are read per sample.
+const maxShardInMemory = 1 << 30
+
+// readAheadShards serves byte ranges of remote shards (one sample's span each, under
+// its key for take) from whole shards read into memory front to back with large
+// parallel ranged requests (Fetcher.OpenReader), instead of one request per sample.
+// soon names shards that later samples will need, fetched now so that they are there
+// in time. At most keep shards stay in memory, the least recently planned dropped
+// first (a range already handed out keeps its shard's bytes alive until taken; a
+// shard dropped and needed again is read again).
+func (r *readerIO) readAheadShards(reqs []rangeReq, soon []string, keep int) {
+	if len(reqs) == 0 {
+		return
+	}
+	src, srcErr := r.src(reqs[0].path)
+	slots := make([]*fetchSlot, len(reqs))
+	bufs := make([]*shardBuf, len(reqs))
+	r.mu.Lock()
+	r.newPlan()
+	if r.shards == nil {
+		r.shards = map[string]*shardBuf{}
+	}
+	want := func(path string) *shardBuf {
+		b := r.shards[path]
+		if b == nil {
+			b = &shardBuf{done: make(chan struct{})}
+			r.shards[path] = b
+			if srcErr != nil {
+				b.err = srcErr
+				close(b.done)
+			} else {
+				go r.fetchShard(src.(*remote.FS), path, b)
+			}
+		}
+		b.used = r.gen
+		return b
+	}
+	for i, q := range reqs {
+		slots[i] = r.addSlot(q.key)
+		bufs[i] = want(q.path)
+	}
+	for _, p := range soon {
+		want(p)
+	}
+	for len(r.shards) > max(keep, 1) {
+		var oldest string
+		for p, b := range r.shards {
+			if b.used < r.gen && (oldest == "" || b.used < r.shards[oldest].used) {
+				oldest = p
+			}
+		}
+		if oldest == "" {
+			break // every shard is needed by this plan
+		}
+		delete(r.shards, oldest)
+	}
+	r.mu.Unlock()
+	go func() {
+		for i, q := range reqs {
+			sl, b := slots[i], bufs[i]
+			select {
+			case <-b.done:
+			case <-r.ctx.Done():
+			}
+			switch {
+			case r.ctx.Err() != nil:
+				sl.err = fmt.Errorf("remote read of %s was stopped", q.path)
+			case b.err != nil:
+				sl.err = b.err
+			case q.off+q.n > int64(len(b.data)):
+				sl.err = fmt.Errorf("%s is shorter than its index says (%d bytes, sample at offset %d+%d)", q.path, len(b.data), q.off, q.n)
+			default:
+				sl.data = b.data[q.off : q.off+q.n : q.off+q.n]
+			}
+			close(sl.done)
+		}
+	}()
+}
+
+// fetchShard reads the whole object at path into b.
+func (r *readerIO) fetchShard(fs *remote.FS, path string, b *shardBuf) {
+	defer close(b.done)
+	sr, err := fs.Fetcher().OpenReader(r.ctx, path)
+	if err != nil {
+		b.err = err
+		return
+	}
+	defer sr.Close()
+	size := sr.Info().Size
+	if size > maxShardInMemory {
+		b.err = fmt.Errorf("%s: %d bytes is too large to read whole", path, size)
+		return
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(sr, data); err != nil {
+		b.err = err
+		return
+	}
+	b.data = data
 }

@@ -54,6 +54,8 @@ type webdatasetReader struct {
 	samples []wdsSample
 	io      *readerIO
 	remote  bool // some shards are remote: fetch samples ahead
+	// shardEnd is, per shard, where its last sample's last component ends.
+	shardEnd []int64
 }
 
 func newWebdatasetReader(a *engine.Args) (engine.Operator, error) {
@@ -183,6 +185,11 @@ func (r *webdatasetReader) Open() error {
 		return err
 	}
 	r.samples = samples
+	r.shardEnd = make([]int64, len(r.paths))
+	for _, s := range samples {
+		_, end := s.span()
+		r.shardEnd[s.shard] = max(r.shardEnd[s.shard], end)
+	}
 	for _, p := range r.paths {
 		r.remote = r.remote || remote.IsRemote(p)
 	}
@@ -258,22 +265,61 @@ func (r *webdatasetReader) spanKey(i int) string {
 func (r *webdatasetReader) Close() { r.io.close() }
 
 // NextBatch plans the batch and starts fetching its samples' bytes ahead when the
-// shards are remote: one ranged read per sample, its components being adjacent.
+// shards are remote. A remote shard is read whole into memory, front to back with a
+// few large ranged requests, as soon as a sample of it is planned (or about to be: the
+// next batches' samples are looked at too), and its samples are served from there;
+// the shuffling buffer keeps the samples in use within initial_fill of the order on
+// disk, so only a few shards are needed at a time. With shuffle_after_epoch (any
+// sample of any shard at any time) or a shard over 1 GiB, each sample is fetched by a
+// ranged request of its own instead.
 func (r *webdatasetReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 	valid, last, ok := r.Base.NextBatch(refs)
 	if ok && r.remote {
-		var reqs []rangeReq
+		var ranged, whole []rangeReq
 		for _, ref := range refs {
 			s := &r.samples[ref.Index]
 			off, end := s.span()
 			if off < 0 || end-off > 256<<20 {
 				continue
 			}
-			reqs = append(reqs, rangeReq{key: r.spanKey(ref.Index), path: r.paths[s.shard], off: off, n: end - off})
+			q := rangeReq{key: r.spanKey(ref.Index), path: r.paths[s.shard], off: off, n: end - off}
+			if r.wholeShard(s.shard) {
+				whole = append(whole, q)
+			} else {
+				ranged = append(ranged, q)
+			}
 		}
-		r.io.readAheadRanges(reqs)
+		r.io.readAheadRanges(ranged)
+		if len(whole) > 0 {
+			var soon []string
+			seen := map[int]bool{}
+			for p := r.cursor; p < min(len(r.order), r.cursor+2*len(refs)); p++ {
+				si := r.samples[r.order[p]].shard
+				if !seen[si] && r.wholeShard(si) {
+					seen[si] = true
+					soon = append(soon, r.paths[si])
+				}
+			}
+			r.io.readAheadShards(whole, soon, r.keepShards(len(refs)))
+		}
 	}
 	return valid, last, ok
+}
+
+// wholeShard says whether remote shard si is read whole (NextBatch).
+func (r *webdatasetReader) wholeShard(si int) bool {
+	return !r.perEpoch && remote.IsRemote(r.paths[si]) && r.shardEnd[si] <= maxShardInMemory
+}
+
+// keepShards is how many whole shards stay in memory: those that the samples within
+// the shuffling buffer and the next batches can come from, and two more.
+func (r *webdatasetReader) keepShards(batch int) int {
+	perShard := max(1, len(r.samples)/len(r.paths))
+	window := 3 * batch
+	if r.shuffle {
+		window += r.fill
+	}
+	return (window+perShard-1)/perShard + 2
 }
 
 func (r *webdatasetReader) NewWorkerState() any { return &wdsState{files: newFileCache(r.io)} }

@@ -1,4 +1,4 @@
-"""Command line: python -m godali info [--ops] | bench ... | make_dataset ..."""
+"""Command line: python -m godali info [--ops] | bench ... | bench-remote ... | make_dataset ..."""
 
 import argparse
 import json
@@ -45,9 +45,10 @@ def _info(argv):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    usage = ("usage: python -m godali {info [--ops] | bench ... | make_dataset ...}\n"
+    usage = ("usage: python -m godali {info [--ops] | bench ... | bench-remote ... | make_dataset ...}\n"
              "  info          library version, path, flavour and devices (--ops: operators)\n"
              "  bench         throughput benchmarks (python -m godali bench --help)\n"
+             "  bench-remote  webdataset shards local vs S3/HTTP with added latency\n"
              "  make_dataset  generate a synthetic ImageFolder data set")
     if not argv:
         print(usage, file=sys.stderr)
@@ -61,6 +62,9 @@ def main(argv=None):
     if cmd == "bench":
         from godali import bench
         return bench.main(rest)
+    if cmd == "bench-remote":
+        from godali import bench_remote
+        return bench_remote.main(rest)
     if cmd == "make_dataset":
         from godali.tools import make_dataset
         return make_dataset.main(rest)

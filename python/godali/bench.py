@@ -396,6 +396,29 @@ def _godali_torch(t, torch):
     return torch.utils.dlpack.from_dlpack(t)
 
 
+def rn50_augment(jpegs, mixed: bool = False, fn=None, types=None):
+    """rn50_augment is the ResNet-50 training augmentation of DALI's example, applied to
+    encoded images inside a pipeline definition (python -m godali bench and
+    bench-remote share it). fn/types: godali's by default, or DALI's own."""
+    if fn is None:
+        from godali import fn, types
+
+    extra = {}
+    if mixed:
+        extra = {"preallocate_width_hint": 5980, "preallocate_height_hint": 6430}
+    images = fn.decoders.image_random_crop(
+        jpegs, device="mixed" if mixed else "cpu", output_type=types.RGB,
+        random_aspect_ratio=[0.8, 1.25], random_area=[0.1, 1.0], num_attempts=100,
+        **extra)
+    images = fn.resize(images, resize_x=224, resize_y=224,
+                       interp_type=types.INTERP_TRIANGULAR)
+    mirror = fn.random.coin_flip(probability=0.5)
+    return fn.crop_mirror_normalize(
+        images, dtype=types.FLOAT, output_layout="CHW", crop=(224, 224),
+        mean=[m * 255 for m in IMAGENET_MEAN], std=[s * 255 for s in IMAGENET_STD],
+        mirror=mirror)
+
+
 def _rn50_pipeline(cfg: dict, decode_only: bool, fn, pipeline_def, types, mixed=False):
     """The contenders' pipeline, built with DALI's API: godali's or DALI's own (the same
     operators and arguments for both)."""
@@ -408,21 +431,7 @@ def _rn50_pipeline(cfg: dict, decode_only: bool, fn, pipeline_def, types, mixed=
     def rn50_train():
         jpegs, lab = fn.readers.file(files=files, labels=file_labels, random_shuffle=True,
                                      pad_last_batch=True, name="Reader")
-        extra = {}
-        if mixed:
-            extra = {"preallocate_width_hint": 5980, "preallocate_height_hint": 6430}
-        images = fn.decoders.image_random_crop(
-            jpegs, device="mixed" if mixed else "cpu", output_type=types.RGB,
-            random_aspect_ratio=[0.8, 1.25], random_area=[0.1, 1.0], num_attempts=100,
-            **extra)
-        images = fn.resize(images, resize_x=224, resize_y=224,
-                           interp_type=types.INTERP_TRIANGULAR)
-        mirror = fn.random.coin_flip(probability=0.5)
-        images = fn.crop_mirror_normalize(
-            images, dtype=types.FLOAT, output_layout="CHW", crop=(224, 224),
-            mean=[m * 255 for m in IMAGENET_MEAN], std=[s * 255 for s in IMAGENET_STD],
-            mirror=mirror)
-        return images, lab
+        return rn50_augment(jpegs, mixed, fn, types), lab
 
     @pipeline_def
     def decode():
@@ -817,12 +826,16 @@ class Progress:
 
 
 def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = None,
-              timeout: float = 1800) -> dict:
-    """run_trial runs one contender's trial in a fresh process and returns its figures."""
+              timeout: float = 1800, worker_file: str | None = None) -> dict:
+    """run_trial runs one contender's trial in a fresh process and returns its figures.
+
+    worker_file is the module whose worker_main(cfg_json) runs the trial (this file
+    unless given); cfg["env"], if present, is added to the trial's environment."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(PACKAGE_PARENT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["PYTHONUNBUFFERED"] = "1"
+    env.update(cfg.get("env") or {})
     # Load this file by path rather than `-m godali.bench`, so that a contender that does
     # not use godali never imports the package (whose library's Go runtime must not meet
     # the DataLoader's fork()), and the package directory never shadows the stdlib.
@@ -832,7 +845,8 @@ def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = N
             "sys.modules[s.name] = m\n"
             "s.loader.exec_module(m)\n"
             "sys.exit(m.worker_main(sys.argv[2]))\n")
-    cmd = [sys.executable, "-c", boot, str(Path(__file__).resolve()), json.dumps(cfg)]
+    cmd = [sys.executable, "-c", boot, str(Path(worker_file or __file__).resolve()),
+           json.dumps(cfg)]
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
         peak = {"mem": 0.0, "gpu_mem": 0.0}

@@ -1,0 +1,562 @@
+"""godali bench-remote: does reading webdataset shards from S3 keep up with local disk?
+
+    python -m godali bench-remote [--data DIR] [--shards N] [--latency 20ms,50ms]
+                                  [--contenders a,b,...] [--repeats R] [--iters N]
+                                  [--baseline-iters N] [--batch-size N] [--workers N]
+                                  [--io-concurrency N] [--json PATH]
+
+Every contender runs the ResNet-50 training pipeline of `python -m godali bench`
+(random-resized crop to 224, flip, normalize to float CHW, batch 64) on the same
+images, in a fresh process, on the same cores; the table shows the median img/s over
+the repeats. The images are the bench's data set (`python -m godali make_dataset`),
+written once into webdataset tar shards (KEY.jpg + KEY.cls) with Python's tarfile.
+
+The bench starts its own servers on 127.0.0.1 and stops them when it ends: moto (an
+S3-compatible server; the shards and, for torch-boto3, the single images are uploaded
+to it), nginx serving the shards over HTTP, and one godali-faultproxy process per
+latency in front of each, which adds that latency to every request.
+
+Contenders (LAT: each --latency):
+
+  folder           godali readers.file over the local image folder (the bench's figure)
+  wds-local        godali readers.webdataset over the local shards
+  wds-s3@LAT       godali readers.webdataset over s3:// shards, default settings
+  torch-boto3@LAT  torch DataLoader whose Dataset.__getitem__ does s3.get_object of one
+                   image, PIL decode and the torchvision transforms; num_workers = cores
+  wds-curl@LAT     the webdataset package, pipe:curl of each shard from nginx, PIL
+                   decode + torchvision transforms; WebLoader num_workers = cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import importlib.util
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+BUCKET = "godali-bench"
+DEFAULT_LATENCIES = "20ms,50ms"
+ALL_KINDS = ("folder", "wds-local", "wds-s3", "torch-boto3", "wds-curl")
+DEFAULT_KINDS = ALL_KINDS
+
+
+def _bench():
+    """The bench module, loaded by path: a trial that does not use godali (torch-boto3,
+    wds-curl) must not import the godali package, whose Go runtime must not meet the
+    DataLoader's fork()."""
+    name = "godali_bench_helpers"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, HERE / "bench.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ---------------------------------------------------------------------------------------
+# Trial side (a fresh process per trial, started by bench.run_trial).
+
+def _stream(cfg: dict) -> list:
+    b = _bench()
+    return b._sample_stream(len(cfg["keys"]), b._stream_len(cfg), cfg["seed"])
+
+
+def _worker_wds(cfg: dict) -> dict:
+    b = _bench()
+    import torch
+    import godali
+    from godali import fn, pipeline_def
+
+    extra = {"initial_fill": cfg.get("initial_fill") or 1024}
+    if cfg.get("io_concurrency"):
+        extra["io_concurrency"] = cfg["io_concurrency"]
+
+    @pipeline_def
+    def rn50_train_wds():
+        jpegs, cls = fn.readers.webdataset(paths=cfg["shards"], ext=["jpg", "cls"],
+                                           random_shuffle=True, pad_last_batch=True,
+                                           name="Reader", **extra)
+        return b.rn50_augment(jpegs), cls
+
+    pipe = rn50_train_wds(batch_size=cfg["batch_size"], num_threads=cfg["cores"],
+                          device_id=None, seed=cfg["seed"], prefetch_queue_depth=2)
+    pipe.build()
+
+    def batches():
+        while True:
+            out = pipe.run()
+            yield b._godali_torch(out[0], torch)
+
+    res = b._timed(batches(), cfg, lambda: None)
+    res["versions"] = {"godali": godali.library_info().get("library_version")}
+    pipe.close()
+    return res
+
+
+def _transforms():
+    from torchvision import transforms
+    b = _bench()
+    return transforms.Compose([
+        transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
+        transforms.ToTensor(), transforms.Normalize(b.IMAGENET_MEAN, b.IMAGENET_STD)])
+
+
+class S3Images:
+    """S3Images is what users write today: one get_object per image, PIL decode and the
+    torchvision transforms, in DataLoader workers (a boto3 client per worker)."""
+
+    def __init__(self, endpoint: str, keys: list, labels: list):
+        self.endpoint, self.keys, self.labels = endpoint, keys, labels
+        self.tf = _transforms()
+        self.s3 = None
+
+    def __len__(self):
+        return len(self.keys)
+
+    def __getitem__(self, i):
+        import boto3
+        from botocore.config import Config
+        from PIL import Image
+        if self.s3 is None:
+            self.s3 = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                                   config=Config(retries={"max_attempts": 8, "mode": "standard"}))
+        body = self.s3.get_object(Bucket=BUCKET, Key=self.keys[i])["Body"].read()
+        img = Image.open(io.BytesIO(body)).convert("RGB")
+        return self.tf(img), self.labels[i]
+
+
+def _worker_torch_boto3(cfg: dict) -> dict:
+    b = _bench()
+    import torch
+    from torch.utils.data import DataLoader
+
+    ds = S3Images(cfg["endpoint"], cfg["keys"], cfg["labels"])
+    loader = DataLoader(ds, batch_size=cfg["batch_size"], sampler=_stream(cfg),
+                        num_workers=cfg["cores"], drop_last=True)
+    res = b._timed(iter(loader), cfg, lambda: None)
+    res["torch_threads"] = torch.get_num_threads()
+    return res
+
+
+def _worker_wds_curl(cfg: dict) -> dict:
+    b = _bench()
+    import webdataset as wds
+
+    tf = _transforms()
+    urls = [f"pipe:curl -s -f {u}" for u in cfg["shards"]]
+    # resampled: an endless stream of shards, as a long ImageNet epoch would be.
+    ds = (wds.WebDataset(urls, resampled=True, shardshuffle=False)
+          .shuffle(1000).decode("pil").to_tuple("jpg", "cls")
+          .map_tuple(tf, lambda c: int(c)).batched(cfg["batch_size"], partial=False))
+    loader = wds.WebLoader(ds, batch_size=None, num_workers=cfg["cores"])
+    return b._timed(iter(loader), cfg, lambda: None)
+
+
+WORKERS = {"wds-local": _worker_wds, "wds-s3": _worker_wds,
+           "torch-boto3": _worker_torch_boto3, "wds-curl": _worker_wds_curl}
+
+
+def worker_main(cfg_json: str) -> int:
+    cfg = json.loads(cfg_json)
+    kind = cfg["kind"]
+    if kind in ("wds-local", "wds-s3"):
+        # Load the library before torch (bench.worker_main says why).
+        os.environ["GODALI_FLAVOUR"] = "cpu"
+        import godali
+        godali.library_info()
+    try:
+        import torch
+        torch.set_num_threads(cfg["cores"])
+    except ImportError:
+        pass
+    b = _bench()
+    b._setup_started = time.perf_counter()
+    res = WORKERS[kind](cfg)
+    b._emit("R " + json.dumps(res))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# Servers: moto, nginx and fault proxies on loopback, each stopped when the bench ends
+# (and killed by the kernel if the bench itself dies: PR_SET_PDEATHSIG).
+
+def _die_with_parent():
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, proc, limit: float):
+    import urllib.error
+    import urllib.request
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server for {url} exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"no answer from {url} within {limit:.0f} s")
+
+
+class Servers:
+    """Servers starts and stops the bench's servers; use it as a context manager."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.procs = []  # (name, Popen, log file)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _start(self, name, cmd, stdin=subprocess.DEVNULL, stdout=None):
+        log = open(self.workdir / f"{name}.log", "w")
+        p = subprocess.Popen(cmd, stdin=stdin, stdout=stdout or log, stderr=log,
+                             preexec_fn=_die_with_parent, text=True)
+        self.procs.append((name, p, log))
+        return p
+
+    def stop(self):
+        for name, p, log in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            log.close()
+        self.procs = []
+
+    def moto(self) -> str:
+        port = _free_port()
+        p = self._start("moto", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                                 "-p", str(port)])
+        url = f"http://127.0.0.1:{port}"
+        _wait_http(url + "/moto-api/", p, 60)
+        return url
+
+    def nginx(self, root: Path) -> str:
+        binary = shutil.which("nginx") or next(
+            (c for c in ("/usr/sbin/nginx", "/sbin/nginx") if os.path.exists(c)), None)
+        if binary is None:
+            raise RuntimeError("nginx is not installed (scripts/setup.sh installs it)")
+        d = self.workdir / "nginx"
+        (d / "tmp").mkdir(parents=True, exist_ok=True)
+        port = _free_port()
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf = f"""{user}
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 512; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/tmp/body;
+  proxy_temp_path {d}/tmp/proxy;
+  fastcgi_temp_path {d}/tmp/fastcgi;
+  uwsgi_temp_path {d}/tmp/uwsgi;
+  scgi_temp_path {d}/tmp/scgi;
+  keepalive_requests 100000;
+  server {{ listen 127.0.0.1:{port}; root {root}; location / {{ }} }}
+}}
+"""
+        (d / "nginx.conf").write_text(conf)
+        p = self._start("nginx", [binary, "-p", str(d), "-e", str(d / "error.log"),
+                                  "-c", str(d / "nginx.conf"), "-g", "daemon off;"])
+        url = f"http://127.0.0.1:{port}"
+        _wait_http(url + "/", p, 20)
+        return url
+
+    def proxy(self, binary: str, target: str, latency: str, limit: str) -> str:
+        name = f"proxy-{target.rsplit(':', 1)[1]}-{latency}"
+        p = self._start(name, [binary, "-target", target, "-latency", latency,
+                               "-limit", limit], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = p.stdout.readline().strip()
+        if not line.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"godali-faultproxy did not start (see {self.workdir}/{name}.log)")
+        return line
+
+
+def faultproxy_binary(workdir: Path) -> str:
+    """The godali-faultproxy command: build/godali-faultproxy (make bench-remote builds
+    it), else built here with go."""
+    built = REPO / "build" / "godali-faultproxy"
+    if built.exists():
+        return str(built)
+    out = workdir / "godali-faultproxy"
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    r = subprocess.run([go, "build", "-o", str(out), "./source/remote/cmd/godali-faultproxy"],
+                       cwd=REPO, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"building godali-faultproxy: {r.stderr.strip()}")
+    return str(out)
+
+
+# ---------------------------------------------------------------------------------------
+# Data.
+
+def write_shards(data: Path, out: Path, shards: int, seed: int) -> tuple:
+    """write_shards writes the image folder into webdataset shards (shuffled once, then
+    cut into `shards` tars of KEY.jpg + KEY.cls); returns (shard paths, keys, labels,
+    image paths) in shard order. Reuses shards written before from the same list."""
+    import random
+    paths, labels = _bench().list_image_folder(data)
+    order = list(range(len(paths)))
+    random.Random(seed).shuffle(order)
+    stamp = json.dumps({"paths": [paths[i] for i in order], "shards": shards,
+                        "sizes": [os.path.getsize(paths[i]) for i in order]})
+    out.mkdir(parents=True, exist_ok=True)
+    names = [out / f"shard-{s:04d}.tar" for s in range(shards)]
+    if (out / "stamp.json").exists() and (out / "stamp.json").read_text() == stamp and \
+            all(n.exists() for n in names):
+        pass
+    else:
+        for s, name in enumerate(names):
+            tmp = name.with_suffix(".tmp")
+            with tarfile.open(tmp, "w", format=tarfile.USTAR_FORMAT) as tf:
+                for j in order[len(order) * s // shards:len(order) * (s + 1) // shards]:
+                    key = f"{j:06d}"
+                    for ext, body in (("jpg", Path(paths[j]).read_bytes()),
+                                      ("cls", str(labels[j]).encode())):
+                        ti = tarfile.TarInfo(f"{key}.{ext}")
+                        ti.size, ti.mtime, ti.mode = len(body), 0, 0o644
+                        tf.addfile(ti, io.BytesIO(body))
+            tmp.rename(name)
+        (out / "stamp.json").write_text(stamp)
+    keys = [f"images/{j:06d}.jpg" for j in order]
+    return [str(n) for n in names], keys, [labels[j] for j in order], \
+        [paths[j] for j in order]
+
+
+def _s3_env(endpoint: str, workdir: Path) -> dict:
+    return {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "", "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL_S3": endpoint, "AWS_ENDPOINT_URL": "",
+            "AWS_CONFIG_FILE": str(workdir / "none"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(workdir / "none"),
+            "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def upload(endpoint: str, workdir: Path, shards: list, keys: list, images: list,
+           singles: bool):
+    for k, v in _s3_env(endpoint, workdir).items():
+        os.environ[k] = v
+    import boto3
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    for p in shards:
+        s3.upload_file(p, BUCKET, "shards/" + os.path.basename(p))
+    if singles:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(8) as ex:
+            list(ex.map(lambda kp: s3.put_object(Bucket=BUCKET, Key=kp[0],
+                                                 Body=Path(kp[1]).read_bytes()),
+                        zip(keys, images)))
+
+
+# ---------------------------------------------------------------------------------------
+# Parent side.
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="python -m godali bench-remote",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--data", help="image folder (default: the bench's data set, built "
+                    "once by python -m godali make_dataset)")
+    ap.add_argument("--shards", type=int, default=8, help="webdataset shards (default 8)")
+    ap.add_argument("--latency", default=DEFAULT_LATENCIES,
+                    help="latencies added per request, comma-separated (default 20ms,50ms)")
+    ap.add_argument("--contenders", default=",".join(DEFAULT_KINDS),
+                    help=f"subset of {','.join(ALL_KINDS)} (default: all)")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                    help="cores for every contender (num_threads / num_workers)")
+    ap.add_argument("--warmup", type=int, default=4, help="warm-up batches per trial")
+    ap.add_argument("--iters", type=int, default=24, help="timed batches (godali)")
+    ap.add_argument("--baseline-iters", type=int, default=6,
+                    help="timed batches for torch-boto3 and wds-curl at latency (slow)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--io-concurrency", type=int, default=0,
+                    help="io_concurrency of wds-s3 (0: godali's default)")
+    ap.add_argument("--initial-fill", type=int, default=1024,
+                    help="shuffling buffer of readers.webdataset (default 1024, DALI's); "
+                    "smaller than the data set, it makes wds-s3 stream shards in and out "
+                    "of memory rather than keep them all")
+    ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--json", help="also write per-repeat figures here")
+    ap.add_argument("--keep-dir", help="work directory (shards, server logs) to keep")
+    args = ap.parse_args(argv)
+    kinds = [k.strip() for k in args.contenders.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in ALL_KINDS]
+    if bad or not kinds:
+        ap.error(f"--contenders: unknown {bad}; valid: {','.join(ALL_KINDS)}")
+    args.kinds = kinds
+    args.latencies = [x.strip() for x in args.latency.split(",") if x.strip()]
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    b = _bench()
+    from godali.tools import make_dataset
+
+    if args.data:
+        data = Path(args.data)
+    else:
+        data = b.DEFAULT_DATA
+        data.parent.mkdir(parents=True, exist_ok=True)
+        make_dataset.ensure(data, n=b.DEFAULT_IMAGES)
+    shard_dir = b.CACHE_DIR / "bench-remote-shards"
+    shards, keys, labels, images = write_shards(data, shard_dir, args.shards, 0)
+    shard_bytes = sum(os.path.getsize(p) for p in shards)
+    print(f"data set: {data}: {len(keys)} images in {len(shards)} webdataset shards "
+          f"({shard_bytes / 1e6:.1f} MB, {shard_dir})")
+
+    tmp = Path(args.keep_dir) if args.keep_dir else Path(tempfile.mkdtemp(prefix="godali-bench-remote-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    results = {}
+    try:
+        with Servers(tmp) as srv:
+            remote = [k for k in args.kinds if k in ("wds-s3", "torch-boto3", "wds-curl")]
+            proxies = {}
+            if remote:
+                binary = faultproxy_binary(tmp)
+                # Bounded: the proxies exit on their own if the bench outlives this.
+                limit = "60m"
+                if "wds-s3" in remote or "torch-boto3" in remote:
+                    moto = srv.moto()
+                    t0 = time.perf_counter()
+                    upload(moto, tmp, shards, keys, images, "torch-boto3" in remote)
+                    print(f"moto on {moto}: uploaded in {time.perf_counter() - t0:.1f} s")
+                    for lat in args.latencies:
+                        proxies[("s3", lat)] = srv.proxy(binary, moto, lat, limit)
+                if "wds-curl" in remote:
+                    www = tmp / "www"
+                    www.mkdir(exist_ok=True)
+                    for p in shards:
+                        dst = www / os.path.basename(p)
+                        if not dst.exists():
+                            os.symlink(p, dst)
+                    ngx = srv.nginx(www)
+                    print(f"nginx on {ngx}")
+                    for lat in args.latencies:
+                        proxies[("http", lat)] = srv.proxy(binary, ngx, lat, limit)
+            configs = _configs(args, proxies, shards, keys, labels, data, tmp)
+            print(f"{len(configs)} configurations x {args.repeats} repeats, "
+                  f"batch {args.batch_size}, {args.workers} cores each")
+            for rep in range(args.repeats):
+                order = configs[rep % len(configs):] + configs[:rep % len(configs)]
+                for name, cfg, wf in order:
+                    try:
+                        r = b.run_trial(cfg, timeout=600, worker_file=wf)
+                    except b.BenchError as e:
+                        print(f"  {name}: failed: {e}", file=sys.stderr)
+                        results.setdefault(name, []).append(None)
+                        continue
+                    ips = r["images"] / r["wall_s"]
+                    results.setdefault(name, []).append(
+                        {"img_s": ips, "cpu_util": r["cpu_s"] / (r["wall_s"] * args.workers),
+                         "foreign_cpu": r.get("foreign_cpu"), "images": r["images"]})
+                    print(f"  repeat {rep + 1}: {name:<22} {ips:8.1f} img/s", flush=True)
+    finally:
+        if not args.keep_dir:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print()
+    print(format_table(results, [n for n, _, _ in configs]))
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "args": {k: v for k, v in vars(args).items()}, "results": results}, indent=2))
+    return 0
+
+
+def _configs(args, proxies, shards, keys, labels, data, tmp) -> list:
+    base = {"batch_size": args.batch_size, "cores": args.workers, "warmup": args.warmup,
+            "iters": args.iters, "seed": args.seed, "device": "cpu",
+            "initial_fill": args.initial_fill}
+    out = []
+    remote_file = str(HERE / "bench_remote.py")
+    for kind in args.kinds:
+        if kind == "folder":
+            out.append(("folder", dict(base, contender="godali-cpu", data=str(data)), None))
+        elif kind == "wds-local":
+            out.append(("wds-local", dict(base, kind=kind, contender=kind, shards=shards,
+                                          keys=keys), remote_file))
+        for lat in args.latencies:
+            if kind == "wds-s3":
+                url = proxies[("s3", lat)]
+                out.append((f"wds-s3@{lat}", dict(
+                    base, kind=kind, contender=kind, keys=keys,
+                    shards=[f"s3://{BUCKET}/shards/{os.path.basename(p)}" for p in shards],
+                    io_concurrency=args.io_concurrency, env=_s3_env(url, tmp)), remote_file))
+            elif kind == "torch-boto3":
+                url = proxies[("s3", lat)]
+                out.append((f"torch-boto3@{lat}", dict(
+                    base, kind=kind, contender=kind, keys=keys, labels=labels,
+                    endpoint=url, iters=args.baseline_iters, env=_s3_env(url, tmp)),
+                    remote_file))
+            elif kind == "wds-curl":
+                url = proxies[("http", lat)]
+                out.append((f"wds-curl@{lat}", dict(
+                    base, kind=kind, contender=kind, keys=keys, iters=args.baseline_iters,
+                    shards=[f"{url}/{os.path.basename(p)}" for p in shards]), remote_file))
+    return out
+
+
+def format_table(results: dict, names: list) -> str:
+    def med(name):
+        xs = [r["img_s"] for r in results.get(name, []) if r]
+        return statistics.median(xs) if xs else None
+
+    local = med("wds-local")
+    lines = [f"{'configuration':<22} {'img/s':>8} {'spread':>7} {'vs wds-local':>13} "
+             f"{'CPU util':>9} {'others CPU':>10}  repeats",
+             f"{'-' * 22} {'-' * 8} {'-' * 7} {'-' * 13} {'-' * 9} {'-' * 10}  -------"]
+    for n in names:
+        rs = [r for r in results.get(n, []) if r]
+        m = med(n)
+        if m is None:
+            lines.append(f"{n:<22} {'failed':>8}")
+            continue
+        xs = [r["img_s"] for r in rs]
+        spread = (max(xs) - min(xs)) / m if m else 0
+        rel = f"{m / local:.2f}x" if local else "-"
+        util = statistics.median(r["cpu_util"] for r in rs)
+        foreign = statistics.median(r["foreign_cpu"] or 0 for r in rs)
+        lines.append(f"{n:<22} {m:8.1f} {spread:6.0%} {rel:>13} {util:8.0%} {foreign:9.0%}  "
+                     + " ".join(f"{x:.0f}" for x in xs))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main() or 0)
