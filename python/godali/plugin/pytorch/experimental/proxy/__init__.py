@@ -37,9 +37,9 @@ from torch.utils.data import DataLoader as _TorchDataLoader
 from torch.utils.data._utils.collate import collate as _collate
 from torch.utils.data._utils.collate import default_collate_fn_map as _default_map
 
-from .... import external_source as _ext
-from ....tensors import TensorList as _TensorList
-from ....tensors import _torch_from
+from ..... import external_source as _ext
+from .....tensors import TensorList as _TensorList
+from .....tensors import _torch_from
 
 __all__ = ["DALIServer", "DataLoader", "DALIOutputSampleRef", "DALIOutputBatchRef"]
 
