@@ -168,6 +168,11 @@ class DALIServer:
     """
 
     def __init__(self, pipeline, deterministic=False):
+        from .....pipeline import Pipeline
+        if not isinstance(pipeline, Pipeline):
+            raise TypeError("godali: DALIServer expects a godali Pipeline (with one named "
+                            "fn.external_source per proxy input), got %s"
+                            % type(pipeline).__name__)
         self._pipe = pipeline
         self._deterministic = bool(deterministic)
         pipeline.description()  # defines the graph (Python only; the library is not used)
