@@ -60,9 +60,10 @@ def test_one_last_batch_policy_everywhere():
     assert [p.value for p in LastBatchPolicy] == [0, 1, 2]  # DALI's values
 
 
-def test_proxy_says_what_is_missing():
+def test_proxy_needs_a_pipeline():
+    # The proxy itself is tested in test_proxy.py.
     from godali.plugin.pytorch.experimental import proxy
-    with pytest.raises(NotImplementedError, match="external_source"):
+    with pytest.raises(TypeError, match="expects a godali Pipeline"):
         proxy.DALIServer(None)
 
 
