@@ -43,6 +43,9 @@ type augDef struct {
 	Negate bool    `json:"negate"`
 	Param  string  `json:"param"`
 	Rel    bool    `json:"rel"`
+	// Mags, when given (one per bin), replaces linspace(Lo, Hi, bins): torchvision's
+	// float32 tables.
+	Mags []float64 `json:"mags,omitempty"`
 }
 
 // augStage is one (augmentation, probability, magnitude bin) of a sub-policy; Bin < 0
@@ -104,6 +107,14 @@ func (p *augPolicy) check() error {
 		}
 		if !augParams[d.Param] {
 			return fmt.Errorf("augmentation %q: unknown parameter mapping %q", d.Name, d.Param)
+		}
+		if len(d.Mags) != 0 && len(d.Mags) != p.Bins {
+			return fmt.Errorf("augmentation %q: %d magnitudes for %d bins", d.Name, len(d.Mags), p.Bins)
+		}
+		for _, v := range d.Mags {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("augmentation %q: magnitude %g is not finite", d.Name, v)
+			}
 		}
 		if math.IsNaN(d.Lo) || math.IsInf(d.Lo, 0) || math.IsNaN(d.Hi) || math.IsInf(d.Hi, 0) {
 			return fmt.Errorf("augmentation %q: magnitude range [%g, %g] is not finite", d.Name, d.Lo, d.Hi)
@@ -193,6 +204,11 @@ func (p *augPolicy) magnitude(d *augDef, s augStep) float64 {
 		if s.Bin == p.Bins-1 {
 			m = d.Hi
 		}
+	}
+	if len(d.Mags) > 0 && s.Bin >= 0 {
+		m = d.Mags[s.Bin]
+	} else if p.Torchvision {
+		m = float64(float32(m)) // torch.linspace's float32 magnitudes
 	}
 	if d.Negate && s.Negative {
 		m = -m

@@ -304,7 +304,18 @@ def _tv_augs(space, bins):
     # AutoAugment's sub-policies index the whole list; RandAugment and
     # TrivialAugmentWide draw from their 14 operations (no Invert).
     names = _TV_AUG_ORDER if space == "auto" else _TV_AUG_ORDER[:-1]
-    return [table[n] for n in names]
+    # torchvision's own float32 tables where they do not depend on the image size.
+    import torchvision.transforms as _T
+    ref = (_T.TrivialAugmentWide()._augmentation_space(bins) if wide else
+           _T.RandAugment()._augmentation_space(bins, (1, 1)))
+    out = []
+    for n in names:
+        d = dict(table[n])
+        mags = ref.get(n, (None,))[0]
+        if mags is not None and mags.ndim > 0 and not d["rel"]:
+            d["mags"] = [float(v) for v in mags.tolist()]
+        out.append(d)
+    return out
 
 
 def _flatten(transform):

@@ -3,8 +3,9 @@
 Each operation at fixed magnitudes (both signs) runs through the engine's _auto_aug
 operator in its torchvision mode and through torchvision's own _apply_op on the same PIL
 image (the ImageFolder path). Tolerance: bit-exact for every operation except the warps
-(ShearX/Y, TranslateX/Y, Rotate, NEAREST), where at most 0.5% of the pixels may differ
-(sampling points that land on a pixel edge, float32 vs float64 matrices). The choice of
+(ShearX/Y, TranslateX/Y, Rotate, NEAREST), where at most 1.5% of the pixels may differ
+(sampling points that land on a pixel edge go either way: a 45 degree rotation of a square
+image puts both diagonals on edges; PIL rounds its matrix to 15 digits). The choice of
 operations and magnitude bins is checked with chi-squared tests on the outputs of
 one-operation policies, and a DataLoader with TrivialAugmentWide runs end to end.
 """
@@ -70,18 +71,21 @@ def test_each_op_matches_torchvision(jpegs, space, bins, name):
             a = dict(aug, negate=False)
             if sign < 0:
                 a["lo"], a["hi"] = -a["lo"], -a["hi"]
+                if "mags" in a:
+                    a["mags"] = [-v for v in a["mags"]]
             pol = {"scheme": "rand", "bins": bins, "augs": [a], "n": 1, "m": b,
                    "torchvision": True}
             for src, got in _run(jpegs, pol)[0]:
                 h, w = src.shape[:2]
-                mags, signed = _space(space, bins, (h, w))[name]
+                mags, signed = (_space(space, bins, (h, w))[name] if name != "Invert"
+                                else (torch.tensor(0.0), False))
                 mag = float(mags[b].item()) if mags.ndim > 0 else 0.0
                 want = np.asarray(_apply_op(Image.fromarray(src), name, sign * mag,
                                             InterpolationMode.NEAREST, None))
                 diff = np.any(got != want, axis=-1)
                 what = (name, space, bins, b, sign, (h, w), int(diff.sum()))
                 if name in WARPS:
-                    assert diff.mean() <= 0.005, what
+                    assert diff.mean() <= 0.015, what
                 else:
                     assert not diff.any(), what
 
