@@ -3,9 +3,9 @@
 Each operation at fixed magnitudes (both signs) runs through the engine's _auto_aug
 operator in its torchvision mode and through torchvision's own _apply_op on the same PIL
 image (the ImageFolder path). Tolerance: bit-exact for every operation except the warps
-(ShearX/Y, TranslateX/Y, Rotate, NEAREST), where at most 1.5% of the pixels may differ
-(sampling points that land on a pixel edge go either way: a 45 degree rotation of a square
-image puts both diagonals on edges; PIL rounds its matrix to 15 digits). The choice of
+(ShearX/Y, TranslateX/Y, Rotate, NEAREST), where at most 2.5% of the pixels may differ
+(sampling points that land on a pixel edge go either way: a rotation by 45 or 135 degrees
+puts the diagonals through the centre on edges; PIL rounds its matrix to 15 digits). The choice of
 operations and magnitude bins is checked with chi-squared tests on the outputs of
 one-operation policies, and a DataLoader with TrivialAugmentWide runs end to end.
 """
@@ -85,7 +85,7 @@ def test_each_op_matches_torchvision(jpegs, space, bins, name):
                 diff = np.any(got != want, axis=-1)
                 what = (name, space, bins, b, sign, (h, w), int(diff.sum()))
                 if name in WARPS:
-                    assert diff.mean() <= 0.015, what
+                    assert diff.mean() <= 0.025, what
                 else:
                     assert not diff.any(), what
 
