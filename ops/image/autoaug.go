@@ -43,6 +43,9 @@ type augDef struct {
 	Negate bool    `json:"negate"`
 	Param  string  `json:"param"`
 	Rel    bool    `json:"rel"`
+	// Mags, when given (one per bin), replaces linspace(Lo, Hi, bins): torchvision's
+	// float32 tables.
+	Mags []float64 `json:"mags,omitempty"`
 }
 
 // augStage is one (augmentation, probability, magnitude bin) of a sub-policy; Bin < 0
@@ -72,6 +75,14 @@ type augPolicy struct {
 	SubPolicies [][]augStage `json:"sub_policies"` // auto
 	N           int          `json:"n"`            // rand
 	M           int          `json:"m"`            // rand
+	// Torchvision selects torchvision's PIL semantics (godali.torch's translation of
+	// T.AutoAugment, T.RandAugment, T.TrivialAugmentWide) where they differ from DALI's:
+	// shears as F.affine(shear=degrees(atan(m)), center=[0, 0]) (x' = x - m y),
+	// translations truncated to whole pixels (int(magnitude)), ImageEnhance's float32
+	// blends with truncation (brightness, color with PIL's L, contrast with the grey
+	// int(mean(L) + 0.5), sharpness with ImageFilter.SMOOTH), ImageOps.autocontrast and
+	// ImageOps.equalize. RGB images only for the colour augmentations.
+	Torchvision bool `json:"torchvision"`
 }
 
 var augParams = map[string]bool{"": true, "shift_enhance": true, "sharpness_shifted": true, "poster_mask": true}
@@ -96,6 +107,14 @@ func (p *augPolicy) check() error {
 		}
 		if !augParams[d.Param] {
 			return fmt.Errorf("augmentation %q: unknown parameter mapping %q", d.Name, d.Param)
+		}
+		if len(d.Mags) != 0 && len(d.Mags) != p.Bins {
+			return fmt.Errorf("augmentation %q: %d magnitudes for %d bins", d.Name, len(d.Mags), p.Bins)
+		}
+		for _, v := range d.Mags {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("augmentation %q: magnitude %g is not finite", d.Name, v)
+			}
 		}
 		if math.IsNaN(d.Lo) || math.IsInf(d.Lo, 0) || math.IsNaN(d.Hi) || math.IsInf(d.Hi, 0) {
 			return fmt.Errorf("augmentation %q: magnitude range [%g, %g] is not finite", d.Name, d.Lo, d.Hi)
@@ -185,6 +204,11 @@ func (p *augPolicy) magnitude(d *augDef, s augStep) float64 {
 		if s.Bin == p.Bins-1 {
 			m = d.Hi
 		}
+	}
+	if len(d.Mags) > 0 && s.Bin >= 0 {
+		m = d.Mags[s.Bin]
+	} else if p.Torchvision {
+		m = float64(float32(m)) // torch.linspace's float32 magnitudes
 	}
 	if d.Negate && s.Negative {
 		m = -m
@@ -278,6 +302,11 @@ func (o *autoAugOp) Run(ws *engine.Workspace) error {
 func (o *autoAugOp) apply(im *augImage, s augStep) error {
 	d := &o.pol.Augs[s.Aug]
 	m := o.pol.magnitude(d, s)
+	if o.pol.Torchvision {
+		if done, err := o.applyTV(im, d, m); done {
+			return err
+		}
+	}
 	switch d.Name {
 	case "shear_x":
 		return im.warpFwd([2][3]float64{{1, m, 0}, {0, 1, 0}}, o.interp, o.useFill, o.fill)
@@ -322,4 +351,56 @@ func (o *autoAugOp) apply(im *augImage, s augStep) error {
 	case "identity":
 	}
 	return nil
+}
+
+// applyTV runs the augmentations whose torchvision (PIL) definition differs from DALI's;
+// done is false for the others, which are the same in both.
+func (o *autoAugOp) applyTV(im *augImage, d *augDef, m float64) (done bool, err error) {
+	rgb := func() error {
+		if im.c != 3 {
+			return fmt.Errorf("torchvision's %s needs RGB images, got %d channels", d.Name, im.c)
+		}
+		return nil
+	}
+	switch d.Name {
+	case "shear_x":
+		return true, im.warpFwd([2][3]float64{{1, -m, 0}, {0, 1, 0}}, o.interp, o.useFill, o.fill)
+	case "shear_y":
+		return true, im.warpFwd([2][3]float64{{1, 0, 0}, {-m, 1, 0}}, o.interp, o.useFill, o.fill)
+	case "translate_x":
+		if d.Rel {
+			m *= float64(im.w)
+		}
+		return true, im.warpFwd([2][3]float64{{1, 0, math.Trunc(m)}, {0, 1, 0}}, o.interp, o.useFill, o.fill)
+	case "translate_y":
+		if d.Rel {
+			m *= float64(im.h)
+		}
+		return true, im.warpFwd([2][3]float64{{1, 0, 0}, {0, 1, math.Trunc(m)}}, o.interp, o.useFill, o.fill)
+	case "brightness":
+		pilBlendConst(im.pix, 0, float32(m))
+		return true, nil
+	case "color":
+		if err := rgb(); err != nil {
+			return true, err
+		}
+		pilBlendL(im.pix, float32(m))
+		return true, nil
+	case "contrast":
+		if err := rgb(); err != nil {
+			return true, err
+		}
+		pilBlendConst(im.pix, pilMeanL(im.pix), float32(m))
+		return true, nil
+	case "sharpness":
+		im.pilSharpness(float32(m))
+		return true, nil
+	case "auto_contrast":
+		im.pilAutoContrast()
+		return true, nil
+	case "equalize":
+		im.pilEqualize()
+		return true, nil
+	}
+	return false, nil
 }

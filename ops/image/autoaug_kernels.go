@@ -277,3 +277,103 @@ func posterMask(mag float64) byte {
 	removed := 8 - int(bits)
 	return byte(0xff ^ (1<<removed - 1))
 }
+
+// pilSharpness is ImageEnhance.Sharpness: blend with ImageFilter.SMOOTH (the 3x3 kernel
+// [[1,1,1],[1,5,1],[1,1,1]]/13 in float32, rounded half up, the border pixels kept;
+// images under 3x3 are their own degenerate) by factor, truncated.
+func (im *augImage) pilSharpness(factor float32) {
+	w, h, c := im.w, im.h, im.c
+	if w < 3 || h < 3 {
+		return // blend of an image with itself
+	}
+	deg := im.scratchBuf()
+	copy(deg, im.pix)
+	k1, k5 := float32(1)/13, float32(5)/13
+	src := im.pix
+	for y := 1; y < h-1; y++ {
+		for x := 1; x < w-1; x++ {
+			for ch := 0; ch < c; ch++ {
+				at := func(yy, xx int) float32 { return float32(src[(yy*w+xx)*c+ch]) }
+				row := func(yy int, mid float32) float32 {
+					return at(yy, x-1)*k1 + at(yy, x)*mid + at(yy, x+1)*k1
+				}
+				ss := float32(0)
+				ss += row(y+1, k1)
+				ss += row(y, k5)
+				ss += row(y-1, k1)
+				var v byte
+				switch {
+				case ss <= 0:
+					v = 0
+				case ss >= 255:
+					v = 255
+				default:
+					v = byte(ss + 0.5)
+				}
+				deg[(y*w+x)*c+ch] = v
+			}
+		}
+	}
+	for i, v := range im.pix {
+		im.pix[i] = pilBlend(int32(deg[i]), int32(v), factor)
+	}
+}
+
+// pilAutoContrast is ImageOps.autocontrast (no cutoff): per channel,
+// int(v * scale + offset) with scale = 255 / (hi - lo), offset = -lo * scale, in float64.
+func (im *augImage) pilAutoContrast() {
+	for ch := 0; ch < im.c; ch++ {
+		lo, hi := 255, 0
+		for i := ch; i < len(im.pix); i += im.c {
+			lo, hi = min(lo, int(im.pix[i])), max(hi, int(im.pix[i]))
+		}
+		if hi <= lo {
+			continue
+		}
+		scale := 255.0 / float64(hi-lo)
+		offset := -float64(lo) * scale
+		var lut [256]byte
+		for v := range lut {
+			lut[v] = clip8(int(float64(v)*scale + offset))
+		}
+		for i := ch; i < len(im.pix); i += im.c {
+			im.pix[i] = lut[im.pix[i]]
+		}
+	}
+}
+
+// pilEqualize is ImageOps.equalize: per channel, step = (n - count of the highest
+// occupied level) // 255 and lut[v] = (step // 2 + count below v) // step; channels with
+// one level or step 0 are unchanged.
+func (im *augImage) pilEqualize() {
+	for ch := 0; ch < im.c; ch++ {
+		var hist [256]int
+		for i := ch; i < len(im.pix); i += im.c {
+			hist[im.pix[i]]++
+		}
+		levels, total, last := 0, 0, 0
+		for _, n := range hist {
+			if n > 0 {
+				levels++
+				total += n
+				last = n
+			}
+		}
+		if levels <= 1 {
+			continue
+		}
+		step := (total - last) / 255
+		if step == 0 {
+			continue
+		}
+		var lut [256]byte
+		n := step / 2
+		for v := range lut {
+			lut[v] = clip8(n / step)
+			n += hist[v]
+		}
+		for i := ch; i < len(im.pix); i += im.c {
+			im.pix[i] = lut[im.pix[i]]
+		}
+	}
+}

@@ -23,6 +23,7 @@ built on the engine's checkpoints (docs/pipeline.md#checkpoints).
 """
 
 # This module is godali.torch; `import torch` below is the real PyTorch (absolute imports).
+import json as _json
 import math
 import os
 import warnings
@@ -43,7 +44,8 @@ SUPPORTED_TRANSFORMS = (
     "Compose", "RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop",
     "RandomHorizontalFlip", "RandomVerticalFlip", "ToTensor", "PILToTensor",
     "ConvertImageDtype", "Normalize", "ColorJitter", "RandomRotation", "GaussianBlur",
-    "RandomGrayscale", "Grayscale(num_output_channels=3)",
+    "RandomGrayscale", "Grayscale(num_output_channels=3)", "AutoAugment", "RandAugment",
+    "TrivialAugmentWide",
 )
 
 
@@ -258,6 +260,62 @@ def _one_fill(fill, what):
         raise _unsupported("%s(fill=%r)" % (what, fill),
                            "godali pads with one value for every channel")
     return vals[0]
+
+
+# torchvision's augmentation spaces (transforms/autoaugment.py) as _auto_aug augmentations,
+# in torchvision's order (RandAugment and TrivialAugmentWide draw an index into it):
+# magnitude linspace(lo, hi, bins), randomly negated when signed. The policy's
+# "torchvision" flag selects PIL's definitions in the engine (see ops/image/autoaug.go).
+_TV_AUG_ORDER = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate",
+                 "Brightness", "Color", "Contrast", "Sharpness", "Posterize", "Solarize",
+                 "AutoContrast", "Equalize", "Invert"]
+
+
+def _tv_augs(space, bins):
+    """space: "auto" (AutoAugment: no Identity, Invert last), "rand" (RandAugment) or
+    "wide" (TrivialAugmentWide)."""
+    wide = space == "wide"
+    big = 0.99 if wide else 0.9
+
+    def a(name, lo=0.0, hi=0.0, negate=False, param="", rel=False):
+        return {"name": name, "lo": lo, "hi": hi, "negate": negate, "param": param,
+                "rel": rel}
+    tr = (a("translate_x", 0.0, 32.0, True), a("translate_y", 0.0, 32.0, True)) if wide else \
+        (a("translate_x", 0.0, 150.0 / 331.0, True, rel=True),
+         a("translate_y", 0.0, 150.0 / 331.0, True, rel=True))
+    table = {
+        "Identity": a("identity"),
+        "ShearX": a("shear_x", 0.0, 0.99 if wide else 0.3, True),
+        "ShearY": a("shear_y", 0.0, 0.99 if wide else 0.3, True),
+        "TranslateX": tr[0], "TranslateY": tr[1],
+        "Rotate": a("rotate", 0.0, 135.0 if wide else 30.0, True),
+        "Brightness": a("brightness", 0.0, big, True, "shift_enhance"),
+        "Color": a("color", 0.0, big, True, "shift_enhance"),
+        "Contrast": a("contrast", 0.0, big, True, "shift_enhance"),
+        "Sharpness": a("sharpness", 0.0, big, True, "shift_enhance"),
+        # 8 - round(arange(bins) / ((bins - 1) / 4)): linspace(8, 4) rounded half to even
+        # (8 is even), which poster_mask does.
+        "Posterize": a("posterize", 8.0, 2.0 if wide else 4.0, False, "poster_mask"),
+        "Solarize": a("solarize", 255.0, 0.0),
+        "AutoContrast": a("auto_contrast"),
+        "Equalize": a("equalize"),
+        "Invert": a("invert"),
+    }
+    # AutoAugment's sub-policies index the whole list; RandAugment and
+    # TrivialAugmentWide draw from their 14 operations (no Invert).
+    names = _TV_AUG_ORDER if space == "auto" else _TV_AUG_ORDER[:-1]
+    # torchvision's own float32 tables where they do not depend on the image size.
+    import torchvision.transforms as _T
+    ref = (_T.TrivialAugmentWide()._augmentation_space(bins) if wide else
+           _T.RandAugment()._augmentation_space(bins, (1, 1)))
+    out = []
+    for n in names:
+        d = dict(table[n])
+        mags = ref.get(n, (None,))[0]
+        if mags is not None and mags.ndim > 0 and not d["rel"]:
+            d["mags"] = [float(v) for v in mags.tolist()]
+        out.append(d)
+    return out
 
 
 def _flatten(transform):
@@ -569,6 +627,59 @@ class _Translator:
         sigma = lo if lo == hi else _fn.random.uniform(range=[lo, hi])
         # torchvision's kernel_size is (x, y); godali's window_size is (height, width).
         return _fn.gaussian_blur(images, window_size=[ky, kx], sigma=sigma)
+
+    # -- AutoAugment family -----------------------------------------------------------
+
+    def _tv_auto_aug(self, images, what, t, policy):
+        images = self._flush(images)
+        interp = _interp(t.interpolation, what)
+        if interp != _types.INTERP_NN:
+            if interp != _types.INTERP_LINEAR:
+                raise _unsupported("%s(interpolation=%s)" % (what, t.interpolation),
+                                   "godali's auto-augment warps are NEAREST and BILINEAR")
+            if not self.approx:
+                raise _inexact("%s(interpolation=BILINEAR)" % what,
+                               "the geometric augmentations blend like DALI's warp_affine, "
+                               "not like PIL's bilinear transform near the border")
+        fill = _one_fill(t.fill, what)
+        policy["torchvision"] = True
+        op = _internal_op("_auto_aug")
+        return op(images, policy=_json.dumps(policy), fill_value=fill, interp_type=interp)
+
+    def _t_AutoAugment(self, images, t):
+        name = getattr(t.policy, "value", str(t.policy))
+        table = _tv_augs("auto", 10)
+        subs = []
+        for sp in t._get_policies(t.policy):
+            subs.append([[_TV_AUG_ORDER.index(op), float(p), -1 if b is None else int(b)]
+                         for op, p, b in sp])
+        policy = {"scheme": "auto", "bins": 10, "augs": table, "sub_policies": subs}
+        return self._tv_auto_aug(images, "AutoAugment(policy=%s)" % name, t, policy)
+
+    def _t_RandAugment(self, images, t):
+        bins, n, m = int(t.num_magnitude_bins), int(t.num_ops), int(t.magnitude)
+        if bins < 2:
+            raise ValueError("godali.torch: RandAugment: num_magnitude_bins must be >= 2, "
+                             "got %d" % bins)
+        if not 0 <= m < bins:
+            raise ValueError("godali.torch: RandAugment: magnitude must be in [0, %d] "
+                             "(num_magnitude_bins - 1), got %d" % (bins - 1, m))
+        policy = {"scheme": "rand", "bins": bins, "augs": _tv_augs("rand", bins),
+                  "n": n, "m": m}
+        return self._tv_auto_aug(images, "RandAugment", t, policy)
+
+    def _t_TrivialAugmentWide(self, images, t):
+        bins = int(t.num_magnitude_bins)
+        if bins < 2:
+            raise ValueError("godali.torch: TrivialAugmentWide: num_magnitude_bins must be "
+                             ">= 2, got %d" % bins)
+        policy = {"scheme": "trivial", "bins": bins, "augs": _tv_augs("wide", bins)}
+        return self._tv_auto_aug(images, "TrivialAugmentWide", t, policy)
+
+    def _t_AugMix(self, images, t):
+        raise _unsupported("AugMix", "godali's auto-augment operator applies one chain of "
+                           "augmentations; AugMix's Dirichlet-weighted mixture of several "
+                           "chains has no engine equivalent yet")
 
     # -- tensor conversion --------------------------------------------------------------
 
