@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"testing"
 
@@ -20,10 +19,7 @@ type refMessage struct {
 }
 
 func refMessages(t testing.TB) []refMessage {
-	script, err := os.ReadFile("testdata/caffe_ref.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := pyref.ReadFile(t, "testdata/caffe_ref.py")
 	out := pyref.Run(t, []string{"google.protobuf"}, string(script), "messages")
 	var msgs []refMessage
 	if err := json.Unmarshal(out, &msgs); err != nil {

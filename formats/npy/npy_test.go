@@ -2,7 +2,6 @@ package npy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -67,9 +66,7 @@ type pyArray struct {
 func TestAgainstNumpy(t *testing.T) {
 	dir := t.TempDir()
 	var want []pyArray
-	if err := json.Unmarshal(pyref.Run(t, []string{"numpy"}, numpyScript, dir), &want); err != nil {
-		t.Fatal(err)
-	}
+	pyref.RunJSON(t, &want, []string{"numpy"}, numpyScript, dir)
 	if len(want) < 48 {
 		t.Fatalf("only %d arrays written", len(want))
 	}

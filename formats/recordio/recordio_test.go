@@ -3,9 +3,7 @@ package recordio
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -65,17 +63,9 @@ func TestAgainstMXNet(t *testing.T) {
 	dir := t.TempDir()
 	recPath, idxPath := filepath.Join(dir, "d.rec"), filepath.Join(dir, "d.idx")
 	var want []mxRecord
-	if err := json.Unmarshal(pyref.Run(t, []string{"mxnet.recordio"}, mxnetScript, recPath, idxPath), &want); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(recPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idxRaw, err := os.ReadFile(idxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pyref.RunJSON(t, &want, []string{"mxnet.recordio"}, mxnetScript, recPath, idxPath)
+	raw := pyref.ReadFile(t, recPath)
+	idxRaw := pyref.ReadFile(t, idxPath)
 	size := int64(len(raw))
 	recs, err := Records(bytes.NewReader(raw), size)
 	if err != nil {

@@ -3,7 +3,6 @@ package tar
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -52,14 +51,8 @@ func TestIndexMatchesWds2idxFormat(t *testing.T) {
 	dir := t.TempDir()
 	tarPath, idxPath := filepath.Join(dir, "s.tar"), filepath.Join(dir, "s.idx")
 	pyref.Run(t, []string{"webdataset"}, wdsIndexScript, tarPath, idxPath)
-	raw, err := os.ReadFile(tarPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(idxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := pyref.ReadFile(t, tarPath)
+	want := pyref.ReadFile(t, idxPath)
 	samples, err := Samples(bytes.NewReader(raw), int64(len(raw)), Options{})
 	if err != nil {
 		t.Fatal(err)

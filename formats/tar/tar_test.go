@@ -3,7 +3,6 @@ package tar
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -74,9 +73,7 @@ type pyMember struct {
 func TestScanAgainstTarfile(t *testing.T) {
 	dir := t.TempDir()
 	var want map[string][]pyMember
-	if err := json.Unmarshal(pyref.Run(t, nil, tarfileScript, dir), &want); err != nil {
-		t.Fatal(err)
-	}
+	pyref.RunJSON(t, &want, nil, tarfileScript, dir)
 	for _, format := range []string{"ustar", "gnu", "pax"} {
 		t.Run(format, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join(dir, format+".tar"))
@@ -141,13 +138,8 @@ func TestSamplesAgainstWebdataset(t *testing.T) {
 		Key   string
 		Parts map[string]string
 	}
-	if err := json.Unmarshal(pyref.Run(t, []string{"webdataset"}, webdatasetScript, path), &want); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pyref.RunJSON(t, &want, []string{"webdataset"}, webdatasetScript, path)
+	raw := pyref.ReadFile(t, path)
 	got, err := Samples(bytes.NewReader(raw), int64(len(raw)), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -207,10 +199,7 @@ func TestSplitName(t *testing.T) {
 func TestScanRejectsDamage(t *testing.T) {
 	dir := t.TempDir()
 	pyref.Run(t, nil, tarfileScript, dir)
-	raw, err := os.ReadFile(filepath.Join(dir, "pax.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := pyref.ReadFile(t, filepath.Join(dir, "pax.tar"))
 	// A flipped byte in the first header breaks its checksum.
 	bad := bytes.Clone(raw)
 	bad[10] ^= 0x40

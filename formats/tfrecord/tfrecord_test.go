@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -102,14 +101,8 @@ func TestAgainstPythonTfrecord(t *testing.T) {
 	if err := dec.Decode(&want); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idxRaw, err := os.ReadFile(idxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := pyref.ReadFile(t, path)
+	idxRaw := pyref.ReadFile(t, idxPath)
 
 	recs, err := Records(bytes.NewReader(raw), int64(len(raw)), true)
 	if err != nil {

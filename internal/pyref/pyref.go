@@ -4,6 +4,7 @@ package pyref
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -83,4 +84,22 @@ func lastLine(b []byte) string {
 		s = s[i+1:]
 	}
 	return s
+}
+
+// RunJSON is Run with the script's standard output decoded as JSON into v.
+func RunJSON(t testing.TB, v any, modules []string, script string, args ...string) {
+	t.Helper()
+	if err := json.Unmarshal(Run(t, modules, script, args...), v); err != nil {
+		t.Fatalf("reference script's output is not the JSON expected: %v", err)
+	}
+}
+
+// ReadFile reads a file a reference script wrote, failing the test when it cannot.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -166,22 +166,33 @@ func (d *cpuDecoder) SetConsumer(c engine.Operator) {
 
 func (d *cpuDecoder) NewWorkerState() any { return &decoderState{dec: codec.NewDecoder()} }
 
-func (d *cpuDecoder) Setup(ws *engine.Workspace) error {
-	st := ws.State.(*decoderState)
-	data := ws.In[0].Data
-	info, err := st.dec.Probe(data)
+// probe reads the header of the sample's encoded image into st (info and the decode
+// options), refuses images over max_image_pixels, and returns the displayed size (width
+// and height swapped when the EXIF orientation transposes the image and it is applied).
+func (d *cpuDecoder) probe(ws *engine.Workspace, st *decoderState) (w, h int, err error) {
+	info, err := st.dec.Probe(ws.In[0].Data)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	st.info = info
 	st.opt = codec.Options{Out: d.out, AdjustOrientation: d.orient, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
 	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
-		return engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
+		return 0, 0, engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
 	}
-	w, h := info.Width, info.Height
+	w, h = info.Width, info.Height
 	if d.orient && info.Orientation >= 5 {
 		w, h = h, w
 	}
+	return w, h, nil
+}
+
+func (d *cpuDecoder) Setup(ws *engine.Workspace) error {
+	st := ws.State.(*decoderState)
+	w, h, err := d.probe(ws, st)
+	if err != nil {
+		return err
+	}
+	data, info := ws.In[0].Data, st.info
 	rw, rh := w, h
 	if d.crop != nil {
 		st.opt.ROI = d.crop.Window(w, h, ws.RNG)

@@ -171,20 +171,11 @@ func (d *sliceDecoder) NewWorkerState() any {
 
 func (d *sliceDecoder) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*sliceState)
-	data := ws.In[0].Data
-	info, err := st.dec.Probe(data)
+	w, h, err := d.probe(ws, &st.decoderState)
 	if err != nil {
 		return err
 	}
-	st.info = info
-	st.opt = codec.Options{Out: d.out, AdjustOrientation: d.orient, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
-	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
-		return engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
-	}
-	w, h := info.Width, info.Height
-	if d.orient && info.Orientation >= 5 {
-		w, h = h, w
-	}
+	data, info := ws.In[0].Data, st.info
 	r, pad, err := d.slice.Window(ws, w, h)
 	if err != nil {
 		return err

@@ -45,22 +45,11 @@ func (s *jpegDistortionState) Close() {
 func (o *jpegDistortionOp) NewWorkerState() any { return &jpegDistortionState{} }
 
 func (o *jpegDistortionOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
-	if c != 3 && c >= 0 {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be RGB (3 channels), got %d", engine.Describe(o.args.Node, o.args.Schema.Name), c)
-	}
-	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: in[0].Shape}}, nil
+	return inferRGB(o.args, in[0])
 }
 
 func (o *jpegDistortionOp) Setup(ws *engine.Workspace) error {
-	if ws.In[0].Shape[2] != 3 {
-		return engine.Errorf(engine.StatusData, "%s: input must be RGB (3 channels), got shape %v", engine.Describe(o.args.Node, o.args.Schema.Name), ws.In[0].Shape)
-	}
-	ws.Out[0].SetShape(ws.In[0].Shape...)
-	return nil
+	return setupRGB(o.args, ws)
 }
 
 func (o *jpegDistortionOp) Run(ws *engine.Workspace) error {
@@ -89,5 +78,28 @@ func (o *jpegDistortionOp) Run(ws *engine.Workspace) error {
 	if err := st.d.RoundTrip(out.Data, in.Data, w, h, int(q)); err != nil {
 		return engine.Errorf(engine.StatusData, "%s: %v", engine.Describe(o.args.Node, o.args.Schema.Name), err)
 	}
+	return nil
+}
+
+// inferRGB is Infer for the operators that map an RGB HWC uint8 image to one of the same
+// shape (color operations that need exactly 3 channels).
+func inferRGB(a *engine.Args, in engine.TensorMeta) ([]engine.TensorMeta, error) {
+	c, err := checkImageInput(a, in)
+	if err != nil {
+		return nil, err
+	}
+	if c != 3 && c >= 0 {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be RGB (3 channels), got %d", engine.Describe(a.Node, a.Schema.Name), c)
+	}
+	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: in.Shape}}, nil
+}
+
+// setupRGB is Setup for the same operators: the sample must have 3 channels; the output
+// takes the input's shape.
+func setupRGB(a *engine.Args, ws *engine.Workspace) error {
+	if ws.In[0].Shape[2] != 3 {
+		return engine.Errorf(engine.StatusData, "%s: input must be RGB (3 channels), got shape %v", engine.Describe(a.Node, a.Schema.Name), ws.In[0].Shape)
+	}
+	ws.Out[0].SetShape(ws.In[0].Shape...)
 	return nil
 }

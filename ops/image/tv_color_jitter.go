@@ -77,22 +77,11 @@ func newTVColorJitter(a *engine.Args) (engine.Operator, error) {
 }
 
 func (o *tvColorJitterOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
-	if c != 3 && c >= 0 {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be RGB (3 channels), got %d", engine.Describe(o.args.Node, o.args.Schema.Name), c)
-	}
-	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: in[0].Shape}}, nil
+	return inferRGB(o.args, in[0])
 }
 
 func (o *tvColorJitterOp) Setup(ws *engine.Workspace) error {
-	if ws.In[0].Shape[2] != 3 {
-		return engine.Errorf(engine.StatusData, "%s: input must be RGB (3 channels), got shape %v", engine.Describe(o.args.Node, o.args.Schema.Name), ws.In[0].Shape)
-	}
-	ws.Out[0].SetShape(ws.In[0].Shape...)
-	return nil
+	return setupRGB(o.args, ws)
 }
 
 func (o *tvColorJitterOp) Run(ws *engine.Workspace) error {

@@ -232,7 +232,7 @@ func (o *arithOp) Run(ws *engine.Workspace) error {
 		if err := o.runInt(sc.ri, in, o.compute); err != nil {
 			return err
 		}
-		storeInt(out, sc.ri)
+		storeInts(out, sc.ri)
 	default:
 		in := make([][]uint64, len(ws.In))
 		for k, t := range ws.In {
@@ -245,7 +245,7 @@ func (o *arithOp) Run(ws *engine.Workspace) error {
 		if err := o.runUint(sc.ru, in, o.compute); err != nil {
 			return err
 		}
-		storeUint(out, sc.ru)
+		storeInts(out, sc.ru)
 	}
 	return nil
 }

@@ -120,7 +120,9 @@ func storeFloat(t *engine.Tensor, src []float64) {
 	}
 }
 
-func storeInt(t *engine.Tensor, src []int64) {
+// storeInts narrows integer results into t's element type (int64 and uint64 results
+// share the two's-complement truncation).
+func storeInts[T int64 | uint64](t *engine.Tensor, src []T) {
 	b := t.Data
 	switch t.DType {
 	case engine.Int8, engine.UInt8:
@@ -145,35 +147,6 @@ func storeInt(t *engine.Tensor, src []int64) {
 	case engine.Int64, engine.UInt64:
 		for i, v := range src {
 			binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
-		}
-	}
-}
-
-func storeUint(t *engine.Tensor, src []uint64) {
-	b := t.Data
-	switch t.DType {
-	case engine.Int8, engine.UInt8:
-		for i, v := range src {
-			b[i] = byte(v)
-		}
-	case engine.Bool:
-		for i, v := range src {
-			b[i] = 0
-			if v != 0 {
-				b[i] = 1
-			}
-		}
-	case engine.Int16, engine.UInt16:
-		for i, v := range src {
-			binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
-		}
-	case engine.Int32, engine.UInt32:
-		for i, v := range src {
-			binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
-		}
-	case engine.Int64, engine.UInt64:
-		for i, v := range src {
-			binary.LittleEndian.PutUint64(b[8*i:], v)
 		}
 	}
 }

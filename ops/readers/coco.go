@@ -2,10 +2,7 @@ package readers
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/formats"
@@ -86,12 +83,7 @@ func newCocoReader(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("size_threshold", "must be >= 0, got %g", t)
 	}
 	root := a.String("file_root")
-	r.DigestPath = func(p string) string {
-		if rel, err := filepath.Rel(root, p); err == nil {
-			return rel
-		}
-		return p
-	}
+	r.DigestPath = relToRoot(root)
 	r.opt = coco.Options{LTRB: a.Bool("ltrb"), Ratio: a.Bool("ratio"), SkipEmpty: a.Bool("skip_empty"),
 		IncludeCrowd: a.Bool("include_iscrowd"), AvoidClassRemapping: a.Bool("avoid_class_remapping"),
 		SizeThreshold: a.Float("size_threshold"), Polygons: r.polys}
@@ -124,12 +116,8 @@ func (r *cocoReader) Open() error {
 	where := engine.Describe(a.Node, a.Schema.Name)
 	root, ann := a.String("file_root"), a.String("annotations_file")
 	if !remote.IsRemote(root) {
-		if st, err := os.Stat(root); err != nil || !st.IsDir() {
-			why := "is not a directory"
-			if err != nil {
-				why = "cannot be read: " + err.Error()
-			}
-			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_root\": %q %s", where, root, why)
+		if err := checkDir(where, "file_root", root); err != nil {
+			return err
 		}
 	}
 	f, err := r.io.open(ann)
@@ -172,13 +160,9 @@ func (r *cocoReader) Setup(ws *engine.Workspace) error {
 		st.f.Close()
 		st.f = nil
 	}
-	f, err := r.io.open(ws.Ref.Path)
+	f, err := openSample(r.io, ws)
 	if err != nil {
-		return sampleError(err)
-	}
-	if max := ws.Limits.MaxFileBytes; max > 0 && f.Size() > max {
-		f.Close()
-		return engine.Errorf(engine.StatusData, "file is %d bytes, more than max_file_bytes=%d (raise the pipeline's max_file_bytes to read it)", f.Size(), max)
+		return err
 	}
 	st.f, st.size = f, int(f.Size())
 	s := &r.samples[ws.Ref.Index]
@@ -198,12 +182,8 @@ func (r *cocoReader) Setup(ws *engine.Workspace) error {
 func (r *cocoReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*cocoReaderState)
 	defer func() { st.f.Close(); st.f = nil }()
-	buf := ws.Out[0].Data
-	if off, err := st.f.ReadAt(buf, 0); off < len(buf) {
-		if err == io.EOF {
-			return fmt.Errorf("file shrank while reading (%d of %d bytes)", off, len(buf))
-		}
-		return sampleError(err)
+	if err := readSample(st.f, ws.Out[0].Data); err != nil {
+		return err
 	}
 	s := &r.samples[ws.Ref.Index]
 	// The outputs follow Infer's order; a node may name fewer of them.

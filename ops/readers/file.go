@@ -56,12 +56,7 @@ func newFileReader(a *engine.Args) (engine.Operator, error) {
 		return nil, err
 	}
 	if root := a.String("file_root"); root != "" {
-		r.DigestPath = func(p string) string {
-			if rel, err := filepath.Rel(root, p); err == nil {
-				return rel
-			}
-			return p
-		}
+		r.DigestPath = relToRoot(root)
 	}
 	sources := 0
 	for _, k := range []string{"file_list", "files"} {
@@ -97,12 +92,8 @@ func (r *fileReader) Open() error {
 	// Paths the description names must exist: a wrong one is the caller's argument, not
 	// a bad sample.
 	if root != "" && !remote.IsRemote(root) {
-		if st, err := os.Stat(root); err != nil || !st.IsDir() {
-			why := "is not a directory"
-			if err != nil {
-				why = "cannot be read: " + err.Error()
-			}
-			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_root\": %q %s", engine.Describe(a.Node, a.Schema.Name), root, why)
+		if err := checkDir(engine.Describe(a.Node, a.Schema.Name), "file_root", root); err != nil {
+			return err
 		}
 	}
 	if a.Has("file_list") && !remote.IsRemote(a.String("file_list")) {
@@ -282,13 +273,9 @@ func (r *fileReader) Setup(ws *engine.Workspace) error {
 		}
 		return nil
 	}
-	f, err := r.io.open(ws.Ref.Path)
+	f, err := openSample(r.io, ws)
 	if err != nil {
-		return sampleError(err)
-	}
-	if max := ws.Limits.MaxFileBytes; max > 0 && f.Size() > max {
-		f.Close()
-		return engine.Errorf(engine.StatusData, "file is %d bytes, more than max_file_bytes=%d (raise the pipeline's max_file_bytes to read it)", f.Size(), max)
+		return err
 	}
 	st.f, st.size = f, int(f.Size())
 	ws.Out[0].SetShape(st.size)
@@ -309,12 +296,8 @@ func (r *fileReader) Run(ws *engine.Workspace) error {
 		return nil
 	}
 	defer func() { st.f.Close(); st.f = nil }()
-	buf := ws.Out[0].Data
-	if off, err := st.f.ReadAt(buf, 0); off < len(buf) {
-		if err == io.EOF {
-			return fmt.Errorf("file shrank while reading (%d of %d bytes)", off, len(buf))
-		}
-		return sampleError(err)
+	if err := readSample(st.f, ws.Out[0].Data); err != nil {
+		return err
 	}
 	if len(ws.Out) > 1 {
 		engine.WriteScalar(ws.Out[1].Data, engine.Int32, float64(ws.Ref.Label))
@@ -338,4 +321,51 @@ func sampleError(err error) error {
 		return fmt.Errorf("cannot stat: %w", pe.Err)
 	}
 	return fmt.Errorf("read error: %w", pe.Err)
+}
+
+// relToRoot is a DigestPath that names files by their path relative to root.
+func relToRoot(root string) func(string) string {
+	return func(p string) string {
+		if rel, err := filepath.Rel(root, p); err == nil {
+			return rel
+		}
+		return p
+	}
+}
+
+// checkDir fails with an InvalidArgument status naming node where and argument arg when
+// the local directory dir cannot be read or is not a directory.
+func checkDir(where, arg, dir string) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		why := "is not a directory"
+		if err != nil {
+			why = "cannot be read: " + err.Error()
+		}
+		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument %q: %q %s", where, arg, dir, why)
+	}
+	return nil
+}
+
+// openSample opens the sample's file, refusing one over the pipeline's max_file_bytes.
+func openSample(rio *readerIO, ws *engine.Workspace) (source.File, error) {
+	f, err := rio.open(ws.Ref.Path)
+	if err != nil {
+		return nil, sampleError(err)
+	}
+	if max := ws.Limits.MaxFileBytes; max > 0 && f.Size() > max {
+		f.Close()
+		return nil, engine.Errorf(engine.StatusData, "file is %d bytes, more than max_file_bytes=%d (raise the pipeline's max_file_bytes to read it)", f.Size(), max)
+	}
+	return f, nil
+}
+
+// readSample fills buf (sized from the file in Setup) with the file's bytes.
+func readSample(f source.File, buf []byte) error {
+	if off, err := f.ReadAt(buf, 0); off < len(buf) {
+		if err == io.EOF {
+			return fmt.Errorf("file shrank while reading (%d of %d bytes)", off, len(buf))
+		}
+		return sampleError(err)
+	}
+	return nil
 }

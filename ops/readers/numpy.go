@@ -126,42 +126,26 @@ func newNumpyReader(a *engine.Args) (engine.Operator, error) {
 	return r, nil
 }
 
+type npyKindSize struct {
+	kind byte
+	size int
+}
+
+// npyTypes maps a numpy dtype's kind and element size to godali's element type (bool
+// is mapped whatever its size).
+var npyTypes = map[npyKindSize]engine.DType{
+	{'u', 1}: engine.UInt8, {'u', 2}: engine.UInt16, {'u', 4}: engine.UInt32, {'u', 8}: engine.UInt64,
+	{'i', 1}: engine.Int8, {'i', 2}: engine.Int16, {'i', 4}: engine.Int32, {'i', 8}: engine.Int64,
+	{'f', 2}: engine.Float16, {'f', 4}: engine.Float32, {'f', 8}: engine.Float64,
+}
+
 // npyDType maps a numpy dtype to godali's element types.
 func npyDType(d npy.DType) (engine.DType, error) {
-	switch d.Kind {
-	case 'b':
+	if d.Kind == 'b' {
 		return engine.Bool, nil
-	case 'u':
-		switch d.Size {
-		case 1:
-			return engine.UInt8, nil
-		case 2:
-			return engine.UInt16, nil
-		case 4:
-			return engine.UInt32, nil
-		case 8:
-			return engine.UInt64, nil
-		}
-	case 'i':
-		switch d.Size {
-		case 1:
-			return engine.Int8, nil
-		case 2:
-			return engine.Int16, nil
-		case 4:
-			return engine.Int32, nil
-		case 8:
-			return engine.Int64, nil
-		}
-	case 'f':
-		switch d.Size {
-		case 2:
-			return engine.Float16, nil
-		case 4:
-			return engine.Float32, nil
-		case 8:
-			return engine.Float64, nil
-		}
+	}
+	if t, ok := npyTypes[npyKindSize{d.Kind, d.Size}]; ok {
+		return t, nil
 	}
 	return 0, fmt.Errorf("numpy dtype %s has no godali tensor type (supported: bool, uint8/16/32/64, int8/16/32/64, float16/32/64)", d)
 }
