@@ -245,20 +245,10 @@ func newAutoAug(a *engine.Args) (*autoAugOp, error) {
 	if err := o.pol.check(); err != nil {
 		return nil, a.Errorf("policy", "%v", err)
 	}
-	switch a.String("interp_type") {
-	case "NN":
-		o.interp = imaging.InterpNN
-	case "LINEAR":
-		o.interp = imaging.InterpLinear
-	default:
-		return nil, a.Errorf("interp_type", "expected INTERP_LINEAR or INTERP_NN, got INTERP_%s", a.String("interp_type"))
-	}
-	if a.Has("fill_value") {
-		f := a.Float("fill_value")
-		if !(f >= 0 && f <= 255) {
-			return nil, a.Errorf("fill_value", "expected a value in [0, 255] for UINT8 images, got %g", f)
-		}
-		o.useFill, o.fill = true, imaging.SatU8(float32(f))
+	var err error
+	o.interp, o.useFill, o.fill, err = warpSampling(a, "auto_aug")
+	if err != nil {
+		return nil, err
 	}
 	return o, nil
 }

@@ -61,20 +61,10 @@ func newRotate(a *engine.Args) (*rotateOp, error) {
 		}
 		o.h, o.w = int(math.Round(s[0])), int(math.Round(s[1]))
 	}
-	switch a.String("interp_type") {
-	case "NN":
-		o.interp = imaging.InterpNN
-	case "LINEAR":
-		o.interp = imaging.InterpLinear
-	default:
-		return nil, a.Errorf("interp_type", "rotate supports INTERP_LINEAR and INTERP_NN, got INTERP_%s", a.String("interp_type"))
-	}
-	if a.Has("fill_value") {
-		f := a.Float("fill_value")
-		if !(f >= 0 && f <= 255) {
-			return nil, a.Errorf("fill_value", "expected a value in [0, 255] for UINT8 images, got %g", f)
-		}
-		o.useFill, o.fill = true, imaging.SatU8(float32(f))
+	var err error
+	o.interp, o.useFill, o.fill, err = warpSampling(a, "rotate")
+	if err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -160,4 +150,26 @@ func (o *rotateOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*rotateState)
 	in, out := ws.In[0], ws.Out[0]
 	return st.warp.Apply(out.Data, out.Shape[1], out.Shape[0], in.Data, in.Shape[1], in.Shape[0], in.Shape[2])
+}
+
+// warpSampling parses the interp_type and fill_value arguments shared by the warping
+// operators (rotate, warp_affine, the auto-augment geometry): LINEAR or NN, and an
+// optional uint8 fill (without one, edges repeat).
+func warpSampling(a *engine.Args, op string) (interp imaging.Interp, useFill bool, fill uint8, err error) {
+	switch a.String("interp_type") {
+	case "NN":
+		interp = imaging.InterpNN
+	case "LINEAR":
+		interp = imaging.InterpLinear
+	default:
+		return 0, false, 0, a.Errorf("interp_type", "%s supports INTERP_LINEAR and INTERP_NN, got INTERP_%s", op, a.String("interp_type"))
+	}
+	if a.Has("fill_value") {
+		f := a.Float("fill_value")
+		if !(f >= 0 && f <= 255) {
+			return 0, false, 0, a.Errorf("fill_value", "expected a value in [0, 255] for UINT8 images, got %g", f)
+		}
+		useFill, fill = true, imaging.SatU8(float32(f))
+	}
+	return interp, useFill, fill, nil
 }

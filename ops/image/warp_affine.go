@@ -55,20 +55,10 @@ func newWarpAffine(a *engine.Args) (*warpAffineOp, error) {
 		M = [2][3]float64{{p, q, -(p*tx + q*ty)}, {r, s, -(r*tx + s*ty)}}
 	}
 	o.warp.M = M
-	switch a.String("interp_type") {
-	case "NN":
-		o.warp.Interp = imaging.InterpNN
-	case "LINEAR":
-		o.warp.Interp = imaging.InterpLinear
-	default:
-		return nil, a.Errorf("interp_type", "warp_affine supports INTERP_LINEAR and INTERP_NN, got INTERP_%s", a.String("interp_type"))
-	}
-	if a.Has("fill_value") {
-		f := a.Float("fill_value")
-		if !(f >= 0 && f <= 255) {
-			return nil, a.Errorf("fill_value", "expected a value in [0, 255] for UINT8 images, got %g", f)
-		}
-		o.warp.UseFill, o.warp.Fill = true, imaging.SatU8(float32(f))
+	var err error
+	o.warp.Interp, o.warp.UseFill, o.warp.Fill, err = warpSampling(a, "warp_affine")
+	if err != nil {
+		return nil, err
 	}
 	if s := a.Floats("size"); s != nil {
 		if len(s) != 2 || !(s[0] >= 0.5 && s[1] >= 0.5) || s[0] > 1<<20 || s[1] > 1<<20 {
