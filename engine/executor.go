@@ -95,8 +95,9 @@ const maxReplacements = 3
 
 // bigBuffer: a worker's intermediate buffers from this size on come from the host pool
 // (mmap) rather than the Go heap, so that failing to get one is an error of the sample,
-// not a fatal error of the Go runtime.
-const bigBuffer = 64 << 20
+// not a fatal error of the Go runtime. The same bound as what a worker keeps between
+// samples (TrimBytes): such buffers are unmapped after their sample.
+const bigBuffer = TrimBytes
 
 // NewPipeline parses a JSON description and builds its graph. Nothing runs yet.
 func NewPipeline(desc []byte) (*Pipeline, error) {
@@ -258,17 +259,13 @@ func (p *Pipeline) Build() error {
 			return err
 		}
 	}
-	// Whatever can fail comes before the workers start, so that a failed Build leaves
-	// nothing running and may be retried.
-	if err := p.reserveDenseOutputs(); err != nil {
-		return err
-	}
 	cpus, err := affinityMask()
 	if err != nil {
 		return err
 	}
 	n := p.Spec.NumThreads
-	// Everything that can fail comes before the workers start.
+	// Whatever can fail comes before the workers start, so that a failed Build leaves
+	// nothing running and may be retried.
 	if err := p.reserveDenseOutputs(); err != nil {
 		p.pool.Trim()
 		return err
@@ -488,7 +485,6 @@ func (p *Pipeline) Close() {
 	if p.built {
 		p.stopProducer()
 		p.releaseCurrent()
-		p.feeds.close()
 		close(p.tasks)
 		p.workerWG.Wait()
 		if p.gpu != nil {
@@ -496,7 +492,7 @@ func (p *Pipeline) Close() {
 		}
 	}
 	p.closed = true
-	p.feeds.close() // also when never built
+	p.feeds.close() // the feeds still queued: their callbacks run now
 	for _, n := range p.Graph.Nodes {
 		if c, ok := n.Op.(Closer); ok {
 			c.Close()
