@@ -398,16 +398,3 @@ func (b *Batch) releaseFeeds() {
 	}
 	b.fed = nil
 }
-
-// refIndex is the index of ref in b.refs (a replaced sample takes another's data).
-func (b *Batch) refIndex(ref *SampleRef, i int) int {
-	if ref == &b.refs[i] {
-		return i
-	}
-	for k := range b.refs {
-		if ref == &b.refs[k] {
-			return k
-		}
-	}
-	return i
-}
