@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/godali/godali/engine"
@@ -24,31 +25,27 @@ func deleterOf(d C.godali_deleter_t, ctx unsafe.Pointer) func() {
 
 func dtypeFromDL(t C.DLDataType) (engine.DType, error) {
 	if t.lanes == 1 {
-		for _, d := range []engine.DType{engine.UInt8, engine.Int8, engine.Int32, engine.Int64, engine.Float16, engine.Float32, engine.Float64, engine.Bool} {
-			code, bits := d.DLPack()
-			if uint8(t.code) == code && uint8(t.bits) == bits {
-				return d, nil
-			}
+		if d, ok := engine.DTypeFromDLPack(uint8(t.code), uint8(t.bits)); ok {
+			return d, nil
 		}
 	}
-	return engine.DTypeInvalid, engine.Errorf(engine.StatusInvalidArgument, "dtype {code %d, bits %d, lanes %d} is not one godali takes (uint8, int8, int32, int64, float16, float32, float64, bool)", int(t.code), int(t.bits), int(t.lanes))
+	return engine.DTypeInvalid, engine.Errorf(engine.StatusInvalidArgument, "dtype {code %d, bits %d, lanes %d} is not one godali takes (bool, uint8/16/32/64, int8/16/32/64, float16, float32, float64; one lane)", int(t.code), int(t.bits), int(t.lanes))
 }
 
 // sampleBytes is the size of a sample of shape dims, checked (negative sizes, overflow).
 func sampleBytes(d engine.DType, dims []int64) (int, []int, error) {
-	n := int64(d.Size())
 	shape := make([]int, len(dims))
 	for i, v := range dims {
-		if v < 0 {
-			return 0, nil, engine.Errorf(engine.StatusInvalidArgument, "shape %v has a negative size", dims)
+		if v < 0 || v > math.MaxInt32*int64(math.MaxInt32) {
+			return 0, nil, engine.Errorf(engine.StatusInvalidArgument, "shape %v has a negative or too large size", dims)
 		}
-		if v > 0 && n > (1<<47)/v {
-			return 0, nil, engine.Errorf(engine.StatusInvalidArgument, "shape %v is too large", dims)
-		}
-		n *= v
 		shape[i] = int(v)
 	}
-	return int(n), shape, nil
+	n, ok := engine.SampleBytes(d, shape)
+	if !ok {
+		return 0, nil, engine.Errorf(engine.StatusInvalidArgument, "shape %v is too large", dims)
+	}
+	return n, shape, nil
 }
 
 type feedArgs struct {

@@ -55,6 +55,17 @@ func (d DType) Size() int {
 
 // DLPack returns the DLPack type code (kDLInt=0, kDLUInt=1, kDLFloat=2, kDLBool=6) and
 // the width in bits.
+// DTypeFromDLPack is the type of a DLPack (code, bits) with one lane; ok=false for one
+// godali does not have.
+func DTypeFromDLPack(code, bits uint8) (DType, bool) {
+	for d := range dtypeNames {
+		if c, b := d.DLPack(); c == code && b == bits {
+			return d, true
+		}
+	}
+	return DTypeInvalid, false
+}
+
 func (d DType) DLPack() (code uint8, bits uint8) {
 	switch d {
 	case UInt8:

@@ -18,3 +18,7 @@ func WriteScalarSat(b []byte, d DType, v float64) { writeScalarSat(b, d, v) }
 
 // ReadScalar reads one value of type d from b as float64.
 func ReadScalar(b []byte, d DType) float64 { return readScalar(b, d) }
+
+// SampleBytes is the size in bytes of a sample of type d and shape, ok=false when a
+// dimension is negative or the size overflows.
+func SampleBytes(d DType, shape []int) (int, bool) { return checkedBytes(d, shape) }

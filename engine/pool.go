@@ -204,15 +204,9 @@ func (p *HostPool) Trim() {
 // Close gives idle buffers back to the system; outstanding ones follow on return.
 func (p *HostPool) Close() {
 	p.mu.Lock()
-	p.closed = true
-	free := p.free
-	p.free = map[int][]*Lease{}
+	p.closed = true // from now on returned leases are unmapped, not kept
 	p.mu.Unlock()
-	for _, list := range free {
-		for _, l := range list {
-			p.unmap(l)
-		}
-	}
+	p.Trim()
 }
 
 // Stats returns the pool's counters.

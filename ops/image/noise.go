@@ -60,18 +60,9 @@ func typeRange(d engine.DType) (float64, float64) {
 	return -1, 1
 }
 
-// numElems is the number of elements of a tensor.
-func numElems(t *engine.Tensor) int {
-	n := 1
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
-}
-
 // mapElems writes f(in) to every element of out, in element order; uint8 gets a fast path.
 func mapElems(in, out *engine.Tensor, f func(float64) float64) {
-	n := numElems(in)
+	n := numElements(in.Shape)
 	if in.DType == engine.UInt8 {
 		src, dst := in.Data[:n], out.Data[:n]
 		for i, v := range src {

@@ -86,7 +86,7 @@ func (o *saltPepperOp) Run(ws *engine.Workspace) error {
 	var saltB, pepperB [8]byte
 	engine.WriteScalarSat(saltB[:], in.DType, salt)
 	engine.WriteScalarSat(pepperB[:], in.DType, pepper)
-	n := numElems(in)
+	n := numElements(in.Shape)
 	copy(out.Data[:n*sz], in.Data[:n*sz])
 	// Elements come as outer x channels x inner; one draw covers all channels of a pixel.
 	outer, ch, inner := n, 1, 1

@@ -116,12 +116,7 @@ func newNumpyReader(a *engine.Args) (engine.Operator, error) {
 		seen[ax] = true
 	}
 	if root := a.String("file_root"); root != "" {
-		r.DigestPath = func(p string) string {
-			if rel, err := filepath.Rel(root, p); err == nil {
-				return rel
-			}
-			return p
-		}
+		r.DigestPath = relToRoot(root)
 	}
 	return r, nil
 }

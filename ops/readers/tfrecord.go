@@ -127,7 +127,6 @@ type tfrecordReader struct {
 	features []tfFeature
 	verify   bool
 	samples  []tfSample
-	sizes    []int64
 	io       *readerIO
 	remote   bool // some files are remote: fetch records ahead
 }
@@ -197,13 +196,11 @@ func (r *tfrecordReader) Open() error {
 	a := r.args
 	var entries []engine.SampleRef
 	var samples []tfSample
-	r.sizes = make([]int64, len(r.paths))
 	for fi, p := range r.paths {
 		size, err := r.io.size(p)
 		if err != nil {
 			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"path\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
 		}
-		r.sizes[fi] = size
 		var recs []tfrecord.Record
 		if len(r.index) > 0 {
 			b, err := r.io.readAll(r.index[fi], 1<<30)

@@ -1,6 +1,7 @@
 package readers
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -219,7 +220,7 @@ func (r *webdatasetReader) readIndex(si int) ([]tar.Sample, error) {
 	if err != nil {
 		return nil, engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"index_paths\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), ip, err)
 	}
-	list, err := tar.ReadIndex(strings.NewReader(string(b)))
+	list, err := tar.ReadIndex(bytes.NewReader(b))
 	if err != nil {
 		return nil, engine.Errorf(engine.StatusData, "%s: index %s: %v", engine.Describe(a.Node, a.Schema.Name), ip, err)
 	}
