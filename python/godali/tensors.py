@@ -174,10 +174,9 @@ def _torch_from(buf):
         # A bare capsule carries no stream: order torch's current stream ourselves.
         s = torch.cuda.current_stream(buf.device_id).cuda_stream
         buf.fence(1 if s == 0 else s)
-    if buf.code == _dlpack.kDLBool and buf.bits == 8 and \
-            not getattr(torch, "_godali_dlpack_bool", False):
+    if buf.code == _dlpack.kDLBool and buf.bits == 8:
         # torch before 2.1 refuses DLPack's bool: take the bytes as uint8 and view them
-        # as bool (same size, no copy).
+        # as bool (same size, no copy; every version takes that).
         cap = _dlpack.to_capsule(buf.keeper(), buf.data, buf.device_type, buf.device_id,
                                  _dlpack.kDLUInt, 8, buf.lanes, buf.shape, buf.strides)
         return torch.utils.dlpack.from_dlpack(cap).view(torch.bool)
@@ -191,7 +190,7 @@ def _numpy_from(obj, buf):
     from_dlpack = getattr(np, "from_dlpack", None)
     # numpy's from_dlpack refuses kDLBool (6) in the versions before 2.x: BOOL outputs
     # (comparisons) go through __array_interface__, which is zero-copy too.
-    if from_dlpack is not None and buf.code != 6:
+    if from_dlpack is not None and buf.code != _dlpack.kDLBool:
         return from_dlpack(obj)
     return np.asarray(obj)
 

@@ -33,6 +33,7 @@ import torch as _torch
 from . import fn as _fn
 from . import types as _types
 from .pipeline import Pipeline as _Pipeline
+from .plugin.pytorch import _find_classes
 
 __all__ = ["DataLoader", "ImageFolder", "DistributedSampler", "datasets",
            "SUPPORTED_TRANSFORMS", "UnsupportedTransformError"]
@@ -75,13 +76,6 @@ def _inexact(what, why):
 
 
 # --- datasets ------------------------------------------------------------------------
-
-
-def _find_classes(root):
-    classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
-    if not classes:
-        raise FileNotFoundError("godali.torch: couldn't find any class folder in %s" % root)
-    return classes, {c: i for i, c in enumerate(classes)}
 
 
 def _make_samples(root, class_to_idx, is_valid_file):

@@ -84,13 +84,7 @@ class Pipeline:
         # exec_dynamic, exec_separated and stream are DALI tuning knobs godali has no use
         # for (its executor is always asynchronous and pipelined, and has no Python
         # workers); they are accepted so DALI code runs unchanged.
-        self._exec_dynamic = bool(exec_dynamic or experimental_exec_dynamic)
-        self._py_num_workers = py_num_workers
-        self._py_start_method = py_start_method
-        self._set_affinity = bool(set_affinity)
-        self._max_streams = max_streams
-        self._enable_memory_stats = bool(enable_memory_stats)
-        self._enable_conditionals = bool(enable_conditionals)
+        self._build_deferred = False  # build() waits for the first batch (external sources)
         self._output_dtype = output_dtype
         self._output_ndim = output_ndim
         self._batch_size = int(batch_size) if batch_size is not None else -1
@@ -417,12 +411,12 @@ class Pipeline:
         if not isinstance(name, str):
             raise TypeError("godali: feed_input: expected the external source's name or "
                             "DataNode, got %s" % type(data_node).__name__)
-        if self._handle == 0 and not getattr(self, "_build_deferred", False) and \
+        if self._handle == 0 and not self._build_deferred and \
                 not self._closed:
             try:
                 self.build()
             except Exception:
-                if not getattr(self, "_build_deferred", False):
+                if not self._build_deferred:
                     raise
         _ext.feed_input(self, name, data, layout, no_copy)
 
