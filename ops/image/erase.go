@@ -28,7 +28,10 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("erase", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		o := &eraseOp{args: a, anchorIn: -1, shapeIn: -1}
+		o := &eraseOp{args: a, anchorIn: -1, shapeIn: -1,
+			normAnchor: a.Bool("normalized_anchor") || a.Bool("normalized"),
+			normShape:  a.Bool("normalized_shape") || a.Bool("normalized"),
+			centered:   a.Bool("centered_anchor")}
 		if i, ok := a.IsPerSample("anchor"); ok {
 			o.anchorIn = i
 		}
@@ -48,9 +51,15 @@ type eraseOp struct {
 	axes              []int
 	chanAxis          int
 	fill              [][]byte // per channel (or one), in the input's type
+	normAnchor        bool
+	normShape         bool
+	centered          bool
 }
 
-type eraseState struct{ anchor, shape []float64 }
+type eraseState struct {
+	anchor, shape []float64
+	lo, hi, c     []int // the region's box and the odometer over it
+}
 
 func (o *eraseOp) NewWorkerState() any { return &eraseState{} }
 
@@ -127,11 +136,11 @@ func (o *eraseOp) Run(ws *engine.Workspace) error {
 	if len(st.shape)%k != 0 || (len(st.anchor) != 0 && len(st.anchor) != len(st.shape)) {
 		return engine.Errorf(engine.StatusData, "%s: anchor (%d values) and shape (%d values) must give %d values per region", engine.Describe(o.args.Node, o.args.Schema.Name), len(st.anchor), len(st.shape), k)
 	}
-	na := o.args.Bool("normalized_anchor") || o.args.Bool("normalized")
-	ns := o.args.Bool("normalized_shape") || o.args.Bool("normalized")
+	na, ns := o.normAnchor, o.normShape
 	n := len(in.Shape)
 	sz := in.DType.Size()
-	lo, hi := make([]int, n), make([]int, n) // a few ints per sample
+	st.lo, st.hi, st.c = growInts(st.lo, n), growInts(st.hi, n), growInts(st.c, n)
+	lo, hi := st.lo, st.hi
 	for r := 0; r < len(st.shape)/k; r++ {
 		for d := 0; d < n; d++ {
 			lo[d], hi[d] = 0, in.Shape[d]
@@ -149,7 +158,7 @@ func (o *eraseOp) Run(ws *engine.Workspace) error {
 			if na {
 				a *= ext
 			}
-			if o.args.Bool("centered_anchor") {
+			if o.centered {
 				a -= s / 2
 			}
 			if math.IsNaN(a) || math.IsNaN(s) || s < 0 {
@@ -166,7 +175,8 @@ func (o *eraseOp) Run(ws *engine.Workspace) error {
 		if empty {
 			continue
 		}
-		c := append([]int(nil), lo...)
+		c := st.c
+		copy(c, lo)
 		for {
 			off := 0
 			for d := 0; d < n; d++ {
@@ -191,4 +201,12 @@ func (o *eraseOp) Run(ws *engine.Workspace) error {
 		}
 	}
 	return nil
+}
+
+// growInts returns b resized to n, reusing its array when it is large enough.
+func growInts(b []int, n int) []int {
+	if cap(b) < n {
+		return make([]int, n)
+	}
+	return b[:n]
 }
