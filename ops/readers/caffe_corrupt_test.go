@@ -63,7 +63,8 @@ func corruptDBs(t *testing.T, dir string, goods []corruptCase) []corruptCase {
 			base := int(r.Page) * psize
 			return base + int(binary.LittleEndian.Uint16(b[base+16+2*r.Index:]))
 		}
-		for _, r := range db.Records() {
+		recs := db.Records()
+		for _, r := range recs {
 			if binary.LittleEndian.Uint16(good[node(good, r)+4:])&1 != 0 {
 				big = r
 			} else if inline.Key == nil {
@@ -110,12 +111,22 @@ func corruptDBs(t *testing.T, dir string, goods []corruptCase) []corruptCase {
 			binary.LittleEndian.PutUint64(b[128:], 0)
 			binary.LittleEndian.PutUint64(b[psize+128:], 0)
 		}))
-		for i := 0; i < 40; i++ { // random byte flips, more of them in the metadata pages
+		// Random byte flips: in a meta page's header, in a tree page, or anywhere.
+		treePages := []int{int(binary.LittleEndian.Uint64(good[psize+128:]))}
+		for _, r := range recs {
+			treePages = append(treePages, int(r.Page))
+		}
+		for i := 0; i < 40; i++ {
 			add("flip"+strconv.Itoa(i), false, mod(func(b []byte) {
 				for j := 0; j < 1+i%3; j++ {
-					at := rng.Intn(len(b))
-					if i%2 == 0 {
-						at = rng.Intn(min(len(b), 3*psize))
+					var at int
+					switch i % 3 {
+					case 0:
+						at = rng.Intn(2)*psize + rng.Intn(16+152)
+					case 1:
+						at = treePages[rng.Intn(len(treePages))]*psize + rng.Intn(psize)
+					default:
+						at = rng.Intn(len(b))
 					}
 					b[at] ^= byte(1 + rng.Intn(255))
 				}
