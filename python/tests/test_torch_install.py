@@ -274,5 +274,5 @@ def test_imagefolderloader_takes_num_workers(small):
     same_batches(loader, ref, atol=1e-5)
     with pytest.raises(ValueError, match="batch_size should be a positive integer"):
         ImageFolderLoader(small, batch_size=2.5)
-    with pytest.raises(ValueError, match="num_threads.*num_workers"):
+    with pytest.raises(ValueError, match="num_workers or num_threads"):
         ImageFolderLoader(small, batch_size=2, num_threads=1, num_workers=2)
