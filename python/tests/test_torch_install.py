@@ -9,6 +9,7 @@ DataLoader. Tolerances: PILToTensor pipelines bit-exact; ToTensor + Normalize 1e
 (float32 rounding of the folded normalisation).
 """
 
+import json
 import logging
 import os
 
@@ -276,3 +277,83 @@ def test_imagefolderloader_takes_num_workers(small):
         ImageFolderLoader(small, batch_size=2.5)
     with pytest.raises(ValueError, match="num_workers or num_threads"):
         ImageFolderLoader(small, batch_size=2, num_threads=1, num_workers=2)
+
+
+# -- an ImageNet-style script, unmodified but for install() ------------------------------
+
+def _imagenet_tree(root):
+    """train: 13 images over 5 classes, val: 11 (odd, so 2 ranks leave one over)."""
+    for split, n in (("train", 13), ("val", 11)):
+        for i in range(n):
+            make_jpeg(str(root / split / ("c%d" % (i % 5)) / ("%s%02d.jpg" % (split, i))),
+                      60 + 7 * i, 90 - 3 * i, seed=(1000 if split == "val" else 2000) + i)
+    return root
+
+
+def _run_script(tmp_path, nproc):
+    import subprocess
+    import sys
+    from conftest import HERE, PYTHON_DIR
+    data = _imagenet_tree(tmp_path / "data")
+    out = str(tmp_path / "result.json")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    script = [os.path.join(HERE, "imagenet_style.py"), str(data), out]
+    if nproc == 1:
+        cmd = [sys.executable] + script
+    else:
+        # torch 1.13's torchrun needs --redirects/--tee spelled out on Python 3.11 (see
+        # test_distributed.py).
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc_per_node=%d" % nproc, "--redirects", "1", "--tee", "2"] + script
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    results = []
+    for k in range(nproc):
+        with open("%s.rank%d" % (out, k)) as f:
+            results.append(json.load(f))
+    return results, r.stdout + r.stderr, data
+
+
+
+@pytest.mark.slow
+def test_imagenet_style_script_one_process(tmp_path):
+    (res,), logs, data = _run_script(tmp_path, 1)
+    assert res["train_type"] == res["val_type"] == "godali.torch.DataLoader"
+    assert res["isinstance"]
+    assert logs.count("served by godali") == 2, logs
+    assert "keeps it" not in logs
+    val = torchvision.datasets.ImageFolder(str(data / "val"))
+    for ep in res["epochs"]:
+        assert sorted(ep["train"]) == sorted(torchvision.datasets.ImageFolder(
+            str(data / "train")).targets)
+        assert ep["train_steps"] == ep["train_len"] == 4
+        assert ep["val"] == val.targets  # in order, shuffle=False
+    assert res["epochs"][0]["train"] != res["epochs"][1]["train"]  # reshuffled
+
+
+@pytest.mark.slow
+def test_imagenet_style_script_two_ranks(tmp_path):
+    results, logs, data = _run_script(tmp_path, 2)
+    # per rank: train, val, and the Subset leftover loader in each of 2 epochs
+    assert logs.count("served by godali") == 2 * (2 + 2), logs
+    assert "keeps it" not in logs
+    val = torchvision.datasets.ImageFolder(str(data / "val"))
+    train = torchvision.datasets.ImageFolder(str(data / "train"))
+    for r, res in enumerate(results):
+        assert res["train_type"] == res["val_type"] == res["aux_type"] == \
+            "godali.torch.DataLoader"
+        for e, ep in enumerate(res["epochs"]):
+            # exactly what torch's DistributedSampler deals this rank
+            s = tud.distributed.DistributedSampler(train, num_replicas=2, rank=r)
+            s.set_epoch(e)
+            assert ep["train"] == [train.targets[i] for i in s]
+            vs = tud.distributed.DistributedSampler(val, num_replicas=2, rank=r,
+                                                    shuffle=False, drop_last=True)
+            assert ep["val"] == [val.targets[i] for i in vs]
+            assert ep["aux"] == val.targets[10:]  # the one sample left over
+            assert ep["train_steps"] == ep["train_len"] == 2  # ceil(7 / 4)
+    # the ranks' val samples and the leftover cover the val set exactly once
+    ep0 = [res["epochs"][0] for res in results]
+    assert len(ep0[0]["val"]) + len(ep0[1]["val"]) + len(ep0[0]["aux"]) == len(val)
