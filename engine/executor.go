@@ -858,6 +858,7 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 		ws := w.ws[n.ID]
 		ref = b.ref(w.p.nodeReader[n.ID], src)
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
+		ws.seed, ws.nodeID, ws.BatchSize = w.p.seed, n.ID, len(b.refs)
 		ws.fed = b.fedSample(n, src) // a replaced sample takes its stand-in's data
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
