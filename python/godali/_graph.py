@@ -193,8 +193,34 @@ def adopt(nodes, pipe):
     for op in order:
         op.seq, op.name = pipe._register_node(op, op.name)
         op.pipeline = pipe
+        if op.op == "external_source":
+            from . import external_source as _ext
+            _ext.adopted(op, pipe)
 
 
+def bind(x, pipe, what):
+    """The DataNode standing for `x` in `pipe`: x itself when it is pipe's or made outside
+    any pipeline (then adopted); for a node made outside a pipeline and already adopted
+    by another one (DALI builds each pipeline from what its outputs reach, so such a node
+    may feed several), a copy of its operators in `pipe`."""
+    op = x.source
+    if op.pipeline is pipe:
+        return x
+    if op.pipeline is None:
+        if pipe is not None:
+            adopt([x], pipe)
+        return x
+    if pipe is None or not op.floating or op.op == "external_source":
+        raise ValueError("godali: %s belongs to another pipeline" % what)
+    clones = pipe.__dict__.setdefault("_clones", {})
+    c = clones.get(id(op))
+    if c is None:
+        inputs = [bind(i, pipe, what) for i in op.inputs]
+        arg_inputs = {k: bind(v, pipe, what) for k, v in op.arg_inputs.items()}
+        c = OpNode(op.schema, op.device, inputs, arg_inputs, dict(op.args), pipe, None,
+                   op.preserve, [o.output_name for o in op.outputs])
+        clones[id(op)] = c
+    return c.outputs[x.index]
 def _pipeline_of(nodes):
     """The pipeline of the first DataNode in `nodes` that has one, else None."""
     for x in nodes:
@@ -217,7 +243,7 @@ class OpNode:
     """One operator instance in a pipeline graph."""
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
-                 "outputs", "seq", "pipeline", "preserve")
+                 "outputs", "seq", "pipeline", "preserve", "floating", "extra")
 
     def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
                  output_names=None):
@@ -229,6 +255,8 @@ class OpNode:
         self.args = args
         self.pipeline = pipeline
         self.preserve = preserve
+        self.floating = pipeline is None  # made outside a pipeline (see bind)
+        self.extra = None                 # external_source: its source group
         if pipeline is None:
             # Called outside a pipeline (DALI allows it): the node waits, with the name
             # asked for, until a pipeline adopts it (set_outputs or a consumer inside one).
@@ -564,15 +592,17 @@ def _call_op(schema, inputs, kwargs):
             kwargs[key] = value
         inputs = ()
 
+    inputs = list(inputs)
     for i, x in enumerate(inputs):
         if not isinstance(x, DataNode):
+            if _is_constant_input(x):
+                # DALI: a number, list or array given as an input is a constant node.
+                inputs[i] = constant_node(x, pipe)
+                continue
             raise TypeError("godali: %s: input %d must be a DataNode (the output of another "
-                            "operator), got %s" % (fname, i, _show(x)))
-        if x.source.pipeline is not pipe:
-            if pipe is None or x.source.pipeline is not None:
-                raise ValueError("godali: %s: input %d belongs to another pipeline"
-                                 % (fname, i))
-            adopt([x], pipe)
+                            "operator) or a constant (number, list or numpy array), got %s"
+                            % (fname, i, _show(x)))
+        inputs[i] = bind(x, pipe, "%s: input %d" % (fname, i))
     if not schema.min_inputs <= len(inputs) <= schema.max_inputs:
         want = ("%d" % schema.min_inputs if schema.min_inputs == schema.max_inputs
                 else "%d to %d" % (schema.min_inputs, schema.max_inputs))
@@ -620,11 +650,7 @@ def _call_op(schema, inputs, kwargs):
             if value.device != "cpu":
                 raise ValueError("godali: %s: argument input %r must be on the host"
                                  % (fname, key))
-            if value.source.pipeline is not pipe:
-                if pipe is None or value.source.pipeline is not None:
-                    raise ValueError("godali: %s: argument input %r belongs to another "
-                                     "pipeline" % (fname, key))
-                adopt([value], pipe)
+            value = bind(value, pipe, "%s: argument input %r" % (fname, key))
             arg_inputs[key] = value
             continue
         if value is None:
@@ -818,13 +844,20 @@ def constant_node(value, pipe, dtype=None, shape=None, layout=None):
     return node.outputs[0]
 
 
+def _is_constant_input(x):
+    """A value DALI turns into a constant node where an input is expected."""
+    if isinstance(x, (bool, int, float, _types.ScalarConstant)):
+        return True
+    if type(x).__module__ == "numpy" and hasattr(x, "dtype"):
+        return x.dtype.kind in "biuf"
+    if isinstance(x, (list, tuple)) and x:
+        return all(isinstance(v, (bool, int, float)) or _is_constant_input(v) for v in x)
+    return False
+
+
 def _operand(x, pipe):
     if isinstance(x, DataNode):
-        if x.source.pipeline is not pipe:
-            if pipe is None or x.source.pipeline is not None:
-                raise ValueError("godali: an arithmetic expression mixes DataNodes of two "
-                                 "pipelines")
-            adopt([x], pipe)
+        x = bind(x, pipe, "a DataNode of an arithmetic expression")
         if x.device != "cpu":
             raise ValueError("godali: arithmetic on GPU data is not supported; godali's "
                              "arithmetic runs on the host (compute before .gpu())")
