@@ -369,13 +369,18 @@ class DataNode:
     def __invert__(self): return arithmetic("invert", self)
     __hash__ = object.__hash__
 
+    def __getitem__(self, key):
+        """x[1:-1, ::2], x[..., 0], x[idx] (idx a DataNode of one integer per sample):
+        Python's indexing of each sample (DALI's tensor subscript)."""
+        return subscript(self, key)
+
     def __bool__(self):
         raise TypeError("godali: a DataNode is symbolic and has no truth value. `if` on "
                         "pipeline data works in a @pipeline_def(enable_conditionals=True) "
-                        "function (godali rewrites its `if` statements); `while`, `and`, "
-                        "`or`, `not` and an `if` containing return/break/continue are not "
-                        "supported: use comparisons with &, |, ~, or select per sample with "
-                        "operator arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
+                        "function (godali rewrites its `if`, `and`, `or` and `not`); `while` "
+                        "and an `if` containing return/break/continue are not supported: "
+                        "use comparisons with &, |, ~, or select per sample with operator "
+                        "arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
 
 
 def layout_of(node):
@@ -722,6 +727,7 @@ def make_op_function(schema):
     except ValueError:
         pass  # an argument name that is not a Python identifier
     op.schema = schema
+    op._schema_name = schema.name  # DALI's fn functions carry it (its coverage tests read it)
     return op
 
 
@@ -884,3 +890,67 @@ def arithmetic(op, *operands):
         raise NotImplementedError("godali: this library has no arithmetic operator")
     node = OpNode(sch, "cpu", inputs, {}, {"op": op}, pipe, None, False)
     return node.outputs[0]
+
+
+# --- subscripts ------------------------------------------------------------------------
+
+def _subscript_int(v, what):
+    if isinstance(v, DataNode) or v is None:
+        return v
+    if hasattr(v, "__index__") and not isinstance(v, bool):
+        return int(v.__index__())
+    raise TypeError("godali: DataNode subscript: %s must be an integer, a DataNode or "
+                    "None, got %s" % (what, _show(v)))
+
+
+def subscript(node, key):
+    """Adds the _tensor_subscript node for node[key] (see DataNode.__getitem__)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    # `is`, never ==: a DataNode item compares element-wise.
+    dots = [i for i, k in enumerate(items) if k is Ellipsis]
+    if len(dots) > 1:
+        raise IndexError("godali: DataNode subscript: at most one Ellipsis (...)")
+    lead = dots[0] if dots else len(items)
+    items = [k for k in items if k is not Ellipsis]
+    if not items:
+        return node
+    kind, lo, hi, step, has_lo, has_hi = [], [], [], [], [], []
+    for i, k in enumerate(items):
+        if k is None:
+            raise IndexError("godali: DataNode subscript: new axes (None) are not supported; "
+                             "use fn.expand_dims")
+        if isinstance(k, slice):
+            a = _subscript_int(k.start, "a slice start")
+            b = _subscript_int(k.stop, "a slice stop")
+            c = _subscript_int(k.step, "a slice step")
+            if isinstance(b, DataNode) or isinstance(c, DataNode):
+                raise TypeError("godali: DataNode subscript: only the start of a slice may be "
+                                "a DataNode")
+            if c == 0:
+                raise ValueError("godali: DataNode subscript: slice step cannot be zero")
+            kind.append(1)
+            lo.append(0 if a is None else a)
+            hi.append(0 if b is None else b)
+            step.append(1 if c is None else c)
+            has_lo.append(int(a is not None))
+            has_hi.append(int(b is not None))
+        else:
+            kind.append(0)
+            lo.append(_subscript_int(k, "an index"))
+            hi.append(0)
+            step.append(1)
+            has_lo.append(1)
+            has_hi.append(0)
+    pipe = node.source.pipeline or current_pipeline()
+    if any(isinstance(v, DataNode) for v in lo):
+        # One value per subscript and sample: the constants and DataNodes stacked.
+        parts = [_call_op(schemas().ops["cast"], (v,), {"dtype": _types.INT64})
+                 if isinstance(v, DataNode) else constant_node(v, pipe, dtype=_types.INT64)
+                 for v in lo]
+        parts = [_call_op(schemas().ops["reshape"], (p,), {"shape": [1]}) for p in parts]
+        lo = parts[0] if len(parts) == 1 else _call_op(schemas().ops["cat"], tuple(parts), {})
+    sch = schemas().ops.get("_tensor_subscript")
+    if sch is None:
+        raise NotImplementedError("godali: this library has no subscript operator")
+    return _call_op(sch, (node,), {"kind": kind, "lo": lo, "hi": hi, "step": step,
+                                   "has_lo": has_lo, "has_hi": has_hi, "lead": lead})
