@@ -177,7 +177,7 @@ func (o *fullOp) Setup(ws *engine.Workspace) error {
 			out.SetShape(ws.In[0].Shape...)
 			break
 		}
-		dims, err := o.args.FloatsAt(ws, "shape", nil)
+		dims, err := intListAt(o.args, ws, "shape")
 		if err != nil {
 			return err
 		}

@@ -138,7 +138,7 @@ func (o *reinterpretOp) Setup(ws *engine.Workspace) error {
 	var shape []int64
 	var rel []float64
 	if a.Given("shape") {
-		v, err := a.FloatsAt(ws, "shape", nil)
+		v, err := intListAt(a, ws, "shape")
 		if err != nil {
 			return err
 		}
@@ -173,6 +173,20 @@ func (o *reinterpretOp) Setup(ws *engine.Workspace) error {
 	out.DType, out.Layout = to, l
 	out.SetShape(s...)
 	return nil
+}
+
+// intListAt is an int list argument for the sample, as floats: the per-sample input's
+// values, or the constant.
+func intListAt(a *engine.Args, ws *engine.Workspace, name string) ([]float64, error) {
+	if _, ok := a.IsPerSample(name); ok {
+		return a.FloatsAt(ws, name, nil)
+	}
+	c := a.Ints(name)
+	v := make([]float64, len(c))
+	for i, x := range c {
+		v[i] = float64(x)
+	}
+	return v, nil
 }
 
 func (o *reinterpretOp) Run(ws *engine.Workspace) error {

@@ -20,6 +20,10 @@ _root = None
 LEGACY_OPS_NAMES = {
     "FileReader": "readers.file",
     "COCOReader": "readers.coco",
+    "CaffeReader": "readers.caffe",
+    "Caffe2Reader": "readers.caffe2",
+    "MXNetReader": "readers.mxnet",
+    "NumpyReader": "readers.numpy",
     "ImageDecoder": "decoders.image",
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
     "ImageDecoderCrop": "decoders.image_crop",
@@ -31,7 +35,8 @@ LEGACY_OPS_NAMES = {
 }
 
 # Class names DALI spells other than camel_case would.
-_CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "random_bbox_crop": "RandomBBoxCrop"}
+_CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "mxnet": "MXNet",
+                "random_bbox_crop": "RandomBBoxCrop"}
 
 
 def camel_case(name):

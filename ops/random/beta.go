@@ -1,0 +1,91 @@
+package random
+
+import (
+	"math"
+
+	"github.com/godali/godali/engine"
+)
+
+func init() {
+	engine.RegisterSchema(&engine.Schema{
+		Name: "random.beta",
+		Doc: "Draws from a beta distribution Beta(alpha, beta) on [0, 1], per sample (DALI's " +
+			"fn.random.beta), as X / (X + Y) with X ~ Gamma(alpha), Y ~ Gamma(beta).",
+		MinInputs: 0, MaxInputs: 1, Outputs: []string{"value"}, Random: true, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "alpha", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "the first shape parameter (> 0)"},
+			{Name: "beta", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "the second shape parameter (> 0)"},
+			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type: FLOAT or FLOAT64"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+		},
+	})
+	engine.RegisterBackend("random.beta", "cpu", newBeta)
+}
+
+func newBeta(a *engine.Args) (engine.Operator, error) {
+	d := a.DType("dtype")
+	if d != engine.Float32 && d != engine.Float64 {
+		return nil, a.Errorf("dtype", "must be FLOAT or FLOAT64, got %s", d)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		if v := a.Float(name); !(v > 0) || math.IsInf(v, 0) {
+			return nil, a.Errorf(name, "must be a finite number > 0, got %g", v)
+		}
+	}
+	o := &randomOp{args: a, dtype: d, p0: a.Float("alpha"), p1: a.Float("beta"), draw: drawBeta}
+	_, pa := a.IsPerSample("alpha")
+	_, pb := a.IsPerSample("beta")
+	if pa || pb {
+		o.params = func(ws *engine.Workspace) (float64, float64, error) {
+			var p [2]float64
+			for i, name := range []string{"alpha", "beta"} {
+				v, err := a.FloatAt(ws, name)
+				if err != nil {
+					return 0, 0, err
+				}
+				if !(v > 0) || math.IsInf(v, 0) {
+					return 0, 0, engine.Errorf(engine.StatusData, "%s: argument %q: must be a finite number > 0, got %g for this sample", engine.Describe(a.Node, a.Schema.Name), name, v)
+				}
+				p[i] = v
+			}
+			return p[0], p[1], nil
+		}
+	}
+	return o, nil
+}
+
+func drawBeta(r *engine.RNG, alpha, beta float64) float64 {
+	x := gamma(r, alpha)
+	y := gamma(r, beta)
+	if x+y == 0 {
+		// Both shapes tiny: the mass sits at 0 and 1, in proportion alpha : beta.
+		if r.Float64()*(alpha+beta) < alpha {
+			return 1
+		}
+		return 0
+	}
+	return x / (x + y)
+}
+
+// gamma draws from Gamma(k, 1) by Marsaglia and Tsang's method; k < 1 boosts k+1 by U^(1/k).
+func gamma(r *engine.RNG, k float64) float64 {
+	if k < 1 {
+		u := 1 - r.Float64() // (0, 1]
+		return gamma(r, k+1) * math.Pow(u, 1/k)
+	}
+	d := k - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.Normal()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := 1 - r.Float64()
+		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
+			return d * v
+		}
+	}
+}
