@@ -26,6 +26,11 @@ def _ensure():
                     from .external_source import external_source
                     external_source.schema = root._members["external_source"].schema
                     root._add("external_source", external_source)
+                if "python_function" in root._members:
+                    # Python callables: functions of their own (_pyfunc.py).
+                    from . import _pyfunc
+                    for fname, func in _pyfunc.FUNCTIONS.items():
+                        root._add(fname, func)
                 globals().update(root._members)
                 _root = root
     return _root
