@@ -157,7 +157,7 @@ void godali_call_deleter(godali_deleter_t d, void *ctx) {
 }
 
 // Calls a host function (Go cannot call a C function pointer itself).
-int32_t godali_call_host_function(godali_host_function_t fn, void *ctx, const godali_host_call_t *call) {
+int32_t godali_call_host_function(godali_host_function_t fn, uintptr_t ctx, const godali_host_call_t *call) {
   if (fn == NULL) return -1;
-  return fn(ctx, call);
+  return fn((void *)ctx, call);
 }

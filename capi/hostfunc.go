@@ -25,9 +25,12 @@ type hostFunctions struct {
 	calls    map[uint64]*hostCall
 }
 
+// hostFunction keeps ctx as an integer: the caller's context is any value (Python passes
+// small keys), and a Go pointer-typed variable holding it would trip the garbage
+// collector's pointer checks.
 type hostFunction struct {
 	fn  C.godali_host_function_t
-	ctx unsafe.Pointer
+	ctx C.uintptr_t
 }
 
 type hostCall struct {
@@ -151,7 +154,7 @@ func (h *hostFunctions) call(id C.uint64_t) (*hostCall, error) {
 }
 
 //export godali_host_function_register
-func godali_host_function_register(fn C.godali_host_function_t, ctx unsafe.Pointer, out *C.uint64_t) C.int {
+func godali_host_function_register(fn C.godali_host_function_t, ctx C.uintptr_t, out *C.uint64_t) C.int {
 	return guard(func() error {
 		if fn == nil {
 			return errNull("fn")

@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // HostBatchOperator is implemented by cpu operators that see a whole batch at once
 // (python_function and its DLPack and torch flavours): their output shapes and types are
 // known only once they ran over the batch. The executor splits the per-sample work at
@@ -173,7 +175,7 @@ func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
 			hw.In = append(hw.In, ts)
 		}
 		if err := n.Op.(HostBatchOperator).RunHostBatch(hw); err != nil {
-			return sampleFailure(wrapSampleErr(nil, n, err), 0)
+			return sampleFailure(fmt.Errorf("%s: %w", describe(n.Name, n.OpName), err), 0)
 		}
 	}
 	return nil

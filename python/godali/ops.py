@@ -21,6 +21,7 @@ LEGACY_OPS_NAMES = {
     "FileReader": "readers.file",
     "COCOReader": "readers.coco",
     "ImageDecoder": "decoders.image",
+    "HostDecoder": "decoders.image",
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
     "ImageDecoderCrop": "decoders.image_crop",
     "ImageDecoderSlice": "decoders.image_slice",
