@@ -20,7 +20,7 @@ func init() {
 		Args: []engine.ArgSpec{
 			{Name: "function_id", Type: engine.ArgInt, Required: true, Doc: "the id godali_host_function_register returned"},
 			{Name: "num_outputs", Type: engine.ArgInt, Default: 1, Doc: "outputs the function returns (0: a sink, called for its side effects)"},
-			{Name: "output_layouts", Type: engine.ArgStringList, Doc: "layout of each output; a single entry applies to every output, fewer entries leave the rest without layout"},
+			{Name: "output_layouts", Type: engine.ArgStringList, Doc: "layout of each output, in order; outputs past the list's end have none"},
 		},
 	})
 	engine.RegisterBackend("python_function", "cpu", newPythonFunction)
@@ -87,11 +87,6 @@ func newPythonFunction(a *engine.Args) (engine.Operator, error) {
 	}
 	if len(layouts) > max(n, 1) {
 		return nil, a.Errorf("output_layouts", "the length of output_layouts (%d) is greater than the number of outputs (%d)", len(layouts), n)
-	}
-	if len(layouts) == 1 {
-		for len(layouts) < n {
-			layouts = append(layouts, layouts[0])
-		}
 	}
 	return &pythonFunction{id: uint64(id), numOutputs: n, layouts: layouts}, nil
 }

@@ -385,7 +385,8 @@ def _make(kind, fname, default_batch):
             raise ValueError("godali: %s: num_outputs must be an int in [0, 64], got %r"
                              % (fname, num_outputs))
         if isinstance(output_layouts, str):
-            output_layouts = [output_layouts]
+            # DALI: one string is every output's layout; a list names them in order.
+            output_layouts = [output_layouts] * max(num_outputs, 1)
         if output_layouts is not None:
             output_layouts = [str(x) for x in output_layouts]
         entry = _Entry(function, kind, bool(batch_processing), num_outputs, fname)
