@@ -617,7 +617,7 @@ func withAttempts(err error, url string, attempts int) error {
 
 // retryable tells failures that may pass from those that will not.
 func retryable(err error) bool {
-	for _, permanent := range []error{ErrNotFound, ErrChanged, ErrTooLarge, ErrUnsupportedScheme, ErrListUnsupported, context.Canceled} {
+	for _, permanent := range []error{ErrNotFound, ErrChanged, ErrTooLarge, ErrUnsupportedScheme, ErrListUnsupported, ErrBadURL, context.Canceled} {
 		if errors.Is(err, permanent) {
 			return false
 		}

@@ -47,6 +47,7 @@ var (
 	ErrListUnsupported   = errors.New("listing is not available over HTTP; give the reader an index (list) file of the object URLs")
 	ErrTooLarge          = errors.New("object larger than the allowed maximum")
 	ErrUnsupportedScheme = errors.New("unsupported URL scheme (expected s3://, http://, https:// or a local path)")
+	ErrBadURL            = errors.New("malformed URL")
 )
 
 // Error is a failed operation on one object: it names the object URL, the HTTP status
