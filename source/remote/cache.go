@@ -3,11 +3,11 @@ package remote
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"

@@ -57,8 +57,8 @@ var (
 type Error struct {
 	Op       string // "open", "get", "list"
 	URL      string // as given (with its secrets): use Error() or source.Redact to show it
-	Status   int // HTTP status, 0 if none
-	Attempts int // attempts made (0 or 1: no retry)
+	Status   int    // HTTP status, 0 if none
+	Attempts int    // attempts made (0 or 1: no retry)
 	Err      error
 }
 
