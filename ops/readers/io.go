@@ -168,9 +168,9 @@ func (r *readerIO) readAhead(paths []string, maxBytes int64) {
 			res, ok := s.Next()
 			sl := slots[i]
 			if !ok {
-				sl.err = s.Err()
-				if sl.err == nil {
-					sl.err = fmt.Errorf("remote read of %s was stopped", urls[i])
+				sl.err = fmt.Errorf("remote read of %s was stopped (the pipeline is closing)", urls[i])
+				if err := s.Err(); err != nil {
+					sl.err = fmt.Errorf("remote read of %s was stopped (the pipeline is closing): %w", urls[i], err)
 				}
 			} else {
 				sl.data, sl.err = res.Data, res.Err
