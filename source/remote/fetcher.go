@@ -554,9 +554,19 @@ func (s *Stream) retry(url string, fn func(ctx context.Context) error) error {
 }
 
 func (f *Fetcher) retry(ctx context.Context, url string, fn func(ctx context.Context) error) error {
+	return f.retryWithin(ctx, url, f.opts.AttemptTimeout, fn)
+}
+
+// retryWithin is retry with attempts of at most timeout (0: no bound of its own, for
+// an attempt made of several requests that each have theirs, a listing's pages).
+func (f *Fetcher) retryWithin(ctx context.Context, url string, timeout time.Duration, fn func(ctx context.Context) error) error {
 	p := f.opts.Retry
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, f.opts.AttemptTimeout)
+		actx, cancel := context.WithCancel(ctx)
+		if timeout > 0 {
+			cancel()
+			actx, cancel = context.WithTimeout(ctx, timeout)
+		}
 		err := fn(actx)
 		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
@@ -567,7 +577,7 @@ func (f *Fetcher) retry(ctx context.Context, url string, fn func(ctx context.Con
 			return stopped(ctx, url, attempt)
 		}
 		if timedOut {
-			err = annotate(err, url, fmt.Sprintf("no complete answer within %v (FetchOptions.AttemptTimeout, io_timeout)", f.opts.AttemptTimeout))
+			err = annotate(err, url, fmt.Sprintf("no complete answer within %v (FetchOptions.AttemptTimeout, io_timeout)", timeout))
 		}
 		if !retryable(err) || attempt >= p.MaxAttempts {
 			return withAttempts(err, url, attempt)

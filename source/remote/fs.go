@@ -81,9 +81,11 @@ func (s *FS) listAll(dir string) ([]ObjectInfo, string, error) {
 		prefix += "/"
 	}
 	var out []ObjectInfo
-	err := s.f.retry(s.ctx, dir, func(actx context.Context) error {
+	// A listing is many pages: each page request has the per-attempt timeout, not
+	// the whole listing (a large bucket takes minutes).
+	err := s.f.retryWithin(s.ctx, dir, 0, func(actx context.Context) error {
 		var err error
-		out, err = s.f.store.List(actx, prefix)
+		out, err = s.f.store.List(withPageTimeout(actx, s.f.opts.AttemptTimeout), prefix)
 		return err
 	})
 	if err != nil {
