@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/godali/godali/source/remote/internal/faultproxy"
 )
 
 // Issue 16: requests without a timeout, oversized objects downloaded before the size
@@ -492,4 +494,58 @@ func TestCacheCorruptionRefetched(t *testing.T) {
 			t.Fatalf("shard=%v: read after the refetch: from cache %v", shard, hit)
 		}
 	}
+}
+
+// The S3 secret key (AWS_SECRET_ACCESS_KEY) signs requests; it is in no error and no
+// cache file, whatever the store answers.
+func TestS3SecretKeyNeverShown(t *testing.T) {
+	const secretKey = "SECRETKEY-not-shown-0123456789"
+	data := map[string][]byte{"a.bin": bytes.Repeat([]byte("s3"), 4000)}
+	st, base, p := s3Fixture(t, data, faultproxy.Faults{}, Options{})
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey) // read when the S3 client is made, below
+	dir := t.TempDir()
+	cache, err := OpenCache(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFetcher(st, FetchOptions{Concurrency: 2, Cache: cache, AttemptTimeout: 5 * time.Second,
+		Retry: RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	fsys := NewFS(context.Background(), f)
+	if b, err := f.Get(context.Background(), base+"a.bin"); err != nil || !bytes.Equal(b, data["a.bin"]) {
+		t.Fatalf("get: %v", err)
+	}
+	var msgs []string
+	for _, u := range []string{base + "missing.bin", "s3://no-such-bucket-here/x", "s3://"} {
+		if _, err := f.Get(context.Background(), u); err != nil {
+			msgs = append(msgs, err.Error())
+		}
+		if _, err := fsys.Open(u); err != nil {
+			msgs = append(msgs, err.Error())
+		}
+		if _, err := fsys.List(u); err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	p.Set(faultproxy.Faults{ErrorRate: 1}) // every request answered 503
+	if _, err := fsys.Open(base + "a.bin"); err != nil {
+		msgs = append(msgs, err.Error())
+	}
+	if len(msgs) < 7 {
+		t.Fatalf("only %d errors: %q", len(msgs), msgs)
+	}
+	for _, m := range msgs {
+		if strings.Contains(m, secretKey) {
+			t.Fatalf("error shows the secret key: %s", m)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) == 0 {
+		t.Fatal("nothing cached")
+	}
+	for _, p := range files {
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(secretKey)) {
+			t.Fatalf("cache file %s holds the secret key", p)
+		}
+	}
+	t.Logf("%d errors checked, e.g. %s", len(msgs), msgs[0])
 }
