@@ -220,7 +220,7 @@ func TestRemoteOversizedFilesRefusedBeforeDownload(t *testing.T) {
 		p.Close()
 		runtime.ReadMemStats(&after)
 		alloc := after.TotalAlloc - before.TotalAlloc
-		t.Logf("on_error=%s: %v in %v; %d bytes sent by the server, %d bytes allocated", onError, err, took, sent.Load(), alloc)
+		t.Logf("on_error=%s: %v in %v; %d bytes sent by the server, %d bytes allocated; process %s", onError, err, took, sent.Load(), alloc, vmHWM())
 		if err == nil || !strings.Contains(err.Error(), "max_file_bytes") || !strings.Contains(err.Error(), srv.URL+"/big") {
 			t.Fatalf("on_error=%s: %v, want a max_file_bytes error naming the URL", onError, err)
 		}
@@ -228,6 +228,17 @@ func TestRemoteOversizedFilesRefusedBeforeDownload(t *testing.T) {
 			t.Fatalf("on_error=%s: %d bytes allocated, %d sent: the objects were downloaded", onError, alloc, sent.Load())
 		}
 	}
+}
+
+// vmHWM is the process's peak resident size as /proc/self/status reports it.
+func vmHWM() string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			return strings.Join(strings.Fields(l), " ")
+		}
+	}
+	return "VmHWM: unknown"
 }
 
 // stalling is a server that answers HEAD but never a GET of a path with the given
