@@ -31,6 +31,7 @@ def _ensure():
                     # Python callables: functions of their own (_pyfunc.py).
                     from . import _pyfunc
                     for fname, func in _pyfunc.FUNCTIONS.items():
+                        func.schema = root._members["python_function"].schema
                         root._add(fname, func)
                 globals().update(root._members)
                 _root = root
