@@ -155,3 +155,9 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, 
 void godali_call_deleter(godali_deleter_t d, void *ctx) {
   if (d != NULL) d(ctx);
 }
+
+// Calls a host function (Go cannot call a C function pointer itself).
+int32_t godali_call_host_function(godali_host_function_t fn, uintptr_t ctx, const godali_host_call_t *call) {
+  if (fn == NULL) return -1;
+  return fn((void *)ctx, call);
+}
