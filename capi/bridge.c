@@ -152,8 +152,8 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, 
 }
 
 // Calls a feed's deleter (Go cannot call a C function pointer itself).
-void godali_call_deleter(godali_deleter_t d, void *ctx) {
-  if (d != NULL) d(ctx);
+void godali_call_deleter(godali_deleter_t d, uintptr_t ctx) {
+  if (d != NULL) d((void *)ctx);
 }
 
 // Calls a host function (Go cannot call a C function pointer itself).
