@@ -483,3 +483,16 @@ func checkWindow(op string, w, h, c, stride, x, y, cw, ch int) (int, error) {
 	}
 	return stride, nil
 }
+
+// SetDst sets the sample's output address (the plans of gpu operators fill it from the
+// batch's outputs just before the launch).
+func (s *ResizeSample) SetDst(p uintptr) { s.Dst = p }
+
+// SetDst sets the sample's output address.
+func (s *CMNSample) SetDst(p uintptr) { s.Dst = p }
+
+// SetDst sets the sample's output address.
+func (s *CropSample) SetDst(p uintptr) { s.Dst = p }
+
+// SetDst sets the sample's output address.
+func (s *ColorSample) SetDst(p uintptr) { s.Dst = p }
