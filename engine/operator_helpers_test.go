@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -203,5 +204,19 @@ func TestSchemaInputChecked(t *testing.T) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not mention %q", err, w)
 		}
+	}
+}
+
+// The C ABI reports layouts in a char[GODALI_MAX_LAYOUT]: the graph refuses longer ones
+// rather than have them cut.
+func TestLayoutLongerThanTheABIRefused(t *testing.T) {
+	spec := func(layout string) string {
+		return `{"batch_size": 1, "ops": [{"op": "external_source", "name": "src", "outputs": ["x"],
+			"args": {"dtype": "UINT8", "ndim": ` + strconv.Itoa(len(layout)) + `, "layout": "` + layout + `"}}], "outputs": ["x"]}`
+	}
+	long := "ABCDEFGHIJKLMNOP"[:MaxLayout]
+	_, err := NewPipeline([]byte(spec(long)))
+	if err == nil || !strings.Contains(err.Error(), "at most 15 letters") || !strings.Contains(err.Error(), `"src"`) {
+		t.Errorf("layout of %d letters: %v", len(long), err)
 	}
 }
