@@ -5,7 +5,7 @@ import (
 
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // SliceArgs are the arguments of DALI's slice operators (slice, decoders.image_slice)

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // _auto_aug is the engine half of godali.auto_aug: the Python package builds the policy

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // maxBlurRadius bounds the window (a sigma of 1000 pixels is already a flat image).

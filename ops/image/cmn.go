@@ -2,7 +2,7 @@ package image
 
 import (
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 func init() {

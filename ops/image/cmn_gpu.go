@@ -4,7 +4,7 @@ package image
 
 import (
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 	"github.com/godali/godali/kernels"
 )
 
@@ -27,6 +27,7 @@ func init() {
 // mirroring per sample, and a table of the CPU's exact results for the normalisation.
 type gpuCMN struct {
 	engine.RunInBatch
+	gpuKernels
 	cpu      *cmnOp
 	params   kernels.CMNParams
 	plan     gpuPlan[kernels.CMNSample, *kernels.CMNSample]
@@ -59,5 +60,5 @@ func (o *gpuCMN) RunBatch(bw *engine.BatchWorkspace) error {
 			return o.cpu.spec.args.BatchDataErrorf(bw, i, "on the GPU, one channel count per batch is needed: sample 0 has %d, this one %d", c, ci)
 		}
 	}
-	return bw.GPU.Kernels.CropMirrorNormalize(&o.params, c, o.plan.batch(bw))
+	return o.run.CropMirrorNormalize(&o.params, c, o.plan.batch(bw))
 }

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // uint8HalfRange is the neutral grey of uint8 images that DALI's contrast keeps fixed

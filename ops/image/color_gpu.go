@@ -35,6 +35,7 @@ func init() {
 // one launch per batch.
 type gpuBrightnessContrast struct {
 	engine.RunInBatch
+	gpuKernels
 	cpu  *brightnessContrastOp
 	plan gpuPlan[kernels.ColorSample, *kernels.ColorSample]
 	v    [4]float64
@@ -60,13 +61,14 @@ func (o *gpuBrightnessContrast) Setup(ws *engine.Workspace) error {
 }
 
 func (o *gpuBrightnessContrast) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Color(o.plan.batch(bw))
+	return o.run.Color(o.plan.batch(bw))
 }
 
 // gpuColorTwist is hsv and color_twist on device "gpu": the CPU operator's per-sample
 // matrix, applied by godali_color with the CPU's float32 rounding.
 type gpuColorTwist struct {
 	engine.RunInBatch
+	gpuKernels
 	cpu  *colorTwistOp
 	plan gpuPlan[kernels.ColorSample, *kernels.ColorSample]
 	v    [5]float64
@@ -93,5 +95,5 @@ func (o *gpuColorTwist) Setup(ws *engine.Workspace) error {
 }
 
 func (o *gpuColorTwist) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Color(o.plan.batch(bw))
+	return o.run.Color(o.plan.batch(bw))
 }

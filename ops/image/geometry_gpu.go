@@ -21,6 +21,7 @@ func init() {
 // gpuCrop is crop on device "gpu": the CPU operator's window, one launch per batch.
 type gpuCrop struct {
 	engine.RunInBatch
+	gpuKernels
 	cpu  *cropOp
 	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
@@ -48,12 +49,13 @@ func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 }
 
 func (o *gpuCrop) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Crop(o.plan.batch(bw))
+	return o.run.Crop(o.plan.batch(bw))
 }
 
 // gpuFlip is flip on device "gpu": a crop of the whole image, mirrored as asked.
 type gpuFlip struct {
 	engine.RunInBatch
+	gpuKernels
 	cpu  *flipOp
 	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
@@ -73,5 +75,5 @@ func (o *gpuFlip) Setup(ws *engine.Workspace) error {
 }
 
 func (o *gpuFlip) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Crop(o.plan.batch(bw))
+	return o.run.Crop(o.plan.batch(bw))
 }

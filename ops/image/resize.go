@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 var interpDoc = "INTERP_NN, INTERP_LINEAR, INTERP_CUBIC, INTERP_TRIANGULAR or INTERP_LANCZOS3"

@@ -59,6 +59,7 @@ func (p *gpuPlan[T, P]) batch(bw *engine.BatchWorkspace) []T {
 // the same weights), one launch pair per batch.
 type gpuResize struct {
 	engine.RunInBatch
+	gpuKernels
 	cpu  *resizeOp
 	plan gpuPlan[kernels.ResizeSample, *kernels.ResizeSample]
 }
@@ -87,13 +88,14 @@ func (r *gpuResize) Setup(ws *engine.Workspace) error {
 }
 
 func (r *gpuResize) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Resize(r.plan.batch(bw))
+	return r.run.Resize(r.plan.batch(bw))
 }
 
 // gpuRandomResizedCrop is random_resized_crop on device "gpu": the window is drawn from
 // the sample's random stream as on the CPU, and resized as a region of interest.
 type gpuRandomResizedCrop struct {
 	engine.RunInBatch
+	gpuKernels
 	cpu  *randomResizedCropOp
 	plan gpuPlan[kernels.ResizeSample, *kernels.ResizeSample]
 }
@@ -113,5 +115,5 @@ func (o *gpuRandomResizedCrop) Setup(ws *engine.Workspace) error {
 }
 
 func (o *gpuRandomResizedCrop) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Resize(o.plan.batch(bw))
+	return o.run.Resize(o.plan.batch(bw))
 }

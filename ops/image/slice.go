@@ -3,7 +3,7 @@ package image
 import (
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 	"github.com/godali/godali/ops/decoders"
 )
 

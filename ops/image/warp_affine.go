@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 func init() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 func opNames() string {
