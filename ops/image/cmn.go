@@ -27,6 +27,7 @@ func init() {
 			{Name: "pad_output", Type: engine.ArgBool, Default: false, Doc: "pad channels to the next power of two with zeros"},
 			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "error, or pad (with fill_values) when the crop leaves the image"},
 			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value (only 0)"},
+			cropRoundingArg,
 		},
 	})
 	engine.RegisterBackend("crop_mirror_normalize", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCMN(a) })
@@ -45,6 +46,7 @@ type CMNSpec struct {
 	PadOutOfBounds bool
 	dynCrop        bool // the crop size comes from pipeline values
 	dynNorm        bool // mean or std comes from pipeline values
+	rounding       cropRounding
 }
 
 func newCMN(a *engine.Args) (*cmnOp, error) {
@@ -110,6 +112,10 @@ func newCMN(a *engine.Args) (*cmnOp, error) {
 			return nil, a.Errorf("fill_values", "only 0 is supported, got %v", a.Floats("fill_values"))
 		}
 	}
+	var err error
+	if s.rounding, err = parseCropRounding(a); err != nil {
+		return nil, err
+	}
 	return &cmnOp{spec: s}, nil
 }
 
@@ -171,7 +177,7 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 	if err != nil {
 		return err
 	}
-	x, y, err := cropPosAt(s.args, ws, w, h, cw, ch)
+	x, y, err := cropPosAt(s.args, ws, w, h, cw, ch, s.rounding)
 	if err != nil {
 		return err
 	}
