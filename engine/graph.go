@@ -183,6 +183,9 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		for i, d := range n.In {
 			in[i] = d.Meta
 		}
+		if err := checkSchemaInput(n.Args, in); err != nil {
+			return nil, err
+		}
 		metas, err := op.Infer(in)
 		if err != nil {
 			if _, ok := err.(*Error); ok {
