@@ -51,15 +51,51 @@ func Load() error {
 }
 
 func load() error {
+	if dir := getenv(LibDirEnv); dir != "" {
+		if err := loadFrom(dir); err != nil {
+			return fmt.Errorf("%w: %s=%s: %v. %s", ErrNoFFmpeg, LibDirEnv, dir, err, Hint())
+		}
+		return nil
+	}
+	err := loadFrom("")
+	if err == nil {
+		return nil
+	}
+	msgs := []string{err.Error()}
+	for _, dir := range filepath.SplitList(getenv(pyavDirsEnv)) {
+		if dir == "" {
+			continue
+		}
+		e := loadFrom(dir)
+		if e == nil {
+			return nil
+		}
+		msgs = append(msgs, dir+": "+e.Error())
+	}
+	return fmt.Errorf("%w: %s. %s", ErrNoFFmpeg, strings.Join(msgs, "; "), Hint())
+}
+
+// pyavDirsEnv lists directories tried after the system's libraries: the Python package
+// puts PyAV's av.libs there when PyAV's wheel is installed.
+const pyavDirsEnv = "GODALI_FFMPEG_PYAV_DIRS"
+
+// getenv reads the process's current environment (C's, which Python's os.environ
+// writes to), not the copy Go took when the library was loaded.
+func getenv(name string) string {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	return C.GoString(C.getenv(cname))
+}
+
+// loadFrom loads the libraries from dir, or by soname (the dynamic linker's search)
+// when dir is "".
+func loadFrom(dir string) error {
 	var cpaths [C.GDV_NLIBS]*C.char
-	cname := C.CString(LibDirEnv)
-	dir := C.GoString(C.getenv(cname))
-	C.free(unsafe.Pointer(cname))
 	if dir != "" {
 		for i, so := range Sonames() {
 			p, err := findLib(dir, libNames[i], so)
 			if err != nil {
-				return fmt.Errorf("%w: %s=%s: %v. %s", ErrNoFFmpeg, LibDirEnv, dir, err, Hint())
+				return err
 			}
 			cpaths[i] = C.CString(p)
 			defer C.free(unsafe.Pointer(cpaths[i]))
@@ -67,7 +103,7 @@ func load() error {
 	}
 	var buf [512]C.char
 	if C.gdv_load(&cpaths[0], &buf[0], C.int(len(buf))) != 0 {
-		return fmt.Errorf("%w: %s. %s", ErrNoFFmpeg, C.GoString(&buf[0]), Hint())
+		return errors.New(C.GoString(&buf[0]))
 	}
 	return nil
 }

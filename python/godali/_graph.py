@@ -72,6 +72,9 @@ class OpSchema:
             cond = self.output_if.get(name)
             if cond is None:
                 out.append(name)
+            elif cond.startswith("given:"):
+                if any(args.get(a) is not None for a in cond[len("given:"):].split("|")):
+                    out.append(name)
             elif cond.startswith("inputs>"):
                 if num_inputs > int(cond[len("inputs>"):]):
                     out.append(name)
@@ -367,6 +370,8 @@ def layout_of(node):
                 arg = op.schema.args.get("output_layout")
                 lay = arg.default if arg is not None else "CHW"
             return lay or ""
+        if name == "readers.video":
+            return "FHWC" if node.index == 0 else ""
         if name.startswith("readers.") or name.startswith("random.") or not op.inputs:
             return ""
         if name in _LAYOUT_RULES:

@@ -1,0 +1,131 @@
+"""fn.readers.video against PyAV (an independent decoder: its own demuxing, seeking and
+conversion code over the same FFmpeg libraries), on clips the ffmpeg command makes."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import godali
+from godali import fn, types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.dirname(HERE)
+
+av = pytest.importorskip("av", reason="PyAV (python3-av, scripts/setup.sh) is the reference decoder")
+if shutil.which("ffmpeg") is None:
+    pytest.skip("the ffmpeg command (scripts/setup.sh) makes the test clips", allow_module_level=True)
+
+
+def make_clip(path, frames=30, size="64x48", codec="libx264", extra=()):
+    cmd = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi",
+           "-i", "testsrc2=size=%s:rate=25" % size, "-frames:v", str(frames), "-c:v", codec,
+           "-g", "8", "-pix_fmt", "yuv420p"]
+    if codec == "libx265":
+        cmd += ["-x265-params", "log-level=error:pools=1:frame-threads=1"]
+    if codec == "libx264":
+        cmd += ["-bf", "2", "-preset", "ultrafast"]
+    cmd += list(extra) + [str(path)]
+    subprocess.run(cmd, check=True)
+    return str(path)
+
+
+def pyav_frames(path):
+    with av.open(path) as c:
+        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+
+
+def run_once(batch_size, **kw):
+    pipe = godali.Pipeline(batch_size=batch_size, num_threads=2, seed=7)
+    with pipe:
+        outs = fn.readers.video(name="Reader", **kw)
+        pipe.set_outputs(*(outs if isinstance(outs, (tuple, list)) else (outs,)))
+    pipe.build()
+    return pipe, pipe.run()
+
+
+def test_sequences_match_pyav(tmp_path):
+    a = make_clip(tmp_path / "a.mp4", frames=26)
+    b = make_clip(tmp_path / "b.mkv", frames=19, size="64x64", codec="libx265")
+    refs = [pyav_frames(a), pyav_frames(b)]
+    L, step, stride = 4, 3, 2
+    want = [(fi, s) for fi, n in enumerate([26, 19]) for s in range(0, n, step) if s + (L - 1) * stride < n]
+    pipe, (video, labels, frame_num) = run_once(len(want), filenames=[a, b], labels=[], sequence_length=L,
+                                                step=step, stride=stride, enable_frame_num=True)
+    assert pipe.epoch_size("Reader") == len(want)
+    for i, (fi, s) in enumerate(want):
+        got = video[i].as_array()
+        assert video[i].layout() == "FHWC"
+        assert got.dtype == np.uint8 and got.shape == (L,) + refs[fi][0].shape
+        for k in range(L):
+            np.testing.assert_array_equal(got[k], refs[fi][s + k * stride],
+                                          err_msg="sample %d frame %d" % (i, k))
+        assert int(labels[i].as_array()[0]) == fi
+        assert int(frame_num[i].as_array()[0]) == s
+
+
+def test_shuffled_shards_cover_every_sequence_once(tmp_path):
+    a = make_clip(tmp_path / "a.mp4", frames=40)
+    ref = pyav_frames(a)
+    seen = []
+    for shard in range(2):
+        pipe = godali.Pipeline(batch_size=5, num_threads=2, seed=7)
+        with pipe:
+            v, fnum = fn.readers.video(filenames=[a], sequence_length=2, random_shuffle=True, initial_fill=8,
+                                       shard_id=shard, num_shards=2, enable_frame_num=True, pad_last_batch=True)
+            pipe.set_outputs(v, fnum)
+        pipe.build()
+        for _ in range(2):
+            v, fnum = pipe.run()
+            for i in range(5):
+                s = int(fnum[i].as_array()[0])
+                seen.append(s)
+                np.testing.assert_array_equal(v[i].as_array()[0], ref[s])
+                np.testing.assert_array_equal(v[i].as_array()[1], ref[s + 1])
+    assert sorted(seen) == list(range(0, 40, 2))
+
+
+def test_torch_tensor_and_float(tmp_path):
+    torch = pytest.importorskip("torch")
+    a = make_clip(tmp_path / "a.webm", frames=12, codec="libvpx-vp9")
+    ref = pyav_frames(a)
+    _, (video,) = run_once(3, filenames=[a], sequence_length=4, dtype=types.FLOAT, normalized=True)
+    t = torch.from_dlpack(video.as_tensor())
+    assert t.shape == (3, 4, 48, 64, 3) and t.dtype == torch.float32
+    want = np.stack([np.stack(ref[4 * i:4 * i + 4]) for i in range(3)]).astype(np.float32) / 255
+    np.testing.assert_allclose(t.numpy(), want, atol=1e-6)
+
+
+def test_corrupt_file_is_named(tmp_path):
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(b"\x00" * 1000)
+    with pytest.raises(godali.DataError, match="bad.mp4"):
+        run_once(1, filenames=[str(bad)], sequence_length=2)
+
+
+def test_missing_ffmpeg_says_what_to_install(tmp_path):
+    # A directory without the libraries stands for a host without FFmpeg; the library
+    # itself loads, and building a video operator says what is missing.
+    a = make_clip(tmp_path / "a.mp4", frames=4)
+    code = """
+import godali
+from godali import fn
+p = godali.Pipeline(batch_size=1, num_threads=1)
+with p:
+    p.set_outputs(fn.random.uniform())
+p.build(); p.run()
+p = godali.Pipeline(batch_size=1, num_threads=1)
+with p:
+    p.set_outputs(fn.readers.video(filenames=[%r], sequence_length=2))
+try:
+    p.build()
+except Exception as e:
+    print("ERROR:", e)
+""" % a
+    env = dict(os.environ, GODALI_FFMPEG_LIBDIR=str(tmp_path), PYTHONPATH=PYTHON_DIR)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "ERROR:" in out.stdout and "libavcodec.so.59" in out.stdout and "pip install av==10.0.0" in out.stdout, out.stdout
