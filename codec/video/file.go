@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"unsafe"
 )
@@ -134,6 +135,8 @@ func (f *File) FrameBytes() int { return f.Info.Width * f.Info.Height * 3 }
 type Index struct {
 	PTS  []int64 // sorted
 	Keys []int32 // indices into PTS of the key frames, ascending
+
+	keyPTS []int64 // scratch for ScanInto
 }
 
 // Len is the number of frames.
@@ -142,8 +145,16 @@ func (ix *Index) Len() int { return len(ix.PTS) }
 // Scan reads every packet of the video stream (without decoding) to build the index,
 // and leaves the file ready to decode from its beginning.
 func (f *File) Scan() (*Index, error) {
-	var pts []int64
-	var keyPTS []int64
+	ix := &Index{}
+	if err := f.ScanInto(ix); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// ScanInto is Scan reusing ix's memory.
+func (f *File) ScanInto(ix *Index) error {
+	pts, keyPTS := ix.PTS[:0], ix.keyPTS[:0]
 	for {
 		var p C.int64_t
 		var key C.int
@@ -152,37 +163,34 @@ func (f *File) Scan() (*Index, error) {
 			break
 		}
 		if r < 0 {
-			return nil, fmt.Errorf("reading packet %d: %s", len(pts), ffErr(r))
+			return fmt.Errorf("reading packet %d: %s", len(pts), ffErr(r))
 		}
 		if int64(p) == math.MinInt64 {
-			return nil, fmt.Errorf("packet %d has no timestamp", len(pts))
+			return fmt.Errorf("packet %d has no timestamp", len(pts))
 		}
 		pts = append(pts, int64(p))
 		if key != 0 {
 			keyPTS = append(keyPTS, int64(p))
 		}
 	}
+	ix.PTS, ix.keyPTS, ix.Keys = pts, keyPTS, ix.Keys[:0]
 	if len(pts) == 0 {
-		return nil, errors.New("the video stream has no frames")
+		return errors.New("the video stream has no frames")
 	}
 	if len(keyPTS) == 0 {
-		return nil, errors.New("the video stream has no key frame")
+		return errors.New("the video stream has no key frame")
 	}
-	sort.Slice(pts, func(i, j int) bool { return pts[i] < pts[j] })
+	slices.Sort(pts)
 	for i := 1; i < len(pts); i++ {
 		if pts[i] == pts[i-1] {
-			return nil, fmt.Errorf("two frames have the same timestamp %d", pts[i])
+			return fmt.Errorf("two frames have the same timestamp %d", pts[i])
 		}
 	}
-	ix := &Index{PTS: pts}
-	sort.Slice(keyPTS, func(i, j int) bool { return keyPTS[i] < keyPTS[j] })
+	slices.Sort(keyPTS)
 	for _, k := range keyPTS {
 		ix.Keys = append(ix.Keys, int32(ix.frameOf(k)))
 	}
-	if err := f.seekKey(ix, 0); err != nil {
-		return nil, err
-	}
-	return ix, nil
+	return f.seekKey(ix, 0)
 }
 
 // frameOf is the index of the frame with presentation time p, or -1.

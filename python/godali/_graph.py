@@ -360,6 +360,8 @@ def layout_of(node):
     while isinstance(node, DataNode) and seen < 10000:
         op = node.source
         name = op.op
+        if name in ("decoders.video", "experimental.decoders.video"):
+            return "FHWC"
         if name.startswith("decoders."):
             return "HWC"
         if name == "external_source":

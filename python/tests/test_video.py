@@ -129,3 +129,42 @@ except Exception as e:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "ERROR:" in out.stdout and "libavcodec.so.59" in out.stdout and "pip install av==10.0.0" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("kw,frames", [
+    ({}, list(range(14))),
+    ({"start_frame": 3, "stride": 4}, [3, 7, 11]),
+    ({"start_frame": 2, "end_frame": 9, "stride": 3, "sequence_length": 5}, [2, 5, 8, -1, -1]),
+    ({"frames": [9, 1, 4, 4], "pad_mode": "none"}, [9, 1, 4, 4]),
+    ({"start_frame": 10, "sequence_length": 6, "pad_mode": "edge"}, [10, 11, 12, 13, 13, 13]),
+])
+@pytest.mark.parametrize("api", ["experimental.decoders.video", "decoders.video"])
+def test_decoders_video_from_file_bytes(tmp_path, kw, frames, api):
+    a = make_clip(tmp_path / "a.mp4", frames=14)
+    b = make_clip(tmp_path / "b.mkv", frames=14, size="32x32")
+    refs = [pyav_frames(a), pyav_frames(b)]
+    pipe = godali.Pipeline(batch_size=2, num_threads=2, seed=1)
+    decode = fn.experimental.decoders.video if api.startswith("experimental") else fn.decoders.video
+    with pipe:
+        data, _ = fn.readers.file(files=[a, b])
+        pipe.set_outputs(decode(data, fill_value=[7, 8, 9], **kw))
+    pipe.build()
+    (out,) = pipe.run()
+    for i in range(2):
+        got = out[i].as_array()
+        assert out[i].layout() == "FHWC" and got.shape[0] == len(frames)
+        for k, f in enumerate(frames):
+            want = refs[i][f] if f >= 0 else np.broadcast_to(np.array([7, 8, 9], np.uint8), refs[i][0].shape)
+            np.testing.assert_array_equal(got[k], want, err_msg="sample %d frame %d" % (i, k))
+
+
+def test_decoders_video_bad_bytes_named(tmp_path):
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(b"\x01" * 333)
+    pipe = godali.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        data, _ = fn.readers.file(files=[str(bad)])
+        pipe.set_outputs(fn.experimental.decoders.video(data))
+    pipe.build()
+    with pytest.raises(godali.DataError, match="bad.mp4"):
+        pipe.run()
