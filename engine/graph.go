@@ -180,6 +180,10 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		for i, d := range n.In {
 			in[i] = d.Meta
 		}
+		if n.Device == "cpu" && len(in) > 0 && isSequence(in[0]) && TakesSequences(n.OpName) {
+			op = &frameOp{inner: op, name: n.OpName} // sequence.go
+			n.Op = op
+		}
 		metas, err := op.Infer(in)
 		if err != nil {
 			if _, ok := err.(*Error); ok {

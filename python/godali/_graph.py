@@ -371,7 +371,15 @@ def layout_of(node):
             if lay is None:
                 arg = op.schema.args.get("output_layout")
                 lay = arg.default if arg is not None else "CHW"
+            # Sequences go through frame by frame and keep their frame dimension in front.
+            if lay and layout_of(op.inputs[0]).startswith("F") and not lay.startswith("F"):
+                lay = "F" + lay
             return lay or ""
+        if name == "per_frame":
+            inner = layout_of(op.inputs[0])
+            if op.args.get("replace") and inner:
+                inner = inner[1:]
+            return inner if inner.startswith("F") else "F" + inner
         if name == "readers.video":
             return "FHWC" if node.index == 0 else ""
         if name.startswith("readers.") or name.startswith("random.") or not op.inputs:

