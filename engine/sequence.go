@@ -204,3 +204,21 @@ func wrapFrameErr(f int, err error) error {
 	}
 	return Errorf(StatusData, "frame %d: %v", f, err)
 }
+
+// Fuse lets a fusable per-frame operator absorb a per-frame producer (crop_mirror_normalize
+// taking in resize), frame by frame as for images.
+func (o *frameOp) Fuse(producer Operator) (Operator, bool) {
+	p, ok := producer.(*frameOp)
+	if !ok {
+		return nil, false
+	}
+	fz, ok := o.inner.(Fusable)
+	if !ok {
+		return nil, false
+	}
+	fused, ok := fz.Fuse(p.inner)
+	if !ok {
+		return nil, false
+	}
+	return &frameOp{inner: fused, name: o.name, metas: o.metas}, true
+}

@@ -380,7 +380,7 @@ def layout_of(node):
             if op.args.get("replace") and inner:
                 inner = inner[1:]
             return inner if inner.startswith("F") else "F" + inner
-        if name == "readers.video":
+        if name in ("readers.video", "readers.sequence"):
             return "FHWC" if node.index == 0 else ""
         if name.startswith("readers.") or name.startswith("random.") or not op.inputs:
             return ""

@@ -256,3 +256,47 @@ def test_per_frame_argument_and_sequence_rearrange(tmp_path):
             np.testing.assert_array_equal(rot[i].as_array()[k], ref, err_msg="frame %d" % k)
         np.testing.assert_array_equal(rev[i].as_array(), frames[[3, 2, 2, 0, 1]])
         assert rev[i].layout() == "FHWC"
+
+
+def test_readers_sequence_against_pil(tmp_path):
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    streams = {"a": 7, "b": 5}
+    frames = {}
+    for name, n in streams.items():
+        d = tmp_path / name
+        d.mkdir()
+        frames[name] = []
+        for k in range(n):
+            img = rng.integers(0, 256, (12, 20, 3), dtype=np.uint8)
+            Image.fromarray(img).save(d / ("f%03d.png" % k))
+            frames[name].append(np.asarray(Image.open(d / ("f%03d.png" % k)).convert("RGB")))
+    L, step, stride = 3, 2, 2
+    want = [(s, k) for s, n in sorted(streams.items()) for k in range(0, n, step) if k + (L - 1) * stride < n]
+    pipe = godali.Pipeline(batch_size=len(want), num_threads=2, seed=1)
+    with pipe:
+        pipe.set_outputs(fn.readers.sequence(file_root=str(tmp_path), sequence_length=L, step=step,
+                                             stride=stride, name="Reader"))
+    pipe.build()
+    assert pipe.epoch_size("Reader") == len(want)
+    (out,) = pipe.run()
+    for i, (s, k) in enumerate(want):
+        assert out[i].layout() == "FHWC"
+        np.testing.assert_array_equal(out[i].as_array(), np.stack([frames[s][k + j * stride] for j in range(L)]))
+
+
+def test_resize_then_cmn_on_sequences_equals_frames(tmp_path):
+    a = make_clip(tmp_path / "a.mp4", frames=8)
+    kw = dict(dtype=types.FLOAT, output_layout="CHW", crop=(24, 24), mean=[100.0, 110.0, 120.0], std=[50.0, 60.0, 70.0])
+
+    def op(x, **_):
+        return fn.crop_mirror_normalize(fn.resize(x, resize_x=40, resize_y=30), **kw)
+    pipe = godali.Pipeline(batch_size=2, num_threads=2, seed=1)
+    with pipe:
+        v = fn.readers.video(filenames=[a], sequence_length=4)
+        pipe.set_outputs(v, op(v))
+    pipe.build()
+    video, out = pipe.run()
+    for i in range(2):
+        ref = _frames_as_images(list(video[i].as_array()), op)
+        np.testing.assert_array_equal(out[i].as_array(), np.stack(ref))
