@@ -300,3 +300,24 @@ def test_resize_then_cmn_on_sequences_equals_frames(tmp_path):
     for i in range(2):
         ref = _frames_as_images(list(video[i].as_array()), op)
         np.testing.assert_array_equal(out[i].as_array(), np.stack(ref))
+
+
+def test_skip_policy_replaces_undecodable_videos(tmp_path):
+    good = [make_clip(tmp_path / ("g%d.mp4" % i), frames=6) for i in range(3)]
+    bad = tmp_path / "bad.mp4"
+    with open(good[0], "rb") as f:
+        bad.write_bytes(f.read()[:200])  # cut inside the container header
+    files = [good[0], str(bad), good[1], good[2]]
+    pipe = godali.Pipeline(batch_size=4, num_threads=2, seed=1, on_error="skip")
+    with pipe:
+        data, labels = fn.readers.file(files=files)
+        pipe.set_outputs(fn.experimental.decoders.video(data, sequence_length=4), labels)
+    pipe.build()
+    video, labels = pipe.run()
+    refs = {i: pyav_frames(f) for i, f in enumerate(files) if i != 1}
+    for i in range(4):
+        lab = int(labels[i].as_array()[0])
+        assert lab != 1, "the undecodable file was delivered"
+        np.testing.assert_array_equal(video[i].as_array(), np.stack(refs[lab][:4]))
+    skipped = pipe.skipped()
+    assert len(skipped) == 1 and skipped[0]["file"].endswith("bad.mp4"), skipped
