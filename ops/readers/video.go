@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/godali/godali/codec/video"
@@ -27,7 +29,9 @@ func init() {
 			"(int32 [1]; with labels, file_root or file_list), the first frame's number (int32 [1]; " +
 			"enable_frame_num) and each frame's time in seconds (float32 [F]; enable_timestamps; -1 for " +
 			"padding frames). Frames are numbered by presentation time, so B-frames and (with " +
-			"skip_vfr_check) variable frame rates are exact. Rotation metadata is not applied.",
+			"skip_vfr_check) variable frame rates are exact. Rotation metadata is not applied. " +
+			"With random_shuffle the list of sequences is first permuted once with a fixed seed (the same " +
+			"on every shard, as DALI does), then shuffled in a buffer of initial_fill.",
 		MinInputs: 0, MaxInputs: 0, IsReader: true, HostOnly: true,
 		Outputs: []string{"video", "labels", "frame_num", "timestamps"},
 		OutputIf: map[string]string{"labels": "given:labels|file_root|file_list",
@@ -56,6 +60,9 @@ func init() {
 	})
 	engine.RegisterBackend("readers.video", "cpu", newVideoReader)
 }
+
+// videoListSeed permutes the sequence list of a shuffling video reader.
+const videoListSeed = 524287
 
 type videoFile struct {
 	path       string
@@ -166,7 +173,27 @@ func (r *videoReader) Open() error {
 		if remote.IsRemote(files[i].path) {
 			return engine.Errorf(engine.StatusInvalidArgument, "%s: %s: readers.video reads local files only", where, files[i].path)
 		}
-		if err := r.indexFile(&files[i]); err != nil {
+	}
+	// Indexing reads every packet of every file: in parallel, one file per goroutine.
+	errs := make([]error, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(files)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = r.indexFile(&files[i])
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
 			return engine.Errorf(engine.StatusData, "%s: %s: %v", where, files[i].path, err)
 		}
 	}
@@ -187,6 +214,18 @@ func (r *videoReader) Open() error {
 		for ; r.pad && s < hi; s += r.step {
 			r.seqs = append(r.seqs, videoSeq{int32(fi), int32(s), int32(1 + (hi-1-s)/r.stride)})
 			refs = append(refs, engine.SampleRef{Path: f.path, Label: f.label})
+		}
+	}
+	if a.Bool("random_shuffle") {
+		// As DALI's video loader: the sequence list is permuted once, identically on every
+		// shard, before sharding and the shuffling buffer, so that a buffer of
+		// initial_fill sequences does not hold the neighbouring clips of a few videos.
+		var rng engine.RNG
+		rng.Seed(videoListSeed)
+		for i := len(refs) - 1; i > 0; i-- {
+			j := rng.Intn(i + 1)
+			refs[i], refs[j] = refs[j], refs[i]
+			r.seqs[i], r.seqs[j] = r.seqs[j], r.seqs[i]
 		}
 	}
 	if len(refs) == 0 {
