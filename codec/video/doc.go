@@ -22,5 +22,7 @@
 // The decoder runs single-threaded by default (threads=1): pipeline workers decode
 // different samples in parallel. Steady-state reading allocates nothing on the Go
 // heap; FFmpeg's decoder reuses its own frame pool, and frames are converted straight
-// into the caller's buffer. cgo lives here only (gdvideo.c).
+// into the caller's buffer. cgo lives here only (gdvideo.c). Load sets FFmpeg's log level
+// to fatal, process-wide (errors come back as codes; FFmpeg would print to the host's
+// stderr), which also quiets another user of the same libraries in the process (PyAV).
 package video
