@@ -246,7 +246,8 @@ class OpNode:
     """One operator instance in a pipeline graph."""
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
-                 "outputs", "seq", "pipeline", "preserve", "floating", "extra")
+                 "outputs", "seq", "pipeline", "preserve", "floating", "extra",
+                 "__weakref__")
 
     def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
                  output_names=None):
@@ -399,6 +400,9 @@ def layout_of(node):
             return "HWC"
         if name == "external_source":
             return op.args.get("layout", "") or ""
+        if name == "python_function":
+            lays = op.args.get("output_layouts") or []
+            return lays[node.index] if node.index < len(lays) else ""
         if name == "crop_mirror_normalize":
             lay = op.args.get("output_layout")
             if lay is None:
@@ -700,6 +704,8 @@ def _call_op(schema, inputs, kwargs):
 
 def _variable_outputs(schema, args, fname):
     """Output names of an operator with one output per extension set or feature."""
+    if schema.name == "python_function":
+        return ["out%d" % i for i in range(max(int(args.get("num_outputs", 1)), 1))]
     if schema.name == "readers.tfrecord":
         try:
             n = len(json.loads(args.get("features", "[]")))
