@@ -8,6 +8,8 @@ package video
 #cgo noescape gdv_next_packet
 #cgo nocallback gdv_next_packet
 #cgo nocallback gdv_seek
+#cgo noescape gdv_open
+#cgo nocallback gdv_open
 #include <stdlib.h>
 #include <string.h>
 #include "gdvideo.h"
@@ -41,22 +43,32 @@ type File struct {
 	memCap  int
 	live    bool // the decoder has decoded up to lastFrame and can go on from there
 	lastIdx int
+
+	cinfo C.gdv_info
+	cerr  [256]C.char
 }
 
 // Open opens a video file by path. threads bounds the decoder's own threads (1: the
 // caller's goroutine only; godali's pipeline workers decode different samples in
 // parallel, so they ask for 1).
 func Open(path string, threads int) (*File, error) {
-	if err := Load(); err != nil {
-		return nil, err
-	}
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
 	f := &File{}
-	if err := f.open(cpath, nil, 0, threads); err != nil {
+	if err := f.Reopen(path, threads); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// Reopen closes what f had open and opens path instead (a worker's File is reused from
+// one sample to the next).
+func (f *File) Reopen(path string, threads int) error {
+	if err := Load(); err != nil {
+		return err
+	}
+	f.closeStream()
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	return f.open(cpath, nil, 0, threads)
 }
 
 // OpenBytes opens an encoded video held in memory; the bytes are copied into C memory
@@ -93,17 +105,17 @@ func (f *File) ReopenBytes(data []byte, threads int) error {
 }
 
 func (f *File) open(path *C.char, mem *C.uint8_t, n, threads int) error {
-	var info C.gdv_info
-	var buf [256]C.char
-	if r := C.gdv_open(path, mem, C.size_t(n), C.int(threads), &f.c, &info, &buf[0], C.int(len(buf))); r != 0 {
+	// The C results land in f's own fields: locals passed to C would move to the heap.
+	info := &f.cinfo
+	if r := C.gdv_open(path, mem, C.size_t(n), C.int(threads), &f.c, info, &f.cerr[0], C.int(len(f.cerr))); r != 0 {
 		f.c = nil
-		return errors.New(C.GoString(&buf[0]))
+		return errors.New(C.GoString(&f.cerr[0]))
 	}
 	f.Info = Info{Width: int(info.width), Height: int(info.height),
 		TimeBase:  [2]int{int(info.tb_num), int(info.tb_den)},
 		FrameRate: [2]int{int(info.fr_num), int(info.fr_den)},
 		Rotation:  float64(info.rotation),
-		Codec:     C.GoString(&info.codec[0]), PixFmt: C.GoString(&info.pix_fmt[0])}
+		Codec:     keepString(f.Info.Codec, info.codec[:]), PixFmt: keepString(f.Info.PixFmt, info.pix_fmt[:])}
 	f.live, f.lastIdx = false, -1
 	if f.Info.Width <= 0 || f.Info.Height <= 0 {
 		f.closeStream()
@@ -329,4 +341,26 @@ func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int
 		got++
 	}
 	return false, nil
+}
+
+// keepString returns old when the C string in buf spells it (no allocation when a reused
+// File opens another file of the same codec), else a new string.
+func keepString(old string, buf []C.char) string {
+	n := 0
+	for n < len(buf) && buf[n] != 0 {
+		n++
+	}
+	if n == len(old) {
+		same := true
+		for i := 0; i < n; i++ {
+			if byte(buf[i]) != old[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return old
+		}
+	}
+	return C.GoStringN(&buf[0], C.int(n))
 }

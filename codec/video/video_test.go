@@ -301,3 +301,38 @@ func TestLoadErrorNamesLibraries(t *testing.T) {
 		t.Fatalf("findLib PyAV-style: %q %v", p, err)
 	}
 }
+
+// A reused File switching between files allocates nothing on the Go heap either.
+func TestReopenAllocs(t *testing.T) {
+	needFFmpeg(t)
+	dir := t.TempDir()
+	paths := []string{videotest.Make(t, dir, "a", videotest.Spec{Frames: 20}), videotest.Make(t, dir, "b", videotest.Spec{Frames: 20})}
+	f := &File{}
+	defer f.Close()
+	var ixs []*Index
+	for _, p := range paths {
+		if err := f.Reopen(p, 1); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := f.Scan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ixs = append(ixs, ix)
+	}
+	dst := make([]byte, 4*64*48*3)
+	n := 0
+	allocs := testing.AllocsPerRun(10, func() {
+		k := n % 2
+		if err := f.Reopen(paths[k], 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.ReadFrames(ixs[k], 5+n%7, 4, 2, dst); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	})
+	if allocs != 0 {
+		t.Fatalf("Reopen + ReadFrames allocates %.1f times per call", allocs)
+	}
+}

@@ -421,20 +421,20 @@ func (r *videoReader) Run(ws *engine.Workspace) error {
 	seq := r.seqs[ws.Ref.Index]
 	vf := &r.files[seq.file]
 	if st.file != int(seq.file) {
-		st.Close()
 		st.file = -1
-		f, err := video.Open(vf.path, 1)
-		if err != nil {
+		if st.f == nil {
+			st.f = &video.File{}
+		}
+		if err := st.f.Reopen(vf.path, 1); err != nil {
 			return engine.Errorf(engine.StatusData, "%v", err)
 		}
-		st.f, st.file = f, int(seq.file)
+		st.file = int(seq.file)
 	}
 	out := ws.Out[0].Data
 	fb := st.f.FrameBytes()
 	n := int(seq.count)
 	if err := st.f.ReadFrames(vf.ix, int(seq.start), n, r.stride, out[:n*fb]); err != nil {
-		st.Close()
-		st.file = -1
+		st.file = -1 // reopened for the next sample
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
 	pix := r.seqLen * fb
