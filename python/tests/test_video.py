@@ -321,3 +321,23 @@ def test_skip_policy_replaces_undecodable_videos(tmp_path):
         np.testing.assert_array_equal(video[i].as_array(), np.stack(refs[lab][:4]))
     skipped = pipe.skipped()
     assert len(skipped) == 1 and skipped[0]["file"].endswith("bad.mp4"), skipped
+
+
+def test_video_resize_equals_video_then_resize(tmp_path):
+    a = make_clip(tmp_path / "a.mp4", frames=8)
+    pipe = godali.Pipeline(batch_size=2, num_threads=2, seed=1)
+    with pipe:
+        v, fnum = fn.readers.video_resize(filenames=[a], sequence_length=4, resize_x=40, resize_y=30,
+                                          enable_frame_num=True, name="R")
+        ref = fn.resize(fn.readers.video(filenames=[a], sequence_length=4), resize_x=40, resize_y=30)
+        vf = fn.readers.video_resize(filenames=[a], sequence_length=4, resize_shorter=24,
+                                     dtype=types.FLOAT, normalized=True)
+        pipe.set_outputs(v, fnum, ref, vf)
+    pipe.build()
+    v, fnum, ref, vf = pipe.run()
+    for i in range(2):
+        assert v[i].as_array().shape == (4, 30, 40, 3)
+        np.testing.assert_array_equal(v[i].as_array(), ref[i].as_array())
+        assert int(fnum[i].as_array()[0]) == 4 * i
+        f = vf[i].as_array()
+        assert f.dtype == np.float32 and f.shape == (4, 24, 32, 3) and 0 <= f.min() and f.max() <= 1
