@@ -95,7 +95,13 @@ typedef struct {
                            (on_error = "skip") */
 } godali_batch_info_t;
 
-/* godali_output_info_t: facts about output `index` of the current batch. */
+/* GODALI_MAX_LAYOUT: the size of godali_output_info_t.layout, NUL included. */
+#define GODALI_MAX_LAYOUT 16
+
+/* godali_output_info_t: facts about output `index` of the current batch.
+ * ABI: fields are only ever appended; `layout` was appended after num_samples (version
+ * 0.1 had no layout), so a program must be compiled against this header to call
+ * godali_pipeline_output_info of this library. */
 typedef struct {
   int32_t uniform;     /* 1 when every sample has the same shape: a dense [N, ...] tensor */
   int32_t ndim;        /* dimensions of one sample */
@@ -103,6 +109,11 @@ typedef struct {
   int32_t device_id;
   DLDataType dtype;
   int64_t num_samples;
+  /* The layout of one sample as DALI names it ("HWC", "CHW", "FHWC", ...), one letter
+   * per dimension, NUL-terminated; "" when the output has none (labels, shapes, bytes).
+   * It is the operator's build-time layout (the engine's only copy of the fact). The
+   * pipeline refuses at build an output layout of GODALI_MAX_LAYOUT characters or more. */
+  char layout[GODALI_MAX_LAYOUT];
 } godali_output_info_t;
 
 /* godali_reader_meta_t: DALI's reader metadata. */
