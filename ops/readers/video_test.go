@@ -179,3 +179,27 @@ func TestVideoReaderErrors(t *testing.T) {
 		t.Errorf("dtype: %v", err)
 	}
 }
+
+// file_root: one label per sorted subdirectory, the files sorted, as readers.file.
+func TestVideoReaderFileRoot(t *testing.T) {
+	needVideo(t)
+	root := t.TempDir()
+	for _, c := range []string{"cats", "dogs"} {
+		if err := os.Mkdir(filepath.Join(root, c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	videotest.Make(t, filepath.Join(root, "dogs"), "d1", videotest.Spec{Frames: 4})
+	videotest.Make(t, filepath.Join(root, "cats"), "c2", videotest.Spec{Frames: 4})
+	videotest.Make(t, filepath.Join(root, "cats"), "c1", videotest.Spec{Frames: 2})
+	out := readAll(t, "readers.video", fmt.Sprintf(`{"file_root": %q, "sequence_length": 2, "enable_frame_num": true}`, root), 3, 5)
+	want := []struct{ label, start int }{{0, 0}, {0, 0}, {0, 2}, {1, 0}, {1, 2}} // c1, c2 x2, d1 x2
+	for i, w := range want {
+		if l := int(binary.LittleEndian.Uint32(out[i][1].data)); l != w.label {
+			t.Errorf("sample %d: label %d, want %d", i, l, w.label)
+		}
+		if s := int(binary.LittleEndian.Uint32(out[i][2].data)); s != w.start {
+			t.Errorf("sample %d: frame_num %d, want %d", i, s, w.start)
+		}
+	}
+}
