@@ -106,6 +106,9 @@ func TestCodecsMatchFFmpegCommand(t *testing.T) {
 		{"vp9", videotest.Spec{Codec: "libvpx-vp9", Ext: "webm"}},
 		{"av1", videotest.Spec{Codec: "libaom-av1", Ext: "mkv", W: 64, H: 64, Frames: 12, GOP: 6}},
 		{"mjpeg", videotest.Spec{Codec: "mjpeg", Ext: "avi", Frames: 12}},
+		{"hevc_10bit", videotest.Spec{Codec: "libx265", PixFmt: "yuv420p10le", Frames: 12}},
+		{"h264_444", videotest.Spec{PixFmt: "yuv444p", Frames: 12}},
+		{"h264_bt709_full", videotest.Spec{Frames: 12, Extra: []string{"-colorspace", "bt709", "-color_range", "pc"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ type Spec struct {
 	GOP     int      // key frame interval (-g), 10 by default
 	BFrames int      // -bf (H.264/HEVC), 0 by default
 	Extra   []string // more output options (e.g. a VFR filter, rotation metadata)
+	PixFmt  string   // the encoder's pixel format (default yuv420p; yuvj420p for mjpeg)
 }
 
 // FFmpeg returns the ffmpeg command's path, skipping the test when it is absent.
@@ -58,21 +59,28 @@ func Make(t testing.TB, dir, name string, s Spec) string {
 	if s.GOP == 0 {
 		s.GOP = 10
 	}
+	pix := s.PixFmt
+	if pix == "" {
+		pix = "yuv420p"
+		if s.Codec == "mjpeg" {
+			pix = "yuvj420p"
+		}
+	}
 	out := filepath.Join(dir, name+"."+s.Ext)
 	args := []string{"-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi",
 		"-i", fmt.Sprintf("testsrc2=size=%dx%d:rate=%d", s.W, s.H, s.Rate),
 		"-frames:v", strconv.Itoa(s.Frames), "-c:v", s.Codec, "-g", strconv.Itoa(s.GOP)}
 	switch s.Codec {
 	case "libx264":
-		args = append(args, "-pix_fmt", "yuv420p", "-bf", strconv.Itoa(s.BFrames), "-preset", "ultrafast", "-threads", "1")
+		args = append(args, "-pix_fmt", pix, "-bf", strconv.Itoa(s.BFrames), "-preset", "ultrafast", "-threads", "1")
 	case "libx265":
-		args = append(args, "-pix_fmt", "yuv420p", "-x265-params", fmt.Sprintf("log-level=error:bframes=%d:pools=1:frame-threads=1", s.BFrames))
+		args = append(args, "-pix_fmt", pix, "-x265-params", fmt.Sprintf("log-level=error:bframes=%d:pools=1:frame-threads=1", s.BFrames))
 	case "libvpx-vp9":
-		args = append(args, "-pix_fmt", "yuv420p", "-deadline", "realtime", "-cpu-used", "8", "-threads", "1")
+		args = append(args, "-pix_fmt", pix, "-deadline", "realtime", "-cpu-used", "8", "-threads", "1")
 	case "libaom-av1":
-		args = append(args, "-pix_fmt", "yuv420p", "-cpu-used", "8", "-threads", "1", "-row-mt", "0")
+		args = append(args, "-pix_fmt", pix, "-cpu-used", "8", "-threads", "1", "-row-mt", "0")
 	case "mjpeg":
-		args = append(args, "-pix_fmt", "yuvj420p")
+		args = append(args, "-pix_fmt", pix)
 	}
 	args = append(args, s.Extra...)
 	args = append(args, out)
