@@ -254,8 +254,15 @@ func (p *Pipeline) Build() error {
 	if p.built {
 		return nil
 	}
-	for _, r := range p.readers {
+	for i, r := range p.readers {
 		if err := r.src.Open(); err != nil {
+			return err
+		}
+		epoch := r.epoch
+		if i == p.primary {
+			epoch = p.epoch
+		}
+		if err := checkEpoch(r, epoch, p.Spec.BatchSize); err != nil {
 			return err
 		}
 	}
@@ -517,6 +524,14 @@ func (p *Pipeline) ReaderMeta(name string) (ReaderMeta, error) {
 		}
 	}
 	return src.Meta(), nil
+}
+
+// checkEpoch asks a reader whether it can start epoch (EpochChecker).
+func checkEpoch(r *readerSlot, epoch int64, batchSize int) error {
+	if c, ok := r.src.(EpochChecker); ok {
+		return c.CheckEpoch(epoch, batchSize)
+	}
+	return nil
 }
 
 // replayPlan starts epoch of a reader and plans, without reading a file, the batches of
