@@ -11,6 +11,7 @@ release callback says the batch that used them was released. docs/pipeline.md,
 import ctypes
 import inspect
 import itertools
+import weakref
 from ctypes import POINTER, c_int64, c_void_p
 
 from . import _dlpack, _graph, _lib
@@ -278,7 +279,7 @@ class _Group:
 
     def __init__(self, pipe, nodes, source, num_outputs, batch, batch_info, dtypes, ndims,
                  layouts, no_copy, repeat_last):
-        self.pipe = pipe
+        self._pipe = weakref.ref(pipe)  # the pipeline holds its groups (_graph.OpNode)
         self.nodes = nodes
         self.source = source
         self.num_outputs = num_outputs
@@ -296,6 +297,10 @@ class _Group:
         self.epoch = 0
         self.ahead = 0         # batches fed from the source and not yet taken
         self.exhausted = False
+
+    @property
+    def pipe(self):
+        return self._pipe()
 
     def what(self, k):
         return "fn.external_source %r" % self.nodes[k].name
