@@ -339,7 +339,13 @@ class Pipeline:
     def to_json(self, indent=None):
         """The pipeline's JSON description (what a C or C++ trainer would pass to
         godali_pipeline_create)."""
-        return json.dumps(self.description(), indent=indent)
+        d = self.description()
+        try:
+            return json.dumps(d, indent=indent, allow_nan=False)
+        except ValueError:
+            # JSON has no NaN or infinity (json.dumps would write them anyway, and the
+            # library would refuse the text without knowing which argument it was).
+            raise ValueError(_non_finite_message(d)) from None
 
     serialize = to_json
 
@@ -743,6 +749,28 @@ class Pipeline:
         return "godali.Pipeline(batch_size=%d, num_threads=%d, device_id=%r, seed=%d%s)" % (
             self._batch_size, self._num_threads, self._device_id, self._seed,
             ", built" if self._built else "")
+
+
+def _non_finite_message(d):
+    """Names the argument of the description d that holds a NaN or an infinity."""
+    def bad(v):
+        if isinstance(v, float):
+            return v != v or v in (float("inf"), float("-inf"))
+        if isinstance(v, (list, tuple)):
+            return any(bad(x) for x in v)
+        if isinstance(v, dict):
+            return any(bad(x) for x in v.values())
+        return False
+
+    for op in d.get("ops", []):
+        for key, value in (op.get("args") or {}).items():
+            if bad(value):
+                return ("godali: fn.%s (node %r): argument %r must be finite, got %r"
+                        % (op.get("op"), op.get("name"), key, value))
+    for key, value in d.items():
+        if key != "ops" and bad(value):
+            return "godali: Pipeline argument %r must be finite, got %r" % (key, value)
+    return "godali: the pipeline description holds a NaN or an infinity"
 
 
 # Ctrl-C reaches the caller within this much of a blocked build or next.
