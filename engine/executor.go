@@ -340,9 +340,16 @@ func (p *Pipeline) reserveDenseOutputs() error {
 	return nil
 }
 
-// affinityMask parses GODALI_AFFINITY_MASK ("3,5,6,10": worker i runs on the i-th CPU).
+// affinityMask parses GODALI_AFFINITY_MASK ("3,5,6,10": worker i runs on the i-th CPU),
+// or DALI's DALI_AFFINITY_MASK, same format, when godali's own is not set (DALI scripts
+// pin their threads with it).
 func affinityMask() ([]int, error) {
-	v := strings.TrimSpace(os.Getenv("GODALI_AFFINITY_MASK"))
+	name := "GODALI_AFFINITY_MASK"
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		name = "DALI_AFFINITY_MASK"
+		v = strings.TrimSpace(os.Getenv(name))
+	}
 	if v == "" {
 		return nil, nil
 	}
@@ -350,7 +357,7 @@ func affinityMask() ([]int, error) {
 	for _, f := range strings.Split(v, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || c < 0 {
-			return nil, Errorf(StatusInvalidArgument, "GODALI_AFFINITY_MASK=%q: expected a comma-separated list of CPU numbers", v)
+			return nil, Errorf(StatusInvalidArgument, "%s=%q: expected a comma-separated list of CPU numbers", name, v)
 		}
 		cpus = append(cpus, c)
 	}
