@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
 )
 
 const version = "0.1.0"
@@ -114,7 +115,9 @@ func guard(fn func() error) (status C.int) {
 		C.godali_clear_error()
 		return C.int(st)
 	}
-	setError(err.Error())
+	// Every message the host sees: no URL password, signature or token in it, whatever
+	// layer wrote it.
+	setError(source.Redact(err.Error()))
 	return C.int(st)
 }
 
@@ -436,6 +439,9 @@ func godali_pipeline_output_info(h C.godali_pipeline_t, index C.int, out *C.goda
 		out.dtype.bits = C.uint8_t(bits)
 		out.dtype.lanes = 1
 		out.num_samples = C.int64_t(o.NumSamples())
+		for i := 0; i < len(o.Meta.Layout) && i < C.GODALI_MAX_LAYOUT-1; i++ { // the graph bounds it
+			out.layout[i] = C.char(o.Meta.Layout[i])
+		}
 		return nil
 	})
 }
