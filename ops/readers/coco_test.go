@@ -114,12 +114,18 @@ func TestCocoReaderErrorsNameTheirCause(t *testing.T) {
 			t.Errorf("%s: got %v, want an error naming %s", c.extra, err, c.want)
 		}
 	}
-	bad := filepath.Join(t.TempDir(), "broken.json")
-	os.WriteFile(bad, []byte(`{"images": [`), 0o644)
-	_, err := cocoPipeline(t, root, bad, "", 2)
-	var e *engine.Error
-	if !errors.As(err, &e) || !strings.Contains(err.Error(), "broken.json") {
-		t.Errorf("malformed annotations: %v", err)
+	good, err := os.ReadFile(ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range [][]byte{[]byte(`{"images": [`), append(append([]byte{}, good...), " trailing"...), append(append([]byte{}, good...), good...)} {
+		bad := filepath.Join(t.TempDir(), "broken.json")
+		os.WriteFile(bad, doc, 0o644)
+		_, err := cocoPipeline(t, root, bad, "", 2)
+		var e *engine.Error
+		if !errors.As(err, &e) || !strings.Contains(err.Error(), "broken.json") {
+			t.Errorf("malformed annotations %.30q...: %v", doc, err)
+		}
 	}
 	// A node naming more outputs than the arguments give is refused at build time.
 	desc := fmt.Sprintf(`{"batch_size": 1, "num_threads": 1, "device_id": null,
