@@ -21,7 +21,7 @@ func init() {
 	})
 	engine.RegisterBackend("roi_random_crop", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		if a.Given("roi_end") == a.Given("roi_shape") {
-			return nil, a.Errorf("roi_end", "give exactly one of roi_end and roi_shape")
+			return nil, a.Errorf("roi_end", "Either ROI end or ROI shape should be defined, but not both (give roi_end or roi_shape)")
 		}
 		return &roiCropOp{args: a}, nil
 	})
@@ -37,7 +37,7 @@ func (o *roiCropOp) NewWorkerState() any { return &roiState{} }
 
 func (o *roiCropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if len(in) > 0 && o.args.Given("in_shape") {
-		return nil, o.args.Errorf("in_shape", "cannot be given with an input (the input's shape is used)")
+		return nil, o.args.Errorf("in_shape", "``in_shape`` argument is incompatible with providing an input. (the input's shape is used)")
 	}
 	n := -1
 	if !o.args.AnyPerSample("crop_shape") {
@@ -89,11 +89,17 @@ func (o *roiCropOp) read(ws *engine.Workspace, st *roiState) error {
 		return a.ArgDataErrorf(ws, "in_shape", "the input shape %v has %d dimensions but crop_shape has %d", st.shape, len(st.shape), n)
 	}
 	for d := 0; d < n; d++ {
-		if st.crop[d] < 0 || st.end[d] < st.start[d] {
-			return a.ArgDataErrorf(ws, "crop_shape", "dimension %d: expected crop_shape >= 0 and roi_end >= roi_start, got crop %d, roi [%d, %d)", d, st.crop[d], st.start[d], st.end[d])
-		}
-		if len(st.shape) > 0 && (st.crop[d] > st.shape[d] || st.start[d] < 0 || st.end[d] > st.shape[d]) {
-			return a.ArgDataErrorf(ws, "crop_shape", "dimension %d: the crop (%d) and the ROI [%d, %d) must fit the input's extent %d", d, st.crop[d], st.start[d], st.end[d], st.shape[d])
+		switch {
+		case len(st.shape) > 0 && st.shape[d] < 0:
+			return a.ArgDataErrorf(ws, "in_shape", "Input shape can't be negative. Got %v", st.shape)
+		case st.crop[d] < 0:
+			return a.ArgDataErrorf(ws, "crop_shape", "Crop shape can't be negative. Got %v", st.crop)
+		case st.end[d] < st.start[d]:
+			return a.ArgDataErrorf(ws, "roi_start", "the ROI ends before it starts in dimension %d: [%d, %d)", d, st.start[d], st.end[d])
+		case len(st.shape) > 0 && (st.start[d] < 0 || st.end[d] > st.shape[d]):
+			return a.ArgDataErrorf(ws, "roi_start", "ROI can't be out of bounds. Dimension %d: ROI [%d, %d), input extent %d", d, st.start[d], st.end[d], st.shape[d])
+		case len(st.shape) > 0 && st.crop[d] > st.shape[d]:
+			return a.ArgDataErrorf(ws, "crop_shape", "Cropping shape can't be bigger than the input shape. Dimension %d: crop %d, input extent %d", d, st.crop[d], st.shape[d])
 		}
 	}
 	return nil
