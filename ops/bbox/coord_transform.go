@@ -5,8 +5,8 @@ import "github.com/godali/godali/engine"
 func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "coord_transform",
-		Doc: "Applies an affine transform to points: each row x of the input [N, in_dim] becomes M x + T, a row of " +
-			"the output [N, out_dim]. M is a scalar (uniform scale; out_dim = in_dim) or out_dim * in_dim values, " +
+		Doc: "Applies an affine transform to points: each row x of the input [..., in_dim] (the last dimension holds " +
+			"the coordinates) becomes M x + T, a row of the output [..., out_dim]. M is a scalar (uniform scale; out_dim = in_dim) or out_dim * in_dim values, " +
 			"row-major; T a scalar (every output coordinate) or out_dim values; MT, exclusive with M and T, is " +
 			"[M | T] (out_dim * (in_dim + 1) values, e.g. from transforms.*) or a scalar. Integer outputs are " +
 			"rounded and saturated.",
@@ -45,18 +45,20 @@ func (o *coordTransformOp) NewWorkerState() any { return &coordState{} }
 
 func (o *coordTransformOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
-	if len(m.Shape) != 2 || m.DType.Size() == 0 || m.DType == engine.Bool {
-		return nil, o.args.Invalidf("input 0 must be numeric points [N, in_dim], got %s %v", m.DType, m.Shape)
+	if len(m.Shape) < 1 || m.DType.Size() == 0 || m.DType == engine.Bool {
+		return nil, o.args.Invalidf("input 0 must be numeric points [..., in_dim], got %s %v", m.DType, m.Shape)
 	}
+	last := len(m.Shape) - 1
 	out := -1
-	if m.Shape[1] >= 0 && !o.args.AnyPerSample("M", "T", "MT") {
+	if m.Shape[last] >= 0 && !o.args.AnyPerSample("M", "T", "MT") {
 		var st coordState
-		if err := o.params(nil, &st, m.Shape[1]); err != nil {
+		if err := o.params(nil, &st, m.Shape[last]); err != nil {
 			return nil, err
 		}
 		out = st.outDim
 	}
-	return []engine.TensorMeta{{DType: o.dtype, Layout: m.Layout, Shape: []int{-1, out}}}, nil
+	shape := append(append([]int{}, m.Shape[:last]...), out)
+	return []engine.TensorMeta{{DType: o.dtype, Layout: m.Layout, Shape: shape}}, nil
 }
 
 // params reads M and T (or MT) for a sample with inDim columns into st, as an
@@ -153,21 +155,27 @@ func argError(a *engine.Args, ws *engine.Workspace, name, format string, args ..
 
 func (o *coordTransformOp) Setup(ws *engine.Workspace) error {
 	t := ws.In[0]
-	if len(t.Shape) != 2 {
-		return o.args.DataErrorf(ws, "expected points [N, in_dim], got shape %v", t.Shape)
+	if len(t.Shape) < 1 {
+		return o.args.DataErrorf(ws, "expected points [..., in_dim], got a scalar")
 	}
+	last := len(t.Shape) - 1
 	st := ws.State.(*coordState)
-	if err := o.params(ws, st, t.Shape[1]); err != nil {
+	if err := o.params(ws, st, t.Shape[last]); err != nil {
 		return err
 	}
-	ws.Out[0].SetShape(t.Shape[0], st.outDim)
+	ws.Out[0].SetShape(t.Shape...)
+	ws.Out[0].Shape[last] = st.outDim
 	return nil
 }
 
 func (o *coordTransformOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*coordState)
 	in, out := ws.In[0], ws.Out[0]
-	n, inDim, outDim := in.Shape[0], in.Shape[1], st.outDim
+	inDim, outDim := in.Shape[len(in.Shape)-1], st.outDim
+	n := 1
+	for _, d := range in.Shape[:len(in.Shape)-1] {
+		n *= d
+	}
 	isz, osz := in.DType.Size(), o.dtype.Size()
 	for i := 0; i < n; i++ {
 		row := in.Data[i*inDim*isz:]

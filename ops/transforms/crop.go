@@ -11,7 +11,7 @@ func init() {
 		Name: "transforms.crop",
 		Doc: "Produces an affine transform (float32 [ndim, ndim+1]) that maps the box [from_start, from_end] onto " +
 			"[to_start, to_end], per dimension scale = (to_end - to_start) / (from_end - from_start), or applies it to " +
-			"the input transform. The number of dimensions is the longest argument's length (one value: every dimension).",
+			"the input transform. The number of dimensions is the longest argument's length (one value: every dimension). Where from_start equals from_end the scale is 1.",
 		MinInputs: 0, MaxInputs: 1, Outputs: []string{"transform"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "from_start", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "the source box's start"},
@@ -71,10 +71,10 @@ func (g crop) matrix(ws *engine.Workspace, st *state, n int, m []float64) error 
 			fs, fe = math.Min(fs, fe), math.Max(fs, fe)
 			ts, te = math.Min(ts, te), math.Max(ts, te)
 		}
-		if fe == fs {
-			return argError(g.args, ws, "from_end", "must differ from from_start (dimension %d: both %g)", d, fs)
+		s := 1.0 // a degenerate source box: only the translation is defined
+		if fe != fs {
+			s = (te - ts) / (fe - fs)
 		}
-		s := (te - ts) / (fe - fs)
 		m[d*(n+2)] = s
 		m[d*(n+1)+n] = ts - s*fs
 	}

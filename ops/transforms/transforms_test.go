@@ -119,7 +119,7 @@ func TestTransformErrorsNameArguments(t *testing.T) {
 		{"transforms.shear", `"shear": [1, 2], "angles": [1, 2]`, `"angles"`},
 		{"transforms.rotation", `"angle": 5, "axis": [1, 0]`, `"axis"`},
 		{"transforms.scale", `"scale": [1, 2], "center": [1, 2, 3]`, `"center"`},
-		{"transforms.crop", `"from_start": [0.5], "from_end": [0.5]`, `"from_end"`},
+		{"transforms.crop", `"from_start": [0.5, 1], "from_end": [0.5, 2, 3]`, `"from_end"`},
 		{"transforms.scale", `"scale": [2]`, `ndim`},
 		{"transforms.translation", ``, `"offset"`},
 	} {

@@ -157,7 +157,7 @@ def test_transforms_import_as_modules_and_ops_classes():
     (lambda: fn.transforms.shear(angles=(95.0, 0.0)), "angles"),
     (lambda: fn.transforms.rotation(angle=10.0, axis=(1.0, 0.0)), "axis"),
     (lambda: fn.transforms.scale(scale=(1.0, 2.0), center=(1.0, 2.0, 3.0)), "center"),
-    (lambda: fn.transforms.crop(from_start=(0.5,), from_end=(0.5,)), "from_end"),
+    (lambda: fn.transforms.crop(from_start=(0.5, 1.0), from_end=(0.5, 2.0, 3.0)), "from_end"),
     (lambda: fn.transforms.scale(scale=2.0), "ndim"),
     (lambda: fn.transforms.translation(fn.random.uniform(range=(0, 1), shape=(3, 4)), offset=(1.0, 2.0)), "2-D"),
 ])
@@ -453,3 +453,19 @@ def test_random_choices_do_not_depend_on_num_threads():
     for a, b in zip(runs[0], runs[1]):
         for x, y in zip(a, b):
             assert np.array_equal(x, y)
+
+
+def test_coord_transform_takes_the_last_dimension_as_coordinates():
+    rng = np.random.default_rng(5)
+    data = [rng.integers(0, 255, (4, 5, 3), dtype=np.uint8) for _ in range(BATCH)]
+    M = np.array([[0, 0, 1], [0, 1, 0], [1, 0, 0]], np.float64)   # reverses the channels
+
+    def graph():
+        x = fn.external_source(source=lambda: data, layout="HWC")
+        return [fn.coord_transform(x, M=M.ravel().tolist(), dtype=types.UINT8),
+                fn.transforms.crop(from_start=(0.0, 1.0), from_end=(1.0, 1.0), to_start=(0.2, 0.3), to_end=(0.8, 0.5))]
+    out = _run(graph)
+    for i in range(BATCH):
+        assert np.array_equal(out[0][i], data[i][..., ::-1])
+        # dimension 1 has an empty source box: scale 1, from_start -> to_start
+        _close(out[1][i], [[0.6, 0, 0.2], [0, 1, 0.3 - 1.0]])
