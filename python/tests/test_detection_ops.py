@@ -469,3 +469,24 @@ def test_coord_transform_takes_the_last_dimension_as_coordinates():
         assert np.array_equal(out[0][i], data[i][..., ::-1])
         # dimension 1 has an empty source box: scale 1, from_start -> to_start
         _close(out[1][i], [[0.6, 0, 0.2], [0, 1, 0.3 - 1.0]])
+
+
+def test_ssd_random_crop_cuts_a_window_of_the_image():
+    H, W = 60, 90
+    img = np.zeros((H, W, 3), np.uint8)
+    img[..., 0] = np.arange(H)[:, None]          # each pixel says where it was
+    img[..., 1] = np.arange(W)[None, :]
+    boxes = np.array([[0.1, 0.1, 0.4, 0.5], [0.5, 0.3, 0.9, 0.9]], np.float32)
+    labels = np.array([3, 8], np.int32)
+
+    def graph():
+        return list(fn.ssd_random_crop(types.Constant(img, layout="HWC"), types.Constant(boxes), types.Constant(labels), num_attempts=5))
+    for outs in _run(graph, batch=8, iters=4):
+        for i in range(8):
+            im, bx, lb = outs[0][i], outs[1][i], outs[2][i]
+            y0, x0 = int(im[0, 0, 0]), int(im[0, 0, 1])
+            h, w = im.shape[:2]
+            assert np.array_equal(im, img[y0:y0 + h, x0:x0 + w])
+            assert h >= int(0.3 * H) - 1 and w >= int(0.3 * W) - 1
+            assert 1 <= len(lb) <= 2 and set(lb.tolist()) <= {3, 8} and bx.shape == (len(lb), 4)
+            assert bx.min() >= 0 and bx.max() <= 1
