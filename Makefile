@@ -183,7 +183,7 @@ WHEEL_EXCLUDE := libcuda.so.1 libnvidia-ml.so.1
 
 $(FLOOR)/.ready: Makefile scripts/floor-cc.sh
 	@test -n "$(LIBJPEG)" -a -n "$(JPEG_H)" -a -n "$(JCONFIG_H)" || { echo "make: libjpeg62-turbo-dev is missing (scripts/setup.sh installs it)" >&2; exit 1; }
-	@$(FLOOR_CC) cc --version >/dev/null 2>&1 || { echo "make: the wheel is compiled by zig's clang: $(PYTHON) -m pip install ziglang==0.14.1 (scripts/setup.sh does)" >&2; exit 1; }
+	@$(PYTHON) -m ziglang version >/dev/null 2>&1 || { echo "make: the wheel is compiled by zig's clang: $(PYTHON) -m pip install ziglang==0.14.1 (scripts/setup.sh does)" >&2; exit 1; }
 	rm -rf $(FLOOR) && mkdir -p $(FLOOR)/include $(FLOOR)/lib
 	ln -s $(dir $(JPEG_H))jpeglib.h $(dir $(JPEG_H))jerror.h $(dir $(JPEG_H))jmorecfg.h $(JCONFIG_H) $(FLOOR)/include/
 	ln -s $(LIBJPEG) $(FLOOR)/lib/libjpeg.so

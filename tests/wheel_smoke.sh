@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # wheel_smoke.sh WHEEL: installs the wheel into a fresh virtual environment and checks
-# that it works from there: import godali, the library found inside the package (not
-# build/), a small pipeline run, a torch tensor out, and godali.torch's DataLoader.
+# what it carries (tests/wheel_check.py: no driver or CUDA toolkit library, manylinux
+# tag and GLIBC symbol versions at most GODALI_GLIBC_FLOOR, the licences of everything
+# bundled), then that it works from there: the `godali` command, import godali, the
+# library found inside the package (not build/), a small pipeline run, a torch tensor
+# out, and godali.torch's DataLoader.
 #
 # The venv sees the system's site-packages for torch, numpy and PIL: godali comes only
 # from the wheel (pip --no-deps --no-index). Why not PyPI's torch: `pip download
@@ -15,8 +18,23 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 /usr/bin/python3 -m venv --system-site-packages "$tmp/venv"
 "$tmp/venv/bin/python" -m pip install -q --no-deps --no-index "$wheel"
-mkdir -p "$tmp/data/a" "$tmp/data/b"
+here=$(dirname "$(readlink -f "$0")")
 cd "$tmp"
+pkg=$(env -u PYTHONPATH "$tmp/venv/bin/python" -c 'import godali, os; print(os.path.dirname(godali.__file__))')
+env -u PYTHONPATH "$tmp/venv/bin/python" "$here/wheel_check.py" "$wheel" "$pkg"
+
+# The console script, and a reader that closes the pipe early: no traceback.
+version=$(env -u PYTHONPATH -u GODALI_LIBRARY "$tmp/venv/bin/godali" --version)
+case "$version" in
+  "godali "*"(library "*", "*" flavour, $pkg/lib/libgodali"*) echo "wheel smoke: $version" ;;
+  *) echo "wheel smoke: godali --version said: $version" >&2; exit 1 ;;
+esac
+env -u PYTHONPATH -u GODALI_LIBRARY "$tmp/venv/bin/godali" info --ops 2>"$tmp/info.err" | head -1 >/dev/null
+if [ -s "$tmp/info.err" ]; then
+  echo "wheel smoke: godali info | head -1 wrote to stderr:" >&2; cat "$tmp/info.err" >&2; exit 1
+fi
+
+mkdir -p "$tmp/data/a" "$tmp/data/b"
 env -u PYTHONPATH -u GODALI_LIBRARY "$tmp/venv/bin/python" - "$tmp" <<'PY'
 import os, sys
 tmp = sys.argv[1]
