@@ -175,6 +175,15 @@ FLOOR_ENV    = GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) GODALI_FLOOR_PYTHON=$(PYTHON) \
                CC='$(FLOOR_CC) cc' CXX='$(FLOOR_CC) c++' \
                CGO_CFLAGS='-I$(CURDIR)/$(FLOOR)/include -O2' \
                CGO_LDFLAGS='$(CGO_LDFLAGS) -L$(CURDIR)/$(FLOOR)/lib'
+# The CUDA toolkit's headers (cuda.h, nvjpeg.h and what they include): Debian installs
+# them into /usr/include beside glibc's, so each header and folder of the packages that
+# own cuda.h and nvjpeg.h is linked alone; a toolkit folder of its own (/usr/local/cuda)
+# is linked whole. The stub libcuda.so gives the link its libcuda.so.1 dependency.
+FLOOR_CUDA_LINKS = \
+	if [ "$(CUDA_INC)" = /usr/include ] && command -v dpkg >/dev/null; then \
+	  hdrs=$$(dpkg -L $$(dpkg -S /usr/include/cuda.h /usr/include/nvjpeg.h | cut -d: -f1 | sort -u) | grep '^/usr/include/[^/]*$$'); \
+	else hdrs=$$(ls -d $(CUDA_INC)/*); fi; \
+	ln -s $$hdrs $(FLOOR)/include/ && ln -s $(CUDA_STUBS)/libcuda.so $(FLOOR)/lib/libcuda.so
 # Shared libraries a wheel must never carry: the NVIDIA driver's (they must match the
 # host's kernel module) and the CUDA toolkit's (nvJPEG is dlopen'ed from the host).
 WHEEL_EXCLUDE := libcuda.so.1 libnvidia-ml.so.1
@@ -187,7 +196,7 @@ $(FLOOR)/.ready: Makefile scripts/floor-cc.sh
 	rm -rf $(FLOOR) && mkdir -p $(FLOOR)/include $(FLOOR)/lib
 	ln -s $(dir $(JPEG_H))jpeglib.h $(dir $(JPEG_H))jerror.h $(dir $(JPEG_H))jmorecfg.h $(JCONFIG_H) $(FLOOR)/include/
 	ln -s $(LIBJPEG) $(FLOOR)/lib/libjpeg.so
-	$(if $(WANT_CUDA),ln -s $(CUDA_INC)/cuda.h $(FLOOR)/include/ && ln -s $(CUDA_STUBS)/libcuda.so $(FLOOR)/lib/libcuda.so)
+	$(if $(WANT_CUDA),$(FLOOR_CUDA_LINKS))
 	@touch $@
 
 floor-toolchain: $(FLOOR)/.ready
