@@ -82,6 +82,17 @@ def platform_tags(wheel):
 def main(argv):
     wheel, pkg = argv[1], argv[2]
     floor = _version(os.environ.get("GODALI_GLIBC_FLOOR", "2.28"))
+    problems, libs = check(wheel, pkg, floor)
+    if problems:
+        for p in problems:
+            print("wheel_check: FAIL: " + p, file=sys.stderr)
+        return 1
+    print("wheel_check: ok (%d shared libraries, no driver or toolkit library)" % len(libs))
+    return 0
+
+
+def check(wheel, pkg, floor):
+    """Returns (problems, shared libraries in the wheel) for WHEEL installed at PKG."""
     problems = []
 
     # --- the platform tags --------------------------------------------------------
@@ -182,12 +193,7 @@ def main(argv):
         print("wheel_check: %s: %d Go modules, each with its licence"
               % (os.path.basename(path), len(mods)))
 
-    if problems:
-        for p in problems:
-            print("wheel_check: FAIL: " + p, file=sys.stderr)
-        return 1
-    print("wheel_check: ok (%d shared libraries, no driver or toolkit library)" % len(libs))
-    return 0
+    return problems, libs
 
 
 if __name__ == "__main__":

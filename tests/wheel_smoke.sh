@@ -29,9 +29,12 @@ case "$version" in
   "godali "*"(library "*", "*" flavour, $pkg/lib/libgodali"*) echo "wheel smoke: $version" ;;
   *) echo "wheel smoke: godali --version said: $version" >&2; exit 1 ;;
 esac
-env -u PYTHONPATH -u GODALI_LIBRARY "$tmp/venv/bin/godali" info --ops 2>"$tmp/info.err" | head -1 >/dev/null
-if [ -s "$tmp/info.err" ]; then
-  echo "wheel smoke: godali info | head -1 wrote to stderr:" >&2; cat "$tmp/info.err" >&2; exit 1
+# godali exits 1 when head closed the pipe first (0 when it finished before), quietly.
+status=0
+env -u PYTHONPATH -u GODALI_LIBRARY "$tmp/venv/bin/godali" info --ops 2>"$tmp/info.err" | head -1 >/dev/null || status=$?
+if [ -s "$tmp/info.err" ] || [ "$status" -gt 1 ]; then
+  echo "wheel smoke: godali info | head -1 exited $status and wrote to stderr:" >&2
+  cat "$tmp/info.err" >&2; exit 1
 fi
 
 mkdir -p "$tmp/data/a" "$tmp/data/b"
