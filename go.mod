@@ -14,7 +14,6 @@ require (
 )
 
 require (
-	github.com/PowerDNS/lmdb-go v1.9.4
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.26 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.16 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.8 // indirect

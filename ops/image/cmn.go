@@ -2,7 +2,6 @@ package image
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/engine/imaging"
@@ -30,6 +29,7 @@ func init() {
 			{Name: "pad_output", Type: engine.ArgBool, Default: false, Doc: "pad channels to the next power of two with zeros"},
 			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "error, or pad (with fill_values) when the crop leaves the image"},
 			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value (only 0)"},
+			cropRoundingArg,
 		},
 	})
 	engine.RegisterBackend("crop_mirror_normalize", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCMN(a) })
@@ -52,6 +52,7 @@ type CMNSpec struct {
 	posXIn, posYIn int
 	dynCrop        bool // the crop size comes from pipeline values
 	dynNorm        bool // mean or std comes from pipeline values
+	rounding       cropRounding
 }
 
 func newCMN(a *engine.Args) (*cmnOp, error) {
@@ -121,6 +122,10 @@ func newCMN(a *engine.Args) (*cmnOp, error) {
 		if f != 0 {
 			return nil, a.Errorf("fill_values", "only 0 is supported, got %v", a.Floats("fill_values"))
 		}
+	}
+	var err error
+	if s.rounding, err = parseCropRounding(a); err != nil {
+		return nil, err
 	}
 	if i, ok := a.IsPerSample("mirror"); ok {
 		s.mirrorIn = i
@@ -202,8 +207,7 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 	if s.mirrorIn >= 0 {
 		mirror = ws.ArgInputScalar(s.mirrorIn) != 0
 	}
-	x := int(math.Floor(px*float64(w-cw) + 0.5))
-	y := int(math.Floor(py*float64(h-ch) + 0.5))
+	x, y := s.rounding.start(px, w-cw), s.rounding.start(py, h-ch)
 	if !s.PadOutOfBounds && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
 		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}

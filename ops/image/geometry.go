@@ -23,6 +23,7 @@ func init() {
 			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value (one byte value)"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
 			{Name: "random_offset", Type: engine.ArgBool, Default: false, Doc: "godali only: draw the window's top-left corner per sample uniformly from the integers 0..W-width and 0..H-height (torchvision's RandomCrop) instead of crop_pos_x/crop_pos_y; an image smaller than the window is centred"},
+			cropRoundingArg,
 		},
 	})
 	engine.RegisterBackend("crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCrop(a) })
@@ -61,6 +62,7 @@ type cropOp struct {
 	fill       byte
 	dyn        bool // the crop size comes from pipeline values
 	random     bool // random_offset
+	rounding   cropRounding
 }
 
 func newCrop(a *engine.Args) (*cropOp, error) {
@@ -100,6 +102,10 @@ func newCrop(a *engine.Args) (*cropOp, error) {
 		o.fill = byte(f[0])
 	}
 	o.random = a.Bool("random_offset")
+	var err error
+	if o.rounding, err = parseCropRounding(a); err != nil {
+		return nil, err
+	}
 	if _, per := a.IsPerSample("crop_pos_x"); o.random && (per || a.Has("crop_pos_x") || a.Has("crop_pos_y")) {
 		return nil, a.Errorf("random_offset", "draws the position: give it or crop_pos_x/crop_pos_y, not both")
 	}
@@ -168,7 +174,36 @@ func (o *cropOp) window(ws *engine.Workspace, w, h, cw, ch int) (int, int) {
 	if o.pyIn >= 0 {
 		py = ws.ArgInputScalar(o.pyIn)
 	}
-	return int(math.Floor(px*float64(w-cw) + 0.5)), int(math.Floor(py*float64(h-ch) + 0.5))
+	return o.rounding.start(px, w-cw), o.rounding.start(py, h-ch)
+}
+
+// cropRoundingArg selects how a window's start, pos * (size - crop), becomes a pixel.
+var cropRoundingArg = engine.ArgSpec{Name: "crop_rounding", Type: engine.ArgString, Default: "half_up",
+	Doc: "godali only: how the window's start pos * (size - crop) is rounded: \"half_up\" (floor(x + 0.5), DALI's) or " +
+		"\"torchvision\" (half to even, Python's round, as torchvision's CenterCrop; where the image is smaller than " +
+		"the window it is padded as torchvision pads, (crop - size) // 2 before)"}
+
+type cropRounding bool // true: torchvision's
+
+func parseCropRounding(a *engine.Args) (cropRounding, error) {
+	switch r := a.String("crop_rounding"); r {
+	case "half_up":
+		return false, nil
+	case "torchvision":
+		return true, nil
+	default:
+		return false, a.Errorf("crop_rounding", "expected \"half_up\" or \"torchvision\", got %q", r)
+	}
+}
+
+// start is the window's first pixel along a dimension where the image is d pixels
+// larger than the window (d < 0: smaller, padded).
+func (r cropRounding) start(pos float64, d int) int {
+	x := pos * float64(d)
+	if r && d > 0 {
+		return int(math.RoundToEven(x))
+	}
+	return int(math.Floor(x + 0.5))
 }
 
 func (o *cropOp) Run(ws *engine.Workspace) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 
@@ -68,7 +69,7 @@ type caffeReader struct {
 	bbox      bool
 	outs      []engine.TensorMeta
 	db        *lmdb.DB
-	keys      [][]byte
+	recs      []lmdb.Record
 }
 
 func newCaffeReader(c2 bool) engine.Factory {
@@ -136,7 +137,7 @@ func (r *caffeReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 			return nil, err
 		}
 		a := r.Args()
-		v, err := r.db.Get(r.keys[0], nil, 0)
+		v, err := r.db.Read(r.recs[0], nil, 0)
 		var p caffe2Sample
 		if err == nil {
 			err = r.parse2(v, &p)
@@ -163,21 +164,21 @@ func (r *caffeReader) Open() error {
 	}
 	if r.db == nil {
 		db, err := lmdb.Open(r.path)
-		if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && (pe.Op == "open" || pe.Op == "stat") {
 			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"path\": %q is not a readable LMDB database: %v", engine.Describe(a.Node, a.Schema.Name), r.path, err)
+		}
+		if err != nil { // a malformed or unreadable data file: the message names it
+			return engine.Errorf(engine.StatusData, "%s: %v", engine.Describe(a.Node, a.Schema.Name), err)
 		}
 		r.db = db
 	}
-	keys, err := r.db.Keys()
-	if err != nil {
-		return engine.Errorf(engine.StatusData, "%s: %v", engine.Describe(a.Node, a.Schema.Name), err)
+	r.recs = r.db.Records()
+	entries := make([]engine.SampleRef, len(r.recs))
+	for i, rec := range r.recs {
+		entries[i] = engine.SampleRef{Path: fmt.Sprintf("%s[%q]", r.path, rec.Key)}
 	}
-	r.keys = keys
-	entries := make([]engine.SampleRef, len(keys))
-	for i, k := range keys {
-		entries[i] = engine.SampleRef{Path: fmt.Sprintf("%s[%q]", r.path, k)}
-	}
-	return r.SetSamples(entries, "records")
+	return r.SetSamples(entries, "records in LMDB "+r.path)
 }
 
 // Close releases the database (the executor calls it when the pipeline closes).
@@ -207,12 +208,9 @@ func (r *caffeReader) Setup(ws *engine.Workspace) error {
 	if r.db == nil {
 		return engine.Errorf(engine.StatusInternal, "database closed")
 	}
-	v, err := r.db.Get(r.keys[ws.Ref.Index], st.value, ws.Limits.MaxFileBytes)
+	v, err := r.db.Read(r.recs[ws.Ref.Index], st.value, ws.Limits.MaxFileBytes)
 	if err != nil {
-		if errors.Is(err, lmdb.ErrNotFound) {
-			return engine.Errorf(engine.StatusData, "%v", err)
-		}
-		return err
+		return dataError(err)
 	}
 	st.value = v
 	if r.caffe2 {

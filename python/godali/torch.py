@@ -24,6 +24,7 @@ built on the engine's checkpoints (docs/pipeline.md#checkpoints).
 
 # This module is godali.torch; `import torch` below is the real PyTorch (absolute imports).
 import json as _json
+import logging
 import math
 import os
 import warnings
@@ -35,8 +36,9 @@ from . import types as _types
 from .pipeline import Pipeline as _Pipeline
 from .plugin.pytorch import _find_classes
 
-__all__ = ["DataLoader", "ImageFolder", "DistributedSampler", "datasets",
-           "SUPPORTED_TRANSFORMS", "UnsupportedTransformError"]
+__all__ = ["DataLoader", "ImageFolder", "DistributedSampler", "datasets", "install",
+           "uninstall", "SUPPORTED_TRANSFORMS", "UnsupportedTransformError",
+           "UnsupportedDatasetError", "UnsupportedArgumentError"]
 
 # torchvision's IMG_EXTENSIONS (torchvision.datasets.folder).
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -53,6 +55,16 @@ SUPPORTED_TRANSFORMS = (
 class UnsupportedTransformError(ValueError):
     """A torchvision transform (or one of its parameters) that godali cannot run
     with torchvision's exact semantics."""
+
+
+class UnsupportedDatasetError(TypeError):
+    """A dataset godali.torch.DataLoader cannot read itself (under install(), torch's
+    DataLoader takes it)."""
+
+
+class UnsupportedArgumentError(ValueError):
+    """A DataLoader argument godali cannot honour with torch's semantics (a custom
+    collate_fn, batch_sampler, worker_init_fn, an unknown sampler, batch_size=None)."""
 
 
 def _internal_op(name):
@@ -169,12 +181,11 @@ class DistributedSampler:
     shuffle, seed, drop_last) for godali.torch.DataLoader (torch's own class is accepted
     too). num_replicas and rank default to torch.distributed's world size and rank.
 
-    The loader reads shard `rank` of `num_replicas` (readers.file's shard_id/num_shards):
-    per epoch every rank gets ceil(n / num_replicas) samples (floor with drop_last), the
-    shards together cover the data set, and set_epoch(e) selects epoch e's order (a
-    function of seed and epoch). Which samples a rank gets differs from torch's (torch
-    deals indices round-robin; godali gives contiguous blocks of the shuffled order, and
-    the padding repeats a shard's last sample rather than the first ones).
+    Iterating it gives the indices torch's DistributedSampler gives (the same shuffle,
+    torch.randperm seeded with seed + epoch, the same padding and round-robin dealing),
+    and the loader reads exactly those samples in that order: per epoch every rank gets
+    ceil(n / num_replicas) samples (floor with drop_last), and set_epoch(e) selects
+    epoch e's order.
     """
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
@@ -208,8 +219,23 @@ class DistributedSampler:
         return self.num_samples
 
     def __iter__(self):
-        raise TypeError("godali.torch.DistributedSampler drives a godali.torch.DataLoader; "
-                        "it does not yield indices itself")
+        """This rank's indices for the current epoch, as torch's DistributedSampler
+        deals them (the loader reads exactly these samples, in this order)."""
+        n = len(self.dataset)
+        if self.shuffle:
+            g = _torch.Generator()
+            g.manual_seed(self.seed + self.epoch)
+            order = _torch.randperm(n, generator=g).tolist()
+        else:
+            order = list(range(n))
+        if self.drop_last:
+            order = order[:self.total_size]
+        else:
+            pad = self.total_size - n
+            while pad > 0:  # repeat from the start (several times over if need be)
+                order += order[:pad]
+                pad = self.total_size - len(order)
+        return iter(order[self.rank:self.total_size:self.num_replicas])
 
 
 # --- transforms ------------------------------------------------------------------------
@@ -238,10 +264,6 @@ def _pair(v, what):
     if len(v) != 2:
         raise ValueError("godali.torch: %s: size must be an int or (h, w), got %r" % (what, v))
     return int(v[0]), int(v[1])
-
-
-def _round_half_even(x):
-    return int(round(x))
 
 
 def _one_fill(fill, what):
@@ -442,20 +464,11 @@ class _Translator:
 
     def _t_CenterCrop(self, images, t):
         ch, cw = _pair(t.size, "CenterCrop")
-        a = {"crop": [ch, cw], "out_of_bounds_policy": "pad", "fill_values": [0]}
-        if self.size is not None:
-            # torchvision: top = int(round((h - ch) / 2)) (half to even); the engine's
-            # start is floor(pos * (h - ch) + 0.5): pick pos to land on the same pixel.
-            h, w = self.size
-            for dim, full, c in (("y", h, ch), ("x", w, cw)):
-                d = full - c
-                if d > 0:
-                    a["crop_pos_" + dim] = _round_half_even(d / 2.0) / d
-                elif d < 0:
-                    # torchvision pads (c - full) // 2 on the top/left when too small:
-                    # start = -((c - full) // 2) = floor(pos * d + 0.5).
-                    start = -((c - full) // 2)
-                    a["crop_pos_" + dim] = (start - 0.25) / d if start else 0.0
+        # torchvision: top = int(round((H - ch) / 2.0)), Python's round (half to even),
+        # and (ch - H) // 2 rows of padding on top when the image is smaller: the
+        # engine's crop_rounding="torchvision", per image, whatever its size.
+        a = {"crop": [ch, cw], "out_of_bounds_policy": "pad", "fill_values": [0],
+             "crop_rounding": "torchvision"}
         self.geo.append(("crop", a))
         self.size = (ch, cw)
         return images
@@ -737,7 +750,7 @@ class _Translator:
             a = geo.pop()[1]
             kw["crop"] = a["crop"]
             kw["out_of_bounds_policy"] = "pad"
-            for k in ("crop_pos_x", "crop_pos_y"):
+            for k in ("crop_pos_x", "crop_pos_y", "crop_rounding"):
                 if k in a:
                     kw[k] = a[k]
         self.geo = geo
@@ -761,48 +774,187 @@ def translate(transform, jpegs, approximate=False):
 _FORMAT = "godali.torch.DataLoader"
 
 
-def _dataset_parts(dataset):
-    """(root, samples, transform, target_transform, approximate, explicit_files)."""
+class _Source:
+    """What a dataset resolves to: its (path, label) samples, one transform for all of
+    them, and the folder godali may list itself (root, when the samples are exactly
+    godali's own listing of it; None: the reader gets the explicit file list)."""
+
+    def __init__(self, samples, transform, target_transform, approximate, root=None):
+        self.samples = list(samples)
+        self.transform = transform
+        self.target_transform = target_transform
+        self.approximate = approximate
+        self.root = root
+
+
+def _tv_folder_class():
+    try:
+        from torchvision.datasets import DatasetFolder
+    except ImportError:
+        return None
+    return DatasetFolder
+
+
+def _resolve(dataset):
+    """The _Source of a dataset godali serves faithfully; UnsupportedDatasetError naming
+    the dataset (or the part of it) otherwise."""
     if isinstance(dataset, ImageFolder):
-        return (dataset.root, dataset.samples, dataset.transform, dataset.target_transform,
-                dataset.approximate, dataset.is_valid_file is not None)
-    mod = type(dataset).__module__ or ""
-    if type(dataset).__name__ == "ImageFolder" and mod.startswith("torchvision"):
-        from torchvision.datasets.folder import default_loader, pil_loader
-        if dataset.loader not in (default_loader, pil_loader):
-            raise ValueError("godali.torch.DataLoader: the ImageFolder's loader= (%r) is not "
-                             "supported: godali decodes the files itself (PIL's RGB loader)"
-                             % (dataset.loader,))
-        return (dataset.root, dataset.samples, dataset.transform, dataset.target_transform,
-                False, True)
-    raise TypeError("godali.torch.DataLoader: the dataset must be godali.torch.ImageFolder "
-                    "or torchvision.datasets.ImageFolder, not %s (godali reads image "
-                    "folders itself; other datasets need torch's DataLoader)"
-                    % type(dataset).__name__)
+        root = dataset.root if dataset.is_valid_file is None else None
+        return _Source(dataset.samples, dataset.transform, dataset.target_transform,
+                       dataset.approximate, root)
+    folder = _tv_folder_class()
+    if folder is not None and isinstance(dataset, folder):
+        return _resolve_tv_folder(dataset, folder)
+    tud = _torch.utils.data
+    if isinstance(dataset, tud.Subset):
+        inner = _resolve(dataset.dataset)
+        n = len(inner.samples)
+        picked = []
+        for i in dataset.indices:
+            i = int(i)
+            if not -n <= i < n:
+                raise IndexError("godali.torch: Subset index %d is out of range for a "
+                                 "dataset of %d samples" % (i, n))
+            picked.append(inner.samples[i])
+        return _Source(picked, inner.transform, inner.target_transform, inner.approximate)
+    if isinstance(dataset, tud.ConcatDataset):
+        parts = [_resolve(d) for d in dataset.datasets]
+        first = parts[0]
+        for k, p in enumerate(parts[1:], 1):
+            for what in ("transform", "target_transform"):
+                a, b = getattr(first, what), getattr(p, what)
+                if a is not b and repr(a) != repr(b):
+                    raise UnsupportedDatasetError(
+                        "godali.torch.DataLoader: ConcatDataset part %d has another %s "
+                        "(%r) than part 0 (%r): godali runs one transform for the whole "
+                        "data set" % (k, what, b, a))
+            if p.approximate != first.approximate:
+                raise UnsupportedDatasetError("godali.torch.DataLoader: ConcatDataset "
+                                              "parts differ in approximate=")
+        return _Source([s for p in parts for s in p.samples], first.transform,
+                       first.target_transform, first.approximate)
+    raise UnsupportedDatasetError(
+        "godali.torch.DataLoader: dataset %s.%s is not one godali reads (it reads "
+        "godali.torch.ImageFolder, torchvision's ImageFolder/DatasetFolder and their "
+        "subclasses with the default loader, ImageNet, and Subset/ConcatDataset of those); "
+        "use torch's DataLoader for it" % (type(dataset).__module__, type(dataset).__name__))
+
+
+def _resolve_tv_folder(dataset, folder):
+    from torchvision.datasets.folder import default_loader, pil_loader
+    name = type(dataset).__name__
+    if dataset.loader not in (default_loader, pil_loader):
+        raise UnsupportedDatasetError(
+            "godali.torch.DataLoader: the %s's loader= (%r) is not supported: godali "
+            "decodes the files itself, as torchvision's default (PIL RGB) loader"
+            % (name, dataset.loader))
+    if type(dataset).__getitem__ is not folder.__getitem__:
+        raise UnsupportedDatasetError(
+            "godali.torch.DataLoader: %s overrides __getitem__, which godali would not run"
+            % name)
+    return _Source(dataset.samples, dataset.transform, dataset.target_transform, False)
+
+
+def _describe(dataset):
+    try:
+        n = len(dataset)
+    except Exception:  # noqa: BLE001 - only for a log line
+        n = "?"
+    root = getattr(dataset, "root", None)
+    if root is None and hasattr(dataset, "dataset"):
+        root = getattr(dataset.dataset, "root", None)
+    where = " %r" % os.fspath(root) if isinstance(root, (str, os.PathLike)) else ""
+    return "%s%s, %s samples" % (type(dataset).__name__, where, n)
 
 
 def _is_distributed_sampler(s):
     return type(s).__name__ == "DistributedSampler" and hasattr(s, "num_replicas") \
-        and hasattr(s, "rank")
+        and hasattr(s, "rank") and hasattr(s, "set_epoch")
+
+
+def _torch_prefetch_default():
+    import inspect
+    try:
+        p = inspect.signature(_TorchDataLoader().__init__).parameters["prefetch_factor"]
+        return p.default
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _TorchDataLoader():
+    """torch's own DataLoader class, also while install() has replaced the name."""
+    if _installed is not None:
+        return _installed["orig"]
+    return _torch.utils.data.DataLoader
+
+
+def _check_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
+                     drop_last, timeout, prefetch_factor, persistent_workers):
+    """torch's DataLoader argument checks: the same exception types and words."""
+    if not isinstance(num_workers, int) or isinstance(num_workers, bool):
+        raise TypeError("godali.torch.DataLoader: num_workers should be an int, got %r"
+                        % (num_workers,))
+    if num_workers < 0:
+        raise ValueError("num_workers option should be non-negative; use num_workers=0 "
+                         "to disable multiprocessing.")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor not in (None, _torch_prefetch_default()):
+        raise ValueError("prefetch_factor option could only be specified in "
+                         "multiprocessing.let num_workers > 0 to enable multiprocessing, "
+                         "otherwise set prefetch_factor to None.")
+    if prefetch_factor is not None and not (isinstance(prefetch_factor, int) and
+                                            prefetch_factor > 0):
+        raise ValueError("prefetch_factor should be a positive integer, got %r"
+                         % (prefetch_factor,))
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None:
+        if batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                             "shuffle, sampler, and drop_last")
+        raise UnsupportedArgumentError(
+            "godali.torch.DataLoader: batch_sampler is not supported: godali forms the "
+            "batches itself (use batch_size, shuffle, drop_last)")
+    if batch_size is None:
+        if drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is "
+                             "mutually exclusive with drop_last")
+        raise UnsupportedArgumentError("godali.torch.DataLoader: batch_size=None (no "
+                                       "batching) is not supported; give a batch size")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        raise ValueError("batch_size should be a positive integer value, but got "
+                         "batch_size=%r" % (batch_size,))
+    if not isinstance(drop_last, bool):
+        raise ValueError("drop_last should be a boolean value, but got drop_last=%r"
+                         % (drop_last,))
 
 
 class DataLoader:
     """torch.utils.data.DataLoader for image folders, run by godali's engine.
 
-    Takes torch's arguments. dataset: godali.torch.ImageFolder or
-    torchvision.datasets.ImageFolder (its transform is translated into godali operators).
-    num_workers: engine threads (0 -> 1). shuffle: a new order every epoch, drawn from
-    torch's generator (or generator=). sampler: None, a SequentialSampler/RandomSampler of
-    the dataset, or a DistributedSampler (torch's or godali.torch's: shard rank of
-    num_replicas; its seed, shuffle, drop_last and set_epoch are followed). drop_last:
-    the last incomplete batch is dropped. prefetch_factor: batches prepared ahead
+    Takes torch's arguments, checked as torch checks them (same exception types and
+    messages). dataset: godali.torch.ImageFolder, torchvision's ImageFolder/DatasetFolder
+    (subclasses and ImageNet included) with the default loader, or a Subset/ConcatDataset
+    of those; the transform is translated into godali operators. num_workers: engine
+    threads (0 -> 1). shuffle: a new order every epoch, drawn from torch's generator (or
+    generator=). sampler: None, a SequentialSampler/RandomSampler of the dataset, or a
+    DistributedSampler (torch's or godali.torch's): the loader reads exactly the indices
+    it deals to this rank, in its order (set_epoch included). drop_last: the last
+    incomplete batch is dropped. prefetch_factor: batches prepared ahead
     (prefetch_queue_depth). pin_memory: host batches are pinned when CUDA is available.
     persistent_workers, timeout, multiprocessing_context and pin_memory_device are accepted
     and have no effect. Custom collate_fn, batch_sampler, other samplers and
-    worker_init_fn raise errors naming them.
+    worker_init_fn raise UnsupportedArgumentError naming them; other datasets
+    UnsupportedDatasetError; transforms godali cannot run exactly
+    UnsupportedTransformError (all when the loader is created).
 
     Yields (images, labels): images [N, C, H, W] as the transform's ToTensor /
     PILToTensor produce them, labels int64 [N] (or target_transform's results collated).
+    loader.sampler is the sampler given, or the SequentialSampler / RandomSampler torch
+    would have made (for len() and inspection; godali does the shuffling itself).
 
     state_dict() / load_state_dict(): torchdata's StatefulDataLoader protocol. A loader
     given the state of another (same data set and arguments) yields exactly the batches
@@ -814,36 +966,38 @@ class DataLoader:
                  timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None,
                  *, prefetch_factor=None, persistent_workers=False, pin_memory_device="",
                  seed=None):
-        root, samples, transform, target_transform, approx, explicit = \
-            _dataset_parts(dataset)
-        self.dataset = dataset
-        if batch_size is None:
-            raise ValueError("godali.torch.DataLoader: batch_size=None (no batching) is not "
-                             "supported; give a batch size")
-        if batch_sampler is not None:
-            raise ValueError("godali.torch.DataLoader: batch_sampler is not supported: godali "
-                             "forms the batches itself (use batch_size, shuffle, drop_last)")
+        _check_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
+                         drop_last, timeout, prefetch_factor, persistent_workers)
         if collate_fn is not None and collate_fn is not _default_collate():
-            raise ValueError("godali.torch.DataLoader: a custom collate_fn (%r) is not "
-                             "supported: batches are collated by the engine (images "
-                             "[N, C, H, W], labels [N]); apply your function to the batches "
-                             "the loader yields instead" % (collate_fn,))
+            raise UnsupportedArgumentError(
+                "godali.torch.DataLoader: a custom collate_fn (%r) is not supported: "
+                "batches are collated by the engine (images [N, C, H, W], labels [N]); "
+                "apply your function to the batches the loader yields instead"
+                % (collate_fn,))
         if worker_init_fn is not None:
-            raise ValueError("godali.torch.DataLoader: worker_init_fn is not supported: godali "
-                             "has no worker processes (num_workers sets engine threads)")
-        self.batch_size = int(batch_size)
-        if self.batch_size <= 0:
-            raise ValueError("godali.torch.DataLoader: batch_size should be a positive "
-                             "integer value, but got batch_size=%r" % (batch_size,))
-        n = len(samples)
+            raise UnsupportedArgumentError(
+                "godali.torch.DataLoader: worker_init_fn is not supported: godali has no "
+                "worker processes (num_workers sets engine threads)")
+        src = _resolve(dataset)
+        self.dataset = dataset
+        self.batch_size = batch_size
+        n = len(src.samples)
+        if n == 0:
+            raise ValueError("godali.torch.DataLoader: the dataset %s has no samples"
+                             % _describe(dataset))
         self.num_shards, self.shard_id = 1, 0
-        self.sampler = sampler
         self._dist = None
-        if sampler is not None:
-            if shuffle:
-                raise ValueError("sampler option is mutually exclusive with shuffle")
+        if sampler is None:
+            tud = _torch.utils.data
+            sampler = tud.RandomSampler(dataset, generator=generator) if shuffle else \
+                tud.SequentialSampler(dataset)
+        else:
             sname = type(sampler).__name__
             if _is_distributed_sampler(sampler):
+                if len(sampler.dataset) != n:
+                    raise UnsupportedArgumentError(
+                        "godali.torch.DataLoader: the DistributedSampler is over %d samples, "
+                        "the dataset has %d" % (len(sampler.dataset), n))
                 self._dist = sampler
                 self.num_shards, self.shard_id = int(sampler.num_replicas), int(sampler.rank)
                 shuffle = bool(sampler.shuffle)
@@ -855,49 +1009,53 @@ class DataLoader:
                 shuffle = True
                 generator = getattr(sampler, "generator", None) or generator
             else:
-                raise ValueError("godali.torch.DataLoader: sampler %s is not supported: godali "
-                                 "reads the data set in order, shuffled (shuffle=True) or "
-                                 "sharded (DistributedSampler)" % sname)
+                raise UnsupportedArgumentError(
+                    "godali.torch.DataLoader: sampler %s is not supported: godali reads the "
+                    "data set in order, shuffled (shuffle=True, RandomSampler) or as a "
+                    "DistributedSampler deals it" % sname)
+        self.sampler = sampler
+        self.batch_sampler = None
         self.shuffle = bool(shuffle)
-        self.num_workers = int(num_workers)
-        if self.num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 "
-                             "to disable multiprocessing.")
+        self.num_workers = num_workers
         self.pin_memory = bool(pin_memory)
-        self.drop_last = bool(drop_last)
+        self.drop_last = drop_last
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = bool(persistent_workers)
         self.timeout = timeout
         self.generator = generator
         self.collate_fn = collate_fn
-        self._root = root
-        self._samples = samples
-        self._files = [os.path.relpath(p, root) for p, _ in samples] if explicit else None
-        self._labels = [c for _, c in samples] if explicit else None
-        self._transform = transform
-        self._target_transform = target_transform
-        self._approx = approx
+        self.multiprocessing_context = multiprocessing_context
+        self.pin_memory_device = pin_memory_device
+        self._src = src
+        self._samples = src.samples
+        self._transform = src.transform
+        self._target_transform = src.target_transform
+        self._approx = src.approximate
+        self._queue_depth = None     # godali's ImageFolderLoader sets it
+        self._on_error = "raise"
+        # Transforms godali cannot run exactly are refused now, not at the first batch.
+        _check_translation(src.transform, src.approximate)
         if seed is None:
             g = generator
             seed = int(_torch.empty((), dtype=_torch.int64).random_(generator=g).item()) \
                 % (1 << 31)
         self._seed = int(seed)       # augmentations (per shard: + shard_id)
-        # The order: DistributedSampler's seed is shared by every rank; otherwise a seed
-        # drawn once, with epochs giving new orders, as RandomSampler's per-epoch draws.
+        # The order without a DistributedSampler: a seed drawn once, with epochs giving
+        # new orders, as RandomSampler's per-epoch draws.
         self._order_seed = int(self._dist.seed) if self._dist is not None else self._seed
         self._epoch = 0              # the epoch the next __iter__ starts (no sampler case)
         self._pipe = None
         self._pipe_at = None         # (epoch, batches) the pipeline delivers next
+        self._pipe_idx = None        # the sampler's indices the pipeline reads
         self._iter = None            # the live iterator
         self._pending = None         # a loaded state, used by the next __iter__
 
     # -- sizes --------------------------------------------------------------------------
 
     def _per_rank(self):
-        n, k = len(self._samples), self.num_shards
-        if self._dist is not None and self._dist.drop_last:
-            return n // k
-        return -(-n // k)
+        if self._dist is not None:
+            return len(self._dist)
+        return len(self._samples)
 
     def __len__(self):
         m = self._per_rank()
@@ -907,43 +1065,61 @@ class DataLoader:
 
     # -- pipeline -----------------------------------------------------------------------
 
-    def _make_pipeline(self, epoch, checkpoint=None):
+    def _dist_indices(self, epoch):
+        """The indices the DistributedSampler deals this rank in `epoch`."""
+        s = self._dist
+        old = s.epoch
+        try:
+            s.epoch = epoch
+            return tuple(int(i) for i in iter(s))
+        finally:
+            s.epoch = old
+
+    def _make_pipeline(self, epoch, checkpoint=None, indices=None):
         threads = max(1, self.num_workers)
-        depth = max(2, int(self.prefetch_factor)) if self.prefetch_factor else 2
+        depth = self._queue_depth or \
+            (max(2, int(self.prefetch_factor)) if self.prefetch_factor else 2)
         pipe = _Pipeline(batch_size=self.batch_size, num_threads=threads, device_id=None,
                          seed=self._seed + self.shard_id, prefetch_queue_depth=depth,
                          first_epoch=epoch, enable_checkpointing=True,
-                         checkpoint=checkpoint)
-        rargs = {"shard_id": self.shard_id, "num_shards": self.num_shards,
-                 "pad_last_batch": True, "seed": self._order_seed, "name": "Reader"}
-        if self.shuffle:
-            rargs["shuffle_after_epoch"] = True
-        elif self.num_shards > 1:
-            rargs["stick_to_shard"] = True  # torch's unshuffled sampler: same shard
-        if self._files is not None:
-            rargs.update(file_root=self._root, files=self._files, labels=self._labels)
+                         checkpoint=checkpoint, on_error=self._on_error)
+        rargs = {"pad_last_batch": True, "seed": self._order_seed, "name": "Reader"}
+        if indices is not None:
+            samples = [self._samples[i] for i in indices]  # read as dealt, unshuffled
         else:
-            rargs.update(file_root=self._root, file_filters=["*" + e for e in IMG_EXTENSIONS])
+            samples = self._samples
+            if self.shuffle:
+                rargs["shuffle_after_epoch"] = True
+        if self._src.root is not None and indices is None:
+            root = self._src.root
+            rargs.update(file_root=root, file_filters=["*" + e for e in IMG_EXTENSIONS])
+        else:
+            root = os.path.commonpath([os.path.dirname(os.path.abspath(p))
+                                       for p, _ in samples])
+            rargs.update(file_root=root,
+                         files=[os.path.relpath(os.path.abspath(p), root) for p, _ in samples],
+                         labels=[int(c) for _, c in samples])
         with pipe:
             jpegs, labels = _fn.readers.file(**rargs)
             images = translate(self._transform, jpegs, self._approx)
             pipe.set_outputs(images, labels)
         pipe.build()
         got = pipe.reader_meta("Reader")["epoch_size"]
-        if got != len(self._samples):
+        if got != len(samples):
             pipe.close()
             raise RuntimeError("godali.torch.DataLoader: godali's reader lists %d files in %s "
-                               "but the dataset has %d samples" % (got, self._root,
-                                                                  len(self._samples)))
+                               "but the dataset has %d samples" % (got, root, len(samples)))
         return pipe
 
     def _pipeline_for(self, epoch, batches, checkpoint):
+        idx = self._dist_indices(epoch) if self._dist is not None else None
         if checkpoint is None and self._pipe is not None and self._pipe_at == (epoch, 0) \
-                and batches == 0:
+                and batches == 0 and idx == self._pipe_idx:
             return self._pipe
         self.close()
-        self._pipe = self._make_pipeline(epoch, checkpoint)
+        self._pipe = self._make_pipeline(epoch, checkpoint, idx)
         self._pipe_at = (epoch, batches)
+        self._pipe_idx = idx
         return self._pipe
 
     def _next_epoch(self):
@@ -1121,3 +1297,155 @@ class _LoaderIter:
                 pass
             self._pipe.reset()
             ld._pipe_at = (self._epoch + 1, 0)
+
+
+def _check_translation(transform, approximate):
+    """Translates `transform` into a throwaway graph (never built): raises the
+    UnsupportedTransformError the loader would raise at its first batch."""
+    pipe = _Pipeline(batch_size=1, num_threads=1, device_id=None)
+    with pipe:
+        jpegs, _ = _fn.readers.file(file_root=".", files=["_"], labels=[0])
+        translate(transform, jpegs, approximate)
+
+
+# --- install(): torch.utils.data.DataLoader served by godali where it can -------------
+
+_log = logging.getLogger("godali.torch")
+_installed = None   # {"orig": torch's class, "cls": the dispatcher, "rebound": [(module, name)]}
+# The errors that mean "godali cannot serve this faithfully": under install() torch's
+# DataLoader takes such a loader; everything else (torch's own argument errors) is raised.
+_NOT_SERVED = (UnsupportedDatasetError, UnsupportedArgumentError, UnsupportedTransformError)
+
+
+def _first_sentence(e):
+    msg = str(e).replace("godali.torch.DataLoader: ", "").replace("godali.torch: ", "")
+    return msg.split(". Supported transforms:")[0]
+
+
+def _dispatch(orig, args, kwargs):
+    import inspect
+    try:
+        bound = inspect.signature(orig.__init__).bind(None, *args, **kwargs)
+    except TypeError:
+        return orig(*args, **kwargs)  # torch says what is wrong with the call
+    given = dict(bound.arguments)
+    given.pop(next(iter(given)))  # self
+    extra = given.pop("kwargs", None) or {}
+    given.update(extra)
+    dataset = given.get("dataset")
+    known = set(inspect.signature(DataLoader.__init__).parameters) - {"self", "seed"}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        reason = "argument %s is not one godali takes" % ", ".join(unknown)
+    else:
+        try:
+            loader = DataLoader(**given)
+        except _NOT_SERVED as e:
+            reason = _first_sentence(e)
+        else:
+            _log.info("DataLoader(%s, batch_size=%s): served by godali", _describe(dataset),
+                      loader.batch_size)
+            return loader
+    loader = orig(*args, **kwargs)
+    _log.info("DataLoader(%s, batch_size=%s): torch's DataLoader keeps it: %s",
+              _describe(dataset), getattr(loader, "batch_size", "?"), reason)
+    return loader
+
+
+def _make_dispatcher(orig):
+    meta = type(orig)
+
+    class _DispatchMeta(meta):
+        # isinstance(loader, torch.utils.data.DataLoader) holds for godali's loaders too.
+        def __instancecheck__(cls, obj):
+            if cls is holder[0]:
+                return isinstance(obj, (orig, DataLoader))
+            return meta.__instancecheck__(cls, obj)
+
+        def __subclasscheck__(cls, sub):
+            if cls is holder[0]:
+                return issubclass(sub, (orig, DataLoader))
+            return meta.__subclasscheck__(cls, sub)
+
+    holder = []
+
+    class InstalledDataLoader(orig, metaclass=_DispatchMeta):
+        """torch.utils.data.DataLoader after godali.torch.install(): a
+        godali.torch.DataLoader where godali serves the dataset, its transform and the
+        arguments faithfully, torch's own DataLoader otherwise (one log line each).
+        Subclasses of it are torch's DataLoader, unchanged."""
+
+        def __new__(cls, *args, **kwargs):
+            if cls is not holder[0]:
+                return orig.__new__(cls)
+            return _dispatch(orig, args, kwargs)
+
+    InstalledDataLoader.__module__ = __name__
+    holder.append(InstalledDataLoader)
+    return InstalledDataLoader
+
+
+def _ensure_log_handler():
+    """The decision lines are INFO: shown on stderr unless the program configured
+    logging itself."""
+    if _log.handlers or logging.getLogger().handlers:
+        if _log.level == logging.NOTSET and logging.getLogger().level > logging.INFO:
+            _log.setLevel(logging.INFO)
+        return
+    h = logging.StreamHandler()
+    h.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    _log.addHandler(h)
+    _log.setLevel(logging.INFO)
+
+
+def install():
+    """Makes torch.utils.data.DataLoader(...) return a godali.torch.DataLoader whenever
+    godali serves the dataset, its transform and the arguments faithfully, and torch's
+    own DataLoader otherwise, with one log line (logger "godali.torch", INFO) per loader
+    saying which and, when torch keeps it, why.
+
+    Call it at the top of the script, before `from torch.utils.data import DataLoader`:
+    it replaces the attribute torch.utils.data.DataLoader, and the names bound to torch's
+    class in the module that calls install() and in __main__; other modules that bound
+    the name earlier keep torch's class. isinstance(loader, torch.utils.data.DataLoader)
+    is true for godali's loaders through the replaced name. Samplers are used under their
+    own names (torch.utils.data.distributed.DistributedSampler works as it is).
+    Calling it twice does nothing; uninstall() undoes it.
+    """
+    global _installed
+    import sys
+    if _installed is not None:
+        return
+    tud = _torch.utils.data
+    orig = tud.DataLoader
+    cls = _make_dispatcher(orig)
+    rebound = [(tud, "DataLoader")]
+    tud.DataLoader = cls
+    caller = sys._getframe(1).f_globals.get("__name__")
+    for modname in {caller, "__main__"}:
+        mod = sys.modules.get(modname)
+        if mod is None or mod is tud:
+            continue
+        for name, val in list(vars(mod).items()):
+            if val is orig:
+                setattr(mod, name, cls)
+                rebound.append((mod, name))
+    _installed = {"orig": orig, "cls": cls, "rebound": rebound}
+    _ensure_log_handler()
+
+
+def uninstall():
+    """Undoes install(): the names it replaced are torch's DataLoader again (where
+    nothing else replaced them since). Loaders already made stay what they are."""
+    global _installed
+    if _installed is None:
+        return
+    for mod, name in _installed["rebound"]:
+        if getattr(mod, name, None) is _installed["cls"]:
+            setattr(mod, name, _installed["orig"])
+    _installed = None
+
+
+def installed():
+    """True between install() and uninstall()."""
+    return _installed is not None

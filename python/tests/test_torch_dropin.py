@@ -6,8 +6,7 @@ Tolerances (uint8 levels unless said): geometry, flips, rotation (nearest), fixe
 resize (Resize(int) included) and crops are bit-exact; ColorJitter (all four, in any
 order) bit-exact; GaussianBlur and RandomGrayscale within 1 level (PIL rounds or
 truncates where godali rounds half away from zero); bilinear rotation within 1 level away
-from the image border; CenterCrop on images of varying size may differ where Python
-rounds the centre offset half to even: checked by shape and mean error. Random transforms are checked through their fixed-parameter cases and by the
+from the image border; CenterCrop on images of varying size bit-exact too. Random transforms are checked through their fixed-parameter cases and by the
 distribution of the parameters they draw.
 """
 
@@ -111,14 +110,13 @@ def test_resize_shorter_side(folder):
         assert x.shape[1:] == ref.shape
         assert torch.equal(x[0], ref), ds.samples[i][0]
     assert truncated >= 2  # the cases where rounding would differ are covered
-    # CenterCrop after it: the size is per image, and the engine's centre offset rounds
-    # half up where torchvision rounds half to even (documented): mean error only.
-    tf = T.Compose([T.Resize(40), T.CenterCrop(32), T.ToTensor(), T.Normalize(MEAN, STD)])
+    # CenterCrop after it: the size is per image, and the centre offset rounds half to
+    # even as torchvision's (crop_rounding="torchvision"): exact.
+    tf = T.Compose([T.Resize(40), T.CenterCrop(32), T.PILToTensor()])
     ds = ImageFolder(folder, transform=tf)
     got = torch.cat([x for x, _ in DataLoader(ds, batch_size=5)])
     ref = torch.stack([ds[i][0] for i in range(len(ds))])
-    assert got.shape == ref.shape
-    assert (got - ref).abs().mean() < 0.05  # normalized units; 1 uint8 level = 0.017
+    assert torch.equal(got, ref)
 
 
 def test_resize_max_size(folder):

@@ -2,7 +2,8 @@
 
 GodaliGenericIterator / GodaliClassificationIterator (also under DALI's names) turn
 pipeline outputs into torch tensors without a copy, with DALI's LastBatchPolicy semantics
-and len(). ImageFolderLoader replaces DataLoader(ImageFolder(root, transform)) in one line.
+and len(). ImageFolderLoader replaces DataLoader(ImageFolder(root, transform)) in one line
+(a front of godali.torch).
 """
 
 import logging
@@ -10,12 +11,10 @@ import os
 
 import torch
 
-from ... import fn as _fn
 from ... import types as _types
-from ...pipeline import Pipeline
 from ...tensors import TensorCPU, TensorGPU, TensorListCPU, TensorListGPU
 from ..base_iterator import (IteratorArgumentError, LastBatchPolicy, NoDataError,
-                             _GodaliBaseIterator, _shard_range)
+                             _GodaliBaseIterator)
 
 log = logging.getLogger("godali")
 
@@ -218,34 +217,43 @@ def _default_shard():
 
 
 class ImageFolderLoader:
-    """DataLoader(ImageFolder(root, transform), batch_size, shuffle, drop_last), in godali.
+    """DataLoader(ImageFolder(root, transform), batch_size, shuffle, drop_last), in one
+    call: a thin front of godali.torch (godali.torch.ImageFolder with torchvision's
+    standard ImageNet transforms, godali.torch.DistributedSampler and
+    godali.torch.DataLoader), so it behaves as they do.
 
     Yields (images, labels): images float32 [N, 3, image_size, image_size] normalised with
     the ImageNet mean and std (torchvision's ToTensor + Normalize), labels int64 [N].
 
-    train=True: RandomResizedCrop(image_size) (area [0.08, 1], aspect [3/4, 4/3], 10
-    attempts) + RandomHorizontalFlip; train=False: Resize(image_size * 256 / 224) +
-    CenterCrop(image_size). Samples are reshuffled every epoch when shuffle (default:
-    train); set_epoch(n) selects epoch n's order reproducibly, as DistributedSampler's.
+    train=True: RandomResizedCrop(image_size) + RandomHorizontalFlip; train=False:
+    Resize(int(image_size * 256 / 224)) + CenterCrop(image_size), pixel for pixel as
+    torchvision. Samples are reshuffled every epoch when shuffle (default: train); each
+    iteration delivers the next epoch, and set_epoch(n) selects epoch n's order
+    reproducibly (DistributedSampler.set_epoch).
 
-    Sharding: shard_id/num_shards default to torch.distributed's rank and world size when
-    it is initialised. Every rank runs len(loader) steps (ceil(ceil(n/k) / batch_size)), and
-    together the ranks see every sample exactly once per epoch: the reader pads shards to
-    equal length (pad_last_batch) and the padding copies are cut from the last batches,
-    which may therefore be smaller, or even empty on a rank whose shard is one sample
-    shorter. drop_last=True gives every rank floor(floor(n/k) / batch_size) full batches.
+    num_workers (or its older name num_threads): engine threads (default: the CPUs this
+    process may use). Sharding: shard_id/num_shards default to torch.distributed's rank
+    and world size when it is initialised, and follow torch's DistributedSampler: every
+    rank gets ceil(n / k) samples per epoch (floor(n / k) with drop_last), padded with
+    repeats of the first ones, so every rank runs len(loader) steps.
 
-    device="cuda": with the CUDA flavour, images are decoded on the GPU ("mixed"); with the
-    CPU flavour, batches are copied from pinned memory with .cuda(non_blocking=True).
+    device="cuda": batches are copied from pinned memory with .cuda(non_blocking=True)
+    (GPU decoding is the DALI-style pipeline's: decoders.image(device="mixed")).
     """
 
     def __init__(self, root, batch_size, train=True, image_size=224, device="cpu",
                  num_threads=None, shuffle=None, seed=None, shard_id=None, num_shards=None,
-                 drop_last=False, prefetch_queue_depth=2, on_error="raise"):
+                 drop_last=False, prefetch_queue_depth=2, on_error="raise", *,
+                 num_workers=None):
+        from ... import torch as gtorch  # godali.torch
+        import torchvision.transforms as T
+        if num_threads is not None and num_workers is not None:
+            raise ValueError("godali: ImageFolderLoader: give num_workers or num_threads "
+                             "(the same thing: engine threads), not both")
+        workers = num_workers if num_workers is not None else num_threads
+        if workers is None:
+            workers = len(os.sched_getaffinity(0))
         self.root = os.fspath(root)
-        self.batch_size = int(batch_size)
-        if self.batch_size <= 0:
-            raise ValueError("godali: batch_size must be > 0")
         self.train = bool(train)
         self.image_size = int(image_size)
         device = str(device)
@@ -257,13 +265,10 @@ class ImageFolderLoader:
                                "device" % device)
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
-        self.num_threads = int(num_threads) if num_threads else len(os.sched_getaffinity(0))
         self.shuffle = self.train if shuffle is None else bool(shuffle)
         rank, world = _default_shard()
         self.shard_id = rank if shard_id is None else int(shard_id)
         self.num_shards = world if num_shards is None else int(num_shards)
-        if not 0 <= self.shard_id < self.num_shards:
-            raise ValueError("godali: shard_id must be in [0, num_shards)")
         if seed is None:
             if self.num_shards > 1:
                 seed = 0  # every rank must shuffle alike, as DistributedSampler's seed=0
@@ -272,95 +277,30 @@ class ImageFolderLoader:
                 # makes both reproducible.
                 seed = int(torch.empty((), dtype=torch.int64).random_().item()) % (1 << 31)
         self.seed = int(seed)
-        self.drop_last = bool(drop_last)
-        self.prefetch_queue_depth = int(prefetch_queue_depth)
-        self.on_error = on_error
-        self.classes, self.class_to_idx = _find_classes(self.root)
-
-        self._epoch = 0          # the epoch the next __iter__ delivers
-        self._pipe = None
-        self._pipe_epoch = None  # the epoch the pipeline delivers next, if at a boundary
-        self._last_epoch = -1    # the epoch most recently started
-        self._meta = None
-
-    # -- pipeline -----------------------------------------------------------------------
-
-    def _use_gpu_decode(self):
-        """GPU decoding needs the CUDA flavour and GPU variants of every operator used;
-        otherwise the CPU pipeline runs and batches are copied to the GPU."""
-        from ... import _graph, _lib
-        if self.device.type != "cuda" or _lib.get().flavour != "cuda":
-            return False
-        ops = _graph.schemas().ops
-        decoder = "decoders.image_random_crop" if self.train else "decoders.image"
-        return ("mixed" in ops[decoder].devices and "gpu" in ops["resize"].devices
-                and "gpu" in ops["crop_mirror_normalize"].devices)
-
-    def _make_pipeline(self, first_epoch):
-        gpu = self._use_gpu_decode()
+        self.drop_last = drop_last
         s = self.image_size
-        pipe = Pipeline(batch_size=self.batch_size, num_threads=self.num_threads,
-                        device_id=self.device.index if gpu else None,
-                        seed=self.seed + self.shard_id,
-                        prefetch_queue_depth=self.prefetch_queue_depth,
-                        on_error=self.on_error, first_epoch=first_epoch)
-        with pipe:
-            jpegs, labels = _fn.readers.file(
-                file_root=self.root, shuffle_after_epoch=self.shuffle, seed=self.seed,
-                shard_id=self.shard_id, num_shards=self.num_shards,
-                pad_last_batch=True, name="Reader")
-            decode_device = "mixed" if gpu else "cpu"
-            if self.train:
-                images = _fn.decoders.image_random_crop(
-                    jpegs, device=decode_device, output_type=_types.RGB,
-                    random_area=[0.08, 1.0], random_aspect_ratio=[3 / 4, 4 / 3],
-                    num_attempts=10)
-                images = _fn.resize(images, resize_x=s, resize_y=s,
-                                    interp_type=_types.INTERP_TRIANGULAR)
-                mirror = _fn.random.coin_flip(probability=0.5)
-            else:
-                images = _fn.decoders.image(jpegs, device=decode_device,
-                                            output_type=_types.RGB)
-                images = _fn.resize(images, resize_shorter=int(s * 256 / 224),
-                                    interp_type=_types.INTERP_TRIANGULAR)
-                mirror = 0
-            images = _fn.crop_mirror_normalize(
-                images, dtype=_types.FLOAT, output_layout="CHW", crop=(s, s),
-                mean=list(IMAGENET_MEAN), std=list(IMAGENET_STD), mirror=mirror)
-            pipe.set_outputs(images, labels)
-        pipe.build()
-        return pipe
-
-    def _ensure_pipeline(self, epoch):
-        """A pipeline whose next batch is the first of `epoch`."""
-        if self._pipe is not None and self._pipe_epoch == epoch:
-            return self._pipe
-        if self._pipe is not None and self._pipe_epoch is None:
-            # Abandoned mid-epoch: the engine drops what it prepared and moves on.
-            self._pipe.reset()
-            self._pipe_epoch = self._last_epoch + 1
-            if self._pipe_epoch == epoch:
-                return self._pipe
-        if self._pipe is not None:
-            self._pipe.close()
-        self._pipe = self._make_pipeline(epoch)
-        self._pipe_epoch = epoch
-        return self._pipe
-
-    def _reader_meta(self):
-        if self._meta is None:
-            pipe = self._ensure_pipeline(self._epoch)
-            self._meta = pipe.reader_meta("Reader")
-        return self._meta
-
-    # -- DataLoader API -----------------------------------------------------------------
+        norm = [T.ToTensor(), T.Normalize([m / 255 for m in IMAGENET_MEAN],
+                                          [v / 255 for v in IMAGENET_STD])]
+        if self.train:
+            tf = T.Compose([T.RandomResizedCrop(s), T.RandomHorizontalFlip()] + norm)
+        else:
+            tf = T.Compose([T.Resize(int(s * 256 / 224)), T.CenterCrop(s)] + norm)
+        self.dataset = gtorch.ImageFolder(self.root, transform=tf)
+        self.classes, self.class_to_idx = self.dataset.classes, self.dataset.class_to_idx
+        self.sampler = gtorch.DistributedSampler(self.dataset, num_replicas=self.num_shards,
+                                                 rank=self.shard_id, shuffle=self.shuffle,
+                                                 seed=self.seed, drop_last=bool(drop_last))
+        self._loader = gtorch.DataLoader(self.dataset, batch_size=batch_size,
+                                         sampler=self.sampler, num_workers=workers,
+                                         drop_last=drop_last, seed=self.seed)
+        self._loader._queue_depth = int(prefetch_queue_depth)
+        self._loader._on_error = on_error
+        self.batch_size = self._loader.batch_size
+        self.num_workers = workers
+        self.num_threads = workers
 
     def __len__(self):
-        m = self._reader_meta()
-        n, k = m["epoch_size"], m["number_of_shards"]
-        if self.drop_last:
-            return (n // k) // self.batch_size
-        return -(-(-(-n // k)) // self.batch_size)
+        return len(self._loader)
 
     def set_epoch(self, epoch):
         """Selects the epoch the next iteration delivers: its shuffle and shard order
@@ -368,69 +308,27 @@ class ImageFolderLoader:
         epoch = int(epoch)
         if epoch < 0:
             raise ValueError("godali: epoch must be >= 0")
-        self._epoch = epoch
+        self.sampler.set_epoch(epoch)
 
     @property
     def num_samples(self):
         """Samples in the whole data set (all shards)."""
-        return self._reader_meta()["epoch_size"]
+        return len(self.dataset)
 
     def __iter__(self):
-        epoch = self._epoch
-        pipe = self._ensure_pipeline(epoch)
-        if self._meta is None:
-            self._meta = pipe.reader_meta("Reader")
-        steps = len(self)
-        n, k = self._meta["epoch_size"], self._meta["number_of_shards"]
-        self._epoch = epoch + 1
-        self._pipe_epoch = None
-        self._last_epoch = epoch
-        to_cuda = self.device.type == "cuda" and not self._use_gpu_decode()
-        bs = self.batch_size
-        shard = (self.shard_id + epoch) % k
-        begin, end = _shard_range(n, shard, k)
-        real = end - begin
-        done = 0
-        while done < steps:
-            try:
-                images, labels = pipe.outputs()
-            except StopIteration:
-                break
-            info = pipe.batch_info
-            if info.epoch != epoch or info.iteration != done:
-                raise RuntimeError("godali: ImageFolderLoader expected batch %d of epoch %d, "
-                                   "got batch %d of epoch %d" % (done, epoch, info.iteration,
-                                                                  info.epoch))
-            keep = max(0, min(bs, real - done * bs, info.valid))
-            x = images._as_torch()
-            y = labels._as_torch().reshape(-1)
-            if keep < bs:
-                if self.drop_last:
-                    break
-                x = x[:keep]
-                y = y[:keep]
-            y = y.to(torch.int64)
+        it = iter(self._loader)
+        self.sampler.set_epoch(self.sampler.epoch + 1)  # the next iteration's epoch
+        to_cuda = self.device.type == "cuda"
+        for x, y in it:
             if to_cuda:
                 x = (x if x.is_pinned() else x.pin_memory()).to(self.device,
                                                                 non_blocking=True)
                 y = y.pin_memory().to(self.device, non_blocking=True)
-            elif self.device.type == "cuda":
-                y = y.to(self.device, non_blocking=True)
-            done += 1
             yield x, y
-        # Reached only when the epoch was consumed to the end.
-        self._drain(pipe, epoch)
-
-    def _drain(self, pipe, epoch):
-        pipe.reset()
-        self._pipe_epoch = epoch + 1
 
     def close(self):
         """Stops the pipeline's threads now (also done when the loader is collected)."""
-        if self._pipe is not None:
-            self._pipe.close()
-            self._pipe = None
-            self._pipe_epoch = None
+        self._loader.close()
 
     def __repr__(self):
         return ("godali.ImageFolderLoader(root=%r, batch_size=%d, train=%s, image_size=%d, "
