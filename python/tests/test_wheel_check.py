@@ -73,6 +73,10 @@ def test_a_floor_built_wheel_passes(tmp_path):
         pytest.skip("build/manylinux/libgodali.so not built (make wheel-libs)")
     files = _licences({"godali/lib/libgodali.so": FLOOR_LIB,
                        "godali/lib/libjpeg.so.62": LIBJPEG})
+    with open(os.path.join(REPO, "build", "licenses", "go", "MODULES.txt")) as f:
+        gathered = {ln.split()[0] for ln in f if ln.strip() and not ln.startswith("#")}
+    if not set(wheel_check.go_modules_in(FLOOR_LIB)) <= gathered:
+        pytest.skip("build/manylinux/libgodali.so is older than go.mod (make wheel-libs)")
     whl, pkg = _wheel(tmp_path, "manylinux_2_17_x86_64.manylinux2014_x86_64", files)
     problems, libs = wheel_check.check(whl, pkg, (2, 28))
     assert problems == []
