@@ -109,7 +109,7 @@ test-cuda: test-cuda-compile
 GPUEMU  := $(BUILD)/gpuemu
 EMU_ENV := LD_LIBRARY_PATH=$(CURDIR)/$(GPUEMU) GODALI_NVJPEG_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvjpeg_emu.so GODALI_REQUIRE_GPU=1 GODALI_EMU_STRICT=1
 
-.PHONY: gpuemu test-cuda-emu
+.PHONY: gpuemu test-cuda-emu test-wheel-emu
 
 gpuemu: test-cuda-compile cuda
 	$(MAKE) -C tests/gpuemu OUT=$(CURDIR)/$(GPUEMU) CUDA_INC=$(CUDA_INC) all check
@@ -127,7 +127,7 @@ test-cuda-emu: gpuemu cpu
 	cd engine && for seed in 1 2 3; do $(EMU_ENV) GODALI_EMU_DELAY_US=5000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'TestGPU(Reset|Close|Ragged|Skip|Checkpoint)' $(TESTFLAGS) || exit 1; done
 	$(EMU_ENV) GODALI_FLAVOUR=cuda PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 
-test: all test-go test-c test-python test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu)
+test: all test-go test-c test-python test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu test-wheel-emu)
 
 test-go: setup
 	$(GO) vet ./...
@@ -166,6 +166,9 @@ test-python: cpu
 # and library (libjpeg.so.62 itself needs only GLIBC_2.14) and the CUDA driver API's
 # header and stub. The CUDA flavour keeps its dependency on libcuda.so.1 by name: the
 # wheel never carries it (auditwheel --exclude), so the host's driver library is loaded.
+# -z lazy: zig links with BIND_NOW by default, which would make the CUDA flavour fail to
+# load on the NVML symbols that go-nvml binds only once it has dlopen'ed the driver's
+# libnvidia-ml (and that older drivers lack); GNU ld's default is lazy too.
 GLIBC_FLOOR ?= 2.28
 WHEEL_LIBS  := $(BUILD)/manylinux
 FLOOR       := $(WHEEL_LIBS)/floor
@@ -175,7 +178,7 @@ JCONFIG_H   := $(firstword $(wildcard /usr/include/*-linux-gnu/jconfig.h /usr/in
 FLOOR_ENV    = GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) GODALI_FLOOR_PYTHON=$(PYTHON) \
                CC='$(FLOOR_CC) cc' CXX='$(FLOOR_CC) c++' \
                CGO_CFLAGS='-I$(CURDIR)/$(FLOOR)/include -O2' \
-               CGO_LDFLAGS='$(CGO_LDFLAGS) -L$(CURDIR)/$(FLOOR)/lib'
+               CGO_LDFLAGS='$(CGO_LDFLAGS) -L$(CURDIR)/$(FLOOR)/lib -Wl,-z,lazy'
 # The CUDA toolkit's headers (cuda.h, nvjpeg.h and what they include): Debian installs
 # them into /usr/include beside glibc's, so each header and folder of the packages that
 # own cuda.h and nvjpeg.h is linked alone; a toolkit folder of its own (/usr/local/cuda)
@@ -202,11 +205,11 @@ $(FLOOR)/.ready: Makefile scripts/floor-cc.sh
 
 floor-toolchain: $(FLOOR)/.ready
 
-$(WHEEL_LIBS)/libgodali.so: $(GOSRC) $(FLOOR)/.ready
+$(WHEEL_LIBS)/libgodali.so: $(GOSRC) $(FLOOR)/.ready Makefile
 	$(FLOOR_ENV) $(GO) build -buildmode=c-shared -trimpath -o $@ ./capi
 	@rm -f $(WHEEL_LIBS)/libgodali.h
 
-$(WHEEL_LIBS)/libgodali_cuda.so: $(GOSRC) $(FLOOR)/.ready | cuda-kernels
+$(WHEEL_LIBS)/libgodali_cuda.so: $(GOSRC) $(FLOOR)/.ready Makefile | cuda-kernels
 	$(FLOOR_ENV) $(GO) build -tags cuda -buildmode=c-shared -trimpath -o $@ ./capi
 	@rm -f $(WHEEL_LIBS)/libgodali_cuda.h
 
@@ -240,6 +243,12 @@ wheel: python
 # a torch tensor (tests/wheel_smoke.sh: why the venv takes torch from the system).
 test-wheel: wheel
 	GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) bash tests/wheel_smoke.sh dist/godali-*.whl
+
+# The same, then the wheel's CUDA flavour on the GPU emulator's libcuda.so.1 standing for
+# the host driver's: it must be that one in the process's maps (never a copy from the
+# wheel), and a pipeline with a mixed-device decoder must run on it.
+test-wheel-emu: wheel gpuemu
+	GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) GODALI_WHEEL_EMU=$(CURDIR)/$(GPUEMU) bash tests/wheel_smoke.sh dist/godali-*.whl
 
 bench: all
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m godali bench $(ARGS)

@@ -7,7 +7,8 @@ tests/wheel_smoke.sh). Three checks, each printing what it saw:
 1. No driver or CUDA toolkit library inside: libcuda and libnvidia-* must come from
    the host's driver (a bundled copy would not match the kernel module), libcudart,
    nvJPEG and the rest from the host's toolkit. The CUDA flavour must instead need
-   libcuda.so.1 by name, so that the dynamic loader takes the host's.
+   libcuda.so.1 by name, so that the dynamic loader takes the host's, and bind its
+   symbols lazily (no BIND_NOW: NVML's are resolved only after godali dlopens it).
 2. manylinux: every platform tag of the wheel is manylinux_X_Y (or a legacy alias) with
    X.Y <= the floor (GODALI_GLIBC_FLOOR, 2.28), and every bundled shared library asks for
    GLIBC_ symbol versions no newer than the floor (read with pyelftools, not trusted
@@ -40,6 +41,24 @@ LEGACY_TAGS = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": 
 
 def _version(text):
     return tuple(int(x) for x in text.split("."))
+
+
+DF_BIND_NOW, DF_1_NOW = 0x8, 0x1
+
+
+def bind_now(path):
+    """Whether the dynamic loader must resolve every symbol at load time (BIND_NOW)."""
+    with open(path, "rb") as f:
+        for sec in ELFFile(f).iter_sections():
+            if isinstance(sec, DynamicSection):
+                for tag in sec.iter_tags():
+                    if tag.entry.d_tag == "DT_FLAGS" and tag.entry.d_val & DF_BIND_NOW:
+                        return True
+                    if tag.entry.d_tag == "DT_FLAGS_1" and tag.entry.d_val & DF_1_NOW:
+                        return True
+                    if tag.entry.d_tag == "DT_BIND_NOW":
+                        return True
+    return False
 
 
 def elf_facts(path):
@@ -145,6 +164,11 @@ def check(wheel, pkg, floor):
             if "cuda" in base and "libcuda.so.1" not in needed:
                 problems.append("%s does not need libcuda.so.1 by name: %s"
                                 % (n, ", ".join(needed)))
+            # go-nvml's NVML symbols are bound once the driver's libnvidia-ml is
+            # dlopen'ed; a library linked BIND_NOW fails to load before that.
+            if bind_now(path):
+                problems.append("%s is linked with BIND_NOW (-z now): its NVML symbols "
+                                "must bind lazily" % n)
     if not any(os.path.basename(p) == "libgodali.so" for p in godali_libs):
         problems.append("no libgodali.so in the wheel")
 

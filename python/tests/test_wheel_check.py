@@ -98,3 +98,16 @@ def test_forbidden_names():
         assert wheel_check.FORBIDDEN.match(name), name
     for name in ("libgodali_cuda.so", "libgodali.so", "libjpeg.so.62"):
         assert not wheel_check.FORBIDDEN.match(name), name
+
+
+def test_bind_now_is_seen(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "f.c"
+    src.write_text("extern int later(void);\nint f(void) { return later(); }\n")
+    import subprocess
+    for flag, want in (("-Wl,-z,now", True), ("-Wl,-z,lazy", False)):
+        so = tmp_path / ("f%d.so" % want)
+        subprocess.run([cc, "-shared", "-fPIC", flag, "-o", str(so), str(src)], check=True)
+        assert wheel_check.bind_now(str(so)) is want, flag
