@@ -134,14 +134,15 @@ test-go: setup
 	$(GO) test ./...
 
 # Fuzz targets for every parser a user's bytes reach: the image decoders, pipeline
-# descriptions, checkpoints and LMDB databases. `make fuzz` runs each for FUZZTIME;
-# `go test` (test-go) runs their seed corpora and the crashers kept under
-# */testdata/fuzz.
+# descriptions, checkpoints, LMDB databases, and what remote servers answer (HTTP
+# responses, S3 listings). `make fuzz` runs each for FUZZTIME; `go test` (test-go)
+# runs their seed corpora and the crashers kept under */testdata/fuzz.
 FUZZTIME     ?= 30s
 FUZZPARALLEL ?= 1
 FUZZ_TARGETS := codec:FuzzDecode codec:FuzzJPEG codec:FuzzPNG codec:FuzzBMP codec:FuzzTIFF \
                 codec:FuzzWebP codec:FuzzPNM codec:FuzzGIF \
-                engine:FuzzPipelineDescription engine:FuzzCheckpointRestore formats/lmdb:FuzzLMDB
+                engine:FuzzPipelineDescription engine:FuzzCheckpointRestore formats/lmdb:FuzzLMDB \
+                source/remote:FuzzRemoteResponse source/remote:FuzzS3Listing
 
 fuzz: setup
 	@for t in $(FUZZ_TARGETS); do \

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
 )
 
 const version = "0.1.0"
@@ -113,7 +114,9 @@ func guard(fn func() error) (status C.int) {
 		C.godali_clear_error()
 		return C.int(st)
 	}
-	setError(err.Error())
+	// Every message the host sees: no URL password, signature or token in it, whatever
+	// layer wrote it.
+	setError(source.Redact(err.Error()))
 	return C.int(st)
 }
 

@@ -51,3 +51,27 @@ func TestAffinityMaskPinsWorkers(t *testing.T) {
 		t.Errorf("bad mask: %v", err)
 	}
 }
+
+// DALI's variable pins the workers the same way when godali's own is not set.
+func TestDALIAffinityMaskPinsWorkers(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	t.Setenv("GODALI_AFFINITY_MASK", "")
+	t.Setenv("DALI_AFFINITY_MASK", "1,0")
+	p := mustPipeline(t, `{"batch_size": 2, "num_threads": 3, "ops": [{"op": "random.coin_flip", "outputs": ["c"]}], "outputs": ["c"]}`)
+	if _, err := p.Next(); err != nil {
+		t.Fatal(err)
+	}
+	got := threadAffinities(t)
+	if got["1"] < 1 || got["0"] < 1 {
+		t.Errorf("thread affinities %v: want a thread on CPU 1 only and one on CPU 0 only", got)
+	}
+
+	t.Setenv("DALI_AFFINITY_MASK", "3,x")
+	q, _ := NewPipeline([]byte(`{"batch_size": 1, "ops": [{"op": "random.coin_flip", "outputs": ["c"]}], "outputs": ["c"]}`))
+	defer q.Close()
+	if err := q.Build(); err == nil || !strings.Contains(err.Error(), "DALI_AFFINITY_MASK") {
+		t.Errorf("bad mask: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/godali/godali/source"
 	"golang.org/x/sys/unix"
 )
 
@@ -133,6 +134,11 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		p.primary = 0
 	}
 	p.setReaderSeeds(p.seed)
+	for _, r := range p.readers {
+		if lt, ok := r.src.(LimitsTaker); ok {
+			lt.TakeLimits(p.limits)
+		}
+	}
 	p.nodeReader = nodeReaders(g)
 	return p, nil
 }
@@ -332,9 +338,16 @@ func (p *Pipeline) reserveDenseOutputs() error {
 	return nil
 }
 
-// affinityMask parses GODALI_AFFINITY_MASK ("3,5,6,10": worker i runs on the i-th CPU).
+// affinityMask parses GODALI_AFFINITY_MASK ("3,5,6,10": worker i runs on the i-th CPU),
+// or DALI's DALI_AFFINITY_MASK, same format, when godali's own is not set (DALI scripts
+// pin their threads with it).
 func affinityMask() ([]int, error) {
-	v := strings.TrimSpace(os.Getenv("GODALI_AFFINITY_MASK"))
+	name := "GODALI_AFFINITY_MASK"
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		name = "DALI_AFFINITY_MASK"
+		v = strings.TrimSpace(os.Getenv(name))
+	}
 	if v == "" {
 		return nil, nil
 	}
@@ -342,7 +355,7 @@ func affinityMask() ([]int, error) {
 	for _, f := range strings.Split(v, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || c < 0 {
-			return nil, Errorf(StatusInvalidArgument, "GODALI_AFFINITY_MASK=%q: expected a comma-separated list of CPU numbers", v)
+			return nil, Errorf(StatusInvalidArgument, "%s=%q: expected a comma-separated list of CPU numbers", name, v)
 		}
 		cpus = append(cpus, c)
 	}
@@ -475,8 +488,23 @@ func (p *Pipeline) stopProducer() {
 	p.running = false
 }
 
-// Close stops everything. Tensors handed out stay valid until released.
+// Interrupt stops the blocking I/O of the pipeline's operators (Interrupter): a Build
+// or a batch waiting on a stalled remote request returns promptly, with an error
+// naming the URL. It is for shutting down (Ctrl-C, Close): the remote readers stay
+// stopped. It takes no lock, so it may be called from any goroutine while another is
+// blocked in Build, Run or Next, and more than once.
+func (p *Pipeline) Interrupt() {
+	for _, n := range p.Graph.Nodes {
+		if it, ok := n.Op.(Interrupter); ok {
+			it.Interrupt()
+		}
+	}
+}
+
+// Close stops everything. Tensors handed out stay valid until released. Remote
+// requests in flight are interrupted first, so Close does not wait for them.
 func (p *Pipeline) Close() {
+	p.Interrupt()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -710,12 +738,12 @@ func (p *Pipeline) replace(b *Batch, failed []int) error {
 	for _, i := range failed {
 		e := b.errs[i]
 		b.SkippedErrs = append(b.SkippedErrs, e)
-		sk := Skip{Sample: i, File: b.refs[i].Path, Error: e.Error()}
+		sk := Skip{Sample: i, File: source.Redact(b.refs[i].Path), Error: source.Redact(e.Error())}
 		var se *SampleError
 		if errors.As(e, &se) {
 			sk.Node = se.Node
-			sk.Error = se.Err.Error()
-			sk.File = se.Source // the file of the reader the failed node reads from
+			sk.Error = source.Redact(se.Err.Error())
+			sk.File = source.Redact(se.Source) // the file of the reader the failed node reads from
 		}
 		b.Skips = append(b.Skips, sk)
 	}

@@ -65,8 +65,9 @@ func init() {
 			}
 			return &randomOp{args: a, dtype: a.DType("dtype"), draw: func(r *engine.RNG, _, _ float64) float64 { return vals[r.Intn(len(vals))] }}, nil
 		}
-		o := &randomOp{args: a, dtype: a.DType("dtype"),
-			draw: func(r *engine.RNG, lo, hi float64) float64 { return r.Uniform(lo, hi) }}
+		dt := a.DType("dtype")
+		o := &randomOp{args: a, dtype: dt,
+			draw: func(r *engine.RNG, lo, hi float64) float64 { return uniformBelow(r.Uniform(lo, hi), lo, hi, dt) }}
 		if _, ok := a.IsPerSample("range"); ok {
 			o.params = func(ws *engine.Workspace) (float64, float64, error) {
 				rg, err := a.FloatsAt(ws, "range", nil)
@@ -219,6 +220,29 @@ type randomOp struct {
 	saturate bool  // integer outputs round and clamp (DALI's ConvertSat) instead of truncating
 	static   []int // the per-sample shape, set by Infer (constant shape argument)
 	dynamic  bool  // the shape comes from the input or a per-sample shape argument
+}
+
+// uniformBelow keeps a draw from [lo, hi) below hi once stored in dt: lo + (hi-lo)*u is
+// rounded, in float64 and again when narrowed to float32/float16, and may land on hi
+// when the range is a few ulps wide (DALI's range=[a, nextafter(a)] gives a only).
+func uniformBelow(v, lo, hi float64, dt engine.DType) float64 {
+	if !(lo < hi) {
+		return v
+	}
+	switch dt {
+	case engine.Float32:
+		if float64(float32(v)) >= hi {
+			below := float64(math.Nextafter32(float32(hi), float32(math.Inf(-1))))
+			return math.Max(below, lo)
+		}
+	case engine.Float16:
+		return v // float16 narrowing is coarser than any range a test could give; left as is
+	default:
+		if v >= hi {
+			return math.Max(math.Nextafter(hi, math.Inf(-1)), lo)
+		}
+	}
+	return v
 }
 
 // maxRandomElements bounds one sample of a random generator (the shape is data when it

@@ -15,7 +15,8 @@ func init() {
 			"fn.reshape): shape, or rel_shape (out[i] = in[src_dims[i] or i] * rel_shape[i]), or " +
 			"src_dims alone (a permutation-free selection; -1 inserts a unit dimension). One " +
 			"negative extent receives what the volume needs. The layout is kept when the number " +
-			"of dimensions is, else reset, unless layout is given.",
+			"of dimensions is, else reset, unless layout is given; layout alone keeps the shape " +
+			"and relabels the dimensions (DALI's reshape(layout=...)).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "the output shape; one extent may be negative (inferred)"},
@@ -73,8 +74,8 @@ func newReshape(a *engine.Args) (engine.Operator, error) {
 	if a.Given("shape") && a.Given("rel_shape") {
 		return nil, a.Errorf("shape", "give shape or rel_shape, not both")
 	}
-	if !a.Given("shape") && !a.Given("rel_shape") && !a.Has("src_dims") {
-		return nil, a.Errorf("shape", "give shape, rel_shape or src_dims")
+	if !a.Given("shape") && !a.Given("rel_shape") && !a.Has("src_dims") && !a.Given("layout") {
+		return nil, a.Errorf("shape", "give shape, rel_shape, src_dims or layout")
 	}
 	neg := 0
 	for _, d := range a.Ints("shape") {
@@ -158,6 +159,8 @@ func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, err
 			}
 			out = append(out, int(x))
 		}
+	case src == nil: // layout alone: the shape is kept
+		out = append(out, in...)
 	default:
 		for i := range src {
 			e, err := srcDim(i)
@@ -214,6 +217,8 @@ func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		nd = len(a.Floats("rel_shape"))
 	case a.Has("src_dims") && !a.Given("shape") && !a.Given("rel_shape"):
 		nd = len(a.Ints("src_dims"))
+	case in[0].Shape != nil: // layout alone
+		nd = len(in[0].Shape)
 	}
 	if nd < 0 {
 		return []engine.TensorMeta{m}, nil // per-sample shapes: rank known at run time

@@ -18,7 +18,7 @@ from ._graph import DataNode
 from .pipeline import BatchInfo, Pipeline, live_pipelines, memory_stats, pipeline_def
 from .tensors import (Tensor, TensorCPU, TensorGPU, TensorList, TensorListCPU,
                       TensorListGPU)
-from . import backend, fn, ops, tfrecord
+from . import backend, data_node, fn, ops, plugin_manager, tfrecord
 
 __version__ = "0.1.0"
 
@@ -26,8 +26,9 @@ __all__ = [
     "BatchInfo", "CUDAError", "DataError", "DataNode", "ForkedProcessError", "GodaliError",
     "InternalError", "InvalidArgumentError", "InvalidHandleError",
     "InvalidPipelineError", "NoCUDAError", "OutOfMemoryError", "Pipeline", "StateError", "Tensor", "TensorCPU",
-    "TensorGPU", "TensorList", "TensorListCPU", "TensorListGPU", "backend", "fn",
-    "library_info", "live_pipelines", "memory_stats", "ops", "pipeline_def", "types",
+    "TensorGPU", "TensorList", "TensorListCPU", "TensorListGPU", "backend", "data_node", "fn",
+    "library_info", "live_pipelines", "memory_stats", "ops", "pipeline_def", "plugin_manager",
+    "types",
 ]
 
 

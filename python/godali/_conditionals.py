@@ -13,9 +13,11 @@ not inside nested functions or classes). Each variable assigned in a branch beco
 the per-sample choice between its values in the two branches; a variable assigned in
 one branch only keeps its value from before the `if` in the other. An `if` containing
 `return`, `break`, `continue`, `yield`, `global` or `nonlocal` is left as it is (so
-such an `if` on a DataNode raises TypeError). `not`, `and`, `or` are not rewritten:
-write conditions with comparisons and `&`, `|`, `~` on DataNodes. A condition that is
-not a DataNode runs as plain Python.
+such an `if` on a DataNode raises TypeError). `not`, `and`, `or` are rewritten too
+(anywhere in the function body): on pipeline data they are per-sample logical
+operations giving BOOL (both operands computed, as both branches are); on Python values
+they keep Python's short-circuit semantics. A condition that is not a DataNode runs as
+plain Python.
 """
 
 import ast
@@ -25,6 +27,7 @@ import textwrap
 from . import _graph
 
 _COND = "__godali_cond"
+_AND, _OR, _NOT = "__godali_and", "__godali_or", "__godali_not"
 
 
 class _Undefined:
@@ -74,6 +77,41 @@ def cond(pred, true_fn, false_fn, names, getters):
         node = _graph.OpNode(sch, "cpu", [pred, a, b], {}, {}, pipe, None, False)
         out.append(node.outputs[0])
     return tuple(out)
+
+
+def _truth(x, pipe):
+    """A DataNode as per-sample BOOL (non-zero is true, as DALI's logical operators)."""
+    return _graph.arithmetic("ne", _graph._operand(x, pipe), 0)
+
+
+def _plain(x):
+    """A Python operand of a logical operation on pipeline data, as a bool constant."""
+    return x if isinstance(x, _graph.DataNode) else bool(x)
+
+
+def logical_and(left, right_fn):
+    """`left and right` (rewritten): per sample on pipeline data, Python's otherwise."""
+    if not isinstance(left, _graph.DataNode):
+        return left and right_fn()
+    pipe = left.source.pipeline
+    right = _graph._operand(_plain(right_fn()), pipe)
+    return _graph.arithmetic("bitand", _truth(left, pipe), _truth(right, pipe))
+
+
+def logical_or(left, right_fn):
+    """`left or right` (rewritten): per sample on pipeline data, Python's otherwise."""
+    if not isinstance(left, _graph.DataNode):
+        return left or right_fn()
+    pipe = left.source.pipeline
+    right = _graph._operand(_plain(right_fn()), pipe)
+    return _graph.arithmetic("bitor", _truth(left, pipe), _truth(right, pipe))
+
+
+def logical_not(x):
+    """`not x` (rewritten): per sample on pipeline data, Python's otherwise."""
+    if not isinstance(x, _graph.DataNode):
+        return not x
+    return _graph.arithmetic("eq", x, 0)
 
 
 class _Assigned(ast.NodeVisitor):
@@ -132,7 +170,28 @@ class _Rewriter(ast.NodeTransformer):
 
     visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
 
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        self.count += 1
+        helper = _AND if isinstance(node.op, ast.And) else _OR
+        noargs = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                               kw_defaults=[], kwarg=None, defaults=[])
+        out = node.values[0]
+        for v in node.values[1:]:  # a and b and c == (a and b) and c
+            out = ast.Call(func=ast.Name(id=helper, ctx=ast.Load()),
+                           args=[out, ast.Lambda(args=noargs, body=v)], keywords=[])
+        return ast.copy_location(out, node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        self.count += 1
+        return ast.copy_location(ast.Call(func=ast.Name(id=_NOT, ctx=ast.Load()),
+                                          args=[node.operand], keywords=[]), node)
+
     def visit_If(self, node):
+        node.test = self.visit(node.test)
         node.body = [x for s in node.body for x in _as_list(self.visit(s))]
         node.orelse = [x for s in node.orelse for x in _as_list(self.visit(s))]
         v = _Assigned()
@@ -192,7 +251,8 @@ def transform(func):
     free = list(func.__code__.co_freevars)
     factory = _funcdef(
         "__godali_factory",
-        ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in [_COND] + free],
+        ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in
+                                            [_COND, _AND, _OR, _NOT] + free],
                       vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))])
     mod = ast.Module(body=[factory], type_ignores=[])
@@ -203,7 +263,7 @@ def transform(func):
     ns = {}
     exec(code, func.__globals__, ns)
     cells = [_cell(c) for c in (func.__closure__ or ())]
-    new = ns["__godali_factory"](cond, *cells)
+    new = ns["__godali_factory"](cond, logical_and, logical_or, logical_not, *cells)
     new.__defaults__ = func.__defaults__
     new.__kwdefaults__ = func.__kwdefaults__
     new.__wrapped__ = func

@@ -193,8 +193,34 @@ def adopt(nodes, pipe):
     for op in order:
         op.seq, op.name = pipe._register_node(op, op.name)
         op.pipeline = pipe
+        if op.op == "external_source":
+            from . import external_source as _ext
+            _ext.adopted(op, pipe)
 
 
+def bind(x, pipe, what):
+    """The DataNode standing for `x` in `pipe`: x itself when it is pipe's or made outside
+    any pipeline (then adopted); for a node made outside a pipeline and already adopted
+    by another one (DALI builds each pipeline from what its outputs reach, so such a node
+    may feed several), a copy of its operators in `pipe`."""
+    op = x.source
+    if op.pipeline is pipe:
+        return x
+    if op.pipeline is None:
+        if pipe is not None:
+            adopt([x], pipe)
+        return x
+    if pipe is None or not op.floating or op.op == "external_source":
+        raise ValueError("godali: %s belongs to another pipeline" % what)
+    clones = pipe.__dict__.setdefault("_clones", {})
+    c = clones.get(id(op))
+    if c is None:
+        inputs = [bind(i, pipe, what) for i in op.inputs]
+        arg_inputs = {k: bind(v, pipe, what) for k, v in op.arg_inputs.items()}
+        c = OpNode(op.schema, op.device, inputs, arg_inputs, dict(op.args), pipe, None,
+                   op.preserve, [o.output_name for o in op.outputs])
+        clones[id(op)] = c
+    return c.outputs[x.index]
 def _pipeline_of(nodes):
     """The pipeline of the first DataNode in `nodes` that has one, else None."""
     for x in nodes:
@@ -217,7 +243,7 @@ class OpNode:
     """One operator instance in a pipeline graph."""
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
-                 "outputs", "seq", "pipeline", "preserve")
+                 "outputs", "seq", "pipeline", "preserve", "floating", "extra")
 
     def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
                  output_names=None):
@@ -229,6 +255,8 @@ class OpNode:
         self.args = args
         self.pipeline = pipeline
         self.preserve = preserve
+        self.floating = pipeline is None  # made outside a pipeline (see bind)
+        self.extra = None                 # external_source: its source group
         if pipeline is None:
             # Called outside a pipeline (DALI allows it): the node waits, with the name
             # asked for, until a pipeline adopts it (set_outputs or a consumer inside one).
@@ -341,13 +369,18 @@ class DataNode:
     def __invert__(self): return arithmetic("invert", self)
     __hash__ = object.__hash__
 
+    def __getitem__(self, key):
+        """x[1:-1, ::2], x[..., 0], x[idx] (idx a DataNode of one integer per sample):
+        Python's indexing of each sample (DALI's tensor subscript)."""
+        return subscript(self, key)
+
     def __bool__(self):
         raise TypeError("godali: a DataNode is symbolic and has no truth value. `if` on "
                         "pipeline data works in a @pipeline_def(enable_conditionals=True) "
-                        "function (godali rewrites its `if` statements); `while`, `and`, "
-                        "`or`, `not` and an `if` containing return/break/continue are not "
-                        "supported: use comparisons with &, |, ~, or select per sample with "
-                        "operator arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
+                        "function (godali rewrites its `if`, `and`, `or` and `not`); `while` "
+                        "and an `if` containing return/break/continue are not supported: "
+                        "use comparisons with &, |, ~, or select per sample with operator "
+                        "arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
 
 
 def layout_of(node):
@@ -564,15 +597,17 @@ def _call_op(schema, inputs, kwargs):
             kwargs[key] = value
         inputs = ()
 
+    inputs = list(inputs)
     for i, x in enumerate(inputs):
         if not isinstance(x, DataNode):
+            if _is_constant_input(x):
+                # DALI: a number, list or array given as an input is a constant node.
+                inputs[i] = constant_node(x, pipe)
+                continue
             raise TypeError("godali: %s: input %d must be a DataNode (the output of another "
-                            "operator), got %s" % (fname, i, _show(x)))
-        if x.source.pipeline is not pipe:
-            if pipe is None or x.source.pipeline is not None:
-                raise ValueError("godali: %s: input %d belongs to another pipeline"
-                                 % (fname, i))
-            adopt([x], pipe)
+                            "operator) or a constant (number, list or numpy array), got %s"
+                            % (fname, i, _show(x)))
+        inputs[i] = bind(x, pipe, "%s: input %d" % (fname, i))
     if not schema.min_inputs <= len(inputs) <= schema.max_inputs:
         want = ("%d" % schema.min_inputs if schema.min_inputs == schema.max_inputs
                 else "%d to %d" % (schema.min_inputs, schema.max_inputs))
@@ -620,11 +655,7 @@ def _call_op(schema, inputs, kwargs):
             if value.device != "cpu":
                 raise ValueError("godali: %s: argument input %r must be on the host"
                                  % (fname, key))
-            if value.source.pipeline is not pipe:
-                if pipe is None or value.source.pipeline is not None:
-                    raise ValueError("godali: %s: argument input %r belongs to another "
-                                     "pipeline" % (fname, key))
-                adopt([value], pipe)
+            value = bind(value, pipe, "%s: argument input %r" % (fname, key))
             arg_inputs[key] = value
             continue
         if value is None:
@@ -696,6 +727,7 @@ def make_op_function(schema):
     except ValueError:
         pass  # an argument name that is not a Python identifier
     op.schema = schema
+    op._schema_name = schema.name  # DALI's fn functions carry it (its coverage tests read it)
     return op
 
 
@@ -818,13 +850,20 @@ def constant_node(value, pipe, dtype=None, shape=None, layout=None):
     return node.outputs[0]
 
 
+def _is_constant_input(x):
+    """A value DALI turns into a constant node where an input is expected."""
+    if isinstance(x, (bool, int, float, _types.ScalarConstant)):
+        return True
+    if type(x).__module__ == "numpy" and hasattr(x, "dtype"):
+        return x.dtype.kind in "biuf"
+    if isinstance(x, (list, tuple)) and x:
+        return all(isinstance(v, (bool, int, float)) or _is_constant_input(v) for v in x)
+    return False
+
+
 def _operand(x, pipe):
     if isinstance(x, DataNode):
-        if x.source.pipeline is not pipe:
-            if pipe is None or x.source.pipeline is not None:
-                raise ValueError("godali: an arithmetic expression mixes DataNodes of two "
-                                 "pipelines")
-            adopt([x], pipe)
+        x = bind(x, pipe, "a DataNode of an arithmetic expression")
         if x.device != "cpu":
             raise ValueError("godali: arithmetic on GPU data is not supported; godali's "
                              "arithmetic runs on the host (compute before .gpu())")
@@ -851,3 +890,67 @@ def arithmetic(op, *operands):
         raise NotImplementedError("godali: this library has no arithmetic operator")
     node = OpNode(sch, "cpu", inputs, {}, {"op": op}, pipe, None, False)
     return node.outputs[0]
+
+
+# --- subscripts ------------------------------------------------------------------------
+
+def _subscript_int(v, what):
+    if isinstance(v, DataNode) or v is None:
+        return v
+    if hasattr(v, "__index__") and not isinstance(v, bool):
+        return int(v.__index__())
+    raise TypeError("godali: DataNode subscript: %s must be an integer, a DataNode or "
+                    "None, got %s" % (what, _show(v)))
+
+
+def subscript(node, key):
+    """Adds the _tensor_subscript node for node[key] (see DataNode.__getitem__)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    # `is`, never ==: a DataNode item compares element-wise.
+    dots = [i for i, k in enumerate(items) if k is Ellipsis]
+    if len(dots) > 1:
+        raise IndexError("godali: DataNode subscript: at most one Ellipsis (...)")
+    lead = dots[0] if dots else len(items)
+    items = [k for k in items if k is not Ellipsis]
+    if not items:
+        return node
+    kind, lo, hi, step, has_lo, has_hi = [], [], [], [], [], []
+    for i, k in enumerate(items):
+        if k is None:
+            raise IndexError("godali: DataNode subscript: new axes (None) are not supported; "
+                             "use fn.expand_dims")
+        if isinstance(k, slice):
+            a = _subscript_int(k.start, "a slice start")
+            b = _subscript_int(k.stop, "a slice stop")
+            c = _subscript_int(k.step, "a slice step")
+            if isinstance(b, DataNode) or isinstance(c, DataNode):
+                raise TypeError("godali: DataNode subscript: only the start of a slice may be "
+                                "a DataNode")
+            if c == 0:
+                raise ValueError("godali: DataNode subscript: slice step cannot be zero")
+            kind.append(1)
+            lo.append(0 if a is None else a)
+            hi.append(0 if b is None else b)
+            step.append(1 if c is None else c)
+            has_lo.append(int(a is not None))
+            has_hi.append(int(b is not None))
+        else:
+            kind.append(0)
+            lo.append(_subscript_int(k, "an index"))
+            hi.append(0)
+            step.append(1)
+            has_lo.append(1)
+            has_hi.append(0)
+    pipe = node.source.pipeline or current_pipeline()
+    if any(isinstance(v, DataNode) for v in lo):
+        # One value per subscript and sample: the constants and DataNodes stacked.
+        parts = [_call_op(schemas().ops["cast"], (v,), {"dtype": _types.INT64})
+                 if isinstance(v, DataNode) else constant_node(v, pipe, dtype=_types.INT64)
+                 for v in lo]
+        parts = [_call_op(schemas().ops["reshape"], (p,), {"shape": [1]}) for p in parts]
+        lo = parts[0] if len(parts) == 1 else _call_op(schemas().ops["cat"], tuple(parts), {})
+    sch = schemas().ops.get("_tensor_subscript")
+    if sch is None:
+        raise NotImplementedError("godali: this library has no subscript operator")
+    return _call_op(sch, (node,), {"kind": kind, "lo": lo, "hi": hi, "step": step,
+                                   "has_lo": has_lo, "has_hi": has_hi, "lead": lead})

@@ -2,9 +2,10 @@
 
 An external_source node is a source of whole batches, like a reader; its data comes from
 a Python `source` (a callable, an iterable or a generator function, polled before each
-run) or from pipe.feed_input(name, data). The data goes to the library without a copy
-where godali controls the lifetime: the arrays are referenced until the library's
-release callback says the batch that used them was released. docs/pipeline.md,
+run) or from pipe.feed_input(name, data). As in DALI the data is copied when it is fed
+(no_copy=False, the default): a source may refill the same buffer for every batch. With
+no_copy=True it goes to the library without a copy: the arrays are referenced until the
+library's release callback says the batch that used them was released. docs/pipeline.md,
 "External sources", has the rules.
 """
 
@@ -33,9 +34,10 @@ _release_ptr = ctypes.cast(_release, c_void_p)
 
 # numpy dtype name -> (DLPack code, bits, godali dtype name)
 _NP_TYPES = {
-    "uint8": (1, 8, "UINT8"), "int8": (0, 8, "INT8"), "int32": (0, 32, "INT32"),
-    "int64": (0, 64, "INT64"), "float16": (2, 16, "FLOAT16"), "float32": (2, 32, "FLOAT"),
-    "float64": (2, 64, "FLOAT64"), "bool": (6, 8, "BOOL"),
+    "uint8": (1, 8, "UINT8"), "uint16": (1, 16, "UINT16"), "uint32": (1, 32, "UINT32"),
+    "uint64": (1, 64, "UINT64"), "int8": (0, 8, "INT8"), "int16": (0, 16, "INT16"),
+    "int32": (0, 32, "INT32"), "int64": (0, 64, "INT64"), "float16": (2, 16, "FLOAT16"),
+    "float32": (2, 32, "FLOAT"), "float64": (2, 64, "FLOAT64"), "bool": (6, 8, "BOOL"),
 }
 _NAME_TO_NP = {v[2]: k for k, v in _NP_TYPES.items()}
 
@@ -69,6 +71,9 @@ def _as_array(x, dtype, what):
     """A numpy view of x (no copy for numpy, CPU torch tensors, __array_interface__ and
     __dlpack__ objects; str and bytes become uint8 arrays of their bytes)."""
     np = _np()
+    if x is None or isinstance(x, dict):
+        raise TypeError("godali: %s: a sample must be an array, a tensor, a number, str or "
+                        "bytes, got %s" % (what, _describe(x)))
     if isinstance(x, np.ndarray):
         return x
     mod = type(x).__module__ or ""
@@ -93,6 +98,18 @@ def _as_array(x, dtype, what):
                         % (what, type(x).__name__, e)) from None
 
 
+def _describe(x):
+    """What a source returned, for an error message: a scalar, None, a dict, ..."""
+    if x is None:
+        return "None"
+    if isinstance(x, dict):
+        return "a dict (keys %s)" % ", ".join(repr(k) for k in list(x)[:5])
+    r = repr(x)
+    if len(r) > 40:
+        r = r[:37] + "..."
+    return "a scalar (%s %s)" % (type(x).__name__, r)
+
+
 def _dl_of(arr, what):
     t = _NP_TYPES.get(str(arr.dtype))
     if t is None:
@@ -108,6 +125,9 @@ class _Converted:
 
     def __init__(self, data, batch_size, dtype, what):
         np = _np()
+        if data is None or isinstance(data, dict):
+            raise TypeError("godali: %s: a batch must be a list of samples or an array whose "
+                            "first dimension is the batch, got %s" % (what, _describe(data)))
         if isinstance(data, (list, tuple)):
             arrays = []
             for i, s in enumerate(data):
@@ -120,7 +140,8 @@ class _Converted:
             a = _as_array(data, dtype, what)
             if a.ndim == 0:
                 raise TypeError("godali: %s: a batch must be a list of samples or an array "
-                                "whose first dimension is the batch, got a scalar" % what)
+                                "whose first dimension is the batch, got %s"
+                                % (what, _describe(data)))
             if not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
             arrays = [a]
@@ -225,8 +246,9 @@ class _Source:
             self.factory = lambda: iter(source())
         elif hasattr(source, "__iter__"):
             if inspect.isgenerator(source) and self.cycle:
-                raise TypeError("godali: fn.external_source: cannot cycle through a generator "
-                                "object; pass the generator function as source instead")
+                raise TypeError("godali: fn.external_source: Cannot cycle through a generator "
+                                "object; if it was made by a generator function, pass that "
+                                "function instead as `source`.")
             self.factory = lambda: iter(source)
         elif callable(source):
             if cycle is not None:
@@ -296,13 +318,25 @@ class _Group:
         self.epoch = 0
         self.ahead = 0         # batches fed from the source and not yet taken
         self.exhausted = False
+        self.error = None      # the source's error for the batch after those ahead
 
     def what(self, k):
         return "fn.external_source %r" % self.nodes[k].name
 
+    def attach(self, pipe):
+        """Joins the pipeline that adopted this source's nodes (a call made outside
+        `with pipe:`)."""
+        if self.pipe is pipe:
+            return
+        self.pipe = pipe
+        if getattr(pipe, "_ext_groups", None) is None:
+            pipe._ext_groups = []
+        if self not in pipe._ext_groups:
+            pipe._ext_groups.append(self)
+
     def copy_for(self, from_source):
-        if self.no_copy is None:
-            return not from_source  # a source hands its objects over; feed_input copies
+        # DALI's default (no_copy=False): copied when fed, so a source may reuse its
+        # buffers; no_copy=True reads the arrays in place until the batch is released.
         return not self.no_copy
 
     def pull(self, bs):
@@ -417,7 +451,12 @@ def top_up(pipe):
                 g.send(g.last, False)
             g.fed = False
             continue
-        while g.ahead < depth and not g.exhausted:
+        if g.error is not None and g.ahead == 0:
+            # The batches fed before the error were returned: this run is the one for the
+            # batch whose polling failed.
+            err, g.error = g.error, None
+            raise err
+        while g.ahead < depth and not g.exhausted and g.error is None:
             if g.pending:
                 conv = g.pending.pop(0)
             else:
@@ -426,6 +465,11 @@ def top_up(pipe):
                 except StopIteration:
                     g.exhausted = True
                     g.end()
+                    break
+                except Exception as e:
+                    if g.ahead == 0:
+                        raise
+                    g.error = e  # raised by the run() that would return this batch
                     break
             g.send(conv, True)
             g.ahead += 1
@@ -448,12 +492,36 @@ def restart(pipe):
             continue
         g.drop()
         g.ahead = 0
+        g.error = None
         g.iteration = 0
         g.epoch += 1
         g.exhausted = False
 
 
+def adopted(node, pipe):
+    """_graph.adopt registered an external_source node made outside a pipeline in `pipe`."""
+    g = getattr(node, "extra", None)
+    if isinstance(g, _Group):
+        g.attach(pipe)
+
+
+class InputNotFoundError(_lib.InvalidArgumentError, KeyError):
+    """feed_input named no external source of the pipeline's graph (DALI's KeyError)."""
+
+    def __str__(self):
+        return self.args[0] if self.args else ""
+
+
 def feed_input(pipe, name, data, layout=None, no_copy=None):
+    if getattr(pipe, "_outputs", None) is not None:
+        # DALI: only the sources in the graph (reachable from the outputs) take data.
+        reachable = {n.name for n in pipe._reachable_nodes()}
+        for g in groups(pipe):
+            if any(n.name == name for n in g.nodes) and name not in reachable:
+                raise InputNotFoundError(
+                    "godali: feed_input: Could not find an input operator with name %r in "
+                    "the pipeline's graph: the external source is not used by any output"
+                    % name, _lib.ERROR_INVALID_ARGUMENT)
     for g in groups(pipe):
         for j, n in enumerate(g.nodes):
             if n.name == name:
@@ -500,16 +568,15 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None, dev
     True or "quiet" (restart silently at the end), "raise" (StopIteration, then restart).
     num_outputs: the source returns a tuple of that many batches (or samples).
     Without source, feed each batch with pipe.feed_input(name, data) before running.
-    no_copy: None (default): a source's objects are referenced until the library has
-    released the batch (no copy) and feed_input copies; True: never copy (do not modify
-    the data until released); False: always copy. parallel and prefetch_queue_depth are
+    no_copy: False/None (default, as DALI): the data is copied when fed, so a source may
+    refill one buffer for every batch; True: no copy, the arrays are referenced until the
+    library has released the batch (do not modify them meanwhile). As in DALI the call may
+    be made outside `with pipe:`: the node joins the pipeline whose set_outputs or
+    operator uses it. parallel and prefetch_queue_depth are
     accepted; godali polls the source serially, up to the pipeline's
     prefetch_queue_depth batches ahead.
     """
-    pipe = _graph.current_pipeline()
-    if pipe is None:
-        raise RuntimeError("godali: fn.external_source was called outside a pipeline: call "
-                           "it inside `with pipe:` or in a @pipeline_def function")
+    pipe = _graph.current_pipeline()  # None: adopted later (_graph.adopt)
     if kwargs:
         raise TypeError("godali: fn.external_source got unknown arguments: %s"
                         % ", ".join(sorted(kwargs)))
@@ -560,11 +627,12 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None, dev
             args["layout"] = layouts[j]
         nname = name if k == 1 or name is None else "%s_%d" % (name, j)
         nodes.append(_graph.OpNode(schema, "cpu", [], {}, args, pipe, nname, False))
-    g = _Group(pipe, nodes, src, num_outputs, bool(batch), bool(batch_info), dtypes, ndims,
+    g = _Group(None, nodes, src, num_outputs, bool(batch), bool(batch_info), dtypes, ndims,
                layouts, no_copy, bool(repeat_last))
-    if not hasattr(pipe, "_ext_groups") or pipe._ext_groups is None:
-        pipe._ext_groups = []
-    pipe._ext_groups.append(g)
+    for n in nodes:
+        n.extra = g
+    if pipe is not None:
+        g.attach(pipe)
     outs = [n.outputs[0] for n in nodes]
     if num_outputs is None:
         return outs[0]

@@ -25,6 +25,7 @@ def _ensure():
                     # schema's generated one.
                     from .external_source import external_source
                     external_source.schema = root._members["external_source"].schema
+                    external_source._schema_name = "external_source"
                     root._add("external_source", external_source)
                 globals().update(root._members)
                 _root = root

@@ -111,14 +111,25 @@ def _external_source_class(schema):
     """ops.ExternalSource: fn.external_source's arguments, given when created or called."""
     from .external_source import external_source
 
-    def call(self, **kwargs):
+    def init(self, source=None, num_outputs=None, *, device=None, **kwargs):
+        # DALI: ops.ExternalSource(source, num_outputs, ...) takes both positionally.
+        Operator.__init__(self, device=device, **kwargs)
+        if source is not None:
+            self._spec["source"] = source
+        if num_outputs is not None:
+            self._spec["num_outputs"] = num_outputs
+
+    def call(self, source=None, **kwargs):
         args = dict(self._spec)
+        if source is not None:
+            args["source"] = source
         args.update(kwargs)
         if self._device is not None:
             args.setdefault("device", self._device)
         return external_source(**args)
 
     cls = _make_class(schema, "ExternalSource")
+    cls.__init__ = init
     cls.__call__ = call
     cls.__doc__ = "DALI's ops.ExternalSource: see fn.external_source.\n\n" + \
         (external_source.__doc__ or "")

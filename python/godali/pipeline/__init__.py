@@ -16,6 +16,19 @@ from .. import _dlpack, _graph, _lib
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
 
+def do_not_convert(func=None):
+    """DALI's marker for a function that enable_conditionals must not rewrite. godali
+    rewrites only the @pipeline_def function's own `if` statements, never the functions
+    it calls, so this returns the function unchanged (marked as DALI marks it)."""
+    def mark(f):
+        try:
+            f.__dali_do_not_convert__ = True
+        except (AttributeError, TypeError):
+            pass
+        return f
+    return mark if func is None else mark(func)
+
+
 BatchInfo = namedtuple("BatchInfo", "batch_size valid epoch iteration last_in_epoch skipped")
 BatchInfo.__doc__ = """Facts about the current batch.
 
@@ -85,6 +98,7 @@ class Pipeline:
         # for (its executor is always asynchronous and pipelined, and has no Python
         # workers); they are accepted so DALI code runs unchanged.
         self._build_deferred = False  # build() waits for the first batch (external sources)
+        self._max_streams = max_streams  # DALI's attribute (its tests read it)
         self._output_dtype = output_dtype
         self._output_ndim = output_ndim
         self._batch_size = int(batch_size) if batch_size is not None else -1
@@ -249,11 +263,7 @@ class Pipeline:
             if not isinstance(o, _graph.DataNode):
                 raise TypeError("godali: set_outputs: output %d must be a DataNode (an "
                                 "operator's result), got %s" % (i, type(o).__name__))
-            if o.source.pipeline is not self:
-                if o.source.pipeline is not None:
-                    raise ValueError("godali: set_outputs: output %d belongs to another "
-                                     "pipeline" % i)
-                _graph.adopt([o], self)
+            o = flat[i] = _graph.bind(o, self, "set_outputs: output %d" % i)
         if not flat:
             raise ValueError("godali: set_outputs needs at least one output")
         self._outputs = flat
@@ -262,6 +272,21 @@ class Pipeline:
     def define_graph(self):
         """Override in a subclass (DALI's legacy API): call fn.* and return the outputs."""
         raise NotImplementedError
+
+    def _ensure_outputs(self):
+        """Runs define_graph (DALI's legacy API) if the outputs are not set yet."""
+        if self._outputs is not None:
+            return
+        if type(self).define_graph is not Pipeline.define_graph:
+            with self:
+                outs = self.define_graph()
+            if not isinstance(outs, (list, tuple)):
+                outs = (outs,)
+            self.set_outputs(*outs)
+        else:
+            raise RuntimeError("godali: the pipeline has no outputs: call "
+                               "pipe.set_outputs(...) inside `with pipe:`, or use "
+                               "@pipeline_def")
 
     def _reachable_nodes(self):
         seen = set()
@@ -284,17 +309,7 @@ class Pipeline:
         if self._batch_size <= 0:
             raise ValueError("godali: batch_size must be a positive int, got %r"
                              % self._batch_size)
-        if self._outputs is None:
-            if type(self).define_graph is not Pipeline.define_graph:
-                with self:
-                    outs = self.define_graph()
-                if not isinstance(outs, (list, tuple)):
-                    outs = (outs,)
-                self.set_outputs(*outs)
-            else:
-                raise RuntimeError("godali: the pipeline has no outputs: call "
-                                   "pipe.set_outputs(...) inside `with pipe:`, or use "
-                                   "@pipeline_def")
+        self._ensure_outputs()
         nodes = self._reachable_nodes()
         lib = _lib.get()
         uses_gpu = self._uses_gpu(nodes)
@@ -522,9 +537,14 @@ class Pipeline:
         return self._checkpoint is not None
 
     def run(self):
-        """schedule_run() then outputs(): returns one TensorList per output."""
-        lib = self._lib_or_build()
+        """iter_setup(), schedule_run() then outputs(): returns one TensorList per output.
+
+        As in DALI, iter_setup() runs first, also before the first build: external
+        sources without dtype/ndim are typed from what it feeds."""
+        if not self._built and not self._closed:
+            self._ensure_outputs()
         self.iter_setup()
+        lib = self._lib_or_build()
         lib.pipeline_run(self._handle)
         return self.outputs()
 
@@ -707,7 +727,9 @@ def pipeline_def(fn=None, **pipeline_kwargs):
     Pipeline arguments (batch_size=..., num_threads=..., device_id=..., seed=...,
     enable_checkpointing=..., checkpoint=..., and godali's max_image_pixels, on_error,
     first_epoch) returns a Pipeline; other keyword
-    arguments go to the function. Defaults can be given to the decorator:
+    arguments go to the function. As in DALI, a keyword that names a parameter of the
+    function goes to the function only, even when a Pipeline argument has that name, and a
+    function with **kwargs is refused. Defaults can be given to the decorator:
     @pipeline_def(batch_size=32).
     """
 
@@ -726,16 +748,18 @@ def pipeline_def(fn=None, **pipeline_kwargs):
 
         @functools.wraps(func)
         def factory(*args, **kwargs):
+            if takes_var_kw:
+                raise TypeError("godali: %s(): using variadic keyword argument **kwargs in a "
+                                "graph-defining function is not allowed (DALI's rule): name "
+                                "its parameters" % func.__name__)
             pkw = dict(pipeline_kwargs)
             fkw = {}
             for k, v in kwargs.items():
-                # A function parameter that shares a Pipeline name goes to both, as DALI.
-                if k in _PIPELINE_PARAMS:
-                    pkw[k] = v
-                    if k in params:
-                        fkw[k] = v
-                elif k in params or takes_var_kw:
+                # A function parameter shadows a Pipeline argument of the same name (DALI).
+                if k in params and params[k].kind != params[k].VAR_POSITIONAL:
                     fkw[k] = v
+                elif k in _PIPELINE_PARAMS:
+                    pkw[k] = v
                 else:
                     raise TypeError("godali: %s() got an unexpected keyword argument %r "
                                     "(neither a Pipeline argument nor one of the "
@@ -754,6 +778,7 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                 pipe.set_outputs(*outs)
             return pipe
 
+        factory._is_pipeline_def = True  # DALI's marker (its tools test for it)
         return factory
 
     if fn is not None:
