@@ -61,6 +61,7 @@ type task struct {
 	b      *Batch
 	i      int
 	src    int // the sample whose files it reads; differs from i when a failed sample is replaced
+	phase  int // Partition.Phases index
 	result chan<- sampleResult
 }
 
@@ -666,21 +667,22 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 	}
 }
 
-// finish waits for a batch's samples, replaces failed ones under on_error=skip, and
-// marks the batch done.
+// finish waits for a batch's samples, replaces failed ones under on_error=skip, runs the
+// host-batch nodes and the phases after them, and marks the batch done.
 func (p *Pipeline) finish(b *Batch) {
-	b.wg.Wait()
-	var failed []int
-	for i, err := range b.errs {
-		if err != nil {
-			failed = append(failed, i)
+	for phase := range p.Part.Phases {
+		if phase > 0 {
+			b.wg.Add(len(b.refs))
+			for i := range b.refs {
+				p.tasks <- task{b: b, i: i, src: i, phase: phase}
+			}
 		}
-	}
-	if len(failed) > 0 {
-		if p.Spec.OnError == "skip" && len(failed) < len(b.errs) {
-			b.err = p.replace(b, failed)
-		} else {
-			b.err = sampleFailure(b.errs[failed[0]], len(failed)-1)
+		b.wg.Wait()
+		if b.err = p.phaseErrors(b, phase); b.err != nil {
+			break
+		}
+		if b.err = p.runHostBatch(b, phase); b.err != nil {
+			break
 		}
 	}
 	if p.gpu != nil && b.err == nil {
@@ -690,10 +692,32 @@ func (p *Pipeline) finish(b *Batch) {
 	close(b.done)
 }
 
+// phaseErrors replaces the samples of the phase that failed (on_error = "skip") or
+// returns the batch's error.
+func (p *Pipeline) phaseErrors(b *Batch, phase int) error {
+	var failed []int
+	for i, err := range b.errs {
+		if err != nil {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	if p.Spec.OnError == "skip" && len(failed) < len(b.errs) {
+		err := p.replace(b, failed, phase)
+		for _, i := range failed {
+			b.errs[i] = nil // replaced; the next phase starts clean
+		}
+		return err
+	}
+	return sampleFailure(b.errs[failed[0]], len(failed)-1)
+}
+
 // replace runs each failed sample again with the file of a good sample of the batch,
 // the nearest first, up to maxReplacements of them, and records the skipped files. A
 // sample that none of them can stand in for fails the batch with a data error.
-func (p *Pipeline) replace(b *Batch, failed []int) error {
+func (p *Pipeline) replace(b *Batch, failed []int, phase int) error {
 	res := make(chan sampleResult, len(failed))
 	tries := make([]int, len(b.errs))
 	pending := failed
@@ -708,7 +732,7 @@ func (p *Pipeline) replace(b *Batch, failed []int) error {
 			}
 			tries[i]++
 			b.wg.Add(1)
-			p.tasks <- task{b: b, i: i, src: j, result: res}
+			p.tasks <- task{b: b, i: i, src: j, phase: phase, result: res}
 			sent++
 		}
 		if len(exhausted) > 0 {
@@ -843,7 +867,7 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	}
 	started.Done()
 	for t := range w.p.tasks {
-		err := w.runSample(t.b, t.i, t.src)
+		err := w.runSample(t.b, t.i, t.src, t.phase)
 		w.trim()
 		if t.result != nil {
 			t.result <- sampleResult{i: t.i, err: err}
@@ -870,7 +894,7 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	w.gpu.close()
 }
 
-func (w *worker) runSample(b *Batch, i int, src int) (err error) {
+func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 	node := ""
 	ref := &b.refs[src]
 	defer func() {
@@ -881,7 +905,10 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 	pos := b.Iteration*int64(len(b.refs)) + int64(i)
 	part := w.p.Part
 	w.sg.batch = b.gpu
-	for _, n := range part.Sample {
+	if phase > 0 {
+		w.loadCross(b, phase, src)
+	}
+	for _, n := range part.Phases[phase] {
 		node = n.Name
 		ws := w.ws[n.ID]
 		ref = b.ref(w.p.nodeReader[n.ID], src)
@@ -927,6 +954,13 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 					return wrapSampleErr(ref, n, err)
 				}
 				t.Data = data
+			case slot.cross >= 0:
+				// Data a later phase or a host-batch node reads: memory of the batch.
+				data, err := b.crossBuffer(slot.cross, i, t, need)
+				if err != nil {
+					return wrapSampleErr(ref, n, err)
+				}
+				t.Data = data
 			case ws.fed != nil && len(ws.fed.Data) == need:
 				// An external source's intermediate output: the fed memory itself,
 				// referenced by the batch until it is released (no copy).
@@ -937,6 +971,9 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 					return wrapSampleErr(ref, n, err)
 				}
 				t.Data = data
+			}
+			if slot.cross >= 0 && (d.Output >= 0 || slot.kept >= 0) {
+				b.crossRef(slot.cross, i, t) // memory the batch already holds
 			}
 		}
 		if err := n.Op.Run(ws); err != nil {

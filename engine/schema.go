@@ -64,6 +64,14 @@ type Schema struct {
 	// -> the bool argument that must be true, or "inputs>N" (the node has more than N
 	// inputs). A node names the enabled outputs, in schema order.
 	OutputIf map[string]string `json:"output_if,omitempty"`
+	// InputLayouts and InputDtypes declare what input 0 (the data input) may be, as
+	// DALI's OpSchema::InputLayout does: one of these layouts (an input without a layout
+	// must have as many dimensions as one of them) and one of these element types. The
+	// graph checks them before Infer (CheckInput), so Infer may index the input's shape
+	// by the layout. Empty: anything. InputDoc completes the error ("e.g. from a decoder").
+	InputLayouts []string `json:"input_layouts,omitempty"`
+	InputDtypes  []DType  `json:"-"`
+	InputDoc     string   `json:"-"`
 }
 
 // EnabledOutputs returns the outputs a node with these arguments and numInputs inputs

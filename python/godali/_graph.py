@@ -243,7 +243,8 @@ class OpNode:
     """One operator instance in a pipeline graph."""
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
-                 "outputs", "seq", "pipeline", "preserve", "floating", "extra")
+                 "outputs", "seq", "pipeline", "preserve", "floating", "extra",
+                 "__weakref__")
 
     def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
                  output_names=None):
@@ -381,91 +382,6 @@ class DataNode:
                         "and an `if` containing return/break/continue are not supported: "
                         "use comparisons with &, |, ~, or select per sample with operator "
                         "arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
-
-
-def layout_of(node):
-    """The layout string of a DataNode's samples, as DALI reports it ("HWC" for decoded
-    images, crop_mirror_normalize's output_layout, "" when not an image)."""
-    seen = 0
-    while isinstance(node, DataNode) and seen < 10000:
-        op = node.source
-        name = op.op
-        if name.startswith("decoders."):
-            return "HWC"
-        if name == "external_source":
-            return op.args.get("layout", "") or ""
-        if name == "crop_mirror_normalize":
-            lay = op.args.get("output_layout")
-            if lay is None:
-                arg = op.schema.args.get("output_layout")
-                lay = arg.default if arg is not None else "CHW"
-            return lay or ""
-        if name.startswith("readers.") or name.startswith("random.") or not op.inputs:
-            return ""
-        if name in _LAYOUT_RULES:
-            return _LAYOUT_RULES[name](op, layout_of(op.inputs[0]))
-        node = op.inputs[0]
-        seen += 1
-    return ""
-
-
-def _norm_axis(ax, n):
-    return ax + n if ax < 0 else ax
-
-
-def _reshape_layout(op, lay):
-    # The engine's rule (ops/tensor/reshape.go): layout if given, else the input's when
-    # the number of dimensions is kept, else "".
-    if "layout" in op.args:
-        return op.args["layout"]
-    out = None
-    for key in ("shape", "rel_shape", "src_dims"):
-        if key in op.arg_inputs:
-            return ""
-        if key in op.args:
-            out = len(op.args[key])
-            break
-    return lay if lay and out == len(lay) else ""
-
-
-def _squeeze_layout(op, lay):
-    if not lay:
-        return ""
-    drop = {_norm_axis(int(a), len(lay)) for a in op.args.get("axes", [])}
-    drop |= {lay.index(c) for c in op.args.get("axis_names", "") if c in lay}
-    return "".join(c for i, c in enumerate(lay) if i not in drop)
-
-
-def _expand_dims_layout(op, lay):
-    names = op.args.get("new_axis_names", "")
-    axes = op.args.get("axes", [])
-    if not names or not lay:
-        return ""
-    n = len(lay) + len(axes)
-    new = dict(zip((_norm_axis(int(a), n) for a in axes), names))
-    it = iter(lay)
-    return "".join(new[i] if i in new else next(it) for i in range(n))
-
-
-def _stack_layout(op, lay):
-    name = op.args.get("axis_name", "")
-    if not name or not lay:
-        return ""
-    ax = _norm_axis(int(op.args.get("axis", 0)), len(lay) + 1)
-    return lay[:ax] + name + lay[ax:]
-
-
-# Operators whose output layout is a function of the first input's (mirrors the engine).
-_LAYOUT_RULES = {
-    "reshape": _reshape_layout,
-    "squeeze": _squeeze_layout,
-    "expand_dims": _expand_dims_layout,
-    "stack": _stack_layout,
-    "cat": lambda op, lay: lay,
-    "shapes": lambda op, lay: "",
-    "peek_image_shape": lambda op, lay: "",
-    "experimental.peek_image_shape": lambda op, lay: "",
-}
 
 
 # --- argument checking -----------------------------------------------------------------
@@ -685,6 +601,8 @@ def _call_op(schema, inputs, kwargs):
 
 def _variable_outputs(schema, args, fname):
     """Output names of an operator with one output per extension set or feature."""
+    if schema.name == "python_function":
+        return ["out%d" % i for i in range(max(int(args.get("num_outputs", 1)), 1))]
     if schema.name == "readers.tfrecord":
         try:
             n = len(json.loads(args.get("features", "[]")))

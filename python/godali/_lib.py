@@ -9,8 +9,8 @@ import ctypes
 import logging
 import os
 import threading
-from ctypes import (POINTER, Structure, byref, c_char_p, c_int, c_int32, c_int64, c_size_t,
-                    c_uint64, c_void_p)
+from ctypes import (POINTER, Structure, byref, c_char, c_char_p, c_int, c_int32, c_int64,
+                    c_size_t, c_uint64, c_void_p)
 
 from . import _dlpack
 
@@ -124,6 +124,7 @@ class OutputInfo(Structure):
     _fields_ = [
         ("uniform", c_int32), ("ndim", c_int32), ("device_type", c_int32),
         ("device_id", c_int32), ("dtype", _dlpack.DLDataType), ("num_samples", c_int64),
+        ("layout", c_char * 16),  # GODALI_MAX_LAYOUT
     ]
 
 

@@ -11,7 +11,6 @@ library's release callback says the batch that used them was released. docs/pipe
 
 import ctypes
 import inspect
-import itertools
 from ctypes import POINTER, c_int64, c_void_p
 
 from . import _dlpack, _graph, _lib
@@ -22,7 +21,6 @@ GODALI_FEED_COPY = 1
 # Objects the library reads in place, by the context id given with their feed: the
 # release callback (any thread) drops them.
 _held = {}
-_keys = itertools.count(1)
 
 
 @ctypes.CFUNCTYPE(None, c_void_p)
@@ -172,8 +170,12 @@ class _Converted:
         lay = layout.encode() if layout else None
         deleter, ctx = None, None
         if not copy:
-            key = next(_keys)
-            _held[key] = (self.keep, arrays)
+            # The context is the address of the entry kept alive in _held: unique while
+            # it is held, and never a small integer (the library's Go runtime must not
+            # meet small integers where C passes a pointer).
+            entry = (self.keep, arrays)
+            key = id(entry)
+            _held[key] = entry
             deleter, ctx = _release_ptr, key
         if self.dense:
             a = arrays[0]

@@ -27,6 +27,12 @@ def _ensure():
                     external_source.schema = root._members["external_source"].schema
                     external_source._schema_name = "external_source"
                     root._add("external_source", external_source)
+                if "python_function" in root._members:
+                    # Python callables: functions of their own (_pyfunc.py).
+                    from . import _pyfunc
+                    for fname, func in _pyfunc.FUNCTIONS.items():
+                        func.schema = root._members["python_function"].schema
+                        root._add(fname, func)
                 globals().update(root._members)
                 _root = root
     return _root

@@ -21,6 +21,7 @@ LEGACY_OPS_NAMES = {
     "FileReader": "readers.file",
     "COCOReader": "readers.coco",
     "ImageDecoder": "decoders.image",
+    "HostDecoder": "decoders.image",
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
     "ImageDecoderCrop": "decoders.image_crop",
     "ImageDecoderSlice": "decoders.image_slice",
@@ -104,6 +105,15 @@ def _build():
             root._add(legacy, _make_class(sch.ops[target], legacy))
     if "external_source" in sch.ops:
         root._add("ExternalSource", _external_source_class(sch.ops["external_source"]))
+    if "python_function" in sch.ops:
+        from . import _pyfunc
+        for fname, cname in (("python_function", "PythonFunction"),
+                             ("dl_tensor_python_function", "DLTensorPythonFunction"),
+                             ("torch_python_function", "TorchPythonFunction")):
+            root._add(cname, _pyfunc.ops_class(fname, cname, Operator))
+        root._add("_dlpack_to_array", _pyfunc._dlpack_to_array)
+        root._add("_dlpack_from_array", _pyfunc._dlpack_from_array)
+    root._add("_DataNode", _graph.DataNode)
     return root
 
 

@@ -161,7 +161,6 @@ class Pipeline:
         self._built = False
         self._closed = False
         self._num_outputs = 0
-        self._layouts = []
         self._batch_seq = 0
         self._info_seq = -1
         self._info_cache = None
@@ -267,7 +266,6 @@ class Pipeline:
         if not flat:
             raise ValueError("godali: set_outputs needs at least one output")
         self._outputs = flat
-        self._layouts = [_graph.layout_of(o) for o in flat]
 
     def define_graph(self):
         """Override in a subclass (DALI's legacy API): call fn.* and return the outputs."""
@@ -368,7 +366,6 @@ class Pipeline:
                 # pipeline is created at the first run, after the first feed_input.
                 self._build_deferred = True
                 return
-            self._layouts = [_graph.layout_of(o) for o in self._outputs]
             text = self.to_json().encode("utf-8")
             h = c_uint64(0)
             lib.pipeline_create(text, len(text), byref(h))
@@ -551,7 +548,7 @@ class Pipeline:
     def _fetch(self, lib, h, index):
         lib.pipeline_output_info(h, index, self._out_info_ref)
         info = self._out_info
-        layout = self._layouts[index] if index < len(self._layouts) else ""
+        layout = info.layout.decode("ascii")  # the engine's layout (godali_output_info_t)
         if info.device_type == _dlpack.kDLCUDA:
             # No host wait here: each consumer's stream waits for the batch when it takes
             # the tensor (__dlpack__(stream=...), tensors.py).
