@@ -183,7 +183,17 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		for i, d := range n.In {
 			in[i] = d.Meta
 		}
-		if err := checkSchemaInput(n.Args, in); err != nil {
+		if n.Device == "cpu" && len(in) > 0 && isSequence(in[0]) && TakesSequences(n.OpName) {
+			// Sequences go through the operator frame by frame (sequence.go): the schema's
+			// input declaration applies to a frame.
+			op = &frameOp{inner: op, name: n.OpName}
+			n.Op = op
+			fin := append([]TensorMeta(nil), in...)
+			fin[0] = frameMeta(in[0])
+			if err := checkSchemaInput(n.Args, fin); err != nil {
+				return nil, err
+			}
+		} else if err := checkSchemaInput(n.Args, in); err != nil {
 			return nil, err
 		}
 		metas, err := op.Infer(in)

@@ -9,7 +9,11 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 want=(libjpeg62-turbo-dev cmake pkg-config python3-torch python3-torchvision
       python3-pil python3-numpy python3-pytest python3-pip python3-venv
-      python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf nginx)
+      python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf nginx
+      ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev python3-av)
+# FFmpeg: the video operators compile against its headers (libav*-dev) and open its
+# libraries at run time; the tests make their videos with the ffmpeg command and compare
+# with it and with PyAV (python3-av).
 if [ "${GODALI_NO_CUDA:-0}" != 1 ]; then
   want+=(nvidia-cuda-toolkit)
   src=/etc/apt/sources.list.d/debian.sources

@@ -72,6 +72,9 @@ class OpSchema:
             cond = self.output_if.get(name)
             if cond is None:
                 out.append(name)
+            elif cond.startswith("given:"):
+                if any(args.get(a) is not None for a in cond[len("given:"):].split("|")):
+                    out.append(name)
             elif cond.startswith("inputs>"):
                 if num_inputs > int(cond[len("inputs>"):]):
                     out.append(name)

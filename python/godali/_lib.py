@@ -474,7 +474,24 @@ _lib_lock = threading.Lock()
 note = ""
 
 
+def _pyav_ffmpeg_dirs():
+    """Where PyAV's wheel keeps its FFmpeg libraries (site-packages/av.libs), without
+    importing av. The video operators try them after the system's (codec/video)."""
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("av")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.origin:
+        return []
+    d = os.path.join(os.path.dirname(os.path.dirname(spec.origin)), "av.libs")
+    return [d] if os.path.isdir(d) else []
+
+
 def _load():
+    dirs = _pyav_ffmpeg_dirs()
+    if dirs and "GODALI_FFMPEG_PYAV_DIRS" not in os.environ:
+        os.environ["GODALI_FFMPEG_PYAV_DIRS"] = os.pathsep.join(dirs)
     path, flavour, tried, fallback_note = choose_library()
     if fallback_note:
         # A GPU machine where CUDA fails deserves a visible warning; a machine without a

@@ -33,6 +33,13 @@ def _ensure():
                     for fname, func in _pyfunc.FUNCTIONS.items():
                         func.schema = root._members["python_function"].schema
                         root._add(fname, func)
+                readers = root._members.get("readers")
+                if readers is not None and "video" in readers._members and "resize" in root._members:
+                    # DALI's readers.video_resize: readers.video + resize (_video.py).
+                    from ._video import make_video_resize
+                    sch = _graph.schemas()
+                    readers._add("video_resize", make_video_resize(
+                        sch, readers._members["video"], root._members["resize"], root._members["cast"]))
                 globals().update(root._members)
                 _root = root
     return _root
