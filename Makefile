@@ -164,8 +164,8 @@ test-python: cpu
 # apart, in $(WHEEL_LIBS), by zig's clang (PyPI's ziglang; scripts/floor-cc.sh) against
 # glibc $(GLIBC_FLOOR)'s headers and symbols. That compiler sees no host header or
 # library except the few linked here, gathered as links in $(FLOOR): libjpeg's headers
-# and library (libjpeg.so.62 itself needs only GLIBC_2.14) and the CUDA driver API's
-# header and stub. The CUDA flavour keeps its dependency on libcuda.so.1 by name: the
+# and library (libjpeg.so.62 itself needs only GLIBC_2.14), FFmpeg's headers, and the
+# CUDA toolkit's headers and driver stub. The CUDA flavour keeps its dependency on libcuda.so.1 by name: the
 # wheel never carries it (auditwheel --exclude), so the host's driver library is loaded.
 # -z lazy: zig links with BIND_NOW by default, which would make the CUDA flavour fail to
 # load on the NVML symbols that go-nvml binds only once it has dlopen'ed the driver's
@@ -176,6 +176,8 @@ FLOOR       := $(WHEEL_LIBS)/floor
 FLOOR_CC    := $(CURDIR)/scripts/floor-cc.sh
 JPEG_H      := $(firstword $(wildcard /usr/include/jpeglib.h /usr/local/include/jpeglib.h))
 JCONFIG_H   := $(firstword $(wildcard /usr/include/*-linux-gnu/jconfig.h /usr/include/jconfig.h /usr/local/include/jconfig.h))
+# FFmpeg's headers only (codec/video dlopens the host's libraries at run time).
+FFMPEG_HDRS := $(wildcard $(addprefix $(patsubst %/libavcodec/avcodec.h,%,$(firstword $(wildcard /usr/include/*-linux-gnu/libavcodec/avcodec.h /usr/include/libavcodec/avcodec.h)))/,libavcodec libavformat libavutil libswscale libswresample))
 FLOOR_ENV    = GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) GODALI_FLOOR_PYTHON=$(PYTHON) \
                CC='$(FLOOR_CC) cc' CXX='$(FLOOR_CC) c++' \
                CGO_CFLAGS='-I$(CURDIR)/$(FLOOR)/include -O2' \
@@ -201,6 +203,8 @@ $(FLOOR)/.ready: Makefile scripts/floor-cc.sh
 	rm -rf $(FLOOR) && mkdir -p $(FLOOR)/include $(FLOOR)/lib
 	ln -s $(dir $(JPEG_H))jpeglib.h $(dir $(JPEG_H))jerror.h $(dir $(JPEG_H))jmorecfg.h $(JCONFIG_H) $(FLOOR)/include/
 	ln -s $(LIBJPEG) $(FLOOR)/lib/libjpeg.so
+	@test -n "$(FFMPEG_HDRS)" || { echo "make: FFmpeg's headers are missing (libavcodec-dev ...; scripts/setup.sh installs them)" >&2; exit 1; }
+	ln -s $(FFMPEG_HDRS) $(FLOOR)/include/
 	$(if $(WANT_CUDA),$(FLOOR_CUDA_LINKS))
 	@touch $@
 
