@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/godali/godali/engine"
@@ -252,6 +253,48 @@ func godali_pipeline_next(h C.godali_pipeline_t) C.int {
 	return withPipeline(h, func(p *pipeline) error {
 		_, err := p.eng.Next()
 		return err
+	})
+}
+
+//export godali_pipeline_wait
+func godali_pipeline_wait(h C.godali_pipeline_t, timeoutMs C.int64_t, ready *C.int) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if ready == nil {
+			return errNull("ready")
+		}
+		if timeoutMs < 0 || timeoutMs > maxWaitMs {
+			return engine.Errorf(engine.StatusInvalidArgument, "timeout_ms %d: expected 0 to %d", int64(timeoutMs), maxWaitMs)
+		}
+		ok, err := p.eng.WaitReady(time.Duration(timeoutMs) * time.Millisecond)
+		*ready = 0
+		if ok {
+			*ready = 1
+		}
+		return err
+	})
+}
+
+// maxWaitMs bounds godali_pipeline_wait's timeout: one minute; a host polls it.
+const maxWaitMs = 60000
+
+// interrupter is what godali_pipeline_interrupt asks of the engine: that its operators'
+// blocking I/O returns now.
+type interrupter interface{ Interrupt() }
+
+//export godali_pipeline_interrupt
+func godali_pipeline_interrupt(h C.godali_pipeline_t) C.int {
+	return guard(func() error {
+		// No per-handle lock: the call to interrupt may be the one holding it.
+		pipelines.Lock()
+		p, ok := pipelines.m[uint64(h)]
+		pipelines.Unlock()
+		if !ok {
+			return errHandle(uint64(h))
+		}
+		if it, ok := any(p.eng).(interrupter); ok {
+			it.Interrupt()
+		}
+		return nil
 	})
 }
 

@@ -48,6 +48,7 @@ type Pipeline struct {
 
 	credits  chan struct{}
 	inflight chan *Batch
+	head     *Batch // taken from inflight by WaitReady, for the next Next
 	stop     chan struct{}
 	prodDone chan struct{}
 	running  bool
@@ -261,8 +262,15 @@ func (p *Pipeline) Build() error {
 	if p.built {
 		return nil
 	}
-	for _, r := range p.readers {
+	for i, r := range p.readers {
 		if err := r.src.Open(); err != nil {
+			return err
+		}
+		epoch := r.epoch
+		if i == p.primary {
+			epoch = p.epoch
+		}
+		if err := checkEpoch(r, epoch, p.Spec.BatchSize); err != nil {
 			return err
 		}
 	}
@@ -404,9 +412,13 @@ func (p *Pipeline) Next() (*Batch, error) {
 	if p.atEnd {
 		return nil, ErrEndOfEpoch
 	}
-	b, err := p.waitBatch()
-	if err != nil {
-		return nil, err
+	b := p.head
+	p.head = nil
+	if b == nil {
+		var err error
+		if b, err = p.waitBatch(); err != nil {
+			return nil, err
+		}
 	}
 	<-b.done
 	p.credits <- struct{}{}
@@ -430,6 +442,50 @@ func (p *Pipeline) Next() (*Batch, error) {
 	}
 	p.current = b
 	return b, nil
+}
+
+// WaitReady waits, at most timeout, until Next would return without blocking (its
+// batch is complete, the epoch is over, or it fails), and reports whether it would. It
+// takes nothing: a host that must stay responsive while a batch is late (Python
+// handling Ctrl-C between calls) polls it before Next.
+func (p *Pipeline) WaitReady(timeout time.Duration) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.startLocked(); err != nil {
+		return true, err
+	}
+	if p.atEnd {
+		return true, nil
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for p.head == nil {
+		var signal <-chan struct{}
+		if len(p.feeds.queues) > 0 {
+			var starved bool
+			starved, signal = p.feeds.state()
+			select {
+			case p.head = <-p.inflight:
+				continue
+			default:
+			}
+			if starved {
+				return true, nil // Next fails at once: nothing was fed
+			}
+		}
+		select {
+		case p.head = <-p.inflight:
+		case <-signal:
+		case <-timer.C:
+			return false, nil
+		}
+	}
+	select {
+	case <-p.head.done:
+		return true, nil
+	case <-timer.C:
+		return false, nil
+	}
 }
 
 // Current is the batch the last Next returned, nil if none.
@@ -475,6 +531,12 @@ func (p *Pipeline) stopProducer() {
 	}
 	close(p.stop)
 	<-p.prodDone
+	if b := p.head; b != nil {
+		p.head = nil
+		<-b.done
+		b.release()
+		p.credits <- struct{}{}
+	}
 	for {
 		select {
 		case b := <-p.inflight:
@@ -546,6 +608,14 @@ func (p *Pipeline) ReaderMeta(name string) (ReaderMeta, error) {
 		}
 	}
 	return src.Meta(), nil
+}
+
+// checkEpoch asks a reader whether it can start epoch (EpochChecker).
+func checkEpoch(r *readerSlot, epoch int64, batchSize int) error {
+	if c, ok := r.src.(EpochChecker); ok {
+		return c.CheckEpoch(epoch, batchSize)
+	}
+	return nil
 }
 
 // replayPlan starts epoch of a reader and plans, without reading a file, the batches of

@@ -43,6 +43,13 @@ type BatchReplayer interface {
 	ReplayBatch(refs []SampleRef) (valid int, last, ok bool)
 }
 
+// EpochChecker is implemented by readers whose arithmetic bounds the epochs they can
+// start (a stream position must fit in 64 bits): Build and Restore ask it before the
+// pipeline starts at an epoch that first_epoch or a checkpoint names.
+type EpochChecker interface {
+	CheckEpoch(epoch int64, batchSize int) error
+}
+
 // SourceState is a reader's progress as a checkpoint records it: enough to check that a
 // restored reader, replaying the epoch's plan, is where the saved one was.
 type SourceState struct {

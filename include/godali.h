@@ -229,6 +229,21 @@ godali_status_t godali_pipeline_run(godali_pipeline_t p);
  * current before the call is no longer current (tensors already handed out stay valid). */
 godali_status_t godali_pipeline_next(godali_pipeline_t p);
 
+/* godali_pipeline_wait waits at most timeout_ms (0 to 60000) until godali_pipeline_next
+ * would return without blocking (its batch is complete, the epoch is over, or it fails)
+ * and sets *ready to 1 if so, 0 if the time ran out. It takes no batch and changes no
+ * current batch; like next it schedules work if none is. A host that must stay
+ * responsive while a batch is late (an interpreter handling Ctrl-C between calls)
+ * calls it in a loop before godali_pipeline_next. */
+godali_status_t godali_pipeline_wait(godali_pipeline_t p, int64_t timeout_ms, int *ready);
+
+/* godali_pipeline_interrupt makes the pipeline's blocking I/O (remote requests of its
+ * readers) return now, so that a build or next blocked on a stalled source returns
+ * with an error; meant for shutting down (Ctrl-C), before godali_pipeline_destroy.
+ * Unlike the other calls it does not wait for the calls in flight on the pipeline, and
+ * may be called from any thread, more than once. */
+godali_status_t godali_pipeline_interrupt(godali_pipeline_t p);
+
 /* godali_pipeline_reset starts the next epoch (readers move on to their next shard
  * unless stick_to_shard), at any point of the current one: batches prepared ahead are
  * dropped. Batches already handed out stay valid. A reset before any batch of the

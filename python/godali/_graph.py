@@ -11,6 +11,7 @@ import inspect
 import json
 import numbers
 import threading
+import weakref
 
 from . import _lib
 from . import types as _types
@@ -246,8 +247,20 @@ class OpNode:
     """One operator instance in a pipeline graph."""
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
-                 "outputs", "seq", "pipeline", "preserve", "floating", "extra",
+                 "outputs", "seq", "_pipeline", "preserve", "floating", "extra",
                  "__weakref__")
+
+    # The pipeline holds its nodes; a node refers back to it weakly, so that a pipeline
+    # nothing else references is freed (and its threads stopped) at once, not at the
+    # next run of the cyclic garbage collector.
+    @property
+    def pipeline(self):
+        ref = self._pipeline
+        return ref() if ref is not None else None
+
+    @pipeline.setter
+    def pipeline(self, p):
+        self._pipeline = weakref.ref(p) if p is not None else None
 
     def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
                  output_names=None):

@@ -162,6 +162,8 @@ _SIGNATURES = {
     "godali_pipeline_run": [_H],
     "godali_pipeline_next": [_H],
     "godali_pipeline_reset": [_H],
+    "godali_pipeline_wait": [_H, c_int64, POINTER(c_int)],
+    "godali_pipeline_interrupt": [_H],
     "godali_pipeline_destroy": [_H],
     "godali_pipeline_num_outputs": [_H, POINTER(c_int)],
     "godali_pipeline_output_name": [_H, c_int, POINTER(c_char_p)],

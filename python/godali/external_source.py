@@ -11,6 +11,7 @@ library's release callback says the batch that used them was released. docs/pipe
 
 import ctypes
 import inspect
+import weakref
 from ctypes import POINTER, c_int64, c_void_p
 
 from . import _dlpack, _graph, _lib
@@ -321,6 +322,17 @@ class _Group:
         self.ahead = 0         # batches fed from the source and not yet taken
         self.exhausted = False
         self.error = None      # the source's error for the batch after those ahead
+
+    # The pipeline holds its groups: a group refers back to it weakly (as _graph.OpNode),
+    # so that a pipeline nothing else references is freed at once.
+    @property
+    def pipe(self):
+        ref = self._pipe
+        return ref() if ref is not None else None
+
+    @pipe.setter
+    def pipe(self, p):
+        self._pipe = weakref.ref(p) if p is not None else None
 
     def what(self, k):
         return "fn.external_source %r" % self.nodes[k].name
