@@ -152,6 +152,12 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, 
 }
 
 // Calls a feed's deleter (Go cannot call a C function pointer itself).
-void godali_call_deleter(godali_deleter_t d, void *ctx) {
-  if (d != NULL) d(ctx);
+void godali_call_deleter(godali_deleter_t d, uintptr_t ctx) {
+  if (d != NULL) d((void *)ctx);
+}
+
+// Calls a host function (Go cannot call a C function pointer itself).
+int32_t godali_call_host_function(godali_host_function_t fn, uintptr_t ctx, const godali_host_call_t *call) {
+  if (fn == NULL) return -1;
+  return fn((void *)ctx, call);
 }

@@ -16,6 +16,7 @@ DLManagedTensorVersioned *godali_new_tensor_versioned(uintptr_t data, int ndim, 
                                                       int32_t device_type, int32_t device_id,
                                                       uint64_t ctx);
 
-void godali_call_deleter(godali_deleter_t d, void *ctx);
+void godali_call_deleter(godali_deleter_t d, uintptr_t ctx);
+int32_t godali_call_host_function(godali_host_function_t fn, uintptr_t ctx, const godali_host_call_t *call);
 
 #endif

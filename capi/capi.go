@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
 )
 
 const version = "0.1.0"
@@ -113,7 +115,9 @@ func guard(fn func() error) (status C.int) {
 		C.godali_clear_error()
 		return C.int(st)
 	}
-	setError(err.Error())
+	// Every message the host sees: no URL password, signature or token in it, whatever
+	// layer wrote it.
+	setError(source.Redact(err.Error()))
 	return C.int(st)
 }
 
@@ -249,6 +253,48 @@ func godali_pipeline_next(h C.godali_pipeline_t) C.int {
 	return withPipeline(h, func(p *pipeline) error {
 		_, err := p.eng.Next()
 		return err
+	})
+}
+
+//export godali_pipeline_wait
+func godali_pipeline_wait(h C.godali_pipeline_t, timeoutMs C.int64_t, ready *C.int) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if ready == nil {
+			return errNull("ready")
+		}
+		if timeoutMs < 0 || timeoutMs > maxWaitMs {
+			return engine.Errorf(engine.StatusInvalidArgument, "timeout_ms %d: expected 0 to %d", int64(timeoutMs), maxWaitMs)
+		}
+		ok, err := p.eng.WaitReady(time.Duration(timeoutMs) * time.Millisecond)
+		*ready = 0
+		if ok {
+			*ready = 1
+		}
+		return err
+	})
+}
+
+// maxWaitMs bounds godali_pipeline_wait's timeout: one minute; a host polls it.
+const maxWaitMs = 60000
+
+// interrupter is what godali_pipeline_interrupt asks of the engine: that its operators'
+// blocking I/O returns now.
+type interrupter interface{ Interrupt() }
+
+//export godali_pipeline_interrupt
+func godali_pipeline_interrupt(h C.godali_pipeline_t) C.int {
+	return guard(func() error {
+		// No per-handle lock: the call to interrupt may be the one holding it.
+		pipelines.Lock()
+		p, ok := pipelines.m[uint64(h)]
+		pipelines.Unlock()
+		if !ok {
+			return errHandle(uint64(h))
+		}
+		if it, ok := any(p.eng).(interrupter); ok {
+			it.Interrupt()
+		}
+		return nil
 	})
 }
 
@@ -393,6 +439,9 @@ func godali_pipeline_output_info(h C.godali_pipeline_t, index C.int, out *C.goda
 		out.dtype.bits = C.uint8_t(bits)
 		out.dtype.lanes = 1
 		out.num_samples = C.int64_t(o.NumSamples())
+		for i := 0; i < len(o.Meta.Layout) && i < C.GODALI_MAX_LAYOUT-1; i++ { // the graph bounds it
+			out.layout[i] = C.char(o.Meta.Layout[i])
+		}
 		return nil
 	})
 }

@@ -15,12 +15,15 @@ import (
 // maxFeedDims bounds ndim of a fed sample (a larger value is a caller's bug).
 const maxFeedDims = 64
 
-// deleterOf wraps the caller's deleter into a release called exactly once.
+// deleterOf wraps the caller's deleter into a release called exactly once. The caller's
+// ctx is opaque (Python passes integer keys): it is kept as an integer, never in a Go
+// pointer, since the Go runtime throws on small integers it finds in pointer slots.
 func deleterOf(d C.godali_deleter_t, ctx unsafe.Pointer) func() {
 	if d == nil {
 		return nil
 	}
-	return func() { C.godali_call_deleter(d, ctx) }
+	c := C.uintptr_t(uintptr(ctx))
+	return func() { C.godali_call_deleter(d, c) }
 }
 
 func dtypeFromDL(t C.DLDataType) (engine.DType, error) {

@@ -291,26 +291,6 @@ func (a *Args) DType(name string) DType {
 	return d
 }
 
-// FloatAt returns a float argument for the workspace's sample: the value of its arg
-// input when it is given per sample, else the constant. A per-sample input must hold
-// exactly one number per sample.
-func (a *Args) FloatAt(ws *Workspace, name string) (float64, error) {
-	i, ok := a.perInput[name]
-	if !ok {
-		return a.Float(name), nil
-	}
-	t := ws.ArgIn[i]
-	n := 1
-	for _, d := range t.Shape {
-		n *= d
-	}
-	if n != 1 || t.DType.Size() == 0 || len(t.Data) < t.DType.Size() {
-		return 0, Errorf(StatusData, "%s: argument %q: the per-sample input must hold one number per sample, got shape %v of %s",
-			describe(a.Node, a.Schema.Name), name, t.Shape, t.DType)
-	}
-	return readScalar(t.Data, t.DType), nil
-}
-
 // Errorf formats an argument error that names the node, the operator and the argument.
 func (a *Args) Errorf(arg, format string, args ...any) error {
 	return Errorf(StatusInvalidPipeline, "%s: argument %q: %s", describe(a.Node, a.Schema.Name), arg, fmt.Sprintf(format, args...))
@@ -320,36 +300,4 @@ func (a *Args) Errorf(arg, format string, args ...any) error {
 func (a *Args) Given(name string) bool {
 	_, per := a.perInput[name]
 	return per || a.given[name]
-}
-
-// FloatsAt returns a list argument for the workspace's sample: every element of its arg
-// input (any shape, any numeric type, read in order) when it is given per sample, else
-// the constant list (a scalar argument gives one element). The result of a per-sample
-// input is appended to buf[:0] so callers can reuse it.
-func (a *Args) FloatsAt(ws *Workspace, name string, buf []float64) ([]float64, error) {
-	i, ok := a.perInput[name]
-	if !ok {
-		if v, ok := a.values[name].(float64); ok {
-			return append(buf[:0], v), nil
-		}
-		if v, ok := a.values[name].(int64); ok {
-			return append(buf[:0], float64(v)), nil
-		}
-		return a.Floats(name), nil
-	}
-	t := ws.ArgIn[i]
-	n := 1
-	for _, d := range t.Shape {
-		n *= d
-	}
-	sz := t.DType.Size()
-	if sz == 0 || len(t.Data) < n*sz {
-		return nil, Errorf(StatusData, "%s: argument %q: the per-sample input must hold numbers, got shape %v of %s",
-			describe(a.Node, a.Schema.Name), name, t.Shape, t.DType)
-	}
-	out := buf[:0]
-	for k := 0; k < n; k++ {
-		out = append(out, readScalar(t.Data[k*sz:], t.DType))
-	}
-	return out, nil
 }

@@ -30,6 +30,7 @@ type Batch struct {
 	gpu        *gpuBatch     // the batch's GPU memory and fences; nil without a GPU stage
 	fed        []*Feed       // the batches fed to the external sources (feed.go)
 	feeds      *feeds
+	cross      []crossValue // data crossing phases (Partition.Cross; hostbatch.go)
 }
 
 // Skip describes a sample replaced under on_error = "skip".
@@ -58,6 +59,10 @@ type OutputBatch struct {
 	shapes      [][]int
 	gatherMu    sync.Mutex
 	gathered    *Lease
+	// A host-batch node's output has its type and rank fixed by its first sample.
+	typeMu sync.Mutex
+	typed  bool
+	ndim   int
 }
 
 func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
@@ -84,6 +89,7 @@ func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
 		}
 		b.outs = append(b.outs, o)
 	}
+	b.initCross(n, len(p.Part.Cross))
 	return b
 }
 
@@ -130,6 +136,7 @@ func (o *OutputBatch) sampleBuffer(i int, t *Tensor, need int) ([]byte, error) {
 
 func (b *Batch) release() {
 	b.releaseFeeds()
+	b.releaseCross()
 	if b.gpu != nil {
 		b.gpu.release()
 		b.gpu = nil

@@ -300,6 +300,9 @@ func (p *Pipeline) checkReaderState(r *readerSlot, epochReader bool, st *checkpo
 		}
 		*pos = readerPos{want.Epoch, want.Position / bs}
 	}
+	if err := checkEpoch(r, pos.epoch, p.Spec.BatchSize); err != nil {
+		return checkpointErr("state: %v", err)
+	}
 	got := sc.SourceState(pos.epoch, pos.iter, p.Spec.BatchSize)
 	return checkSourceState(r.node.Name, want, got, pos.epoch, pos.iter, epochReader && st.EndOfEpoch, st.Seed, p.Spec.BatchSize)
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/godali/godali/source"
 )
 
 // Status classifies an error for the C ABI; its values are godali_status_t's.
@@ -30,14 +32,16 @@ type Error struct {
 	Err    error
 }
 
+// Error is the message without the secrets URLs in it may carry (source.Redact):
+// readers' arguments and paths are URLs with passwords or presigned signatures.
 func (e *Error) Error() string {
 	if e.Err != nil && e.Msg == "" {
-		return e.Err.Error()
+		return source.Redact(e.Err.Error())
 	}
 	if e.Err != nil {
-		return e.Msg + ": " + e.Err.Error()
+		return source.Redact(e.Msg + ": " + e.Err.Error())
 	}
-	return e.Msg
+	return source.Redact(e.Msg)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -79,10 +83,10 @@ type SampleError struct {
 }
 
 func (e *SampleError) Error() string {
-	if e.Source != "" {
-		return fmt.Sprintf("%s: node %q: %v", e.Source, e.Node, e.Err)
+	if e.Source != "" { // a URL's password or signature is not shown
+		return source.Redact(fmt.Sprintf("%s: node %q: %v", e.Source, e.Node, e.Err))
 	}
-	return fmt.Sprintf("node %q: %v", e.Node, e.Err)
+	return source.Redact(fmt.Sprintf("node %q: %v", e.Node, e.Err))
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/godali/godali/source"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,6 +48,7 @@ type Pipeline struct {
 
 	credits  chan struct{}
 	inflight chan *Batch
+	head     *Batch // taken from inflight by WaitReady, for the next Next
 	stop     chan struct{}
 	prodDone chan struct{}
 	running  bool
@@ -60,6 +62,7 @@ type task struct {
 	b      *Batch
 	i      int
 	src    int // the sample whose files it reads; differs from i when a failed sample is replaced
+	phase  int // Partition.Phases index
 	result chan<- sampleResult
 }
 
@@ -133,6 +136,11 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		p.primary = 0
 	}
 	p.setReaderSeeds(p.seed)
+	for _, r := range p.readers {
+		if lt, ok := r.src.(LimitsTaker); ok {
+			lt.TakeLimits(p.limits)
+		}
+	}
 	p.nodeReader = nodeReaders(g)
 	return p, nil
 }
@@ -254,8 +262,15 @@ func (p *Pipeline) Build() error {
 	if p.built {
 		return nil
 	}
-	for _, r := range p.readers {
+	for i, r := range p.readers {
 		if err := r.src.Open(); err != nil {
+			return err
+		}
+		epoch := r.epoch
+		if i == p.primary {
+			epoch = p.epoch
+		}
+		if err := checkEpoch(r, epoch, p.Spec.BatchSize); err != nil {
 			return err
 		}
 	}
@@ -397,9 +412,13 @@ func (p *Pipeline) Next() (*Batch, error) {
 	if p.atEnd {
 		return nil, ErrEndOfEpoch
 	}
-	b, err := p.waitBatch()
-	if err != nil {
-		return nil, err
+	b := p.head
+	p.head = nil
+	if b == nil {
+		var err error
+		if b, err = p.waitBatch(); err != nil {
+			return nil, err
+		}
 	}
 	<-b.done
 	p.credits <- struct{}{}
@@ -423,6 +442,50 @@ func (p *Pipeline) Next() (*Batch, error) {
 	}
 	p.current = b
 	return b, nil
+}
+
+// WaitReady waits, at most timeout, until Next would return without blocking (its
+// batch is complete, the epoch is over, or it fails), and reports whether it would. It
+// takes nothing: a host that must stay responsive while a batch is late (Python
+// handling Ctrl-C between calls) polls it before Next.
+func (p *Pipeline) WaitReady(timeout time.Duration) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.startLocked(); err != nil {
+		return true, err
+	}
+	if p.atEnd {
+		return true, nil
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for p.head == nil {
+		var signal <-chan struct{}
+		if len(p.feeds.queues) > 0 {
+			var starved bool
+			starved, signal = p.feeds.state()
+			select {
+			case p.head = <-p.inflight:
+				continue
+			default:
+			}
+			if starved {
+				return true, nil // Next fails at once: nothing was fed
+			}
+		}
+		select {
+		case p.head = <-p.inflight:
+		case <-signal:
+		case <-timer.C:
+			return false, nil
+		}
+	}
+	select {
+	case <-p.head.done:
+		return true, nil
+	case <-timer.C:
+		return false, nil
+	}
 }
 
 // Current is the batch the last Next returned, nil if none.
@@ -468,6 +531,12 @@ func (p *Pipeline) stopProducer() {
 	}
 	close(p.stop)
 	<-p.prodDone
+	if b := p.head; b != nil {
+		p.head = nil
+		<-b.done
+		b.release()
+		p.credits <- struct{}{}
+	}
 	for {
 		select {
 		case b := <-p.inflight:
@@ -482,8 +551,23 @@ func (p *Pipeline) stopProducer() {
 	p.running = false
 }
 
-// Close stops everything. Tensors handed out stay valid until released.
+// Interrupt stops the blocking I/O of the pipeline's operators (Interrupter): a Build
+// or a batch waiting on a stalled remote request returns promptly, with an error
+// naming the URL. It is for shutting down (Ctrl-C, Close): the remote readers stay
+// stopped. It takes no lock, so it may be called from any goroutine while another is
+// blocked in Build, Run or Next, and more than once.
+func (p *Pipeline) Interrupt() {
+	for _, n := range p.Graph.Nodes {
+		if it, ok := n.Op.(Interrupter); ok {
+			it.Interrupt()
+		}
+	}
+}
+
+// Close stops everything. Tensors handed out stay valid until released. Remote
+// requests in flight are interrupted first, so Close does not wait for them.
 func (p *Pipeline) Close() {
+	p.Interrupt()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -524,6 +608,14 @@ func (p *Pipeline) ReaderMeta(name string) (ReaderMeta, error) {
 		}
 	}
 	return src.Meta(), nil
+}
+
+// checkEpoch asks a reader whether it can start epoch (EpochChecker).
+func checkEpoch(r *readerSlot, epoch int64, batchSize int) error {
+	if c, ok := r.src.(EpochChecker); ok {
+		return c.CheckEpoch(epoch, batchSize)
+	}
+	return nil
 }
 
 // replayPlan starts epoch of a reader and plans, without reading a file, the batches of
@@ -645,21 +737,22 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 	}
 }
 
-// finish waits for a batch's samples, replaces failed ones under on_error=skip, and
-// marks the batch done.
+// finish waits for a batch's samples, replaces failed ones under on_error=skip, runs the
+// host-batch nodes and the phases after them, and marks the batch done.
 func (p *Pipeline) finish(b *Batch) {
-	b.wg.Wait()
-	var failed []int
-	for i, err := range b.errs {
-		if err != nil {
-			failed = append(failed, i)
+	for phase := range p.Part.Phases {
+		if phase > 0 {
+			b.wg.Add(len(b.refs))
+			for i := range b.refs {
+				p.tasks <- task{b: b, i: i, src: i, phase: phase}
+			}
 		}
-	}
-	if len(failed) > 0 {
-		if p.Spec.OnError == "skip" && len(failed) < len(b.errs) {
-			b.err = p.replace(b, failed)
-		} else {
-			b.err = sampleFailure(b.errs[failed[0]], len(failed)-1)
+		b.wg.Wait()
+		if b.err = p.phaseErrors(b, phase); b.err != nil {
+			break
+		}
+		if b.err = p.runHostBatch(b, phase); b.err != nil {
+			break
 		}
 	}
 	if p.gpu != nil && b.err == nil {
@@ -669,10 +762,32 @@ func (p *Pipeline) finish(b *Batch) {
 	close(b.done)
 }
 
+// phaseErrors replaces the samples of the phase that failed (on_error = "skip") or
+// returns the batch's error.
+func (p *Pipeline) phaseErrors(b *Batch, phase int) error {
+	var failed []int
+	for i, err := range b.errs {
+		if err != nil {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	if p.Spec.OnError == "skip" && len(failed) < len(b.errs) {
+		err := p.replace(b, failed, phase)
+		for _, i := range failed {
+			b.errs[i] = nil // replaced; the next phase starts clean
+		}
+		return err
+	}
+	return sampleFailure(b.errs[failed[0]], len(failed)-1)
+}
+
 // replace runs each failed sample again with the file of a good sample of the batch,
 // the nearest first, up to maxReplacements of them, and records the skipped files. A
 // sample that none of them can stand in for fails the batch with a data error.
-func (p *Pipeline) replace(b *Batch, failed []int) error {
+func (p *Pipeline) replace(b *Batch, failed []int, phase int) error {
 	res := make(chan sampleResult, len(failed))
 	tries := make([]int, len(b.errs))
 	pending := failed
@@ -687,7 +802,7 @@ func (p *Pipeline) replace(b *Batch, failed []int) error {
 			}
 			tries[i]++
 			b.wg.Add(1)
-			p.tasks <- task{b: b, i: i, src: j, result: res}
+			p.tasks <- task{b: b, i: i, src: j, phase: phase, result: res}
 			sent++
 		}
 		if len(exhausted) > 0 {
@@ -717,12 +832,12 @@ func (p *Pipeline) replace(b *Batch, failed []int) error {
 	for _, i := range failed {
 		e := b.errs[i]
 		b.SkippedErrs = append(b.SkippedErrs, e)
-		sk := Skip{Sample: i, File: b.refs[i].Path, Error: e.Error()}
+		sk := Skip{Sample: i, File: source.Redact(b.refs[i].Path), Error: source.Redact(e.Error())}
 		var se *SampleError
 		if errors.As(e, &se) {
 			sk.Node = se.Node
-			sk.Error = se.Err.Error()
-			sk.File = se.Source // the file of the reader the failed node reads from
+			sk.Error = source.Redact(se.Err.Error())
+			sk.File = source.Redact(se.Source) // the file of the reader the failed node reads from
 		}
 		b.Skips = append(b.Skips, sk)
 	}
@@ -822,7 +937,7 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	}
 	started.Done()
 	for t := range w.p.tasks {
-		err := w.runSample(t.b, t.i, t.src)
+		err := w.runSample(t.b, t.i, t.src, t.phase)
 		w.trim()
 		if t.result != nil {
 			t.result <- sampleResult{i: t.i, err: err}
@@ -849,7 +964,7 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	w.gpu.close()
 }
 
-func (w *worker) runSample(b *Batch, i int, src int) (err error) {
+func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 	node := ""
 	ref := &b.refs[src]
 	defer func() {
@@ -860,7 +975,10 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 	pos := b.Iteration*int64(len(b.refs)) + int64(i)
 	part := w.p.Part
 	w.sg.batch = b.gpu
-	for _, n := range part.Sample {
+	if phase > 0 {
+		w.loadCross(b, phase, src)
+	}
+	for _, n := range part.Phases[phase] {
 		node = n.Name
 		ws := w.ws[n.ID]
 		ref = b.ref(w.p.nodeReader[n.ID], src)
@@ -907,6 +1025,13 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 					return wrapSampleErr(ref, n, err)
 				}
 				t.Data = data
+			case slot.cross >= 0:
+				// Data a later phase or a host-batch node reads: memory of the batch.
+				data, err := b.crossBuffer(slot.cross, i, t, need)
+				if err != nil {
+					return wrapSampleErr(ref, n, err)
+				}
+				t.Data = data
 			case ws.fed != nil && len(ws.fed.Data) == need:
 				// An external source's intermediate output: the fed memory itself,
 				// referenced by the batch until it is released (no copy).
@@ -917,6 +1042,9 @@ func (w *worker) runSample(b *Batch, i int, src int) (err error) {
 					return wrapSampleErr(ref, n, err)
 				}
 				t.Data = data
+			}
+			if slot.cross >= 0 && (d.Output >= 0 || slot.kept >= 0) {
+				b.crossRef(slot.cross, i, t) // memory the batch already holds
 			}
 		}
 		if err := n.Op.Run(ws); err != nil {

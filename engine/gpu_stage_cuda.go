@@ -9,20 +9,56 @@ import (
 	"unsafe"
 
 	"github.com/godali/godali/internal/cuda"
-	"github.com/godali/godali/kernels"
 )
 
 // GPUContext is what the operators of mixed and gpu nodes get from the pipeline's GPU
-// stage (docs/cuda.md): the device, the stage's stream, the pools and the kernels.
+// stage (docs/cuda.md): the device, the stage's stream and the pools. What operators
+// share on top of it (the loaded kernel module and its launcher, which the engine does
+// not know) they keep with Shared.
 type GPUContext struct {
 	Device  *cuda.Device
-	Stream  cuda.Stream     // the stage's non-blocking stream: RunBatch queues its work here
-	DevPool *cuda.Pool      // device memory: outputs, scratch
-	Pinned  *cuda.Pool      // pinned host memory: staging for copies to the device
-	Kernels *kernels.Runner // launches on Stream; nil when the graph has no gpu node
+	Stream  cuda.Stream // the stage's non-blocking stream: RunBatch queues its work here
+	DevPool *cuda.Pool  // device memory: outputs, scratch
+	Pinned  *cuda.Pool  // pinned host memory: staging for copies to the device
 	// BatchSize, NumThreads and Depth are the pipeline's batch_size, num_threads and
 	// prefetch_queue_depth.
 	BatchSize, NumThreads, Depth int
+
+	shared    map[any]any
+	sharedSeq []any // creation order; closed in reverse
+}
+
+// Shared returns the stage's value for key, made by create when the first operator asks
+// for it (from BindGPU, on the stage's goroutine). A value with a Close method is closed
+// when the stage is torn down, after every operator's UnbindGPU, in the reverse order of
+// creation. A failed create is not remembered: the next call tries again.
+func (c *GPUContext) Shared(key any, create func() (any, error)) (any, error) {
+	if v, ok := c.shared[key]; ok {
+		return v, nil
+	}
+	v, err := create()
+	if err != nil {
+		return nil, err
+	}
+	if c.shared == nil {
+		c.shared = map[any]any{}
+	}
+	c.shared[key] = v
+	c.sharedSeq = append(c.sharedSeq, v)
+	return v, nil
+}
+
+// closeShared closes the shared values, newest first.
+func (c *GPUContext) closeShared() {
+	for i := len(c.sharedSeq) - 1; i >= 0; i-- {
+		switch v := c.sharedSeq[i].(type) {
+		case interface{ Close() error }:
+			_ = v.Close()
+		case interface{ Close() }:
+			v.Close()
+		}
+	}
+	c.shared, c.sharedSeq = nil, nil
 }
 
 // gpuBinder is implemented by batch operators that need the GPU before the first batch
@@ -97,7 +133,6 @@ type stageNode struct {
 type gpuStage struct {
 	p      *Pipeline
 	ctx    GPUContext
-	mod    *kernels.Module
 	alloc  cuda.Stream // orders reused arena chunks after their previous use (gpuBatch.ready)
 	export cuda.Stream // gathers ragged outputs into one tensor for export
 	values []*valueInfo
@@ -143,14 +178,6 @@ func newGPUStage(p *Pipeline) (st *gpuStage, err error) {
 	}
 	if st.ctx.Pinned, err = dev.NewPinnedPool(); err != nil {
 		return st, cudaError("GPU stage: pinned pool", err)
-	}
-	for _, n := range p.Part.Batch {
-		if n.Device == "gpu" && st.mod == nil {
-			if st.mod, err = kernels.Load(dev); err != nil {
-				return st, cudaError(describe(n.Name, n.OpName)+" on device \"gpu\"", err)
-			}
-			st.ctx.Kernels = st.mod.NewRunner(st.ctx.Stream, st.ctx.DevPool, st.ctx.Pinned)
-		}
 	}
 	for i := 0; i < p.Spec.NumThreads; i++ {
 		w := &workerGPU{st: st}
@@ -490,12 +517,7 @@ func (st *gpuStage) teardown() {
 	for _, b := range st.bound {
 		b.UnbindGPU()
 	}
-	if st.ctx.Kernels != nil {
-		st.ctx.Kernels.Close()
-	}
-	if st.mod != nil {
-		_ = st.mod.Close()
-	}
+	st.ctx.closeShared()
 	st.mu.Lock()
 	for _, gb := range st.all {
 		gb.destroyEvents()

@@ -176,9 +176,25 @@ func BuildGraph(s *Spec) (*Graph, error) {
 			return nil, err
 		}
 		n.Op = op
+		if err := checkDynamicInputs(n); err != nil {
+			return nil, err
+		}
 		in := make([]TensorMeta, len(n.In))
 		for i, d := range n.In {
 			in[i] = d.Meta
+		}
+		if n.Device == "cpu" && len(in) > 0 && isSequence(in[0]) && TakesSequences(n.OpName) {
+			// Sequences go through the operator frame by frame (sequence.go): the schema's
+			// input declaration applies to a frame.
+			op = &frameOp{inner: op, name: n.OpName}
+			n.Op = op
+			fin := append([]TensorMeta(nil), in...)
+			fin[0] = frameMeta(in[0])
+			if err := checkSchemaInput(n.Args, fin); err != nil {
+				return nil, err
+			}
+		} else if err := checkSchemaInput(n.Args, in); err != nil {
+			return nil, err
 		}
 		metas, err := op.Infer(in)
 		if err != nil {
@@ -306,4 +322,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkDynamicInputs refuses a node that needs at build time the type of data that is
+// known only at run time (a host-batch operator's output, e.g. python_function's); only
+// host-batch operators take such data.
+func checkDynamicInputs(n *Node) error {
+	if _, ok := n.Op.(HostBatchOperator); ok {
+		return nil
+	}
+	for _, d := range append(append([]*DataNode{}, n.In...), n.ArgIn...) {
+		if _, ok := d.Producer.Op.(HostBatchOperator); ok && d.Meta.IsDynamic() {
+			return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function may take it (or do this step inside the function)",
+				describe(n.Name, n.OpName), d.Name, d.Producer.Name, d.Producer.OpName)
+		}
+	}
+	return nil
 }

@@ -385,3 +385,19 @@ func TestTrailingDataAfterTheDescriptionIsRejected(t *testing.T) {
 		t.Error("null accepted")
 	}
 }
+
+// Python's json.dumps writes NaN and -Infinity for non-finite floats, which JSON does
+// not have: the error names the argument and the node (it said only "not a JSON
+// object").
+func TestNonFiniteArgumentNamed(t *testing.T) {
+	for _, c := range []struct{ value, word string }{{"NaN", "NaN"}, {"-Infinity", "-Infinity"}, {"Infinity", "Infinity"}} {
+		desc := fmt.Sprintf(`{"batch_size": 1, "ops": [{"op": "readers.numpy", "name": "N", "device": "cpu", "outputs": ["x"], "args": {"file_root": "/tmp", "roi_start": [%s, 0.0]}}], "outputs": ["x"]}`, c.value)
+		_, err := NewPipeline([]byte(desc))
+		if err == nil || !strings.Contains(err.Error(), `argument "roi_start" of node "N" is `+c.word) {
+			t.Errorf("%s: %v", c.value, err)
+		}
+	}
+	if _, err := NewPipeline([]byte(`{"batch_size": 1, "ops": [}`)); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Errorf("other syntax errors keep their message: %v", err)
+	}
+}

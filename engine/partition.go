@@ -16,10 +16,21 @@ type Partition struct {
 	Kept []*DataNode
 	// Device lists GPU data: outputs of mixed and gpu nodes.
 	Device []*DataNode
+	// Phases splits Sample at host-batch nodes (HostBatchOperator): the workers run
+	// Phases[p] for every sample of a batch, then the batch's goroutine runs
+	// HostBatch[p], then phase p+1 starts. A graph without host-batch nodes has one phase.
+	Phases    [][]*Node
+	HostBatch [][]*Node
+	// Cross lists the host data that crosses a phase boundary (host-batch nodes' inputs
+	// and outputs, and whatever a later phase reads); the batch holds it.
+	Cross []*DataNode
 
 	onGPU map[*DataNode]bool
 	value map[*DataNode]int // index in Kept ++ Device
 	slots [][]outSlot       // by node ID, output index: where the worker writes it
+
+	cross   map[*DataNode]int // index in Cross
+	crossIn [][]*DataNode     // by phase: the values it reads from earlier phases
 }
 
 // outSlot is where a worker writes output k of a per-sample node.
@@ -27,6 +38,7 @@ type outSlot struct {
 	output bool // a pipeline output: the batch's host lease
 	kept   int  // value index of host data the GPU stage reads, -1 if none
 	device int  // value index of GPU data (mixed outputs), -1 if none
+	cross  int  // index in Cross of data a later phase reads, -1 if none
 }
 
 // UsesGPU reports whether the graph has mixed or gpu nodes.
@@ -55,7 +67,7 @@ func (pt *Partition) valueIndex(d *DataNode) int {
 // is no way back to the host inside a pipeline), a gpu node cannot take host data (move
 // it with a mixed operator, e.g. DataNode.gpu()), and argument inputs are host data.
 func PartitionGraph(g *Graph) (*Partition, error) {
-	pt := &Partition{onGPU: map[*DataNode]bool{}, value: map[*DataNode]int{}}
+	pt := &Partition{onGPU: map[*DataNode]bool{}, value: map[*DataNode]int{}, cross: map[*DataNode]int{}}
 	for _, n := range g.Nodes {
 		for _, d := range n.Out {
 			pt.onGPU[d] = n.Device != "cpu"
@@ -89,7 +101,7 @@ func PartitionGraph(g *Graph) (*Partition, error) {
 				kept[d] = true
 			}
 		}
-		if n.Device != "gpu" {
+		if n.Device != "gpu" && !isHostBatch(n) {
 			pt.Sample = append(pt.Sample, n)
 		}
 		if n.Device != "cpu" {
@@ -113,11 +125,17 @@ func PartitionGraph(g *Graph) (*Partition, error) {
 			}
 		}
 	}
+	if err := pt.splitPhases(g); err != nil {
+		return nil, err
+	}
 	pt.slots = make([][]outSlot, len(g.Nodes))
 	for _, n := range pt.Sample {
 		s := make([]outSlot, len(n.Out))
 		for k, d := range n.Out {
-			s[k] = outSlot{output: d.Output >= 0, kept: -1, device: -1}
+			s[k] = outSlot{output: d.Output >= 0, kept: -1, device: -1, cross: -1}
+			if v, ok := pt.cross[d]; ok {
+				s[k].cross = v
+			}
 			if v, ok := pt.value[d]; ok {
 				if pt.onGPU[d] {
 					s[k].device = v
@@ -129,4 +147,76 @@ func PartitionGraph(g *Graph) (*Partition, error) {
 		pt.slots[n.ID] = s
 	}
 	return pt, nil
+}
+
+func isHostBatch(n *Node) bool {
+	_, ok := n.Op.(HostBatchOperator)
+	return ok && n.Device == "cpu"
+}
+
+// splitPhases places every per-sample node in the first phase after all the host-batch
+// nodes it depends on, and lists the data crossing phases.
+func (pt *Partition) splitPhases(g *Graph) error {
+	phase := make(map[*Node]int, len(g.Nodes))
+	last := 0
+	for _, n := range g.Nodes { // producers first
+		p := 0
+		for _, d := range append(append([]*DataNode{}, n.In...), n.ArgIn...) {
+			q := phase[d.Producer]
+			if isHostBatch(d.Producer) {
+				q++
+			}
+			p = max(p, q)
+		}
+		if p > 0 && n.Device != "cpu" {
+			return Errorf(StatusInvalidPipeline, "%s on device %q depends on the output of a host-batch operator (python_function); godali runs those only before the CPU operators, not before GPU ones: move the data to the GPU after the pipeline, or do the GPU step in the function",
+				describe(n.Name, n.OpName), n.Device)
+		}
+		phase[n] = p
+		last = max(last, p)
+	}
+	pt.Phases = make([][]*Node, last+1)
+	pt.HostBatch = make([][]*Node, last+1)
+	pt.crossIn = make([][]*DataNode, last+1)
+	for _, n := range g.Nodes {
+		p := phase[n]
+		switch {
+		case isHostBatch(n):
+			pt.HostBatch[p] = append(pt.HostBatch[p], n)
+		case n.Device != "gpu":
+			pt.Phases[p] = append(pt.Phases[p], n)
+		}
+	}
+	// A value crosses when a host-batch node makes or reads it, or a later phase reads it.
+	for _, n := range g.Nodes {
+		for _, d := range n.Out {
+			crosses := isHostBatch(n)
+			for _, c := range d.Consumers {
+				if isHostBatch(c) {
+					crosses = true
+					continue
+				}
+				if isHostBatch(n) || phase[c] > phase[n] {
+					crosses = true
+					if !containsData(pt.crossIn[phase[c]], d) {
+						pt.crossIn[phase[c]] = append(pt.crossIn[phase[c]], d)
+					}
+				}
+			}
+			if crosses {
+				pt.cross[d] = len(pt.Cross)
+				pt.Cross = append(pt.Cross, d)
+			}
+		}
+	}
+	return nil
+}
+
+func containsData(ds []*DataNode, d *DataNode) bool {
+	for _, x := range ds {
+		if x == d {
+			return true
+		}
+	}
+	return false
 }

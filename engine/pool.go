@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 
 	"github.com/godali/godali/internal/poolstats"
 )

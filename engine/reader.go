@@ -25,11 +25,29 @@ type BatchSource interface {
 	Meta() ReaderMeta
 }
 
+// Interrupter is implemented by operators whose work can block on I/O (the readers of
+// remote data): Interrupt makes their requests in flight return at once, and later
+// ones fail. Pipeline.Interrupt calls it, and Close does first, before it waits for
+// the batches in flight and the workers.
+type Interrupter interface{ Interrupt() }
+
+// LimitsTaker is implemented by readers that enforce the pipeline's limits before a
+// sample reaches Setup (a remote read-ahead refusing files over max_file_bytes before
+// downloading them); NewPipeline hands them the limits.
+type LimitsTaker interface{ TakeLimits(Limits) }
+
 // BatchReplayer is implemented by readers that start reading a batch's data as soon as
 // it is planned (remote read-ahead): a restored pipeline replays the plan of the batches
 // already taken with ReplayBatch, which moves the plan like NextBatch but reads nothing.
 type BatchReplayer interface {
 	ReplayBatch(refs []SampleRef) (valid int, last, ok bool)
+}
+
+// EpochChecker is implemented by readers whose arithmetic bounds the epochs they can
+// start (a stream position must fit in 64 bits): Build and Restore ask it before the
+// pipeline starts at an epoch that first_epoch or a checkpoint names.
+type EpochChecker interface {
+	CheckEpoch(epoch int64, batchSize int) error
 }
 
 // SourceState is a reader's progress as a checkpoint records it: enough to check that a

@@ -61,9 +61,17 @@ type Schema struct {
 	PositionalArgs []string `json:"positional_args,omitempty"`
 	// OutputIf makes outputs conditional, like DALI operators whose outputs depend on
 	// their arguments (readers.coco's image_ids, random_bbox_crop's labels): output name
-	// -> the bool argument that must be true, or "inputs>N" (the node has more than N
-	// inputs). A node names the enabled outputs, in schema order.
+	// -> the bool argument that must be true, "inputs>N" (the node has more than N
+	// inputs), or "given:a|b" (one of the arguments a, b is given: readers.video's labels). A node names the enabled outputs, in schema order.
 	OutputIf map[string]string `json:"output_if,omitempty"`
+	// InputLayouts and InputDtypes declare what input 0 (the data input) may be, as
+	// DALI's OpSchema::InputLayout does: one of these layouts (an input without a layout
+	// must have as many dimensions as one of them) and one of these element types. The
+	// graph checks them before Infer (CheckInput), so Infer may index the input's shape
+	// by the layout. Empty: anything. InputDoc completes the error ("e.g. from a decoder").
+	InputLayouts []string `json:"input_layouts,omitempty"`
+	InputDtypes  []DType  `json:"-"`
+	InputDoc     string   `json:"-"`
 }
 
 // EnabledOutputs returns the outputs a node with these arguments and numInputs inputs
@@ -74,6 +82,15 @@ func (s *Schema) EnabledOutputs(a *Args, numInputs int) []string {
 		cond, ok := s.OutputIf[name]
 		if !ok {
 			out = append(out, name)
+			continue
+		}
+		if names, ok := strings.CutPrefix(cond, "given:"); ok {
+			for _, arg := range strings.Split(names, "|") {
+				if a.Has(arg) {
+					out = append(out, name)
+					break
+				}
+			}
 			continue
 		}
 		var n int

@@ -80,9 +80,16 @@ func givenSizeArgs(a *Args) string {
 // output d: dimensions are >= 0 or -1 (unknown), an image is no larger than
 // max_image_pixels (0: no limit), a sample's and a batch's byte sizes fit in memory
 // arithmetic.
+// MaxLayout bounds the layout of a data node, NUL included: the C ABI reports an output's
+// layout in a char[GODALI_MAX_LAYOUT] (include/godali.h).
+const MaxLayout = 16
+
 func checkOutputMeta(n *Node, d *DataNode, maxPixels int64, batch int) error {
 	m := d.Meta
 	where := describe(n.Name, n.OpName)
+	if len(m.Layout) >= MaxLayout {
+		return Errorf(StatusInvalidPipeline, "%s: output %q would have layout %q: at most %d letters", where, d.Name, m.Layout, MaxLayout-1)
+	}
 	for _, k := range m.Shape {
 		if k < -1 {
 			return Errorf(StatusInvalidPipeline, "%s: output %q would have shape %v%s: a negative size", where, d.Name, m.Shape, givenSizeArgs(n.Args))

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -53,6 +54,9 @@ func ParseSpec(data []byte) (*Spec, error) {
 	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&top); err != nil {
+		if msg := nonFiniteNumber(data, err); msg != "" {
+			return nil, Errorf(StatusInvalidPipeline, "%s", msg)
+		}
 		return nil, Errorf(StatusInvalidPipeline, "pipeline description is not a JSON object: %v", err)
 	}
 	if top == nil {
@@ -204,4 +208,79 @@ func toIntJSON(raw json.RawMessage) (int64, error) {
 		return 0, err
 	}
 	return toInt(v)
+}
+
+// nonFiniteNumber explains a syntax error at a NaN or an infinity, which JSON does not
+// have but Python's json.dumps writes for float("nan") and float("inf"): it names the
+// key whose value holds it (the operator argument) and the node before it, if any.
+func nonFiniteNumber(data []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(data)) {
+		return ""
+	}
+	at := int(se.Offset) - 1
+	rest := data[at:]
+	if at > 0 && data[at-1] == '-' {
+		at--
+		rest = data[at:]
+	}
+	var word string
+	for _, w := range []string{"NaN", "Infinity", "-Infinity", "inf", "-inf", "nan"} {
+		if bytes.HasPrefix(rest, []byte(w)) {
+			word = w
+		}
+	}
+	if word == "" {
+		return ""
+	}
+	before := data[:at]
+	key := lastKey(before)
+	where := "a value"
+	if key != "" {
+		where = fmt.Sprintf("argument %q", key)
+	}
+	if i := bytes.LastIndex(before, []byte(`"name"`)); i >= 0 {
+		if name := firstString(before[i+len(`"name"`):]); name != "" {
+			where += fmt.Sprintf(" of node %q", name)
+		}
+	}
+	return fmt.Sprintf("pipeline description: %s is %s at byte %d: JSON has no NaN or infinity (Python's json.dumps writes them for non-finite floats); give a finite number", where, word, at)
+}
+
+// lastKey is the last object key ("key":) in b.
+func lastKey(b []byte) string {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != ':' {
+			continue
+		}
+		j := i - 1
+		for j >= 0 && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+			j--
+		}
+		if j < 1 || b[j] != '"' {
+			continue
+		}
+		k := bytes.LastIndexByte(b[:j], '"')
+		if k < 0 {
+			return ""
+		}
+		return string(b[k+1 : j])
+	}
+	return ""
+}
+
+// firstString is the first JSON string after a colon at the start of b.
+func firstString(b []byte) string {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 || b[0] != ':' {
+		return ""
+	}
+	b = bytes.TrimLeft(b[1:], " \t\r\n")
+	if len(b) == 0 || b[0] != '"' {
+		return ""
+	}
+	if end := bytes.IndexByte(b[1:], '"'); end >= 0 {
+		return string(b[1 : 1+end])
+	}
+	return ""
 }

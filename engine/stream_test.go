@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -127,5 +129,70 @@ func TestCheckpointStream(t *testing.T) {
 	q := newPipeline(t, desc(1, 1))
 	if err := q.Restore(old); err == nil || !strings.Contains(err.Error(), "continuous stream") {
 		t.Fatalf("restoring a checkpoint without the stream position: %v", err)
+	}
+}
+
+// A pipeline starts at epoch 10^9 (first_epoch, or a checkpoint's) in bounded memory
+// (one table entry per epoch ran out of memory), resumes from a checkpoint taken
+// there, and refuses an epoch whose stream position overflows, naming it.
+func TestStreamHugeEpoch(t *testing.T) {
+	files := make([]string, 10)
+	for i := range files {
+		files[i] = fmt.Sprintf("f%02d", i)
+	}
+	desc := func(first int64) []byte {
+		return []byte(fmt.Sprintf(`{"batch_size": 4, "first_epoch": %d, "enable_checkpointing": true, "seed": 3, "ops": [{"op": "readers.file", "name": "R", "outputs": ["b", "l"], "args": {"files": [%s], "shard_id": 1, "num_shards": 3, "random_shuffle": true}}], "outputs": ["l"]}`, first, quoteAll(files)))
+	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	p, err := NewPipeline(desc(1e9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	src := p.epochSource()
+	if err := src.Open(); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.(EpochChecker).CheckEpoch(1e9, 4); err != nil {
+		t.Fatal(err)
+	}
+	src.StartEpoch(1e9)
+	refs := make([]SampleRef, 4)
+	if _, _, ok := src.NextBatch(refs); !ok {
+		t.Fatal("epoch 1e9 has no batch")
+	}
+	ckpt, err := p.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&ms1)
+	if d := ms1.TotalAlloc - ms0.TotalAlloc; d > 16<<20 {
+		t.Fatalf("a pipeline at epoch 1e9 allocated %d bytes", d)
+	}
+	q, err := NewPipeline(desc(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := q.Restore(ckpt); err != nil {
+		t.Fatalf("restoring a checkpoint at epoch 1e9: %v", err)
+	}
+	bad := strings.Replace(string(ckpt), `"epoch": 1000000000`, `"epoch": 4611686018427387904`, 2)
+	r, err := NewPipeline(desc(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Restore([]byte(bad)); err == nil || !strings.Contains(err.Error(), "epoch 4611686018427387904") || !strings.Contains(err.Error(), "overflows") {
+		t.Fatalf("a checkpoint at epoch 2^62: %v", err)
+	}
+	s, err := NewPipeline(desc(math.MaxInt64 / 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Build(); err == nil || !strings.Contains(err.Error(), "overflows") || !strings.Contains(err.Error(), `"R"`) {
+		t.Fatalf("first_epoch 2^62: %v", err)
 	}
 }

@@ -95,7 +95,13 @@ typedef struct {
                            (on_error = "skip") */
 } godali_batch_info_t;
 
-/* godali_output_info_t: facts about output `index` of the current batch. */
+/* GODALI_MAX_LAYOUT: the size of godali_output_info_t.layout, NUL included. */
+#define GODALI_MAX_LAYOUT 16
+
+/* godali_output_info_t: facts about output `index` of the current batch.
+ * ABI: fields are only ever appended; `layout` was appended after num_samples (version
+ * 0.1 had no layout), so a program must be compiled against this header to call
+ * godali_pipeline_output_info of this library. */
 typedef struct {
   int32_t uniform;     /* 1 when every sample has the same shape: a dense [N, ...] tensor */
   int32_t ndim;        /* dimensions of one sample */
@@ -103,6 +109,11 @@ typedef struct {
   int32_t device_id;
   DLDataType dtype;
   int64_t num_samples;
+  /* The layout of one sample as DALI names it ("HWC", "CHW", "FHWC", ...), one letter
+   * per dimension, NUL-terminated; "" when the output has none (labels, shapes, bytes).
+   * It is the operator's build-time layout (the engine's only copy of the fact). The
+   * pipeline refuses at build an output layout of GODALI_MAX_LAYOUT characters or more. */
+  char layout[GODALI_MAX_LAYOUT];
 } godali_output_info_t;
 
 /* godali_reader_meta_t: DALI's reader metadata. */
@@ -138,6 +149,29 @@ typedef void (*godali_deleter_t)(void *ctx);
  * library's memory during the call (the deleter runs before the call returns); without
  * it the library reads the caller's memory in place, without a copy. */
 #define GODALI_FEED_COPY 1u
+
+/* Host functions (the "python_function" operator; docs/pipeline.md, "Python functions").
+ * godali_host_call_t describes one call: the whole batch of every input. */
+typedef struct {
+  uint64_t call;          /* identifies the call to godali_host_call_output/_fail */
+  const char *node;       /* the node's name; valid during the call */
+  int64_t num_samples;    /* samples in the batch */
+  int32_t num_inputs;
+  int32_t num_outputs;    /* outputs the node declares (0: a sink) */
+  /* num_inputs * num_samples host tensors, input k's sample i at [k * num_samples + i],
+   * compact row-major (strides filled in); read-only, valid during the call only. */
+  const DLTensor *inputs;
+  int64_t epoch;
+  int64_t iteration;
+} godali_host_call_t;
+
+/* godali_host_function_t is called once per batch, on a library thread (not the thread
+ * that registered it), one call at a time per node. Before returning 0 it gives every
+ * sample of every output with godali_host_call_output. A non-zero return fails the
+ * batch (GODALI_ERROR_DATA from godali_pipeline_next), with the message given to
+ * godali_host_call_fail when it was called. The function must not call into godali for
+ * the pipeline that runs it, other than godali_host_call_*. */
+typedef int32_t (*godali_host_function_t)(void *ctx, const godali_host_call_t *call);
 
 #ifndef GODALI_INTERNAL_NO_PROTOTYPES /* defined only inside the library's own build */
 
@@ -194,6 +228,21 @@ godali_status_t godali_pipeline_run(godali_pipeline_t p);
  * GODALI_ERROR_STATE: not built; nothing changes. Whatever it returns, the batch that was
  * current before the call is no longer current (tensors already handed out stay valid). */
 godali_status_t godali_pipeline_next(godali_pipeline_t p);
+
+/* godali_pipeline_wait waits at most timeout_ms (0 to 60000) until godali_pipeline_next
+ * would return without blocking (its batch is complete, the epoch is over, or it fails)
+ * and sets *ready to 1 if so, 0 if the time ran out. It takes no batch and changes no
+ * current batch; like next it schedules work if none is. A host that must stay
+ * responsive while a batch is late (an interpreter handling Ctrl-C between calls)
+ * calls it in a loop before godali_pipeline_next. */
+godali_status_t godali_pipeline_wait(godali_pipeline_t p, int64_t timeout_ms, int *ready);
+
+/* godali_pipeline_interrupt makes the pipeline's blocking I/O (remote requests of its
+ * readers) return now, so that a build or next blocked on a stalled source returns
+ * with an error; meant for shutting down (Ctrl-C), before godali_pipeline_destroy.
+ * Unlike the other calls it does not wait for the calls in flight on the pipeline, and
+ * may be called from any thread, more than once. */
+godali_status_t godali_pipeline_interrupt(godali_pipeline_t p);
 
 /* godali_pipeline_reset starts the next epoch (readers move on to their next shard
  * unless stick_to_shard), at any point of the current one: batches prepared ahead are
@@ -281,6 +330,31 @@ godali_status_t godali_pipeline_feed_drop(godali_pipeline_t p, const char *name,
 /* godali_pipeline_feed_queued writes how many batches (and markers) are queued for `name`
  * and not yet taken by the pipeline. */
 godali_status_t godali_pipeline_feed_queued(godali_pipeline_t p, const char *name, int64_t *out);
+
+/* godali_host_function_register makes fn callable by "python_function" nodes and writes
+ * the id their "function_id" argument names (never 0, never reused). fn and ctx must stay
+ * valid until godali_host_function_unregister returns and every pipeline using the id is
+ * destroyed. GODALI_ERROR_INVALID_ARGUMENT for NULL fn or out. */
+godali_status_t godali_host_function_register(godali_host_function_t fn, void *ctx, uint64_t *out);
+
+/* godali_host_function_unregister forgets the id: pipelines created later refuse it, and
+ * batches that would call it fail with GODALI_ERROR_DATA. Calls in progress finish.
+ * GODALI_ERROR_INVALID_ARGUMENT for an unknown id. */
+godali_status_t godali_host_function_unregister(uint64_t id);
+
+/* godali_host_call_output copies sample `sample` of output `output` of a call in progress
+ * (from inside the host function only) into the pipeline's memory. t must be host
+ * memory (kDLCPU), one lane, of a type godali has, compact row-major or with strides (in
+ * elements, non-negative); it is read during the call only. Every sample of one output must
+ * have the same type and number of dimensions. Giving a sample twice replaces it.
+ * GODALI_ERROR_INVALID_ARGUMENT names what is wrong; GODALI_ERROR_STATE for a call that is
+ * not in progress. */
+godali_status_t godali_host_call_output(uint64_t call, int32_t output, int64_t sample,
+                                        const DLTensor *t);
+
+/* godali_host_call_fail sets the message the call's batch fails with (msg of len bytes,
+ * len 0: NUL-terminated), from inside the host function, which then returns non-zero. */
+godali_status_t godali_host_call_fail(uint64_t call, const char *msg, size_t len);
 
 /* godali_pipeline_destroy stops the workers and releases the pipeline, after the calls
  * other threads have in flight on it returned. Tensors handed out earlier stay valid

@@ -9,7 +9,7 @@ import (
 // This file is a line-by-line Go transcription of kernels.cu. It reads the packed
 // upload buffers with the byte offsets of godali_kernels.h (written out here by hand,
 // independently of the Go structs), so the CPU tests check the plans, the packing and
-// the kernels' arithmetic against engine/imaging without a GPU.
+// the kernels' arithmetic against imaging without a GPU.
 
 // memory is a fake device address space.
 type memory struct{ regions []region }

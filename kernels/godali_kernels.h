@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 /* Fixed-point precision of the resampling weights: PIL's value, so that the GPU resize
- * matches the CPU operator (engine/imaging) bit for bit. */
+ * matches the CPU operator (imaging) bit for bit. */
 #define GODALI_PRECISION_BITS 22
 
 /* godali_resize_desc: one sample of a separable resize. The horizontal pass writes
@@ -63,7 +63,7 @@ typedef struct {
  * (rounded half away from zero and saturated, NaN 0) or float32 (out_float). With matrix,
  * each 3-channel pixel (r, g, b) becomes out[i] = ((m[3i]*r + m[3i+1]*g) + m[3i+2]*b) +
  * off[i]; without, every channel value v becomes m[0]*v + off[0]. Every operation is
- * rounded to float32 on its own, in that order (no FMA), as engine/imaging does. */
+ * rounded to float32 on its own, in that order (no FMA), as imaging does. */
 typedef struct {
   uint64_t src;
   uint64_t dst;

@@ -1,7 +1,7 @@
 // godali's CUDA kernels. They know nothing about pipelines: each launch processes a
 // batch of samples described by an array of descriptors (godali_kernels.h), one sample
 // per grid z index, one output pixel per thread. The arithmetic mirrors the CPU kernels
-// in engine/imaging exactly (integer resampling with PIL's weights, normalisation
+// in imaging exactly (integer resampling with PIL's weights, normalisation
 // through tables computed on the host, float32 color transforms rounded operation by
 // operation in the CPU's order), so GPU and CPU operators agree bit for bit.
 
@@ -117,7 +117,7 @@ extern "C" __global__ void godali_crop(const godali_crop_desc *descs) {
   for (int ch = 0; ch < c; ch++) out[ch] = in[ch];
 }
 
-// engine/imaging's SatU8 (DALI's ConvertSat to uint8): round half away from zero, then
+// imaging's SatU8 (DALI's ConvertSat to uint8): round half away from zero, then
 // saturate; NaN gives 0. v - trunc(v) is exact in float32, so the test of the fraction
 // is the exact floor(v + 0.5) of the CPU.
 __device__ __forceinline__ uint8_t gd_sat_u8(float v) {

@@ -208,7 +208,7 @@ func (r *Runner) launch(f cuda.Function, w, h, n int, descs uintptr, descSize in
 }
 
 // Resize queues the resizes of samples (random resized crop included: a resize of the
-// crop window, see CropROI). The output equals engine/imaging's Resize.
+// crop window, see CropROI). The output equals imaging's Resize.
 func (r *Runner) Resize(samples []ResizeSample) error {
 	r.rb.Reset()
 	for i := range samples {
@@ -244,7 +244,7 @@ func (r *Runner) Resize(samples []ResizeSample) error {
 }
 
 // CropMirrorNormalize queues crop_mirror_normalize of samples with the operator's
-// parameters p; every sample has channels channels. The output equals engine/imaging's
+// parameters p; every sample has channels channels. The output equals imaging's
 // CropMirrorNormalize.
 func (r *Runner) CropMirrorNormalize(p *CMNParams, channels int, samples []CMNSample) error {
 	if err := r.cb.Reset(p, channels); err != nil {
@@ -274,7 +274,7 @@ func (r *Runner) CropMirrorNormalize(p *CMNParams, channels int, samples []CMNSa
 }
 
 // Crop queues crops and flips (a flip is a crop of the whole image with FlipH/FlipV).
-// The output equals engine/imaging's Crop and Flip.
+// The output equals imaging's Crop and Flip.
 func (r *Runner) Crop(samples []CropSample) error {
 	r.xb.Reset()
 	for i := range samples {
@@ -301,7 +301,7 @@ func (r *Runner) Crop(samples []CropSample) error {
 }
 
 // Color queues brightness_contrast, hsv and color_twist samples. The output equals
-// engine/imaging's AffineTable and ColorMatrix.Apply bit for bit.
+// imaging's AffineTable and ColorMatrix.Apply bit for bit.
 func (r *Runner) Color(samples []ColorSample) error {
 	r.kb.Reset()
 	for i := range samples {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 	"github.com/godali/godali/internal/cuda"
 	_ "github.com/godali/godali/internal/cuda/cudatest" // skips this binary without a GPU
 )
@@ -196,7 +196,7 @@ func TestGPUCropFlipMatchCPU(t *testing.T) {
 
 // TestGPUColorMatchesCPU runs godali_color on batches of random images, affine maps
 // (brightness_contrast) and YIQ matrices (hsv, color_twist), to uint8 and float32:
-// both bit for bit with engine/imaging.
+// both bit for bit with imaging.
 func TestGPUColorMatchesCPU(t *testing.T) {
 	g := newGPU(t)
 	r := rand.New(rand.NewPCG(17, 18))

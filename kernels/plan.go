@@ -5,17 +5,17 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
-// precisionBits matches GODALI_PRECISION_BITS and engine/imaging's FixedOne.
+// precisionBits matches GODALI_PRECISION_BITS and imaging's FixedOne.
 const (
 	precisionBits = 22
 	maxDim        = 1 << 24
 	maxChannels   = 64
 )
 
-// The kernels shift by precisionBits; the weights come from engine/imaging.
+// The kernels shift by precisionBits; the weights come from imaging.
 var _ = [1]struct{}{}[imaging.FixedOne-(1<<precisionBits)]
 
 // Tap is one output's filter: Weights[Off:Off+N] applied to source indices Start.. .
@@ -84,7 +84,7 @@ func CropROI(x, y, w, h int) [4]float64 {
 	return [4]float64{float64(x), float64(y), float64(x + w), float64(y + h)}
 }
 
-// Add plans one sample: the same weights as engine/imaging's ResizePlan for the same
+// Add plans one sample: the same weights as imaging's ResizePlan for the same
 // arguments.
 func (b *ResizeBatch) Add(s *ResizeSample) error {
 	if s.Interp < imaging.InterpNN || s.Interp > imaging.InterpTriangular {
@@ -138,7 +138,7 @@ func (b *ResizeBatch) Add(s *ResizeSample) error {
 	return nil
 }
 
-// appendAxis appends one tap per output sample along an axis, with engine/imaging's own
+// appendAxis appends one tap per output sample along an axis, with imaging's own
 // weights (PIL's coefficients), so that the GPU resamples exactly like the CPU operator.
 func (b *ResizeBatch) appendAxis(inSize int, in0, in1 float64, outSize int, interp imaging.Interp, antialias bool) {
 	b.axis.Each(inSize, in0, in1, outSize, interp, antialias, func(start int32, w []int32) {
@@ -172,7 +172,7 @@ func (b *ResizeBatch) pack(buf []byte, tmp uintptr) resizeLayout {
 }
 
 // CMNParams are crop_mirror_normalize's per-operator settings: out = (in - Mean[c]) /
-// Std[c] * Scale + Shift, as in engine/imaging.NormalizeParams.
+// Std[c] * Scale + Shift, as in imaging.NormalizeParams.
 type CMNParams struct {
 	Mean, Std    []float32 // one value per channel, or one for all; empty: 0 and 1
 	Scale, Shift float32   // Scale 1 for DALI's default
@@ -365,7 +365,7 @@ func (b *CropBatch) size() int { return align(len(b.descs) * int(unsafe.Sizeof(c
 func (b *CropBatch) pack(buf []byte) { copy(buf, bytesOf(b.descs)) }
 
 // ColorSample is one sample of brightness_contrast, hsv or color_twist: a dense-output
-// point-wise transform of a uint8 HWC image, computed like engine/imaging's
+// point-wise transform of a uint8 HWC image, computed like imaging's
 // ColorMatrix.Apply (UseMatrix, 3 channels) or AffineTable (every channel value v becomes
 // Scale*v + Offset).
 type ColorSample struct {
@@ -483,3 +483,16 @@ func checkWindow(op string, w, h, c, stride, x, y, cw, ch int) (int, error) {
 	}
 	return stride, nil
 }
+
+// SetDst sets the sample's output address (the plans of gpu operators fill it from the
+// batch's outputs just before the launch).
+func (s *ResizeSample) SetDst(p uintptr) { s.Dst = p }
+
+// SetDst sets the sample's output address.
+func (s *CMNSample) SetDst(p uintptr) { s.Dst = p }
+
+// SetDst sets the sample's output address.
+func (s *CropSample) SetDst(p uintptr) { s.Dst = p }
+
+// SetDst sets the sample's output address.
+func (s *ColorSample) SetDst(p uintptr) { s.Dst = p }

@@ -9,7 +9,11 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 want=(libjpeg62-turbo-dev cmake pkg-config python3-torch python3-torchvision
       python3-pil python3-numpy python3-pytest python3-pip python3-venv
-      python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf nginx)
+      python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf nginx
+      ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev python3-av)
+# FFmpeg: the video operators compile against its headers (libav*-dev) and open its
+# libraries at run time; the tests make their videos with the ffmpeg command and compare
+# with it and with PyAV (python3-av).
 if [ "${GODALI_NO_CUDA:-0}" != 1 ]; then
   want+=(nvidia-cuda-toolkit)
   src=/etc/apt/sources.list.d/debian.sources
@@ -43,10 +47,11 @@ if ! /usr/bin/python3 -c 'import moto.server' 2>/dev/null; then
   $SUDO /usr/bin/python3 -m pip install -q --break-system-packages 'moto[server]'
 fi
 # PyPI packages Debian lacks, pinned, with --no-deps so that pip never replaces Debian's
-# torch: auditwheel (make wheel), and PyTorch Lightning 2.2 (the last line that supports
+# torch: auditwheel and ziglang (make wheel: zig's clang builds the wheel's libraries for
+# glibc 2.28, scripts/floor-cc.sh), pyelftools (tests/wheel_check.py), and PyTorch Lightning 2.2 (the last line that supports
 # torch 1.13) for examples/lightning_train.py; its other dependencies are the Debian
 # packages above.
-pypi=(auditwheel==6.1.0 pyelftools==0.31 pytorch-lightning==2.2.5 lightning-utilities==0.11.9
+pypi=(auditwheel==6.1.0 pyelftools==0.31 ziglang==0.14.1 pytorch-lightning==2.2.5 lightning-utilities==0.11.9
       torchmetrics==1.2.1)
 pymissing=()
 for spec in "${pypi[@]}"; do

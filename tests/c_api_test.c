@@ -153,6 +153,12 @@ static void test_resnet_pipeline(const char *root) {
     godali_batch_info_t info;
     MUST(godali_pipeline_batch_info(p, &info));
     CHECK(info.batch_size == 4, "batch size %lld", (long long)info.batch_size);
+    godali_output_info_t oi, li;
+    MUST(godali_pipeline_output_info(p, 0, &oi));
+    MUST(godali_pipeline_output_info(p, 1, &li));
+    CHECK(strcmp(oi.layout, "CHW") == 0 && oi.ndim == 3 && oi.uniform == 1,
+          "image output info: layout \"%s\" ndim %d", oi.layout, (int)oi.ndim);
+    CHECK(li.layout[0] == '\0' && li.num_samples == 4, "label output info: layout \"%s\"", li.layout);
     DLManagedTensor *img = NULL, *lab = NULL;
     MUST(godali_pipeline_output(p, 0, &img));
     MUST(godali_pipeline_output(p, 1, &lab));

@@ -82,6 +82,11 @@ func ParseBytes(b []byte) (*File, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, formats.Malformedf("coco: not a COCO annotation file: %v", err)
 	}
+	// One document: a second one, or garbage, after it is a damaged or concatenated file.
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, formats.Malformedf("coco: not a COCO annotation file: text after the JSON document (at byte %d of %d)", end, len(b))
+	}
 	f := &File{Images: raw.Images, Categories: raw.Categories}
 	for i, im := range f.Images {
 		if im.FileName == "" {

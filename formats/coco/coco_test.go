@@ -119,6 +119,10 @@ func TestMalformed(t *testing.T) {
 		`{"annotations": [{"id": 1, "category_id": 1, "bbox": [1, 2, 3, 4]}]}`,
 		`{"annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "segmentation": [[1, 2, 3]]}]}`,
 		`{"annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "segmentation": 5}]}`,
+		// Garbage after the document, or a second document: a damaged or concatenated file.
+		`{"images": []} garbage`,
+		`{"images": []}{"images": []}`,
+		`{"images": []}]`,
 	} {
 		if _, err := ParseBytes([]byte(doc)); !errors.Is(err, formats.ErrMalformed) {
 			t.Errorf("%s: got %v, want ErrMalformed", doc, err)

@@ -2,6 +2,7 @@ package tfrecord
 
 import (
 	"math"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -59,7 +60,7 @@ func ParseExample(b []byte) (Example, error) {
 				return nil
 			}
 			var key string
-			var val []byte
+			var val [][]byte // the value's fragments: protobuf merges a repeated message field
 			if err := eachField(v, "Features.feature entry", func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 				if typ != protowire.BytesType {
 					return nil
@@ -68,7 +69,9 @@ func ParseExample(b []byte) (Example, error) {
 				case fieldMapKey:
 					key = string(v)
 				case fieldMapValue:
-					val = append(val[:len(val):len(val)], v...) // merged message bytes
+					// Parsing the fragments in turn is parsing their concatenation (a
+					// message's fields never straddle two of them), without copying.
+					val = append(val, v)
 				}
 				return nil
 			}); err != nil {
@@ -88,15 +91,27 @@ func ParseExample(b []byte) (Example, error) {
 	return ex, nil
 }
 
-func parseFeature(b []byte, name string) (Feature, error) {
+// parseFeature decodes a Feature whose encoding is the concatenation of frags.
+func parseFeature(frags [][]byte, name string) (Feature, error) {
 	var f Feature
-	err := eachField(b, "Feature "+name, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+	for _, b := range frags {
+		if err := f.merge(b, name); err != nil {
+			return Feature{}, err
+		}
+	}
+	return f, nil
+}
+
+// merge decodes b into f as protobuf merges a message into another: lists append, and
+// a oneof member other than f's replaces it.
+func (f *Feature) merge(b []byte, name string) error {
+	return eachField(b, "Feature "+name, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if typ != protowire.BytesType || num < 1 || num > 3 {
 			return nil
 		}
 		k := Kind(num) // field numbers 1, 2, 3 are bytes_list, float_list, int64_list
 		if f.Kind != k {
-			f = Feature{Kind: k}
+			*f = Feature{Kind: k}
 		}
 		return eachField(v, "Feature "+name+" "+k.String(), func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
 			if num != fieldListValue {
@@ -111,7 +126,7 @@ func parseFeature(b []byte, name string) (Feature, error) {
 				if len(v)%4 != 0 {
 					return formats.Malformedf("tf.train.Example feature %q: packed float_list of %d bytes is not a multiple of 4", name, len(v))
 				}
-				f.Floats = growFloat(f.Floats, len(v)/4)
+				f.Floats = slices.Grow(f.Floats, len(v)/4) // amortized: packed runs may be many
 				for ; len(v) > 0; v = v[4:] {
 					u, _ := protowire.ConsumeFixed32(v)
 					f.Floats = append(f.Floats, math.Float32frombits(u))
@@ -131,16 +146,6 @@ func parseFeature(b []byte, name string) (Feature, error) {
 			return nil
 		})
 	})
-	return f, err
-}
-
-func growFloat(s []float32, n int) []float32 {
-	if cap(s)-len(s) >= n {
-		return s
-	}
-	out := make([]float32, len(s), len(s)+n)
-	copy(out, s)
-	return out
 }
 
 // eachField calls fn for every field of the message b: its number, wire type, and

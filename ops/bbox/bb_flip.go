@@ -40,11 +40,7 @@ func (o *bbFlipOp) Setup(ws *engine.Workspace) error {
 }
 
 func (o *bbFlipOp) flag(ws *engine.Workspace, name string) (bool, error) {
-	if _, ok := o.args.IsPerSample(name); ok {
-		v, err := o.args.FloatAt(ws, name)
-		return v != 0, err
-	}
-	return o.args.Int(name) != 0, nil
+	return o.args.BoolAt(ws, name)
 }
 
 func (o *bbFlipOp) Run(ws *engine.Workspace) error {

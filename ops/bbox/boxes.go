@@ -18,8 +18,7 @@ func putF32(b []byte, i int, v float32) {
 // checkBoxesMeta checks at build time that an input can be float32 [N, 4] boxes.
 func checkBoxesMeta(a *engine.Args, m engine.TensorMeta, what string) error {
 	if m.DType != engine.Float32 || len(m.Shape) != 2 || (m.Shape[1] != 4 && m.Shape[1] != -1) {
-		return engine.Errorf(engine.StatusInvalidPipeline, "%s: %s must be float32 boxes of shape [N, 4] (e.g. from readers.coco), got %s %v",
-			engine.Describe(a.Node, a.Schema.Name), what, m.DType, m.Shape)
+		return a.Invalidf("%s must be float32 boxes of shape [N, 4] (e.g. from readers.coco), got %s %v", what, m.DType, m.Shape)
 	}
 	return nil
 }

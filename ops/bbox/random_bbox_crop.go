@@ -233,15 +233,13 @@ type cropState struct {
 	win   Window
 }
 
-func pair(a *engine.Args, name string) ([2]float64, error) {
-	v := a.Floats(name)
-	if len(v) == 1 {
-		v = []float64{v[0], v[0]}
-	}
-	if len(v) != 2 || v[0] > v[1] || v[0] <= 0 || math.IsInf(v[1], 0) || math.IsNaN(v[0]) || math.IsNaN(v[1]) {
+// rangeArg reads a [min, max] argument (one value: both) with 0 < min <= max.
+func rangeArg(a *engine.Args, name string) ([2]float64, error) {
+	v, ok := engine.Pair(a.Floats(name))
+	if !ok || v[0] > v[1] || v[0] <= 0 || math.IsInf(v[1], 0) || math.IsNaN(v[0]) || math.IsNaN(v[1]) {
 		return [2]float64{}, a.Errorf(name, "expected [min, max] with 0 < min <= max, got %v", a.Floats(name))
 	}
-	return [2]float64{v[0], v[1]}, nil
+	return v, nil
 }
 
 func newRandomBBoxCrop(a *engine.Args) (engine.Operator, error) {
@@ -267,11 +265,11 @@ func newRandomBBoxCrop(a *engine.Args) (engine.Operator, error) {
 	default:
 		return nil, a.Errorf("threshold_type", "expected iou or overlap, got %q", a.String("threshold_type"))
 	}
-	ar, err := pair(a, "aspect_ratio")
+	ar, err := rangeArg(a, "aspect_ratio")
 	if err != nil {
 		return nil, err
 	}
-	sc, err := pair(a, "scaling")
+	sc, err := rangeArg(a, "scaling")
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +312,7 @@ func (o *randomBBoxCropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, e
 	if len(in) > 1 {
 		l := in[1]
 		if l.DType.Size() == 0 || len(l.Shape) < 1 || len(l.Shape) > 2 || (len(l.Shape) == 2 && l.Shape[1] != 1 && l.Shape[1] != -1) {
-			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: labels (input 1) must be [N] or [N, 1], got %s %v", engine.Describe(o.args.Node, o.args.Schema.Name), l.DType, l.Shape)
+			return nil, o.args.Invalidf("labels (input 1) must be [N] or [N, 1], got %s %v", l.DType, l.Shape)
 		}
 		shape := append([]int{-1}, l.Shape[1:]...)
 		if len(shape) == 2 {

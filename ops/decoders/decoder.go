@@ -149,7 +149,7 @@ func ParseRandomCrop(a *engine.Args) (*RandomCrop, error) {
 
 func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 1 {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", engine.Describe(d.args.Node, d.args.Schema.Name), in[0].DType, in[0].Shape)
+		return nil, d.args.Invalidf("input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", in[0].DType, in[0].Shape)
 	}
 	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // SliceArgs are the arguments of DALI's slice operators (slice, decoders.image_slice)
@@ -57,8 +57,7 @@ func (s *Slice) CheckInputs(in []engine.TensorMeta) error {
 	for k, name := range []string{"anchor", "shape"} {
 		m := in[k+1]
 		if m.DType.Size() == 0 || len(m.Shape) != 1 || (m.Shape[0] != 2 && m.Shape[0] != -1) {
-			return engine.Errorf(engine.StatusInvalidPipeline, "%s: %s (input %d) must hold 2 numbers per sample (e.g. from random_bbox_crop), got %s %v",
-				engine.Describe(s.args.Node, s.args.Schema.Name), name, k+1, m.DType, m.Shape)
+			return s.args.Invalidf("%s (input %d) must hold 2 numbers per sample (e.g. from random_bbox_crop), got %s %v", name, k+1, m.DType, m.Shape)
 		}
 	}
 	return nil
@@ -74,7 +73,7 @@ func (s *Slice) Window(ws *engine.Workspace, w, h int) (r codec.Rect, pad bool, 
 	for k := 0; k < 2; k++ {
 		t := ws.In[k+1]
 		if t.NumBytes() != 2*t.DType.Size() || len(t.Data) < t.NumBytes() {
-			return r, false, engine.Errorf(engine.StatusData, "%s: %s has shape %v; expected 2 numbers", engine.Describe(s.args.Node, s.args.Schema.Name), []string{"anchor", "shape"}[k], t.Shape)
+			return r, false, s.args.DataErrorf(ws, "%s has shape %v; expected 2 numbers", []string{"anchor", "shape"}[k], t.Shape)
 		}
 		a, b := engine.ReadScalar(t.Data, t.DType), engine.ReadScalar(t.Data[t.DType.Size():], t.DType)
 		if s.hw {
@@ -94,7 +93,7 @@ func (s *Slice) Window(ws *engine.Workspace, w, h int) (r codec.Rect, pad bool, 
 		}
 		lo, hi := math.Round(a), math.Round(a+sh)
 		if math.IsNaN(lo) || math.IsNaN(hi) || math.Abs(lo) > 1<<30 || math.Abs(hi) > 1<<30 || hi < lo {
-			return r, false, engine.Errorf(engine.StatusData, "%s: slice anchor %v and shape %v do not describe a window of the %dx%d image", engine.Describe(s.args.Node, s.args.Schema.Name), v[0], v[1], w, h)
+			return r, false, s.args.DataErrorf(ws, "slice anchor %v and shape %v do not describe a window of the %dx%d image", v[0], v[1], w, h)
 		}
 		start[d], end[d] = int(lo), int(hi)
 	}
@@ -102,8 +101,7 @@ func (s *Slice) Window(ws *engine.Workspace, w, h int) (r codec.Rect, pad bool, 
 	if out {
 		switch s.policy {
 		case "error":
-			return r, false, engine.Errorf(engine.StatusData, "%s: the slice [%d, %d) x [%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\" or \"trim_to_shape\")",
-				engine.Describe(s.args.Node, s.args.Schema.Name), start[0], end[0], start[1], end[1], w, h)
+			return r, false, s.args.DataErrorf(ws, "the slice [%d, %d) x [%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\" or \"trim_to_shape\")", start[0], end[0], start[1], end[1], w, h)
 		case "trim_to_shape":
 			start[0], start[1] = max(start[0], 0), max(start[1], 0)
 			end[0], end[1] = min(end[0], w), min(end[1], h)
@@ -113,7 +111,7 @@ func (s *Slice) Window(ws *engine.Workspace, w, h int) (r codec.Rect, pad bool, 
 	}
 	r = codec.Rect{X: start[0], Y: start[1], W: end[0] - start[0], H: end[1] - start[1]}
 	if r.W < 1 || r.H < 1 {
-		return r, false, engine.Errorf(engine.StatusData, "%s: the slice [%d, %d) x [%d, %d) of the %dx%d image is empty", engine.Describe(s.args.Node, s.args.Schema.Name), start[0], end[0], start[1], end[1], w, h)
+		return r, false, s.args.DataErrorf(ws, "the slice [%d, %d) x [%d, %d) of the %dx%d image is empty", start[0], end[0], start[1], end[1], w, h)
 	}
 	return r, out, nil
 }

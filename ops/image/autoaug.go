@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // _auto_aug is the engine half of godali.auto_aug: the Python package builds the policy
@@ -20,7 +20,7 @@ func init() {
 		Doc: "Internal operator of godali.auto_aug: applies an AutoAugment, RandAugment or " +
 			"TrivialAugment policy (given as JSON by the Python package) to HWC uint8 images, " +
 			"drawing the augmentations and magnitudes per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "policy", Type: engine.ArgString, Required: true, Doc: "the policy, JSON (see autoaug.go)"},
 			{Name: "fill_value", Type: engine.ArgFloat, Doc: "fill of the geometric augmentations; default: repeat the edge"},
@@ -254,10 +254,7 @@ func newAutoAug(a *engine.Args) (*autoAugOp, error) {
 }
 
 func (o *autoAugOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
 }
 
@@ -282,7 +279,7 @@ func (o *autoAugOp) Run(ws *engine.Workspace) error {
 	st.steps, _ = o.pol.choose(rng, st.steps)
 	for _, s := range st.steps {
 		if err := o.apply(&st.img, s); err != nil {
-			return engine.Errorf(engine.StatusData, "%s: %s: %v", engine.Describe(o.args.Node, "auto_aug"), o.pol.Augs[s.Aug].Name, err)
+			return o.args.DataErrorf(ws, "%s: %v", o.pol.Augs[s.Aug].Name, err)
 		}
 	}
 	return nil

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // The augmentations of godali.auto_aug (DALI's nvidia.dali.auto_aug.augmentations), on

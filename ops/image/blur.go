@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // maxBlurRadius bounds the window (a sigma of 1000 pixels is already a flat image).
@@ -17,7 +17,7 @@ func init() {
 			"With only sigma the window is 2 * ceil(3 * sigma) + 1 taps; with only window_size, " +
 			"sigma = ((window_size - 1) / 2 - 1) * 0.3 + 0.8. Each takes one value or (height, width). " +
 			"sigma may come per sample (one value, or (height, width)).",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "sigma", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "standard deviation of the Gaussian, in pixels: one value or (height, width); 0 = from window_size"},
 			{Name: "window_size", Type: engine.ArgIntList, Default: []int64{0}, Doc: "taps of the window (odd): one value or (height, width); 0 = from sigma"},
@@ -40,17 +40,6 @@ type gaussianBlurOp struct {
 type gaussianBlurState struct {
 	scratch imaging.Scratch
 	wy, wx  []float32
-	sig     []float64 // the sample's sigma, when per sample
-}
-
-func pair[T any](v []T) ([2]T, bool) {
-	switch len(v) {
-	case 1:
-		return [2]T{v[0], v[0]}, true
-	case 2:
-		return [2]T{v[0], v[1]}, true
-	}
-	return [2]T{}, false
 }
 
 func newGaussianBlur(a *engine.Args) (*gaussianBlurOp, error) {
@@ -59,23 +48,23 @@ func newGaussianBlur(a *engine.Args) (*gaussianBlurOp, error) {
 		return nil, err
 	}
 	o := &gaussianBlurOp{args: a, out: out, imOut: imOut}
-	_, o.perSig = a.IsPerSample("sigma")
-	ws, ok := pair(a.Ints("window_size"))
-	if !ok {
-		return nil, a.Errorf("window_size", "expected one value or (height, width), got %v", a.Ints("window_size"))
+	o.perSig = a.AnyPerSample("sigma")
+	ws, err := a.IntPair("window_size")
+	if err != nil {
+		return nil, err
 	}
 	for _, n := range ws {
 		if n < 0 || (n > 0 && n%2 == 0) || n > 2*maxBlurRadius+1 {
 			return nil, a.Errorf("window_size", "expected 0 or an odd number of taps up to %d, got %v", 2*maxBlurRadius+1, a.Ints("window_size"))
 		}
 	}
-	o.window = [2]int{int(ws[0]), int(ws[1])}
+	o.window = ws
 	if o.perSig {
 		return o, nil
 	}
-	sig, ok := pair(a.Floats("sigma"))
-	if !ok {
-		return nil, a.Errorf("sigma", "expected one value or (height, width), got %v", a.Floats("sigma"))
+	sig, err := a.FloatPair("sigma")
+	if err != nil {
+		return nil, err
 	}
 	for i, s := range sig {
 		if !(s >= 0) || s > maxBlurRadius/3 {
@@ -110,10 +99,7 @@ func blurSigma(sigma float64, window int) float64 {
 }
 
 func (o *gaussianBlurOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
 }
 
@@ -128,24 +114,13 @@ func (o *gaussianBlurOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*gaussianBlurState)
 	wy, wx := o.windows[0], o.windows[1]
 	if o.perSig {
-		var err error
-		if st.sig, err = o.args.FloatsAt(ws, "sigma", st.sig); err != nil {
+		sig, err := o.args.FloatPairAt(ws, "sigma")
+		if err != nil {
 			return err
-		}
-		sig := [2]float64{}
-		switch len(st.sig) {
-		case 1:
-			sig = [2]float64{st.sig[0], st.sig[0]}
-		case 2:
-			sig = [2]float64{st.sig[0], st.sig[1]}
-		default:
-			return engine.Errorf(engine.StatusData, "%s: argument \"sigma\": expected one value or (height, width) for this sample, got %v",
-				engine.Describe(o.args.Node, o.args.Schema.Name), st.sig)
 		}
 		for i, s := range sig {
 			if !(s >= 0) || s > maxBlurRadius/3 || (s == 0 && o.window[i] == 0) {
-				return engine.Errorf(engine.StatusData, "%s: argument \"sigma\": expected values in (0, %d] for this sample (or window_size), got %v",
-					engine.Describe(o.args.Node, o.args.Schema.Name), maxBlurRadius/3, st.sig)
+				return o.args.ArgDataErrorf(ws, "sigma", "expected values in (0, %d] (or window_size), got %v", maxBlurRadius/3, sig)
 			}
 		}
 		st.wy = growFloats(st.wy, blurTaps(sig[0], o.window[0]))

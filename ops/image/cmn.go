@@ -1,10 +1,8 @@
 package image
 
 import (
-	"fmt"
-
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 func init() {
@@ -12,7 +10,7 @@ func init() {
 		Name: "crop_mirror_normalize",
 		Doc: "Crops, mirrors, normalizes (out = scale * (in - mean) / std + shift) and changes the " +
 			"layout and type of HWC uint8 images in one pass. A resize feeding it is fused in.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "crop", Type: engine.ArgFloatList, TensorInput: true, Doc: "crop size (height, width); default: no crop"},
 			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop height (alternative to crop)"},
@@ -39,8 +37,6 @@ func init() {
 type CMNSpec struct {
 	args           *engine.Args
 	CropW, CropH   int // 0 = whole input
-	PosX, PosY     float64
-	Mirror         int
 	Mean, Std      []float32
 	Scale, Shift   float32
 	Out            imaging.DType
@@ -48,34 +44,27 @@ type CMNSpec struct {
 	CHW            bool
 	Pad            bool
 	PadOutOfBounds bool
-	mirrorIn       int // arg input index, -1 if constant
-	posXIn, posYIn int
 	dynCrop        bool // the crop size comes from pipeline values
 	dynNorm        bool // mean or std comes from pipeline values
 	rounding       cropRounding
 }
 
 func newCMN(a *engine.Args) (*cmnOp, error) {
-	s := &CMNSpec{args: a, PosX: a.Float("crop_pos_x"), PosY: a.Float("crop_pos_y"), Mirror: a.Int("mirror"),
-		Scale: float32(a.Float("scale")), Shift: float32(a.Float("shift")), Pad: a.Bool("pad_output"),
-		mirrorIn: -1, posXIn: -1, posYIn: -1}
-	if c := a.Floats("crop"); c != nil {
+	s := &CMNSpec{args: a, Scale: float32(a.Float("scale")), Shift: float32(a.Float("shift")), Pad: a.Bool("pad_output")}
+	if a.Has("crop") {
 		if a.Has("crop_h") || a.Has("crop_w") {
 			return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")
 		}
-		switch len(c) {
-		case 1:
-			s.CropH, s.CropW = int(c[0]), int(c[0])
-		case 2:
-			s.CropH, s.CropW = int(c[0]), int(c[1])
-		default:
-			return nil, a.Errorf("crop", "expected (height, width), got %v", c)
+		c, err := a.FloatPair("crop")
+		if err != nil {
+			return nil, err
 		}
+		s.CropH, s.CropW = int(c[0]), int(c[1])
 	} else {
 		s.CropH, s.CropW = int(a.Float("crop_h")), int(a.Float("crop_w"))
 	}
-	s.dynCrop = perSample(a, "crop", "crop_h", "crop_w")
-	s.dynNorm = perSample(a, "mean", "std")
+	s.dynCrop = a.AnyPerSample("crop", "crop_h", "crop_w")
+	s.dynNorm = a.AnyPerSample("mean", "std")
 	if a.Given("crop") && (a.Given("crop_h") || a.Given("crop_w")) {
 		return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")
 	}
@@ -127,15 +116,6 @@ func newCMN(a *engine.Args) (*cmnOp, error) {
 	if s.rounding, err = parseCropRounding(a); err != nil {
 		return nil, err
 	}
-	if i, ok := a.IsPerSample("mirror"); ok {
-		s.mirrorIn = i
-	}
-	if i, ok := a.IsPerSample("crop_pos_x"); ok {
-		s.posXIn = i
-	}
-	if i, ok := a.IsPerSample("crop_pos_y"); ok {
-		s.posYIn = i
-	}
 	return &cmnOp{spec: s}, nil
 }
 
@@ -151,10 +131,7 @@ func (s *CMNSpec) outChannels(c int) int {
 }
 
 func (s *CMNSpec) meta(in engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(s.args, in)
-	if err != nil {
-		return nil, err
-	}
+	c := in.Shape[2]
 	for _, l := range [][]float32{s.Mean, s.Std} {
 		if !s.dynNorm && len(l) != 1 && c > 0 && len(l) != c {
 			return nil, s.args.Errorf("mean", "mean and std need 1 or %d values (one per channel), got %d", c, len(l))
@@ -196,20 +173,16 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 	if cw == 0 {
 		cw, ch = w, h
 	}
-	px, py := s.PosX, s.PosY
-	if s.posXIn >= 0 {
-		px = ws.ArgInputScalar(s.posXIn)
+	mirror, err := s.args.BoolAt(ws, "mirror")
+	if err != nil {
+		return err
 	}
-	if s.posYIn >= 0 {
-		py = ws.ArgInputScalar(s.posYIn)
+	x, y, err := cropPosAt(s.args, ws, w, h, cw, ch, s.rounding)
+	if err != nil {
+		return err
 	}
-	mirror := s.Mirror != 0
-	if s.mirrorIn >= 0 {
-		mirror = ws.ArgInputScalar(s.mirrorIn) != 0
-	}
-	x, y := s.rounding.start(px, w-cw), s.rounding.start(py, h-ch)
 	if !s.PadOutOfBounds && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
-		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
+		return s.args.DataErrorf(ws, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}
 	*np = imaging.NormalizeParams{Mean: mean, Std: std, Scale: s.Scale, Shift: s.Shift, Out: s.Out,
 		CHW: s.CHW, PadChannels: s.Pad, Mirror: mirror, CropX: x, CropY: y, CropW: cw, CropH: ch}
@@ -231,13 +204,12 @@ func (s *CMNSpec) normAt(ws *engine.Workspace) ([]float32, []float32, error) {
 			return nil, nil, err
 		}
 		if len(v) != 1 && len(v) != c {
-			return nil, nil, engine.Errorf(engine.StatusData, "%s: argument %q: needs 1 or %d values (one per channel) for this sample, got %d",
-				engine.Describe(a.Node, a.Schema.Name), name, c, len(v))
+			return nil, nil, a.ArgDataErrorf(ws, name, "needs 1 or %d values (one per channel), got %d", c, len(v))
 		}
 		f := make([]float32, len(v))
 		for i, x := range v {
 			if name == "std" && x == 0 {
-				return nil, nil, engine.Errorf(engine.StatusData, "%s: argument \"std\": must not contain 0, got %v for this sample", engine.Describe(a.Node, a.Schema.Name), v)
+				return nil, nil, a.ArgDataErrorf(ws, "std", "must not contain 0, got %v", v)
 			}
 			f[i] = float32(x)
 		}
@@ -249,23 +221,13 @@ func (s *CMNSpec) normAt(ws *engine.Workspace) ([]float32, []float32, error) {
 // cropSizeAt reads this sample's crop size (width, height) from crop or crop_h/crop_w,
 // constant or per sample; 0, 0 means no crop.
 func cropSizeAt(a *engine.Args, ws *engine.Workspace) (int, int, error) {
-	bad := func(format string, args ...any) error {
-		return engine.Errorf(engine.StatusData, "%s: argument \"crop\": %s for this sample", engine.Describe(a.Node, a.Schema.Name), fmt.Sprintf(format, args...))
-	}
 	var ch, cw float64
 	if a.Given("crop") {
-		c, err := a.FloatsAt(ws, "crop", nil)
+		c, err := a.FloatPairAt(ws, "crop")
 		if err != nil {
 			return 0, 0, err
 		}
-		switch len(c) {
-		case 1:
-			ch, cw = c[0], c[0]
-		case 2:
-			ch, cw = c[0], c[1]
-		default:
-			return 0, 0, bad("expected (height, width), got %v", c)
-		}
+		ch, cw = c[0], c[1]
 	} else {
 		var err error
 		if ch, err = a.FloatAt(ws, "crop_h"); err != nil {
@@ -276,7 +238,7 @@ func cropSizeAt(a *engine.Args, ws *engine.Workspace) (int, int, error) {
 		}
 	}
 	if !(ch >= 0 && cw >= 0 && ch < 1<<30 && cw < 1<<30) || (int(ch) == 0) != (int(cw) == 0) {
-		return 0, 0, bad("expected a positive (height, width), got %gx%g", ch, cw)
+		return 0, 0, a.ArgDataErrorf(ws, "crop", "expected a positive (height, width), got %gx%g", ch, cw)
 	}
 	return int(cw), int(ch), nil
 }
@@ -355,7 +317,7 @@ func (o *resizeCMNOp) Setup(ws *engine.Workspace) error {
 	st.roi = spec.ROI(w, h)
 	st.ow, st.oh = spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
 	if st.ow == 0 {
-		return engine.Errorf(engine.StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
+		return o.resize.args.DataErrorf(ws, "empty input region %v of a %dx%d image", st.roi, w, h)
 	}
 	if err := o.cmn.spec.params(ws, st.ow, st.oh, &st.np); err != nil {
 		return err

@@ -4,7 +4,7 @@ package image
 
 import (
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 	"github.com/godali/godali/kernels"
 )
 
@@ -26,9 +26,11 @@ func init() {
 // gpuCMN is crop_mirror_normalize on device "gpu": the CPU operator's windows and
 // mirroring per sample, and a table of the CPU's exact results for the normalisation.
 type gpuCMN struct {
+	engine.RunInBatch
+	gpuKernels
 	cpu      *cmnOp
 	params   kernels.CMNParams
-	plan     gpuPlan[kernels.CMNSample]
+	plan     gpuPlan[kernels.CMNSample, *kernels.CMNSample]
 	np       imaging.NormalizeParams
 	channels []int
 }
@@ -51,18 +53,12 @@ func (o *gpuCMN) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (o *gpuCMN) Run(ws *engine.Workspace) error {
-	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
-	return nil
-}
-
 func (o *gpuCMN) RunBatch(bw *engine.BatchWorkspace) error {
 	c := o.channels[0]
 	for i, ci := range o.channels[:bw.Size] {
 		if ci != c {
-			return &engine.SampleError{Source: bw.Refs[i].Path, Node: bw.Node,
-				Err: engine.Errorf(engine.StatusData, "crop_mirror_normalize on the GPU needs one channel count per batch: sample 0 has %d, this one %d", c, ci)}
+			return o.cpu.spec.args.BatchDataErrorf(bw, i, "on the GPU, one channel count per batch is needed: sample 0 has %d, this one %d", c, ci)
 		}
 	}
-	return bw.GPU.Kernels.CropMirrorNormalize(&o.params, c, o.plan.batch(bw.Size))
+	return o.run.CropMirrorNormalize(&o.params, c, o.plan.batch(bw))
 }

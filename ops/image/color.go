@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // uint8HalfRange is the neutral grey of uint8 images that DALI's contrast keeps fixed
@@ -21,7 +21,7 @@ func init() {
 			"where output_range is 255 for UINT8 and 1 for FLOAT outputs; computed in float32, UINT8 " +
 			"rounded to nearest and saturated, as in DALI. Every argument may come per sample " +
 			"(e.g. from random.uniform).",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8OrFloat,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness multiplier"},
 			{Name: "brightness_shift", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "brightness shift, in units of the output range (1.0 = 255 for UINT8)"},
@@ -37,7 +37,7 @@ func init() {
 		Doc: "Adjusts hue, saturation and value of HWC uint8 RGB images the way DALI does: a linear " +
 			"transform in YIQ space (rotate the chroma by hue degrees, scale it by saturation, scale " +
 			"all by value), applied as one 3x3 matrix in float32. Arguments may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees (additive; wraps around)"},
 			{Name: "saturation", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation multiplier"},
@@ -52,7 +52,7 @@ func init() {
 		Doc: "Adjusts hue, saturation, brightness and contrast of HWC uint8 images as DALI does: " +
 			"hsv's YIQ transform, then out = brightness * (contrast * x + 128 * (1 - contrast)). " +
 			"Arguments may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness factor (>= 0): 0 black, 1 unchanged, 2 twice as bright"},
 			{Name: "contrast", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast factor (>= 0): 0 uniform grey, 1 unchanged"},
@@ -92,7 +92,7 @@ type colorArg struct {
 func sampleArgs(ws *engine.Workspace, a *engine.Args, args []colorArg, v []float64) error {
 	for i, c := range args {
 		x := c.constant
-		if _, ok := a.IsPerSample(c.name); ok {
+		if a.AnyPerSample(c.name) {
 			var err error
 			if x, err = a.FloatAt(ws, c.name); err != nil {
 				return err
@@ -103,7 +103,7 @@ func sampleArgs(ws *engine.Workspace, a *engine.Args, args []colorArg, v []float
 			if c.nonNeg {
 				want = "a finite number >= 0"
 			}
-			return engine.Errorf(engine.StatusData, "%s: argument %q: expected %s, got %g for this sample", engine.Describe(a.Node, a.Schema.Name), c.name, want, x)
+			return a.ArgDataErrorf(ws, c.name, "expected %s, got %g", want, x)
 		}
 		v[i] = x
 	}
@@ -115,7 +115,7 @@ func colorConstArgs(a *engine.Args, names []string, nonNeg map[string]bool) ([]c
 	out := make([]colorArg, len(names))
 	for i, n := range names {
 		v := a.Float(n)
-		if _, per := a.IsPerSample(n); !per {
+		if !a.AnyPerSample(n) {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, a.Errorf(n, "expected a finite number, got %g", v)
 			}
@@ -156,7 +156,7 @@ func newBrightnessContrast(a *engine.Args) (*brightnessContrastOp, error) {
 	o := &brightnessContrastOp{args: a, params: params, out: out, imOut: imOut, in: engine.UInt8,
 		outFromInput: !a.Has("dtype") && a.String("dtype") == ""}
 	if !a.Has("contrast_center") {
-		if _, per := a.IsPerSample("contrast_center"); !per {
+		if !a.AnyPerSample("contrast_center") {
 			o.centerFromInput = true
 			params[3].constant = uint8HalfRange
 		}
@@ -167,9 +167,6 @@ func newBrightnessContrast(a *engine.Args) (*brightnessContrastOp, error) {
 // Infer accepts HWC uint8 or float images (e.g. hsv's FLOAT output), as DALI does.
 func (o *brightnessContrastOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
-	if (m.DType != engine.UInt8 && m.DType != engine.Float32) || len(m.Shape) != 3 || (m.Layout != "HWC" && m.Layout != "") {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be HWC uint8 or float images, got %s %s %v", engine.Describe(o.args.Node, o.args.Schema.Name), m.DType, m.Layout, m.Shape)
-	}
 	o.in = m.DType
 	if o.outFromInput && m.DType == engine.Float32 {
 		o.out, o.imOut = engine.Float32, imaging.Float32
@@ -276,12 +273,9 @@ func newColorTwist(a *engine.Args, twist bool) (*colorTwistOp, error) {
 }
 
 func (o *colorTwistOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	if c != 3 && c >= 0 {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must have 3 channels (RGB), got %d; decode with output_type=RGB", engine.Describe(o.args.Node, o.args.Schema.Name), c)
+		return nil, o.args.Invalidf("input must have 3 channels (RGB), got %d; decode with output_type=RGB", c)
 	}
 	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], 3}}}, nil
 }
@@ -291,7 +285,7 @@ func (o *colorTwistOp) NewWorkerState() any { return &colorTwistState{} }
 func (o *colorTwistOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	if in.Shape[2] != 3 {
-		return engine.Errorf(engine.StatusData, "%s: input must have 3 channels (RGB), got shape %v", engine.Describe(o.args.Node, o.args.Schema.Name), in.Shape)
+		return o.args.DataErrorf(ws, "input must have 3 channels (RGB), got shape %v", in.Shape)
 	}
 	ws.Out[0].SetShape(in.Shape...)
 	return nil

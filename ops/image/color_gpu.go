@@ -34,14 +34,16 @@ func init() {
 // per-sample scale and offset, applied by godali_color with the CPU's float32 rounding,
 // one launch per batch.
 type gpuBrightnessContrast struct {
+	engine.RunInBatch
+	gpuKernels
 	cpu  *brightnessContrastOp
-	plan gpuPlan[kernels.ColorSample]
+	plan gpuPlan[kernels.ColorSample, *kernels.ColorSample]
 	v    [4]float64
 }
 
 func (o *gpuBrightnessContrast) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if in[0].DType != engine.UInt8 {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the gpu backend takes uint8 images, got %s; use device \"cpu\" for float input", engine.Describe(o.cpu.args.Node, o.cpu.args.Schema.Name), in[0].DType)
+		return nil, o.cpu.args.Invalidf("the gpu backend takes uint8 images, got %s; use device \"cpu\" for float input", in[0].DType)
 	}
 	return o.cpu.Infer(in)
 }
@@ -58,20 +60,17 @@ func (o *gpuBrightnessContrast) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (o *gpuBrightnessContrast) Run(ws *engine.Workspace) error {
-	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
-	return nil
-}
-
 func (o *gpuBrightnessContrast) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Color(o.plan.batch(bw.Size))
+	return o.run.Color(o.plan.batch(bw))
 }
 
 // gpuColorTwist is hsv and color_twist on device "gpu": the CPU operator's per-sample
 // matrix, applied by godali_color with the CPU's float32 rounding.
 type gpuColorTwist struct {
+	engine.RunInBatch
+	gpuKernels
 	cpu  *colorTwistOp
-	plan gpuPlan[kernels.ColorSample]
+	plan gpuPlan[kernels.ColorSample, *kernels.ColorSample]
 	v    [5]float64
 }
 
@@ -95,11 +94,6 @@ func (o *gpuColorTwist) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (o *gpuColorTwist) Run(ws *engine.Workspace) error {
-	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
-	return nil
-}
-
 func (o *gpuColorTwist) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Color(o.plan.batch(bw.Size))
+	return o.run.Color(o.plan.batch(bw))
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 func init() {
@@ -18,7 +18,7 @@ func init() {
 			"Cr = 0.439 R - 0.368 G - 0.071 B + 128; back: 1.164 (Y - 16) + 1.596 Cr' etc.). Float " +
 			"images are in 0..1 (offsets 16/256 and 0.5), computed in float32; uint8 rounded and " +
 			"saturated. The output type is the input's.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8OrFloat,
 		Args: []engine.ArgSpec{
 			{Name: "image_type", Type: engine.ArgImageType, Required: true, Doc: "color space of the input: RGB, BGR, GRAY or YCbCr"},
 			{Name: "output_type", Type: engine.ArgImageType, Required: true, Doc: "color space of the output: RGB, BGR, GRAY or YCbCr"},
@@ -75,11 +75,8 @@ type colorSpaceOp struct {
 
 func (o *colorSpaceOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
-	if (m.DType != engine.UInt8 && m.DType != engine.Float32) || len(m.Shape) != 3 || (m.Layout != "HWC" && m.Layout != "") {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be HWC uint8 or float images, got %s %s %v", engine.Describe(o.args.Node, o.args.Schema.Name), m.DType, m.Layout, m.Shape)
-	}
 	if c := m.Shape[2]; c >= 0 && c != o.from.channels() {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: image_type %s needs %d channels, the input has %d", engine.Describe(o.args.Node, o.args.Schema.Name), o.args.String("image_type"), o.from.channels(), c)
+		return nil, o.args.Invalidf("image_type %s needs %d channels, the input has %d", o.args.String("image_type"), o.from.channels(), c)
 	}
 	return []engine.TensorMeta{{DType: m.DType, Layout: "HWC", Shape: []int{m.Shape[0], m.Shape[1], o.to.channels()}}}, nil
 }
@@ -87,7 +84,7 @@ func (o *colorSpaceOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error
 func (o *colorSpaceOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	if in.Shape[2] != o.from.channels() {
-		return engine.Errorf(engine.StatusData, "%s: image_type %s needs %d channels, got shape %v", engine.Describe(o.args.Node, o.args.Schema.Name), o.args.String("image_type"), o.from.channels(), in.Shape)
+		return o.args.DataErrorf(ws, "image_type %s needs %d channels, got shape %v", o.args.String("image_type"), o.from.channels(), in.Shape)
 	}
 	ws.Out[0].SetShape(in.Shape[0], in.Shape[1], o.to.channels())
 	return nil

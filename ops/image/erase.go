@@ -28,17 +28,11 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("erase", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		o := &eraseOp{args: a, anchorIn: -1, shapeIn: -1,
+		o := &eraseOp{args: a,
 			normAnchor: a.Bool("normalized_anchor") || a.Bool("normalized"),
 			normShape:  a.Bool("normalized_shape") || a.Bool("normalized"),
 			centered:   a.Bool("centered_anchor")}
-		if i, ok := a.IsPerSample("anchor"); ok {
-			o.anchorIn = i
-		}
-		if i, ok := a.IsPerSample("shape"); ok {
-			o.shapeIn = i
-		}
-		if o.shapeIn < 0 && !a.Has("shape") {
+		if !a.Given("shape") {
 			return nil, a.Errorf("shape", "required: the extents of the regions to erase")
 		}
 		return o, nil
@@ -46,14 +40,13 @@ func init() {
 }
 
 type eraseOp struct {
-	args              *engine.Args
-	anchorIn, shapeIn int
-	axes              []int
-	chanAxis          int
-	fill              [][]byte // per channel (or one), in the input's type
-	normAnchor        bool
-	normShape         bool
-	centered          bool
+	args       *engine.Args
+	axes       []int
+	chanAxis   int
+	fill       [][]byte // per channel (or one), in the input's type
+	normAnchor bool
+	normShape  bool
+	centered   bool
 }
 
 type eraseState struct {
@@ -66,7 +59,7 @@ func (o *eraseOp) NewWorkerState() any { return &eraseState{} }
 func (o *eraseOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
 	if m.Shape == nil || m.DType.Size() == 0 {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be a tensor of known rank and type, got %s %v", engine.Describe(o.args.Node, o.args.Schema.Name), m.DType, m.Shape)
+		return nil, o.args.Invalidf("input must be a tensor of known rank and type, got %s %v", m.DType, m.Shape)
 	}
 	layout := m.Layout
 	if layout == "" && len(m.Shape) == 3 {
@@ -113,28 +106,20 @@ func (o *eraseOp) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (o *eraseOp) values(ws *engine.Workspace, idx int, name string, dst []float64) []float64 {
-	dst = dst[:0]
-	if idx < 0 {
-		return append(dst, o.args.Floats(name)...)
-	}
-	t := ws.ArgIn[idx]
-	sz := t.DType.Size()
-	for i := 0; i < numElements(t.Shape) && (i+1)*sz <= len(t.Data); i++ {
-		dst = append(dst, engine.ReadScalar(t.Data[i*sz:], t.DType))
-	}
-	return dst
-}
-
 func (o *eraseOp) Run(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
 	st := ws.State.(*eraseState)
 	copy(out.Data, in.Data)
 	k := len(o.axes)
-	st.shape = o.values(ws, o.shapeIn, "shape", st.shape)
-	st.anchor = o.values(ws, o.anchorIn, "anchor", st.anchor)
+	var err error
+	if st.shape, err = o.args.FloatsAt(ws, "shape", st.shape); err != nil {
+		return err
+	}
+	if st.anchor, err = o.args.FloatsAt(ws, "anchor", st.anchor); err != nil {
+		return err
+	}
 	if len(st.shape)%k != 0 || (len(st.anchor) != 0 && len(st.anchor) != len(st.shape)) {
-		return engine.Errorf(engine.StatusData, "%s: anchor (%d values) and shape (%d values) must give %d values per region", engine.Describe(o.args.Node, o.args.Schema.Name), len(st.anchor), len(st.shape), k)
+		return o.args.DataErrorf(ws, "anchor (%d values) and shape (%d values) must give %d values per region", len(st.anchor), len(st.shape), k)
 	}
 	na, ns := o.normAnchor, o.normShape
 	n := len(in.Shape)
@@ -162,7 +147,7 @@ func (o *eraseOp) Run(ws *engine.Workspace) error {
 				a -= s / 2
 			}
 			if math.IsNaN(a) || math.IsNaN(s) || s < 0 {
-				return engine.Errorf(engine.StatusData, "%s: region %d: anchor %g, shape %g: expected numbers with shape >= 0", engine.Describe(o.args.Node, o.args.Schema.Name), r, a, s)
+				return o.args.DataErrorf(ws, "region %d: anchor %g, shape %g: expected numbers with shape >= 0", r, a, s)
 			}
 			l, h := math.Round(a), math.Round(a+s)
 			lo[d], hi[d] = int(math.Max(0, math.Min(l, ext))), int(math.Max(0, math.Min(h, ext)))

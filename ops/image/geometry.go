@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 	"github.com/godali/godali/ops/decoders"
 )
 
@@ -12,7 +12,7 @@ func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name:      "crop",
 		Doc:       "Crops HWC uint8 images to (height, width) at crop_pos_x/crop_pos_y.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "crop", Type: engine.ArgFloatList, TensorInput: true, Doc: "crop size (height, width)"},
 			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop height (alternative to crop)"},
@@ -31,7 +31,7 @@ func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name:      "flip",
 		Doc:       "Flips HWC images horizontally and/or vertically.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "horizontal", Type: engine.ArgInt, Default: 1, TensorInput: true, Doc: "flip horizontally when nonzero"},
 			{Name: "vertical", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flip vertically when nonzero"},
@@ -42,7 +42,7 @@ func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name:      "random_resized_crop",
 		Doc:       "Crops a random region (area and aspect ratio as torchvision's RandomResizedCrop) and resizes it to size.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: append([]engine.ArgSpec{
 			{Name: "size", Type: engine.ArgFloatList, Required: true, Doc: "output size (height, width); a scalar applies to both"},
 			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: interpDoc},
@@ -54,31 +54,27 @@ func init() {
 }
 
 type cropOp struct {
-	args       *engine.Args
-	w, h       int
-	px, py     float64
-	pxIn, pyIn int
-	pad        bool
-	fill       byte
-	dyn        bool // the crop size comes from pipeline values
-	random     bool // random_offset
-	rounding   cropRounding
+	args     *engine.Args
+	w, h     int
+	pad      bool
+	fill     byte
+	dyn      bool // the crop size comes from pipeline values
+	random   bool // random_offset
+	rounding cropRounding
 }
 
 func newCrop(a *engine.Args) (*cropOp, error) {
-	o := &cropOp{args: a, px: a.Float("crop_pos_x"), py: a.Float("crop_pos_y"), pxIn: -1, pyIn: -1}
-	if c := a.Floats("crop"); c != nil {
-		if len(c) == 1 {
-			c = []float64{c[0], c[0]}
-		}
-		if len(c) != 2 {
-			return nil, a.Errorf("crop", "expected (height, width), got %v", c)
+	o := &cropOp{args: a}
+	if a.Has("crop") {
+		c, err := a.FloatPair("crop")
+		if err != nil {
+			return nil, err
 		}
 		o.h, o.w = int(c[0]), int(c[1])
 	} else {
 		o.h, o.w = int(a.Float("crop_h")), int(a.Float("crop_w"))
 	}
-	o.dyn = perSample(a, "crop", "crop_h", "crop_w")
+	o.dyn = a.AnyPerSample("crop", "crop_h", "crop_w")
 	if a.Given("crop") && (a.Given("crop_h") || a.Given("crop_w")) {
 		return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")
 	}
@@ -106,26 +102,14 @@ func newCrop(a *engine.Args) (*cropOp, error) {
 	if o.rounding, err = parseCropRounding(a); err != nil {
 		return nil, err
 	}
-	if _, per := a.IsPerSample("crop_pos_x"); o.random && (per || a.Has("crop_pos_x") || a.Has("crop_pos_y")) {
+	if o.random && (a.Given("crop_pos_x") || a.Given("crop_pos_y")) {
 		return nil, a.Errorf("random_offset", "draws the position: give it or crop_pos_x/crop_pos_y, not both")
-	}
-	if _, per := a.IsPerSample("crop_pos_y"); o.random && per {
-		return nil, a.Errorf("random_offset", "draws the position: give it or crop_pos_x/crop_pos_y, not both")
-	}
-	if i, ok := a.IsPerSample("crop_pos_x"); ok {
-		o.pxIn = i
-	}
-	if i, ok := a.IsPerSample("crop_pos_y"); ok {
-		o.pyIn = i
 	}
 	return o, nil
 }
 
 func (o *cropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	if o.dyn {
 		return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{-1, -1, c}}}, nil
 	}
@@ -139,7 +123,7 @@ func (o *cropOp) sizeAt(ws *engine.Workspace) (int, int, error) {
 	}
 	w, h, err := cropSizeAt(o.args, ws)
 	if err == nil && (w <= 0 || h <= 0) {
-		err = engine.Errorf(engine.StatusData, "%s: argument \"crop\": a positive crop size is required, got %dx%d for this sample", engine.Describe(o.args.Node, o.args.Schema.Name), w, h)
+		err = o.args.ArgDataErrorf(ws, "crop", "a positive crop size is required, got %dx%d", w, h)
 	}
 	return w, h, err
 }
@@ -154,7 +138,7 @@ func (o *cropOp) Setup(ws *engine.Workspace) error {
 }
 
 // window is the top-left corner of the sample's cw x ch window in a w x h image.
-func (o *cropOp) window(ws *engine.Workspace, w, h, cw, ch int) (int, int) {
+func (o *cropOp) window(ws *engine.Workspace, w, h, cw, ch int) (int, int, error) {
 	if o.random {
 		// x first, then y, from the sample's stream: uniform integers, both ends included.
 		dx, dy := w-cw, h-ch
@@ -165,16 +149,23 @@ func (o *cropOp) window(ws *engine.Workspace, w, h, cw, ch int) (int, int) {
 		if dy >= 0 {
 			y = ws.RNG.Intn(dy + 1)
 		}
-		return x, y
+		return x, y, nil
 	}
-	px, py := o.px, o.py
-	if o.pxIn >= 0 {
-		px = ws.ArgInputScalar(o.pxIn)
+	return cropPosAt(o.args, ws, w, h, cw, ch, o.rounding)
+}
+
+// cropPosAt is the top-left corner of a cw x ch window in a w x h image placed at
+// crop_pos_x/crop_pos_y, rounded by r.
+func cropPosAt(a *engine.Args, ws *engine.Workspace, w, h, cw, ch int, r cropRounding) (int, int, error) {
+	px, err := a.FloatAt(ws, "crop_pos_x")
+	if err != nil {
+		return 0, 0, err
 	}
-	if o.pyIn >= 0 {
-		py = ws.ArgInputScalar(o.pyIn)
+	py, err := a.FloatAt(ws, "crop_pos_y")
+	if err != nil {
+		return 0, 0, err
 	}
-	return o.rounding.start(px, w-cw), o.rounding.start(py, h-ch)
+	return r.start(px, w-cw), r.start(py, h-ch), nil
 }
 
 // cropRoundingArg selects how a window's start, pos * (size - crop), becomes a pixel.
@@ -210,9 +201,12 @@ func (o *cropOp) Run(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	cw, ch := ws.Out[0].Shape[1], ws.Out[0].Shape[0]
-	x, y := o.window(ws, w, h, cw, ch)
+	x, y, err := o.window(ws, w, h, cw, ch)
+	if err != nil {
+		return err
+	}
 	if !o.pad && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
-		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
+		return o.args.DataErrorf(ws, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}
 	return imaging.Crop(ws.Out[0].Data, in.Data, w, h, c, x, y, cw, ch, o.fill)
 }
@@ -220,9 +214,6 @@ func (o *cropOp) Run(ws *engine.Workspace) error {
 type flipOp struct{ args *engine.Args }
 
 func (o *flipOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if _, err := checkImageInput(o.args, in[0]); err != nil {
-		return nil, err
-	}
 	return []engine.TensorMeta{in[0]}, nil
 }
 
@@ -231,16 +222,22 @@ func (o *flipOp) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (o *flipOp) flag(ws *engine.Workspace, name string) bool {
-	if i, ok := o.args.IsPerSample(name); ok {
-		return ws.ArgInputScalar(i) != 0
+// flags are the sample's horizontal and vertical flips.
+func (o *flipOp) flags(ws *engine.Workspace) (h, v bool, err error) {
+	if h, err = o.args.BoolAt(ws, "horizontal"); err != nil {
+		return
 	}
-	return o.args.Int(name) != 0
+	v, err = o.args.BoolAt(ws, "vertical")
+	return
 }
 
 func (o *flipOp) Run(ws *engine.Workspace) error {
 	in := ws.In[0]
-	return imaging.Flip(ws.Out[0].Data, in.Data, in.Shape[1], in.Shape[0], in.Shape[2], o.flag(ws, "horizontal"), o.flag(ws, "vertical"))
+	fh, fv, err := o.flags(ws)
+	if err != nil {
+		return err
+	}
+	return imaging.Flip(ws.Out[0].Data, in.Data, in.Shape[1], in.Shape[0], in.Shape[2], fh, fv)
 }
 
 type randomResizedCropOp struct {
@@ -256,11 +253,11 @@ func newRandomResizedCrop(a *engine.Args) (*randomResizedCropOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := a.Floats("size")
-	if len(s) == 1 {
-		s = []float64{s[0], s[0]}
+	s, err := a.FloatPair("size")
+	if err != nil {
+		return nil, err
 	}
-	if len(s) != 2 || s[0] < 1 || s[1] < 1 {
+	if s[0] < 1 || s[1] < 1 {
 		return nil, a.Errorf("size", "expected (height, width) >= 1, got %v", a.Floats("size"))
 	}
 	if a.DType("dtype") != engine.UInt8 {
@@ -271,10 +268,7 @@ func newRandomResizedCrop(a *engine.Args) (*randomResizedCropOp, error) {
 }
 
 func (o *randomResizedCropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{o.h, o.w, c}}}, nil
 }
 

@@ -20,8 +20,10 @@ func init() {
 
 // gpuCrop is crop on device "gpu": the CPU operator's window, one launch per batch.
 type gpuCrop struct {
+	engine.RunInBatch
+	gpuKernels
 	cpu  *cropOp
-	plan gpuPlan[kernels.CropSample]
+	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
 
 func (o *gpuCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
@@ -33,9 +35,12 @@ func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 	if err != nil {
 		return err
 	}
-	x, y := o.cpu.window(ws, w, h, cw, ch)
+	x, y, err := o.cpu.window(ws, w, h, cw, ch)
+	if err != nil {
+		return err
+	}
 	if !o.cpu.pad && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
-		return engine.Errorf(engine.StatusData, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
+		return o.cpu.args.DataErrorf(ws, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
 	}
 	ws.Out[0].SetShape(ch, cw, c)
 	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, X: x, Y: y,
@@ -43,19 +48,16 @@ func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (o *gpuCrop) Run(ws *engine.Workspace) error {
-	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
-	return nil
-}
-
 func (o *gpuCrop) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Crop(o.plan.batch(bw.Size))
+	return o.run.Crop(o.plan.batch(bw))
 }
 
 // gpuFlip is flip on device "gpu": a crop of the whole image, mirrored as asked.
 type gpuFlip struct {
+	engine.RunInBatch
+	gpuKernels
 	cpu  *flipOp
-	plan gpuPlan[kernels.CropSample]
+	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
 
 func (o *gpuFlip) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
@@ -63,17 +65,15 @@ func (o *gpuFlip) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { r
 func (o *gpuFlip) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	fh, fv, err := o.cpu.flags(ws)
+	if err != nil {
+		return err
+	}
 	ws.Out[0].SetShape(in.Shape...)
-	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, CropW: w, CropH: h,
-		FlipH: o.cpu.flag(ws, "horizontal"), FlipV: o.cpu.flag(ws, "vertical")}
-	return nil
-}
-
-func (o *gpuFlip) Run(ws *engine.Workspace) error {
-	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
+	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, CropW: w, CropH: h, FlipH: fh, FlipV: fv}
 	return nil
 }
 
 func (o *gpuFlip) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Crop(o.plan.batch(bw.Size))
+	return o.run.Crop(o.plan.batch(bw))
 }

@@ -13,13 +13,13 @@ func init() {
 		Doc: "Introduces JPEG compression artifacts into HWC uint8 RGB images, as DALI does: each " +
 			"image is encoded with libjpeg at quality (baseline, 4:2:0 chroma subsampling, the " +
 			"standard tables scaled by quality) and decoded again. quality may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "quality", Type: engine.ArgInt, Default: 50, TensorInput: true, Doc: "JPEG quality, 1 to 100"},
 		},
 	})
 	engine.RegisterBackend("jpeg_compression_distortion", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		if _, per := a.IsPerSample("quality"); !per {
+		if !a.AnyPerSample("quality") {
 			if q := a.Int("quality"); q < 1 || q > 100 {
 				return nil, a.Errorf("quality", "expected 1 to 100, got %d", q)
 			}
@@ -53,15 +53,12 @@ func (o *jpegDistortionOp) Setup(ws *engine.Workspace) error {
 }
 
 func (o *jpegDistortionOp) Run(ws *engine.Workspace) error {
-	q := float64(o.args.Int("quality"))
-	if _, per := o.args.IsPerSample("quality"); per {
-		var err error
-		if q, err = o.args.FloatAt(ws, "quality"); err != nil {
-			return err
-		}
+	q, err := o.args.FloatAt(ws, "quality")
+	if err != nil {
+		return err
 	}
 	if !(q >= 1 && q <= 100) || q != math.Trunc(q) {
-		return engine.Errorf(engine.StatusData, "%s: argument \"quality\": expected an integer from 1 to 100, got %g for this sample", engine.Describe(o.args.Node, o.args.Schema.Name), q)
+		return o.args.ArgDataErrorf(ws, "quality", "expected an integer from 1 to 100, got %g", q)
 	}
 	in, out := ws.In[0], ws.Out[0]
 	h, w := in.Shape[0], in.Shape[1]
@@ -72,11 +69,11 @@ func (o *jpegDistortionOp) Run(ws *engine.Workspace) error {
 	if st.d == nil {
 		var err error
 		if st.d, err = codec.NewJPEGDistorter(); err != nil {
-			return engine.Errorf(engine.StatusData, "%s: %v", engine.Describe(o.args.Node, o.args.Schema.Name), err)
+			return o.args.DataErrorf(ws, "%v", err)
 		}
 	}
 	if err := st.d.RoundTrip(out.Data, in.Data, w, h, int(q)); err != nil {
-		return engine.Errorf(engine.StatusData, "%s: %v", engine.Describe(o.args.Node, o.args.Schema.Name), err)
+		return o.args.DataErrorf(ws, "%v", err)
 	}
 	return nil
 }
@@ -84,12 +81,9 @@ func (o *jpegDistortionOp) Run(ws *engine.Workspace) error {
 // inferRGB is Infer for the operators that map an RGB HWC uint8 image to one of the same
 // shape (color operations that need exactly 3 channels).
 func inferRGB(a *engine.Args, in engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(a, in)
-	if err != nil {
-		return nil, err
-	}
+	c := in.Shape[2]
 	if c != 3 && c >= 0 {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be RGB (3 channels), got %d", engine.Describe(a.Node, a.Schema.Name), c)
+		return nil, a.Invalidf("input must be RGB (3 channels), got %d", c)
 	}
 	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: in.Shape}}, nil
 }
@@ -98,7 +92,7 @@ func inferRGB(a *engine.Args, in engine.TensorMeta) ([]engine.TensorMeta, error)
 // takes the input's shape.
 func setupRGB(a *engine.Args, ws *engine.Workspace) error {
 	if ws.In[0].Shape[2] != 3 {
-		return engine.Errorf(engine.StatusData, "%s: input must be RGB (3 channels), got shape %v", engine.Describe(a.Node, a.Schema.Name), ws.In[0].Shape)
+		return a.DataErrorf(ws, "input must be RGB (3 channels), got shape %v", ws.In[0].Shape)
 	}
 	ws.Out[0].SetShape(ws.In[0].Shape...)
 	return nil

@@ -12,8 +12,7 @@ import (
 
 func noiseInfer(a *engine.Args, in engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if in.Shape == nil || in.DType.Size() == 0 || in.DType == engine.Bool {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be a numeric tensor of known rank, got %s %v",
-			engine.Describe(a.Node, a.Schema.Name), in.DType, in.Shape)
+		return nil, a.Invalidf("input must be a numeric tensor of known rank, got %s %v", in.DType, in.Shape)
 	}
 	return []engine.TensorMeta{in}, nil
 }
@@ -30,8 +29,7 @@ func noiseFloat(a *engine.Args, ws *engine.Workspace, name string, lo, hi float6
 		return 0, err
 	}
 	if math.IsNaN(v) || v < lo || v > hi {
-		return 0, engine.Errorf(engine.StatusData, "%s: argument %q: expected a value in [%g, %g], got %g",
-			engine.Describe(a.Node, a.Schema.Name), name, lo, hi, v)
+		return 0, a.ArgDataErrorf(ws, name, "expected a value in [%g, %g], got %g", lo, hi, v)
 	}
 	return v, nil
 }

@@ -72,12 +72,12 @@ func (o *saltPepperOp) Run(ws *engine.Workspace) error {
 	}
 	in, out := ws.In[0], ws.Out[0]
 	pepper, salt := typeRange(in.DType)
-	if _, per := a.IsPerSample("salt_val"); per || a.Has("salt_val") {
+	if a.Given("salt_val") {
 		if salt, err = a.FloatAt(ws, "salt_val"); err != nil {
 			return err
 		}
 	}
-	if _, per := a.IsPerSample("pepper_val"); per || a.Has("pepper_val") {
+	if a.Given("pepper_val") {
 		if pepper, err = a.FloatAt(ws, "pepper_val"); err != nil {
 			return err
 		}

@@ -89,7 +89,7 @@ func newNormalize(a *engine.Args) (engine.Operator, error) {
 func (o *normalizeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
 	if m.Shape == nil || m.DType.Size() == 0 || m.DType == engine.Bool {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be a numeric tensor of known rank, got %s %v", engine.Describe(o.args.Node, o.args.Schema.Name), m.DType, m.Shape)
+		return nil, o.args.Invalidf("input must be a numeric tensor of known rank, got %s %v", m.DType, m.Shape)
 	}
 	o.ndim = len(m.Shape)
 	all := make([]int, o.ndim)
@@ -106,16 +106,12 @@ func (o *normalizeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 
 func (o *normalizeOp) NewWorkerState() any { return &normalizeState{} }
 
-func (o *normalizeOp) fail(format string, args ...any) error {
-	return engine.Errorf(engine.StatusData, "%s: "+format, append([]any{engine.Describe(o.args.Node, o.args.Schema.Name)}, args...)...)
-}
-
 func (o *normalizeOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	st := ws.State.(*normalizeState)
 	n := len(in.Shape)
 	if n != o.ndim {
-		return o.fail("input has %d dimensions, expected %d", n, o.ndim)
+		return o.args.DataErrorf(ws, "input has %d dimensions, expected %d", n, o.ndim)
 	}
 	reduced := make([]bool, n)
 	switch {
@@ -158,7 +154,7 @@ func (o *normalizeOp) Setup(ws *engine.Workspace) error {
 		}
 		t := ws.ArgIn[p.idx]
 		if k := numElements(t.Shape); k != 1 && !equalShape(t.Shape, st.stat) {
-			return o.fail("argument %q: per-sample shape %v does not broadcast: expected a scalar or shape %v (the input %v with reduced axes 1)", p.name, t.Shape, st.stat, in.Shape)
+			return o.args.DataErrorf(ws, "argument %q: per-sample shape %v does not broadcast: expected a scalar or shape %v (the input %v with reduced axes 1)", p.name, t.Shape, st.stat, in.Shape)
 		}
 	}
 	st.mean = growF64(st.mean, nstat)
@@ -256,7 +252,7 @@ func (o *normalizeOp) Run(ws *engine.Workspace) error {
 		}
 	default:
 		if count == 0 {
-			return o.fail("cannot compute the mean of an empty sample (shape %v)", in.Shape)
+			return o.args.DataErrorf(ws, "cannot compute the mean of an empty sample (shape %v)", in.Shape)
 		}
 		for i := range st.acc {
 			st.acc[i] = 0
@@ -277,13 +273,13 @@ func (o *normalizeOp) Run(ws *engine.Workspace) error {
 		}
 		for i, sd := range st.inv {
 			if !(sd > 0) || math.IsInf(sd, 0) {
-				return o.fail("argument \"stddev\": must be a finite number > 0, got %g for this sample", sd)
+				return o.args.DataErrorf(ws, "argument \"stddev\": must be a finite number > 0, got %g for this sample", sd)
 			}
 			st.inv[i] = 1 / sd
 		}
 	default:
 		if count-o.ddof <= 0 {
-			return o.fail("argument \"ddof\": %d leaves no degrees of freedom for %d values per statistic (shape %v)", o.ddof, count, in.Shape)
+			return o.args.DataErrorf(ws, "argument \"ddof\": %d leaves no degrees of freedom for %d values per statistic (shape %v)", o.ddof, count, in.Shape)
 		}
 		for i := range st.acc {
 			st.acc[i] = 0

@@ -20,8 +20,7 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("pad", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		_, per := a.IsPerSample("shape")
-		if !a.Has("shape") && !per && !a.Has("align") {
+		if !a.Given("shape") && !a.Has("align") {
 			return nil, a.Errorf("shape", "give shape (or align): padding to the batch's largest extent is not supported")
 		}
 		for _, v := range a.Ints("align") {
@@ -29,21 +28,20 @@ func init() {
 				return nil, a.Errorf("align", "must be >= 1, got %v", a.Ints("align"))
 			}
 		}
-		return &padOp{args: a, shapeInput: -1}, nil
+		return &padOp{args: a}, nil
 	})
 }
 
 type padOp struct {
-	args       *engine.Args
-	axes       []int
-	shapeInput int
-	fill       []byte // one element of fill_value in the input's type
+	args *engine.Args
+	axes []int
+	fill []byte // one element of fill_value in the input's type
 }
 
 func (o *padOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
 	if m.Shape == nil || m.DType.Size() == 0 {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be a tensor of known rank and type, got %s %v", engine.Describe(o.args.Node, o.args.Schema.Name), m.DType, m.Shape)
+		return nil, o.args.Invalidf("input must be a tensor of known rank and type, got %s %v", m.DType, m.Shape)
 	}
 	all := make([]int, len(m.Shape))
 	for i := range all {
@@ -60,9 +58,6 @@ func (o *padOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if al := o.args.Ints("align"); len(al) != 0 && len(al) != 1 && len(al) != len(axes) {
 		return nil, o.args.Errorf("align", "needs one value or one per padded axis (%d), got %v", len(axes), al)
 	}
-	if i, ok := o.args.IsPerSample("shape"); ok {
-		o.shapeInput = i
-	}
 	o.fill = make([]byte, m.DType.Size())
 	engine.WriteScalarSat(o.fill, m.DType, o.args.Float("fill_value"))
 	shape := make([]int, len(m.Shape))
@@ -75,21 +70,22 @@ func (o *padOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 func (o *padOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	out := append(ws.Out[0].Shape[:0], in.Shape...)
-	want := o.args.Ints("shape")
+	var buf [8]int
+	want, err := o.args.IntsAt(ws, "shape", buf[:0])
+	if err != nil {
+		return err
+	}
+	if len(want) > 0 && len(want) != len(o.axes) {
+		return o.args.ArgDataErrorf(ws, "shape", "needs %d extents, got %v", len(o.axes), want)
+	}
 	for j, d := range o.axes {
 		ext := in.Shape[d]
-		var w int64 = -1
-		if o.shapeInput >= 0 {
-			t := ws.ArgIn[o.shapeInput]
-			if numElements(t.Shape) != len(o.axes) {
-				return engine.Errorf(engine.StatusData, "%s: argument \"shape\": per-sample input needs %d extents, got shape %v", engine.Describe(o.args.Node, o.args.Schema.Name), len(o.axes), t.Shape)
-			}
-			w = int64(engine.ReadScalar(t.Data[j*t.DType.Size():], t.DType))
-		} else if len(want) > 0 {
-			w = want[j]
+		w := int64(-1)
+		if len(want) > 0 {
+			w = int64(want[j])
 		}
 		if w > 1<<31 {
-			return engine.Errorf(engine.StatusData, "%s: argument \"shape\": extent %d is too large", engine.Describe(o.args.Node, o.args.Schema.Name), w)
+			return o.args.ArgDataErrorf(ws, "shape", "extent %d is too large", w)
 		}
 		if int(w) > ext {
 			ext = int(w)
@@ -105,7 +101,7 @@ func (o *padOp) Setup(ws *engine.Workspace) error {
 	}
 	ws.Out[0].Shape = out
 	if lim := ws.Limits; lim != nil && lim.MaxImagePixels > 0 && int64(numElements(out)) > 64*lim.MaxImagePixels {
-		return engine.Errorf(engine.StatusData, "%s: padded shape %v is too large", engine.Describe(o.args.Node, o.args.Schema.Name), out)
+		return o.args.DataErrorf(ws, "padded shape %v is too large", out)
 	}
 	return nil
 }

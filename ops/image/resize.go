@@ -1,11 +1,10 @@
 package image
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 var interpDoc = "INTERP_NN, INTERP_LINEAR, INTERP_CUBIC, INTERP_TRIANGULAR or INTERP_LANCZOS3"
@@ -16,7 +15,7 @@ func init() {
 		Doc: "Resizes HWC uint8 images. Output size from resize_x/resize_y, size, resize_shorter or " +
 			"resize_longer with mode (default, stretch, not_smaller, not_larger) and max_size, as in DALI. " +
 			"Linear and triangular filters with antialias agree with PIL's BILINEAR.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "resize_x", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "output width (0: from the aspect ratio)"},
 			{Name: "resize_y", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "output height (0: from the aspect ratio)"},
@@ -59,18 +58,15 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	s := &ResizeSpec{W: a.Float("resize_x"), H: a.Float("resize_y"), Shorter: a.Float("resize_shorter"),
 		Longer: a.Float("resize_longer"), Mode: a.String("mode"), Antialias: a.Bool("antialias"),
 		ROIStart: a.Floats("roi_start"), ROIEnd: a.Floats("roi_end"), ROIRelative: a.Bool("roi_relative")}
-	if sz := a.Floats("size"); sz != nil {
+	if a.Has("size") {
 		if a.Has("resize_x") || a.Has("resize_y") {
 			return nil, a.Errorf("size", "give size or resize_x/resize_y, not both")
 		}
-		switch len(sz) {
-		case 1:
-			s.H, s.W = sz[0], sz[0]
-		case 2:
-			s.H, s.W = sz[0], sz[1]
-		default:
-			return nil, a.Errorf("size", "expected (height, width) or one value, got %v", sz)
+		sz, err := a.FloatPair("size")
+		if err != nil {
+			return nil, err
 		}
+		s.H, s.W = sz[0], sz[1]
 	}
 	switch a.String("size_rounding") {
 	case "round":
@@ -86,13 +82,13 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 		return nil, a.Errorf("size_rounding", "expected \"round\" or \"truncate\", got %q", a.String("size_rounding"))
 	}
 	given := 0
-	if s.W > 0 || s.H > 0 || perSample(a, "resize_x", "resize_y", "size") {
+	if s.W > 0 || s.H > 0 || a.AnyPerSample("resize_x", "resize_y", "size") {
 		given++
 	}
-	if s.Shorter > 0 || perSample(a, "resize_shorter") {
+	if s.Shorter > 0 || a.AnyPerSample("resize_shorter") {
 		given++
 	}
-	if s.Longer > 0 || perSample(a, "resize_longer") {
+	if s.Longer > 0 || a.AnyPerSample("resize_longer") {
 		given++
 	}
 	if given != 1 {
@@ -106,15 +102,12 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	default:
 		return nil, a.Errorf("mode", "unknown mode %q; valid: default, stretch, not_smaller, not_larger", s.Mode)
 	}
-	if ms := a.Floats("max_size"); ms != nil {
-		switch len(ms) {
-		case 1:
-			s.MaxH, s.MaxW = ms[0], ms[0]
-		case 2:
-			s.MaxH, s.MaxW = ms[0], ms[1]
-		default:
-			return nil, a.Errorf("max_size", "expected (height, width) or one value, got %v", ms)
+	if a.Has("max_size") {
+		ms, err := a.FloatPair("max_size")
+		if err != nil {
+			return nil, err
 		}
+		s.MaxH, s.MaxW = ms[0], ms[1]
 	}
 	interp, _ := imaging.ParseInterp(a.String("interp_type"))
 	s.Min, s.Mag = interp, interp
@@ -133,16 +126,6 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	return s, nil
 }
 
-// perSample reports whether any of the arguments comes from a pipeline value.
-func perSample(a *engine.Args, names ...string) bool {
-	for _, n := range names {
-		if _, ok := a.IsPerSample(n); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // resizeSizeArgs are the arguments DALI accepts per sample (TensorList) in resize.
 var resizeSizeArgs = []string{"resize_x", "resize_y", "size", "resize_shorter", "resize_longer", "roi_start", "roi_end"}
 
@@ -159,7 +142,7 @@ func (r *resizeOp) specAt(ws *engine.Workspace, buf *ResizeSpec) (*ResizeSpec, e
 		name string
 		dst  *float64
 	}{{"resize_x", &s.W}, {"resize_y", &s.H}, {"resize_shorter", &s.Shorter}, {"resize_longer", &s.Longer}} {
-		if _, ok := a.IsPerSample(p.name); ok {
+		if a.AnyPerSample(p.name) {
 			v, err := a.FloatAt(ws, p.name)
 			if err != nil {
 				return nil, err
@@ -167,45 +150,35 @@ func (r *resizeOp) specAt(ws *engine.Workspace, buf *ResizeSpec) (*ResizeSpec, e
 			*p.dst = v
 		}
 	}
-	bad := func(name, format string, args ...any) error {
-		return engine.Errorf(engine.StatusData, "%s: argument %q: %s for this sample", engine.Describe(a.Node, a.Schema.Name), name, fmt.Sprintf(format, args...))
-	}
-	if _, ok := a.IsPerSample("size"); ok {
-		sz, err := a.FloatsAt(ws, "size", nil)
+	if a.AnyPerSample("size") {
+		sz, err := a.FloatPairAt(ws, "size")
 		if err != nil {
 			return nil, err
 		}
-		switch len(sz) {
-		case 1:
-			s.H, s.W = sz[0], sz[0]
-		case 2:
-			s.H, s.W = sz[0], sz[1]
-		default:
-			return nil, bad("size", "expected (height, width) or one value, got %v", sz)
-		}
+		s.H, s.W = sz[0], sz[1]
 	}
 	for _, p := range []struct {
 		name string
 		dst  *[]float64
 	}{{"roi_start", &s.ROIStart}, {"roi_end", &s.ROIEnd}} {
-		if _, ok := a.IsPerSample(p.name); ok {
+		if a.AnyPerSample(p.name) {
 			v, err := a.FloatsAt(ws, p.name, nil)
 			if err != nil {
 				return nil, err
 			}
 			if len(v) != 2 {
-				return nil, bad(p.name, "expected (y, x), got %v", v)
+				return nil, a.ArgDataErrorf(ws, p.name, "expected (y, x), got %v", v)
 			}
 			*p.dst = v
 		}
 	}
 	for _, v := range []float64{s.W, s.H, s.Shorter, s.Longer} {
 		if !(v >= 0) || math.IsInf(v, 0) {
-			return nil, bad("size", "sizes must be finite and >= 0, got resize_x=%g resize_y=%g resize_shorter=%g resize_longer=%g", s.W, s.H, s.Shorter, s.Longer)
+			return nil, a.ArgDataErrorf(ws, "size", "sizes must be finite and >= 0, got resize_x=%g resize_y=%g resize_shorter=%g resize_longer=%g", s.W, s.H, s.Shorter, s.Longer)
 		}
 	}
 	if s.W == 0 && s.H == 0 && s.Shorter == 0 && s.Longer == 0 {
-		return nil, bad("size", "every size is 0 (no output size)")
+		return nil, a.ArgDataErrorf(ws, "size", "every size is 0 (no output size)")
 	}
 	return s, nil
 }
@@ -340,21 +313,11 @@ func newResize(a *engine.Args) (*resizeOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &resizeOp{args: a, spec: s, dynamic: perSample(a, resizeSizeArgs...)}, nil
-}
-
-func checkImageInput(a *engine.Args, in engine.TensorMeta) (int, error) {
-	if in.DType != engine.UInt8 || len(in.Shape) != 3 || (in.Layout != "HWC" && in.Layout != "") {
-		return 0, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be HWC uint8 images (e.g. from a decoder), got %s %s %v", engine.Describe(a.Node, a.Schema.Name), in.DType, in.Layout, in.Shape)
-	}
-	return in.Shape[2], nil
+	return &resizeOp{args: a, spec: s, dynamic: a.AnyPerSample(resizeSizeArgs...)}, nil
 }
 
 func (r *resizeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(r.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	shape := []int{-1, -1, c}
 	if w, h, ok := r.spec.StaticSize(); ok && !r.dynamic {
 		shape = []int{h, w, c}
@@ -384,7 +347,7 @@ func (r *resizeOp) Setup(ws *engine.Workspace) error {
 	st.roi = spec.ROI(w, h)
 	ow, oh := spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
 	if ow == 0 {
-		return engine.Errorf(engine.StatusData, "resize: empty input region %v of a %dx%d image", st.roi, w, h)
+		return r.args.DataErrorf(ws, "empty input region %v of a %dx%d image", st.roi, w, h)
 	}
 	ws.Out[0].SetShape(oh, ow, c)
 	return nil

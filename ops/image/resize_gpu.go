@@ -24,14 +24,21 @@ func init() {
 	})
 }
 
-// gpuPlan collects the samples of a batch between the stage's per-sample calls and
-// RunBatch; its slices are reused from batch to batch.
-type gpuPlan[T any] struct {
+// gpuSample is a kernel's per-sample record (kernels.ResizeSample, ...).
+type gpuSample[T any] interface {
+	*T
+	SetDst(uintptr)
+}
+
+// gpuPlan collects the samples of a batch between the stage's per-sample Setup calls
+// and RunBatch; its slices are reused from batch to batch. The operators using it embed
+// engine.RunInBatch: batch takes the output addresses from the batch workspace.
+type gpuPlan[T any, P gpuSample[T]] struct {
 	samples []T
 }
 
 // at returns sample i's entry, growing the plan to the batch.
-func (p *gpuPlan[T]) at(i int) *T {
+func (p *gpuPlan[T, P]) at(i int) *T {
 	for len(p.samples) <= i {
 		var z T
 		p.samples = append(p.samples, z)
@@ -39,14 +46,22 @@ func (p *gpuPlan[T]) at(i int) *T {
 	return &p.samples[i]
 }
 
-// batch is the plan's first n samples.
-func (p *gpuPlan[T]) batch(n int) []T { return p.samples[:n] }
+// batch is the plan of bw's samples, each with its output 0's device address.
+func (p *gpuPlan[T, P]) batch(bw *engine.BatchWorkspace) []T {
+	s := p.samples[:bw.Size]
+	for i := range s {
+		P(&s[i]).SetDst(bw.Out[0][i].Dev)
+	}
+	return s
+}
 
 // gpuResize is resize on device "gpu": the CPU operator's sizes and filters (kernels uses
 // the same weights), one launch pair per batch.
 type gpuResize struct {
+	engine.RunInBatch
+	gpuKernels
 	cpu  *resizeOp
-	plan gpuPlan[kernels.ResizeSample]
+	plan gpuPlan[kernels.ResizeSample, *kernels.ResizeSample]
 }
 
 func (r *gpuResize) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
@@ -64,7 +79,7 @@ func (r *gpuResize) Setup(ws *engine.Workspace) error {
 	roi := spec.ROI(w, h)
 	ow, oh := spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
 	if ow == 0 {
-		return engine.Errorf(engine.StatusData, "resize: empty input region %v of a %dx%d image", roi, w, h)
+		return r.cpu.args.DataErrorf(ws, "empty input region %v of a %dx%d image", roi, w, h)
 	}
 	ws.Out[0].SetShape(oh, ow, c)
 	*r.plan.at(ws.Sample) = kernels.ResizeSample{Src: in.Dev, SrcW: w, SrcH: h, Channels: c, DstW: ow, DstH: oh,
@@ -72,20 +87,17 @@ func (r *gpuResize) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (r *gpuResize) Run(ws *engine.Workspace) error {
-	r.plan.at(ws.Sample).Dst = ws.Out[0].Dev
-	return nil
-}
-
 func (r *gpuResize) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Resize(r.plan.batch(bw.Size))
+	return r.run.Resize(r.plan.batch(bw))
 }
 
 // gpuRandomResizedCrop is random_resized_crop on device "gpu": the window is drawn from
 // the sample's random stream as on the CPU, and resized as a region of interest.
 type gpuRandomResizedCrop struct {
+	engine.RunInBatch
+	gpuKernels
 	cpu  *randomResizedCropOp
-	plan gpuPlan[kernels.ResizeSample]
+	plan gpuPlan[kernels.ResizeSample, *kernels.ResizeSample]
 }
 
 func (o *gpuRandomResizedCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
@@ -102,11 +114,6 @@ func (o *gpuRandomResizedCrop) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-func (o *gpuRandomResizedCrop) Run(ws *engine.Workspace) error {
-	o.plan.at(ws.Sample).Dst = ws.Out[0].Dev
-	return nil
-}
-
 func (o *gpuRandomResizedCrop) RunBatch(bw *engine.BatchWorkspace) error {
-	return bw.GPU.Kernels.Resize(o.plan.batch(bw.Size))
+	return o.run.Resize(o.plan.batch(bw))
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 func init() {
@@ -15,7 +15,7 @@ func init() {
 			"the parity of the input's sides kept to avoid half-pixel blur); keep_size keeps the " +
 			"input size, size sets it. Pixels from outside the input are fill_value, or the nearest " +
 			"edge pixel when fill_value is not given. angle may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "angle", Type: engine.ArgFloat, Required: true, TensorInput: true, Doc: "rotation in degrees, counter-clockwise (top-left origin)"},
 			{Name: "keep_size", Type: engine.ArgBool, Default: false, Doc: "keep the input's size (corners are cut)"},
@@ -44,19 +44,20 @@ func newRotate(a *engine.Args) (*rotateOp, error) {
 	if a.DType("dtype") != engine.UInt8 {
 		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
 	}
-	if _, per := a.IsPerSample("angle"); !per {
+	if !a.AnyPerSample("angle") {
 		if v := a.Float("angle"); math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, a.Errorf("angle", "expected a finite number of degrees, got %g", v)
 		}
 	}
-	if s := a.Floats("size"); s != nil {
+	if a.Has("size") {
 		if o.keep {
 			return nil, a.Errorf("size", "give size or keep_size, not both")
 		}
-		if len(s) == 1 {
-			s = []float64{s[0], s[0]}
+		s, err := a.FloatPair("size")
+		if err != nil {
+			return nil, err
 		}
-		if len(s) != 2 || !(s[0] >= 0.5 && s[1] >= 0.5) || s[0] > 1<<20 || s[1] > 1<<20 {
+		if !(s[0] >= 0.5 && s[1] >= 0.5) || s[0] > 1<<20 || s[1] > 1<<20 {
 			return nil, a.Errorf("size", "expected (height, width) of at least 1 pixel, got %v", a.Floats("size"))
 		}
 		o.h, o.w = int(math.Round(s[0])), int(math.Round(s[1]))
@@ -70,10 +71,7 @@ func newRotate(a *engine.Args) (*rotateOp, error) {
 }
 
 func (o *rotateOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	shape := []int{-1, -1, c}
 	switch {
 	case o.w > 0:
@@ -116,7 +114,7 @@ func (o *rotateOp) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	if math.IsNaN(deg) || math.IsInf(deg, 0) {
-		return engine.Errorf(engine.StatusData, "%s: argument \"angle\": expected a finite number of degrees, got %g for this sample", engine.Describe(o.args.Node, o.args.Schema.Name), deg)
+		return o.args.ArgDataErrorf(ws, "angle", "expected a finite number of degrees, got %g", deg)
 	}
 	rad := deg * math.Pi / 180
 	ow, oh := w, h
@@ -127,7 +125,7 @@ func (o *rotateOp) Setup(ws *engine.Workspace) error {
 		ow, oh = RotatedSize(w, h, rad)
 	}
 	if lim := ws.Limits; lim != nil && lim.MaxImagePixels > 0 && int64(ow)*int64(oh) > lim.MaxImagePixels {
-		return engine.Errorf(engine.StatusData, "%s: output of %dx%d pixels exceeds max_image_pixels (%d)", engine.Describe(o.args.Node, o.args.Schema.Name), ow, oh, lim.MaxImagePixels)
+		return o.args.DataErrorf(ws, "output of %dx%d pixels exceeds max_image_pixels (%d)", ow, oh, lim.MaxImagePixels)
 	}
 	// Output to input, about the centres: with y pointing down, [[cos, -sin], [sin, cos]]
 	// takes an output point to the input point that a counter-clockwise (on screen)

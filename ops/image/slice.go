@@ -3,7 +3,7 @@ package image
 import (
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 	"github.com/godali/godali/ops/decoders"
 )
 
@@ -12,7 +12,7 @@ func init() {
 		Name: "slice",
 		Doc: "Cuts the window given by the anchor and shape inputs (e.g. from random_bbox_crop: relative (x, y) " +
 			"values by default) out of HWC uint8 images.",
-		MinInputs: 3, MaxInputs: 3, Outputs: []string{"images"}, HostOnly: true,
+		MinInputs: 3, MaxInputs: 3, Outputs: []string{"images"}, HostOnly: true, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: append(append([]engine.ArgSpec{}, decoders.SliceArgs...),
 			engine.ArgSpec{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"}),
 	})
@@ -36,10 +36,7 @@ type sliceOp struct {
 type sliceWindow struct{ r codec.Rect }
 
 func (o *sliceOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	if err := o.slice.CheckInputs(in); err != nil {
 		return nil, err
 	}

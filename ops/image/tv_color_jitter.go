@@ -21,7 +21,7 @@ func init() {
 			"and adjust_hue's uint8 HSV shift). Each factor is drawn uniformly from its [lo, hi] range " +
 			"(an adjustment whose range is not given is skipped) and the four are applied in a random " +
 			"order per sample (torchvision's randperm(4)), or in order when given.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloatList, Doc: "[lo, hi] of the brightness factor (>= 0)"},
 			{Name: "contrast", Type: engine.ArgFloatList, Doc: "[lo, hi] of the contrast factor (>= 0)"},

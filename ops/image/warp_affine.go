@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 func init() {
@@ -15,7 +15,7 @@ func init() {
 			"at (x+0.5, y+0.5)); with inverse_map (the default) it maps output points to the input " +
 			"points they show, with inverse_map=False input points to output points. Pixels from " +
 			"outside the input are fill_value, or the nearest edge pixel when it is not given.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "matrix", Type: engine.ArgFloatList, Required: true, Doc: "the 2x3 transform, row-major"},
 			{Name: "size", Type: engine.ArgFloatList, Doc: "output size (height, width); default the input's"},
@@ -70,10 +70,7 @@ func newWarpAffine(a *engine.Args) (*warpAffineOp, error) {
 }
 
 func (o *warpAffineOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c, err := checkImageInput(o.args, in[0])
-	if err != nil {
-		return nil, err
-	}
+	c := in[0].Shape[2]
 	shape := []int{in[0].Shape[0], in[0].Shape[1], c}
 	if o.w > 0 {
 		shape = []int{o.h, o.w, c}
@@ -88,7 +85,7 @@ func (o *warpAffineOp) Setup(ws *engine.Workspace) error {
 		h, w = o.h, o.w
 	}
 	if lim := ws.Limits; lim != nil && lim.MaxImagePixels > 0 && int64(w)*int64(h) > lim.MaxImagePixels {
-		return engine.Errorf(engine.StatusData, "%s: output of %dx%d pixels exceeds max_image_pixels (%d)", engine.Describe(o.args.Node, o.args.Schema.Name), w, h, lim.MaxImagePixels)
+		return o.args.DataErrorf(ws, "output of %dx%d pixels exceeds max_image_pixels (%d)", w, h, lim.MaxImagePixels)
 	}
 	ws.Out[0].SetShape(h, w, in.Shape[2])
 	return nil

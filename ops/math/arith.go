@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 func opNames() string {
@@ -50,7 +50,7 @@ type arithOp struct {
 	layout  string
 }
 
-func (o *arithOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *arithOp) where() string { return o.args.Where() }
 
 func (o *arithOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	types := make([]engine.DType, len(in))

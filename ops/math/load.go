@@ -5,7 +5,7 @@ import (
 	gomath "math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/engine/imaging"
+	"github.com/godali/godali/imaging"
 )
 
 // Element access: each input is widened once into the computation's domain (float64,

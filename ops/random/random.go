@@ -30,11 +30,11 @@ func init() {
 			}
 			return 0
 		}}
-		if _, ok := a.IsPerSample("probability"); ok {
+		if a.AnyPerSample("probability") {
 			o.params = func(ws *engine.Workspace) (float64, float64, error) {
 				p, err := a.FloatAt(ws, "probability")
 				if err == nil && !(p >= 0 && p <= 1) {
-					err = engine.Errorf(engine.StatusData, "%s: argument \"probability\": must be in [0, 1], got %g for this sample", engine.Describe(a.Node, a.Schema.Name), p)
+					err = a.ArgDataErrorf(ws, "probability", "must be in [0, 1], got %g", p)
 				}
 				return p, 0, err
 			}
@@ -68,14 +68,14 @@ func init() {
 		dt := a.DType("dtype")
 		o := &randomOp{args: a, dtype: dt,
 			draw: func(r *engine.RNG, lo, hi float64) float64 { return uniformBelow(r.Uniform(lo, hi), lo, hi, dt) }}
-		if _, ok := a.IsPerSample("range"); ok {
+		if a.AnyPerSample("range") {
 			o.params = func(ws *engine.Workspace) (float64, float64, error) {
 				rg, err := a.FloatsAt(ws, "range", nil)
 				if err != nil {
 					return 0, 0, err
 				}
 				if len(rg) != 2 || !(rg[0] <= rg[1]) {
-					return 0, 0, engine.Errorf(engine.StatusData, "%s: argument \"range\": expected [lo, hi] with lo <= hi for each sample, got %v", engine.Describe(a.Node, a.Schema.Name), rg)
+					return 0, 0, a.ArgDataErrorf(ws, "range", "expected [lo, hi] with lo <= hi for each sample, got %v", rg)
 				}
 				return rg[0], rg[1], nil
 			}
@@ -121,7 +121,7 @@ func init() {
 					return 0, 0, err
 				}
 				if sd < 0 || math.IsNaN(sd) {
-					return 0, 0, engine.Errorf(engine.StatusData, "%s: argument \"stddev\": must be >= 0, got %g for this sample", engine.Describe(a.Node, a.Schema.Name), sd)
+					return 0, 0, a.ArgDataErrorf(ws, "stddev", "must be >= 0, got %g", sd)
 				}
 				return mean, sd, nil
 			}
@@ -301,11 +301,11 @@ func (o *randomOp) Setup(ws *engine.Workspace) error {
 	n := 1
 	for _, d := range dims {
 		if d != math.Trunc(d) || d < 0 || d > maxRandomElements {
-			return engine.Errorf(engine.StatusData, "%s: argument \"shape\": dimensions must be whole numbers >= 0, got %v for this sample", engine.Describe(o.args.Node, o.args.Schema.Name), dims)
+			return o.args.ArgDataErrorf(ws, "shape", "dimensions must be whole numbers >= 0, got %v", dims)
 		}
 		n *= int(d)
 		if n > maxRandomElements {
-			return engine.Errorf(engine.StatusData, "%s: argument \"shape\": %v is more than %d elements per sample", engine.Describe(o.args.Node, o.args.Schema.Name), dims, maxRandomElements)
+			return o.args.ArgDataErrorf(ws, "shape", "%v is more than %d elements per sample", dims, maxRandomElements)
 		}
 		out = append(out, int(d))
 	}

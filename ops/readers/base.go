@@ -43,8 +43,17 @@ func CommonArgs() []engine.ArgSpec {
 		{Name: "io_concurrency", Type: engine.ArgInt, Default: 0, Doc: "requests in flight when reading s3:// or http(s):// data (0: the default, 32)"},
 		{Name: "cache_dir", Type: engine.ArgString, Doc: "directory where remote objects are cached on local disk (none: no cache)"},
 		{Name: "cache_size", Type: engine.ArgInt, Default: 0, Doc: "bound of cache_dir in bytes, least recently used objects evicted first (0: 10 GiB)"},
+		{Name: "io_timeout", Type: engine.ArgFloat, Default: 0.0, Doc: "seconds one attempt of a remote request (HEAD, ranged GET, listing page) may take, body included, before it is retried; a request is tried at most 8 times, then the sample (or build) fails naming the URL (0: 30 s)"},
 	}
 }
+
+// AllowOutsideRootArg is the opt-in of the readers that take lists of files (a
+// file_list, COCO's annotations) to entries outside the data set; see listScope.
+var AllowOutsideRootArg = engine.ArgSpec{Name: "allow_outside_root", Type: engine.ArgBool, Default: false,
+	Doc: "let the entries of a file list name files outside the data set: local paths outside file_root " +
+		"(or the list's directory) through an absolute path or '..', URLs when the root is local, and, for a " +
+		"remote list or root, other schemes, hosts or buckets and local files. Off by default: a list is data, " +
+		"and a list served by someone else must not make the pipeline read local files or other servers"}
 
 // ShuffleAfterEpochArg is DALI's shuffle_after_epoch, which only some readers take; a
 // schema that lists it gets its behaviour from Base.
@@ -69,6 +78,7 @@ type Base struct {
 	pad      bool
 	seed     int64
 	pipeSeed uint64
+	limits   engine.Limits // the pipeline's (engine.LimitsTaker)
 
 	order  []int // the epoch's sample order (indices into entries)
 	length int   // samples in the epoch (padded)
@@ -145,6 +155,13 @@ func (b *Base) SetSamples(entries []engine.SampleRef, what string) error {
 
 // SetPipelineSeed is called by the executor before Open.
 func (b *Base) SetPipelineSeed(s uint64) { b.pipeSeed = s }
+
+// TakeLimits keeps the pipeline's limits (engine.LimitsTaker), for the remote
+// read-ahead that runs before a sample's Setup.
+func (b *Base) TakeLimits(l engine.Limits) { b.limits = l }
+
+// MaxFileBytes is the pipeline's max_file_bytes (0: no limit).
+func (b *Base) MaxFileBytes() int64 { return b.limits.MaxFileBytes }
 
 // Meta is DALI's reader metadata.
 func (b *Base) Meta() engine.ReaderMeta {

@@ -42,6 +42,7 @@ func init() {
 			{Name: "save_preprocessed_annotations", Type: engine.ArgBool, Default: false, Doc: "not supported by godali"},
 			{Name: "save_preprocessed_annotations_dir", Type: engine.ArgString, Doc: "not supported by godali"},
 			ShuffleAfterEpochArg,
+			AllowOutsideRootArg,
 		}, CommonArgs()...),
 	})
 	engine.RegisterBackend("readers.coco", "cpu", newCocoReader)
@@ -136,9 +137,14 @@ func (r *cocoReader) Open() error {
 		}
 		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"images\": %v", where, err)
 	}
+	scope := newListScope(a, "annotations_file", ann, root)
 	entries := make([]engine.SampleRef, len(samples))
 	for i, s := range samples {
-		entries[i] = engine.SampleRef{Path: joinPath(root, s.FileName)}
+		p := joinPath(root, s.FileName)
+		if err := scope.check(s.FileName, p); err != nil {
+			return engine.Errorf(engine.StatusData, "%s: %v", where, err)
+		}
+		entries[i] = engine.SampleRef{Path: p}
 	}
 	if err := r.SetSamples(entries, "images"); err != nil {
 		return err
@@ -146,6 +152,12 @@ func (r *cocoReader) Open() error {
 	r.samples = samples
 	return nil
 }
+
+// Close stops the reader's remote requests (engine.Closer: the pipeline is destroyed).
+func (r *cocoReader) Close() { r.io.close() }
+
+// Interrupt makes the reader's remote requests in flight return (engine.Interrupter).
+func (r *cocoReader) Interrupt() { r.io.interrupt() }
 
 type cocoReaderState struct {
 	f    source.File

@@ -114,12 +114,18 @@ func TestCocoReaderErrorsNameTheirCause(t *testing.T) {
 			t.Errorf("%s: got %v, want an error naming %s", c.extra, err, c.want)
 		}
 	}
-	bad := filepath.Join(t.TempDir(), "broken.json")
-	os.WriteFile(bad, []byte(`{"images": [`), 0o644)
-	_, err := cocoPipeline(t, root, bad, "", 2)
-	var e *engine.Error
-	if !errors.As(err, &e) || !strings.Contains(err.Error(), "broken.json") {
-		t.Errorf("malformed annotations: %v", err)
+	good, err := os.ReadFile(ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range [][]byte{[]byte(`{"images": [`), append(append([]byte{}, good...), " trailing"...), append(append([]byte{}, good...), good...)} {
+		bad := filepath.Join(t.TempDir(), "broken.json")
+		os.WriteFile(bad, doc, 0o644)
+		_, err := cocoPipeline(t, root, bad, "", 2)
+		var e *engine.Error
+		if !errors.As(err, &e) || !strings.Contains(err.Error(), "broken.json") {
+			t.Errorf("malformed annotations %.30q...: %v", doc, err)
+		}
 	}
 	// A node naming more outputs than the arguments give is refused at build time.
 	desc := fmt.Sprintf(`{"batch_size": 1, "num_threads": 1, "device_id": null,
@@ -127,5 +133,57 @@ func TestCocoReaderErrorsNameTheirCause(t *testing.T) {
 	"outputs": ["a"]}`, root, ann)
 	if _, err := engine.NewPipeline([]byte(desc)); err == nil || !strings.Contains(err.Error(), "produces 3") {
 		t.Errorf("too many outputs: %v", err)
+	}
+}
+
+// TestCocoFileNamesStayUnderFileRoot: an annotation file_name that is absolute or climbs
+// out with ".." is refused at build, naming the entry and the opt-in; with
+// allow_outside_root it is read.
+func TestCocoFileNamesStayUnderFileRoot(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(outside, []byte("outside the data set"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{outside, "../../" + filepath.Base(filepath.Dir(outside)) + "/secret.txt", "sub/../../x.jpg"} {
+		root, ann := writeCOCO(t, 2)
+		b, _ := os.ReadFile(ann)
+		var doc map[string]any
+		json.Unmarshal(b, &doc)
+		doc["images"].([]any)[1].(map[string]any)["file_name"] = name
+		b, _ = json.Marshal(doc)
+		os.WriteFile(ann, b, 0o644)
+		p, err := cocoPipeline(t, root, ann, "", 2)
+		if err == nil {
+			p.Close()
+			t.Fatalf("file_name %q: built, want refused", name)
+		}
+		if msg := err.Error(); !strings.Contains(msg, name) || !strings.Contains(msg, "allow_outside_root") {
+			t.Fatalf("file_name %q: error %q does not name the entry and the opt-in", name, msg)
+		}
+	}
+	root, ann := writeCOCO(t, 2)
+	b, _ := os.ReadFile(ann)
+	var doc map[string]any
+	json.Unmarshal(b, &doc)
+	doc["images"].([]any)[1].(map[string]any)["file_name"] = outside
+	b, _ = json.Marshal(doc)
+	os.WriteFile(ann, b, 0o644)
+	p, err := cocoPipeline(t, root, ann, `, "allow_outside_root": true`, 2)
+	if err != nil {
+		t.Fatalf("with allow_outside_root: %v", err)
+	}
+	defer p.Close()
+	batch, err := p.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for i := 0; i < 2; i++ {
+		if string(sampleBytes(t, batch, 0, i)) == "outside the data set" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the opted-in file outside file_root was not read")
 	}
 }

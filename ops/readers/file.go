@@ -26,7 +26,7 @@ func init() {
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"data", "label"}, IsReader: true,
 		Args: append([]engine.ArgSpec{
 			{Name: "file_root", Type: engine.ArgString, Doc: "directory: each sorted subdirectory is a class"},
-			{Name: "file_list", Type: engine.ArgString, Doc: "text file of \"path label\" lines, paths relative to file_root (or to the list's directory)"},
+			{Name: "file_list", Type: engine.ArgString, Doc: "text file (local path or URL) of \"path label\" lines, paths relative to file_root (or to the list's directory); entries outside it are refused unless allow_outside_root is set"},
 			{Name: "files", Type: engine.ArgStringList, Doc: "explicit list of paths (relative to file_root if given)"},
 			{Name: "labels", Type: engine.ArgIntList, Doc: "labels for files (default: the file's index)"},
 			{Name: "file_filters", Type: engine.ArgStringList, Default: []string{"*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.webp", "*.gif"}, Doc: "glob patterns of files taken from file_root"},
@@ -34,6 +34,7 @@ func init() {
 			{Name: "dir_filters", Type: engine.ArgStringList, Doc: "glob patterns of the subdirectories of file_root taken as classes (labels number the matching ones in sorted order); ignored with file_list or files"},
 			{Name: "tensor_init_bytes", Type: engine.ArgInt, Default: 1048576, Doc: "DALI's per-sample memory hint; accepted for compatibility (godali sizes buffers from the files)"},
 			ShuffleAfterEpochArg,
+			AllowOutsideRootArg,
 		}, CommonArgs()...),
 	})
 	engine.RegisterBackend("readers.file", "cpu", newFileReader)
@@ -119,7 +120,7 @@ func (r *fileReader) Open() error {
 	case a.Has("file_list"):
 		var src source.Source
 		if src, err = r.io.src(a.String("file_list")); err == nil {
-			entries, err = readFileList(src, a.String("file_list"), root)
+			entries, err = readFileList(src, newListScope(a, "file_list", a.String("file_list"), root))
 		}
 	default:
 		var src source.Source
@@ -195,15 +196,14 @@ func scanImageFolder(src source.Source, root string, filters, dirFilters []strin
 	return out, nil
 }
 
-func readFileList(src source.Source, list, root string) ([]engine.SampleRef, error) {
+// readFileList reads a file_list's "path label" lines; every path must lie in scope.
+func readFileList(src source.Source, scope listScope) ([]engine.SampleRef, error) {
+	list, root := scope.list, scope.root
 	f, err := src.Open(list)
 	if err != nil {
 		return nil, fmt.Errorf("file_list: %w", err)
 	}
 	defer f.Close()
-	if root == "" {
-		root = dirOf(list)
-	}
 	var out []engine.SampleRef
 	sc := bufio.NewScanner(io.NewSectionReader(f, 0, f.Size()))
 	line := 0
@@ -221,7 +221,11 @@ func readFileList(src source.Source, list, root string) ([]engine.SampleRef, err
 		if err != nil {
 			return nil, fmt.Errorf("file_list %s:%d: label %q is not an integer", list, line, s[i+1:])
 		}
-		p := joinPath(root, strings.TrimSpace(s[:i]))
+		entry := strings.TrimSpace(s[:i])
+		p := joinPath(root, entry)
+		if err := scope.check(entry, p); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
 		out = append(out, engine.SampleRef{Path: p, Label: int32(label)})
 	}
 	return out, sc.Err()
@@ -237,6 +241,9 @@ type fileReaderState struct {
 // Close stops the reader's remote requests (engine.Closer: the pipeline is destroyed).
 func (r *fileReader) Close() { r.io.close() }
 
+// Interrupt makes the reader's remote requests in flight return (engine.Interrupter).
+func (r *fileReader) Interrupt() { r.io.interrupt() }
+
 // NextBatch plans the batch and starts fetching its remote files ahead.
 func (r *fileReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 	valid, last, ok := r.Base.NextBatch(refs)
@@ -245,7 +252,7 @@ func (r *fileReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 		for i := range refs {
 			paths[i] = refs[i].Path
 		}
-		r.io.readAhead(paths)
+		r.io.readAhead(paths, r.MaxFileBytes())
 	}
 	return valid, last, ok
 }

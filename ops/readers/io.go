@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/source"
@@ -40,6 +42,11 @@ func newReaderIO(a *engine.Args) (*readerIO, error) {
 	return &readerIO{args: a, ctx: ctx, cancel: cancel}, nil
 }
 
+// interrupt makes the requests in flight (reads ahead included) return at once and
+// later ones fail (engine.Interrupter: the pipeline is closing, or its host was
+// interrupted). Every remote request runs under r.ctx.
+func (r *readerIO) interrupt() { r.cancel() }
+
 // close stops the requests in flight (reads ahead included) and drops idle
 // connections; the reader's pipeline is being destroyed.
 func (r *readerIO) close() {
@@ -69,9 +76,15 @@ func (r *readerIO) src(path string) (source.Source, error) {
 	if size == 0 {
 		size = 10 << 30
 	}
+	timeout := a.Float("io_timeout")
+	if timeout < 0 || timeout != timeout || timeout > 86400 {
+		r.err = a.Errorf("io_timeout", "must be between 0 and 86400 seconds, got %g", timeout)
+		return nil, r.err
+	}
 	// Training data is read for hours: more attempts than the Fetcher's default before
 	// a sample fails.
-	opts := remote.FetchOptions{Concurrency: conc, Retry: remote.RetryPolicy{MaxAttempts: 8}}
+	opts := remote.FetchOptions{Concurrency: conc, Retry: remote.RetryPolicy{MaxAttempts: 8},
+		AttemptTimeout: time.Duration(timeout * float64(time.Second))}
 	if dir != "" {
 		c, err := remote.OpenCache(dir, size)
 		if err != nil {
@@ -120,8 +133,10 @@ type fetchSlot struct {
 
 // readAhead starts fetching the remote objects among paths (a batch the reader has
 // just planned), io_concurrency requests in flight, in plan order; take hands them to
-// the samples' Setup. Local paths are left alone.
-func (r *readerIO) readAhead(paths []string) {
+// the samples' Setup. Local paths are left alone. Objects larger than maxBytes (the
+// pipeline's max_file_bytes; 0: no limit) are refused from the size the first
+// response gives, before their bytes are read.
+func (r *readerIO) readAhead(paths []string, maxBytes int64) {
 	var urls []string
 	var slots []*fetchSlot
 	r.mu.Lock()
@@ -147,15 +162,15 @@ func (r *readerIO) readAhead(paths []string) {
 	}
 	f := src.(*remote.FS).Fetcher()
 	go func() {
-		s := f.Stream(r.ctx, remote.Infos(urls...))
+		s := f.StreamUpTo(r.ctx, remote.Infos(urls...), maxBytes)
 		defer s.Close()
 		for i := range slots {
 			res, ok := s.Next()
 			sl := slots[i]
 			if !ok {
-				sl.err = s.Err()
-				if sl.err == nil {
-					sl.err = fmt.Errorf("remote read of %s was stopped", urls[i])
+				sl.err = fmt.Errorf("remote read of %s was stopped (the pipeline is closing)", urls[i])
+				if err := s.Err(); err != nil {
+					sl.err = fmt.Errorf("remote read of %s was stopped (the pipeline is closing): %w", urls[i], err)
 				}
 			} else {
 				sl.data, sl.err = res.Data, res.Err
@@ -278,6 +293,9 @@ func (r *readerIO) take(path string) (data []byte, ok bool, err error) {
 	r.mu.Unlock()
 	<-sl.done
 	if sl.err != nil {
+		if errors.Is(sl.err, remote.ErrTooLarge) {
+			return nil, true, engine.Errorf(engine.StatusData, "%v (the pipeline's max_file_bytes; raise it to read the file)", sl.err)
+		}
 		var pe *fs.PathError
 		if errors.As(sl.err, &pe) {
 			return nil, true, sl.err
@@ -505,4 +523,79 @@ func (r *readerIO) fetchShard(fs *remote.FS, path string, b *shardBuf) {
 		return
 	}
 	b.data = data
+}
+
+// listScope says where the entries of a list of files (a file_list, COCO's
+// annotations) may point, unless allow_outside_root is set: under root, the file_root
+// or else the list's directory. For a local root, an entry must lie below it once
+// joined and cleaned (no absolute path elsewhere, no '..' above it, no URL); for a
+// remote root, it must have its scheme and host (S3: bucket). An entry of a list
+// fetched from a URL must moreover be remote: such a list never reaches local files.
+// Symbolic links below a local root are not followed by the check.
+type listScope struct {
+	arg   string // the reader argument naming the list, for messages
+	list  string
+	root  string
+	allow bool
+}
+
+func newListScope(a *engine.Args, arg, list, root string) listScope {
+	if root == "" {
+		root = dirOf(list)
+	}
+	allow := false
+	if _, ok := a.Schema.Arg(AllowOutsideRootArg.Name); ok {
+		allow = a.Bool(AllowOutsideRootArg.Name)
+	}
+	return listScope{arg: arg, list: list, root: root, allow: allow}
+}
+
+// check returns an error naming the entry (as written in the list) when resolved, the
+// path it resolves to, lies outside the scope.
+func (s listScope) check(entry, resolved string) error {
+	if s.allow {
+		return nil
+	}
+	why := ""
+	switch {
+	case remote.IsRemote(s.list) && !remote.IsRemote(resolved):
+		why = "a list read from a URL may not name local files"
+	case remote.IsRemote(s.root):
+		if !remote.IsRemote(resolved) {
+			why = fmt.Sprintf("it is a local path and the root %s is remote", s.root)
+		} else if o, ro := origin(resolved), origin(s.root); o == "" || o != ro {
+			why = fmt.Sprintf("it is not on %s, the root's location", ro)
+		}
+	case remote.IsRemote(resolved):
+		why = fmt.Sprintf("it is a URL and the root %s is a local directory", s.root)
+	default:
+		if !underDir(s.root, resolved) {
+			why = fmt.Sprintf("it is outside the root directory %s", s.root)
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("%s %s: entry %q is refused: %s (set allow_outside_root=True to read files outside the data set)", s.arg, s.list, entry, why)
+}
+
+// origin is a URL's lower-case scheme and host (the bucket for s3://), without user
+// information; "" when it does not parse.
+func origin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return ""
+	}
+	return strings.ToLower(p.Scheme) + "://" + strings.ToLower(p.Host)
+}
+
+// underDir reports whether the local path p lies in dir or below it, lexically.
+func underDir(dir, p string) bool {
+	ad, err1 := filepath.Abs(dir)
+	ap, err2 := filepath.Abs(p)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(ad, ap)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }

@@ -34,7 +34,7 @@ func init() {
 		Args: append([]engine.ArgSpec{
 			{Name: "file_root", Type: engine.ArgString, Doc: "directory searched recursively (or the root of relative paths in files / file_list)"},
 			{Name: "files", Type: engine.ArgStringList, Doc: "explicit list of .npy paths (relative to file_root if given)"},
-			{Name: "file_list", Type: engine.ArgString, Doc: "text file with one path per line, relative to file_root (or to the list's directory)"},
+			{Name: "file_list", Type: engine.ArgString, Doc: "text file (local path or URL) with one path per line, relative to file_root (or to the list's directory); entries outside it are refused unless allow_outside_root is set"},
 			{Name: "file_filter", Type: engine.ArgString, Default: "*.npy", Doc: "glob pattern matched against file names below file_root"},
 			{Name: "roi_start", Type: engine.ArgFloatList, TensorInput: true, Doc: "region start, absolute coordinates (one per roi_axes entry; default 0)"},
 			{Name: "rel_roi_start", Type: engine.ArgFloatList, TensorInput: true, Doc: "region start relative to the extent (0..1)"},
@@ -48,6 +48,7 @@ func init() {
 			{Name: "cache_header_information", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
 			{Name: "use_o_direct", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
 			ShuffleAfterEpochArg,
+			AllowOutsideRootArg,
 		}, CommonArgs()...),
 	})
 	engine.RegisterBackend("readers.numpy", "cpu", newNumpyReader)
@@ -189,6 +190,9 @@ func (r *numpyReader) header(path string) (npy.Header, error) {
 // Close stops the reader's remote requests (engine.Closer: the pipeline is destroyed).
 func (r *numpyReader) Close() { r.io.close() }
 
+// Interrupt makes the reader's remote requests in flight return (engine.Interrupter).
+func (r *numpyReader) Interrupt() { r.io.interrupt() }
+
 // NextBatch plans the batch and, for remote files read whole, starts fetching them.
 func (r *numpyReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 	valid, last, ok := r.Base.NextBatch(refs)
@@ -197,7 +201,7 @@ func (r *numpyReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 		for i := range refs {
 			paths[i] = refs[i].Path
 		}
-		r.io.readAhead(paths)
+		r.io.readAhead(paths, r.MaxFileBytes())
 	}
 	return valid, last, ok
 }
@@ -226,17 +230,18 @@ func (r *numpyReader) Open() error {
 		if err != nil {
 			return bad("file_list", list, err)
 		}
-		base := root
-		if base == "" {
-			base = dirOf(list)
-		}
+		scope := newListScope(a, "file_list", list, root)
 		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
+		for line := 1; sc.Scan(); line++ {
 			s := strings.TrimSpace(sc.Text())
 			if s == "" || strings.HasPrefix(s, "#") {
 				continue
 			}
-			paths = append(paths, joinPath(base, s))
+			p := joinPath(scope.root, s)
+			if err := scope.check(s, p); err != nil {
+				return engine.Errorf(engine.StatusInvalidArgument, "%s: line %d: %v", engine.Describe(a.Node, a.Schema.Name), line, err)
+			}
+			paths = append(paths, p)
 		}
 		if err := sc.Err(); err != nil {
 			return bad("file_list", list, err)

@@ -1,6 +1,9 @@
 package readers
 
 import (
+	"errors"
+	"math"
+	"math/bits"
 	"sync"
 
 	"github.com/godali/godali/engine"
@@ -65,7 +68,10 @@ func (b *Base) sampleAt(p int64) int {
 // nextStream is NextBatch for the continuous stream.
 func (b *Base) nextStream(refs []engine.SampleRef) (int, bool, bool) {
 	bs := len(refs)
-	start, nb := b.spans.span(b, b.epoch, bs)
+	start, nb, err := b.spans.span(b, b.epoch, bs)
+	if err != nil { // refused by CheckEpoch before the epoch started
+		return 0, true, false
+	}
 	end := nb * int64(bs)
 	if int64(b.cursor) >= end {
 		return 0, true, false
@@ -86,7 +92,10 @@ func (b *Base) nextStream(refs []engine.SampleRef) (int, bool, bool) {
 
 // streamPlan is EpochPlan for the continuous stream.
 func (b *Base) streamPlan(bs int) []int {
-	start, nb := b.spans.span(b, b.epoch, bs)
+	start, nb, err := b.spans.span(b, b.epoch, bs)
+	if err != nil {
+		return nil
+	}
 	out := make([]int, nb*int64(bs))
 	for i := range out {
 		out[i] = b.sampleAt(start + int64(i))
@@ -98,7 +107,10 @@ func (b *Base) streamPlan(bs int) []int {
 // position in it, where the epoch starts in the stream and how many batches it has;
 // shard and order are those of the segment at the position.
 func (b *Base) streamState(epoch, batches int64, bs int) engine.SourceState {
-	start, nb := b.spans.span(b, epoch, bs)
+	start, nb, err := b.spans.span(b, epoch, bs)
+	if err != nil { // refused by CheckEpoch; a state no checkpoint matches
+		return engine.SourceState{Epoch: epoch, Mode: engine.SourceModeStream, StreamStart: -1}
+	}
 	s, _ := b.segmentAt(start + batches*int64(bs))
 	shard, order := b.EpochOrder(s, nil)
 	st := b.state(epoch, batches, bs, shard, order)
@@ -108,124 +120,145 @@ func (b *Base) streamState(epoch, batches int64, bs int) engine.SourceState {
 	return st
 }
 
-// spanTable memoizes, for one batch size, where each epoch starts in the stream and
-// how many batches it has, extending DALI's iterator counters epoch by epoch. It is
-// shared by the planning goroutine and SourceState, hence the lock.
-type spanTable struct {
-	mu      sync.Mutex
-	bs      int
-	starts  []int64
-	batches []int64
-	c       fillCounters
+// CheckEpoch implements engine.EpochChecker: an epoch whose place in the stream does
+// not fit in 64 bits is refused before it starts.
+func (b *Base) CheckEpoch(epoch int64, batchSize int) error {
+	if !b.stream() {
+		return nil
+	}
+	if _, _, err := b.spans.span(b, epoch, batchSize); err != nil {
+		return engine.Errorf(engine.StatusInvalidArgument, "%s: epoch %d: %v", engine.Describe(b.args.Node, b.args.Schema.Name), epoch, err)
+	}
+	return nil
 }
 
-func (t *spanTable) span(b *Base, epoch int64, bs int) (start, batches int64) {
+// spanTable gives, for one batch size, where each epoch starts in the stream and how
+// many batches it has: DALI's iterator counters (LastBatchPolicy.FILL without
+// pad_last_batch, over all shards) in closed form, so that any epoch, 10^9 included,
+// takes O(1) memory and time. It is shared by the planning goroutine and SourceState,
+// hence the lock.
+//
+// The counters, written out: after L epochs since they last started over, the stream
+// has been read up to roundUp(M(L)), M(L) being the longest L passes of any shard
+// (L*ceil(n/k) with stick_to_shard; otherwise a shard's L passes cover L consecutive
+// shards, and the longest such run holds ceil(n*L/k) samples), rounded up to whole
+// batches. Every epoch therefore ends on the first batch boundary at or after every
+// shard's pass; when that boundary already covers the next pass as well (batches larger
+// than the shards), the counters start over: the period. streamSpans_test.go checks the
+// closed form against the counters written out epoch by epoch.
+type spanTable struct {
+	mu     sync.Mutex
+	bs     int64
+	period int64 // epochs after which the counters start over; 0: never
+	cycle  int64 // stream positions one period spans
+}
+
+// errStreamOverflow reports an epoch whose stream position does not fit in int64.
+var errStreamOverflow = errors.New("the epoch's position in the reader's stream overflows a 64-bit integer")
+
+// passes is M(L): the samples of the longest L consecutive passes of any shard.
+func (b *Base) passes(l int64) (int64, bool) {
+	n, k := int64(len(b.entries)), int64(b.shards)
+	if b.stick {
+		return mulDivCeil(l, (n+k-1)/k, 1)
+	}
+	return mulDivCeil(l, n, k)
+}
+
+// batchEnd is roundUp(M(L)): the stream position where the counters' epoch L-1 ends.
+func (b *Base) batchEnd(l, bs int64) (int64, bool) {
+	m, ok := b.passes(l)
+	if !ok {
+		return 0, false
+	}
+	return roundUp(m, bs)
+}
+
+func (t *spanTable) span(b *Base, epoch int64, bs int) (start, batches int64, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.bs != bs || t.starts == nil {
-		t.bs = bs
-		t.starts, t.batches = t.starts[:0], t.batches[:0]
-		t.c = newFillCounters(len(b.entries), b.shards, bs, b.stick)
+	if t.bs != int64(bs) {
+		t.bs = int64(bs)
+		t.period, t.cycle = b.counterPeriod(t.bs)
 	}
-	for int64(len(t.batches)) <= epoch {
-		var s int64
-		if k := len(t.batches); k > 0 {
-			s = t.starts[k-1] + t.batches[k-1]*int64(bs)
+	if epoch < 0 {
+		return 0, 0, errStreamOverflow
+	}
+	var base int64
+	l := epoch
+	if t.period > 0 {
+		q := epoch / t.period
+		l = epoch % t.period
+		var ok bool
+		if base, ok = mulDivCeil(q, t.cycle, 1); !ok {
+			return 0, 0, errStreamOverflow
 		}
-		nb := t.c.epoch()
-		if nb < 1 {
-			// DALI's arithmetic can leave an epoch empty when batches are larger than
-			// the shards; the engine gives it one batch rather than an empty epoch.
-			nb = 1
+	}
+	lo, ok1 := b.batchEnd(l, t.bs)
+	hi, ok2 := b.batchEnd(l+1, t.bs)
+	if !ok1 || !ok2 || base > math.MaxInt64-hi {
+		return 0, 0, errStreamOverflow
+	}
+	nb := (hi - lo) / t.bs
+	if nb < 1 {
+		// Not reached by the arithmetic above; an epoch never comes out empty.
+		nb = 1
+	}
+	return base + lo, nb, nil
+}
+
+// counterPeriod finds the first L >= 1 at which the counters start over
+// (roundUp(M(L)) >= M(L+1)) and the stream positions one period spans; 0 when they
+// never do. M(L) mod bs and M(L+1)-M(L) repeat with period k*bs (bs with
+// stick_to_shard), so a period is either found there or never; and it can only exist
+// when batches are larger than the smallest shard.
+func (b *Base) counterPeriod(bs int64) (period, cycle int64) {
+	n, k := int64(len(b.entries)), int64(b.shards)
+	if bs <= n/k {
+		return 0, 0
+	}
+	span := bs
+	if !b.stick {
+		span = k * bs
+	}
+	for l := int64(1); l <= span; l++ {
+		end, ok1 := b.batchEnd(l, bs)
+		next, ok2 := b.passes(l + 1)
+		if !ok1 || !ok2 {
+			return 0, 0
 		}
-		t.starts = append(t.starts, s)
-		t.batches = append(t.batches, nb)
+		if end >= next {
+			return l, end
+		}
 	}
-	return t.starts[epoch], t.batches[epoch]
+	return 0, 0
 }
 
-// fillCounters are DALI's iterator counters for LastBatchPolicy.FILL without
-// pad_last_batch (its _counter, _counter_per_gpu, _shard_sizes_per_gpu and _size),
-// over all shards.
-type fillCounters struct {
-	bs, size, counter int64
-	stick             bool
-	ahead, sizes      []int64 // per shard: samples read ahead into the next epoch; shard sizes
-}
-
-func newFillCounters(n, k, bs int, stick bool) fillCounters {
-	c := fillCounters{bs: int64(bs), stick: stick, ahead: make([]int64, k), sizes: make([]int64, k)}
-	for i := range c.sizes {
-		lo, hi := engine.ShardRange(n, i, k)
-		c.sizes[i] = int64(hi - lo)
+// mulDivCeil is ceil(a*b/c) for a, b >= 0 and c > 0, through 128 bits; false when it
+// does not fit in int64.
+func mulDivCeil(a, b, c int64) (int64, bool) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return 0, false
 	}
-	per := (int64(n) + int64(k) - 1) / int64(k)
-	c.size = ceilDiv(per, c.bs) * c.bs
-	return c
-}
-
-func ceilDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) == (b < 0) {
+	q, r := bits.Div64(hi, lo, uint64(c))
+	if r != 0 {
 		q++
 	}
-	return q
+	if q > math.MaxInt64 || q == 0 && r != 0 {
+		return 0, false
+	}
+	return int64(q), true
 }
 
-// epoch returns the number of batches of the next epoch and moves the counters on, as
-// DALI's iterator does over an epoch and its reset().
-func (c *fillCounters) epoch() int64 {
-	var nb int64
-	for c.counter < c.size {
-		c.counter += c.bs
-		nb++
+// roundUp rounds m >= 0 up to a multiple of bs.
+func roundUp(m, bs int64) (int64, bool) {
+	r := m % bs
+	if r == 0 {
+		return m, true
 	}
-	lo := minOf(c.ahead)
-	read := c.counter - lo
-	for i := range c.ahead {
-		c.ahead[i] += read - c.sizes[i]
+	if m > math.MaxInt64-(bs-r) {
+		return 0, false
 	}
-	c.counter = minOf(c.ahead)
-	if !c.stick {
-		roll(c.sizes)
-	}
-	need := c.sizes[0] - c.ahead[0]
-	for i := range c.sizes {
-		need = max(need, c.sizes[i]-c.ahead[i])
-	}
-	c.size = ceilDiv(need, c.bs) * c.bs
-	if c.size == 0 {
-		for i := range c.ahead {
-			c.ahead[i] = 0
-		}
-		c.counter = 0
-		if !c.stick {
-			roll(c.sizes)
-		}
-		c.size = ceilDiv(maxOf(c.sizes), c.bs) * c.bs
-	}
-	return nb
-}
-
-func minOf(x []int64) int64 {
-	m := x[0]
-	for _, v := range x[1:] {
-		m = min(m, v)
-	}
-	return m
-}
-
-func maxOf(x []int64) int64 {
-	m := x[0]
-	for _, v := range x[1:] {
-		m = max(m, v)
-	}
-	return m
-}
-
-// roll moves every element one place up, the last becoming the first (numpy.roll(x, 1)).
-func roll(x []int64) {
-	last := x[len(x)-1]
-	copy(x[1:], x[:len(x)-1])
-	x[0] = last
+	return m + bs - r, true
 }

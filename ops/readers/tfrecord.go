@@ -247,6 +247,9 @@ func (r *tfrecordReader) recKey(i int) string {
 // Close stops the reader's remote requests (engine.Closer: the pipeline is destroyed).
 func (r *tfrecordReader) Close() { r.io.close() }
 
+// Interrupt makes the reader's remote requests in flight return (engine.Interrupter).
+func (r *tfrecordReader) Interrupt() { r.io.interrupt() }
+
 // NextBatch plans the batch and starts fetching its records ahead when the files are
 // remote.
 func (r *tfrecordReader) NextBatch(refs []engine.SampleRef) (int, bool, bool) {

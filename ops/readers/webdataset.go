@@ -265,6 +265,9 @@ func (r *webdatasetReader) spanKey(i int) string {
 // Close stops the reader's remote requests (engine.Closer: the pipeline is destroyed).
 func (r *webdatasetReader) Close() { r.io.close() }
 
+// Interrupt makes the reader's remote requests in flight return (engine.Interrupter).
+func (r *webdatasetReader) Interrupt() { r.io.interrupt() }
+
 // NextBatch plans the batch and starts fetching its samples' bytes ahead when the
 // shards are remote. A remote shard is read whole into memory, front to back with a
 // few large ranged requests, as soon as a sample of it is planned (or about to be: the

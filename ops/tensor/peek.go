@@ -48,8 +48,7 @@ func (o *peekOp) NewWorkerState() any { return &peekState{dec: codec.NewDecoder(
 
 func (o *peekOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if in[0].DType != engine.UInt8 || (in[0].Shape != nil && len(in[0].Shape) != 1) {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v",
-			engine.Describe(o.args.Node, o.args.Schema.Name), in[0].DType, in[0].Shape)
+		return nil, o.args.Invalidf("input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", in[0].DType, in[0].Shape)
 	}
 	return []engine.TensorMeta{{DType: o.dtype, Shape: []int{3}}}, nil
 }
@@ -64,7 +63,7 @@ func (o *peekOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*peekState)
 	info, err := st.dec.Probe(ws.In[0].Data)
 	if err != nil {
-		return engine.Errorf(engine.StatusData, "%s: cannot read the image header: %v", engine.Describe(o.args.Node, o.args.Schema.Name), err)
+		return o.args.DataErrorf(ws, "cannot read the image header: %v", err)
 	}
 	w, h := info.OrientedSize(o.orient)
 	sz := o.dtype.Size()

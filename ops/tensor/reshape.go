@@ -99,7 +99,7 @@ func newReshape(a *engine.Args) (engine.Operator, error) {
 	return &reshapeOp{args: a}, nil
 }
 
-func (o *reshapeOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *reshapeOp) where() string { return o.args.Where() }
 
 // outShape computes the sample's output shape from the input shape and the sample's
 // arguments (rel and shape are the arguments' values, nil when absent).
@@ -258,7 +258,7 @@ func (o *reshapeOp) Setup(ws *engine.Workspace) error {
 	a := o.args
 	shape := a.Ints("shape")
 	rel := a.Floats("rel_shape")
-	if _, ok := a.IsPerSample("shape"); ok {
+	if a.AnyPerSample("shape") {
 		v, err := a.FloatsAt(ws, "shape", nil)
 		if err != nil {
 			return err
@@ -271,7 +271,7 @@ func (o *reshapeOp) Setup(ws *engine.Workspace) error {
 			shape[i] = int64(x)
 		}
 	}
-	if _, ok := a.IsPerSample("rel_shape"); ok {
+	if a.AnyPerSample("rel_shape") {
 		v, err := a.FloatsAt(ws, "rel_shape", nil)
 		if err != nil {
 			return err
@@ -304,7 +304,7 @@ type dimsOp struct {
 	kind string
 }
 
-func (o *dimsOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *dimsOp) where() string { return o.args.Where() }
 
 // apply computes the output shape and layout for an input of shape in (-1 = unknown).
 func (o *dimsOp) apply(in []int, layout string) ([]int, string, error) {

@@ -18,7 +18,7 @@ func init() {
 
 type selectOp struct{ args *engine.Args }
 
-func (o *selectOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *selectOp) where() string { return o.args.Where() }
 
 func (o *selectOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	t, f := in[1], in[2]

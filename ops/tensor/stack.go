@@ -55,7 +55,7 @@ func newJoin(a *engine.Args, stack bool) (*joinOp, error) {
 	return o, nil
 }
 
-func (o *joinOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *joinOp) where() string { return o.args.Where() }
 
 // resolveAxis turns the axis argument into an index for inputs of ndim dimensions with
 // the given layout.

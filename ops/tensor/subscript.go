@@ -70,7 +70,7 @@ func newSubscript(a *engine.Args) (engine.Operator, error) {
 	return o, nil
 }
 
-func (o *subscriptOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *subscriptOp) where() string { return o.args.Where() }
 
 func (o *subscriptOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := engine.TensorMeta{DType: in[0].DType}
@@ -172,7 +172,7 @@ func (o *subscriptOp) Setup(ws *engine.Workspace) error {
 		return engine.Errorf(engine.StatusData, "%s: %d subscripts for a %d-D sample %v", o.where(), len(o.kind), nd, in.Shape)
 	}
 	lo := o.loConst
-	if _, ok := o.args.IsPerSample("lo"); ok {
+	if o.args.AnyPerSample("lo") {
 		var err error
 		if lo, err = o.args.FloatsAt(ws, "lo", o.lo[:0]); err != nil {
 			return err

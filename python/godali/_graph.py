@@ -11,6 +11,7 @@ import inspect
 import json
 import numbers
 import threading
+import weakref
 
 from . import _lib
 from . import types as _types
@@ -72,6 +73,9 @@ class OpSchema:
             cond = self.output_if.get(name)
             if cond is None:
                 out.append(name)
+            elif cond.startswith("given:"):
+                if any(args.get(a) is not None for a in cond[len("given:"):].split("|")):
+                    out.append(name)
             elif cond.startswith("inputs>"):
                 if num_inputs > int(cond[len("inputs>"):]):
                     out.append(name)
@@ -243,7 +247,20 @@ class OpNode:
     """One operator instance in a pipeline graph."""
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
-                 "outputs", "seq", "pipeline", "preserve", "floating", "extra")
+                 "outputs", "seq", "_pipeline", "preserve", "floating", "extra",
+                 "__weakref__")
+
+    # The pipeline holds its nodes; a node refers back to it weakly, so that a pipeline
+    # nothing else references is freed (and its threads stopped) at once, not at the
+    # next run of the cyclic garbage collector.
+    @property
+    def pipeline(self):
+        ref = self._pipeline
+        return ref() if ref is not None else None
+
+    @pipeline.setter
+    def pipeline(self, p):
+        self._pipeline = weakref.ref(p) if p is not None else None
 
     def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
                  output_names=None):
@@ -381,91 +398,6 @@ class DataNode:
                         "and an `if` containing return/break/continue are not supported: "
                         "use comparisons with &, |, ~, or select per sample with operator "
                         "arguments (fn.flip(images, horizontal=fn.random.coin_flip()))")
-
-
-def layout_of(node):
-    """The layout string of a DataNode's samples, as DALI reports it ("HWC" for decoded
-    images, crop_mirror_normalize's output_layout, "" when not an image)."""
-    seen = 0
-    while isinstance(node, DataNode) and seen < 10000:
-        op = node.source
-        name = op.op
-        if name.startswith("decoders."):
-            return "HWC"
-        if name == "external_source":
-            return op.args.get("layout", "") or ""
-        if name == "crop_mirror_normalize":
-            lay = op.args.get("output_layout")
-            if lay is None:
-                arg = op.schema.args.get("output_layout")
-                lay = arg.default if arg is not None else "CHW"
-            return lay or ""
-        if name.startswith("readers.") or name.startswith("random.") or not op.inputs:
-            return ""
-        if name in _LAYOUT_RULES:
-            return _LAYOUT_RULES[name](op, layout_of(op.inputs[0]))
-        node = op.inputs[0]
-        seen += 1
-    return ""
-
-
-def _norm_axis(ax, n):
-    return ax + n if ax < 0 else ax
-
-
-def _reshape_layout(op, lay):
-    # The engine's rule (ops/tensor/reshape.go): layout if given, else the input's when
-    # the number of dimensions is kept, else "".
-    if "layout" in op.args:
-        return op.args["layout"]
-    out = None
-    for key in ("shape", "rel_shape", "src_dims"):
-        if key in op.arg_inputs:
-            return ""
-        if key in op.args:
-            out = len(op.args[key])
-            break
-    return lay if lay and out == len(lay) else ""
-
-
-def _squeeze_layout(op, lay):
-    if not lay:
-        return ""
-    drop = {_norm_axis(int(a), len(lay)) for a in op.args.get("axes", [])}
-    drop |= {lay.index(c) for c in op.args.get("axis_names", "") if c in lay}
-    return "".join(c for i, c in enumerate(lay) if i not in drop)
-
-
-def _expand_dims_layout(op, lay):
-    names = op.args.get("new_axis_names", "")
-    axes = op.args.get("axes", [])
-    if not names or not lay:
-        return ""
-    n = len(lay) + len(axes)
-    new = dict(zip((_norm_axis(int(a), n) for a in axes), names))
-    it = iter(lay)
-    return "".join(new[i] if i in new else next(it) for i in range(n))
-
-
-def _stack_layout(op, lay):
-    name = op.args.get("axis_name", "")
-    if not name or not lay:
-        return ""
-    ax = _norm_axis(int(op.args.get("axis", 0)), len(lay) + 1)
-    return lay[:ax] + name + lay[ax:]
-
-
-# Operators whose output layout is a function of the first input's (mirrors the engine).
-_LAYOUT_RULES = {
-    "reshape": _reshape_layout,
-    "squeeze": _squeeze_layout,
-    "expand_dims": _expand_dims_layout,
-    "stack": _stack_layout,
-    "cat": lambda op, lay: lay,
-    "shapes": lambda op, lay: "",
-    "peek_image_shape": lambda op, lay: "",
-    "experimental.peek_image_shape": lambda op, lay: "",
-}
 
 
 # --- argument checking -----------------------------------------------------------------
@@ -685,6 +617,8 @@ def _call_op(schema, inputs, kwargs):
 
 def _variable_outputs(schema, args, fname):
     """Output names of an operator with one output per extension set or feature."""
+    if schema.name == "python_function":
+        return ["out%d" % i for i in range(max(int(args.get("num_outputs", 1)), 1))]
     if schema.name == "readers.tfrecord":
         try:
             n = len(json.loads(args.get("features", "[]")))
@@ -781,6 +715,49 @@ def build_namespace(sch):
         if target in sch.ops and legacy not in root._members:
             root._add(legacy, _legacy_alias(legacy, make_op_function(sch.ops[target])))
     return root
+
+
+class NamespaceImporter:
+    """Makes operator groups importable as modules, as DALI's are (`import
+    godali.fn.transforms as T`, `import godali.ops.transforms`): a meta path finder for
+    names under `prefix` (godali.fn or godali.ops, which set `__path__ = []` so that the
+    import system asks finders for their children) that resolves them in the module's
+    namespace, built from the schemas on first use."""
+
+    def __init__(self, prefix, ensure):
+        self._prefix = prefix + "."
+        self._ensure = ensure
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(self._prefix):
+            return None
+        ns = self._ensure()
+        for part in fullname[len(self._prefix):].split("."):
+            ns = ns._members.get(part) if isinstance(ns, Namespace) else None
+        if not isinstance(ns, Namespace):
+            return None
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(fullname, _NamespaceLoader(ns), is_package=True)
+
+
+class _NamespaceLoader:
+    def __init__(self, ns):
+        self._ns = ns
+
+    def create_module(self, spec):
+        return self._ns
+
+    def exec_module(self, module):
+        pass
+
+
+def install_namespace_importer(prefix, ensure):
+    """Registers a NamespaceImporter for prefix once."""
+    import sys
+    for f in sys.meta_path:
+        if isinstance(f, NamespaceImporter) and f._prefix == prefix + ".":
+            return
+    sys.meta_path.append(NamespaceImporter(prefix, ensure))
 
 
 # DALI's older, flat operator names (still accepted by DALI, with a deprecation warning)

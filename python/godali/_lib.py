@@ -9,8 +9,8 @@ import ctypes
 import logging
 import os
 import threading
-from ctypes import (POINTER, Structure, byref, c_char_p, c_int, c_int32, c_int64, c_size_t,
-                    c_uint64, c_void_p)
+from ctypes import (POINTER, Structure, byref, c_char, c_char_p, c_int, c_int32, c_int64,
+                    c_size_t, c_uint64, c_void_p)
 
 from . import _dlpack
 
@@ -124,6 +124,7 @@ class OutputInfo(Structure):
     _fields_ = [
         ("uniform", c_int32), ("ndim", c_int32), ("device_type", c_int32),
         ("device_id", c_int32), ("dtype", _dlpack.DLDataType), ("num_samples", c_int64),
+        ("layout", c_char * 16),  # GODALI_MAX_LAYOUT
     ]
 
 
@@ -161,6 +162,8 @@ _SIGNATURES = {
     "godali_pipeline_run": [_H],
     "godali_pipeline_next": [_H],
     "godali_pipeline_reset": [_H],
+    "godali_pipeline_wait": [_H, c_int64, POINTER(c_int)],
+    "godali_pipeline_interrupt": [_H],
     "godali_pipeline_destroy": [_H],
     "godali_pipeline_num_outputs": [_H, POINTER(c_int)],
     "godali_pipeline_output_name": [_H, c_int, POINTER(c_char_p)],
@@ -473,7 +476,24 @@ _lib_lock = threading.Lock()
 note = ""
 
 
+def _pyav_ffmpeg_dirs():
+    """Where PyAV's wheel keeps its FFmpeg libraries (site-packages/av.libs), without
+    importing av. The video operators try them after the system's (codec/video)."""
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("av")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.origin:
+        return []
+    d = os.path.join(os.path.dirname(os.path.dirname(spec.origin)), "av.libs")
+    return [d] if os.path.isdir(d) else []
+
+
 def _load():
+    dirs = _pyav_ffmpeg_dirs()
+    if dirs and "GODALI_FFMPEG_PYAV_DIRS" not in os.environ:
+        os.environ["GODALI_FFMPEG_PYAV_DIRS"] = os.pathsep.join(dirs)
     path, flavour, tried, fallback_note = choose_library()
     if fallback_note:
         # A GPU machine where CUDA fails deserves a visible warning; a machine without a

@@ -11,7 +11,7 @@ library's release callback says the batch that used them was released. docs/pipe
 
 import ctypes
 import inspect
-import itertools
+import weakref
 from ctypes import POINTER, c_int64, c_void_p
 
 from . import _dlpack, _graph, _lib
@@ -22,7 +22,6 @@ GODALI_FEED_COPY = 1
 # Objects the library reads in place, by the context id given with their feed: the
 # release callback (any thread) drops them.
 _held = {}
-_keys = itertools.count(1)
 
 
 @ctypes.CFUNCTYPE(None, c_void_p)
@@ -172,8 +171,12 @@ class _Converted:
         lay = layout.encode() if layout else None
         deleter, ctx = None, None
         if not copy:
-            key = next(_keys)
-            _held[key] = (self.keep, arrays)
+            # The context is the address of the entry kept alive in _held: unique while
+            # it is held, and never a small integer (the library's Go runtime must not
+            # meet small integers where C passes a pointer).
+            entry = (self.keep, arrays)
+            key = id(entry)
+            _held[key] = entry
             deleter, ctx = _release_ptr, key
         if self.dense:
             a = arrays[0]
@@ -319,6 +322,17 @@ class _Group:
         self.ahead = 0         # batches fed from the source and not yet taken
         self.exhausted = False
         self.error = None      # the source's error for the batch after those ahead
+
+    # The pipeline holds its groups: a group refers back to it weakly (as _graph.OpNode),
+    # so that a pipeline nothing else references is freed at once.
+    @property
+    def pipe(self):
+        ref = self._pipe
+        return ref() if ref is not None else None
+
+    @pipe.setter
+    def pipe(self, p):
+        self._pipe = weakref.ref(p) if p is not None else None
 
     def what(self, k):
         return "fn.external_source %r" % self.nodes[k].name

@@ -27,9 +27,27 @@ def _ensure():
                     external_source.schema = root._members["external_source"].schema
                     external_source._schema_name = "external_source"
                     root._add("external_source", external_source)
+                if "python_function" in root._members:
+                    # Python callables: functions of their own (_pyfunc.py).
+                    from . import _pyfunc
+                    for fname, func in _pyfunc.FUNCTIONS.items():
+                        func.schema = root._members["python_function"].schema
+                        root._add(fname, func)
+                readers = root._members.get("readers")
+                if readers is not None and "video" in readers._members and "resize" in root._members:
+                    # DALI's readers.video_resize: readers.video + resize (_video.py).
+                    from ._video import make_video_resize
+                    sch = _graph.schemas()
+                    readers._add("video_resize", make_video_resize(
+                        sch, readers._members["video"], root._members["resize"], root._members["cast"]))
                 globals().update(root._members)
                 _root = root
     return _root
+
+
+# Operator groups import as modules (`import godali.fn.transforms as T`, as in DALI).
+__path__ = []
+_graph.install_namespace_importer(__name__, lambda: _ensure())
 
 
 def __getattr__(name):

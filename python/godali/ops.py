@@ -25,6 +25,7 @@ LEGACY_OPS_NAMES = {
     "MXNetReader": "readers.mxnet",
     "NumpyReader": "readers.numpy",
     "ImageDecoder": "decoders.image",
+    "HostDecoder": "decoders.image",
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
     "ImageDecoderCrop": "decoders.image_crop",
     "ImageDecoderSlice": "decoders.image_slice",
@@ -36,7 +37,9 @@ LEGACY_OPS_NAMES = {
 
 # Class names DALI spells other than camel_case would.
 _CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "mxnet": "MXNet",
-                "random_bbox_crop": "RandomBBoxCrop"}
+                "random_bbox_crop": "RandomBBoxCrop",
+                "bbox_paste": "BBoxPaste", "ssd_random_crop": "SSDRandomCrop",
+                "random_object_bbox": "RandomObjectBBox", "roi_random_crop": "ROIRandomCrop"}
 
 
 def camel_case(name):
@@ -109,6 +112,15 @@ def _build():
             root._add(legacy, _make_class(sch.ops[target], legacy))
     if "external_source" in sch.ops:
         root._add("ExternalSource", _external_source_class(sch.ops["external_source"]))
+    if "python_function" in sch.ops:
+        from . import _pyfunc
+        for fname, cname in (("python_function", "PythonFunction"),
+                             ("dl_tensor_python_function", "DLTensorPythonFunction"),
+                             ("torch_python_function", "TorchPythonFunction")):
+            root._add(cname, _pyfunc.ops_class(fname, cname, Operator))
+        root._add("_dlpack_to_array", _pyfunc._dlpack_to_array)
+        root._add("_dlpack_from_array", _pyfunc._dlpack_from_array)
+    root._add("_DataNode", _graph.DataNode)
     return root
 
 
@@ -150,6 +162,11 @@ def _ensure():
                 globals().update(root._members)
                 _root = root
     return _root
+
+
+# Operator groups import as modules (`import godali.ops.transforms as T`, as in DALI).
+__path__ = []
+_graph.install_namespace_importer(__name__, lambda: _ensure())
 
 
 def __getattr__(name):

@@ -33,6 +33,7 @@ import torch as _torch
 
 from . import fn as _fn
 from . import types as _types
+from ._lib import GodaliError as _GodaliError
 from .pipeline import Pipeline as _Pipeline
 from .plugin.pytorch import _find_classes
 
@@ -1047,6 +1048,7 @@ class DataLoader:
         self._pipe = None
         self._pipe_at = None         # (epoch, batches) the pipeline delivers next
         self._pipe_idx = None        # the sampler's indices the pipeline reads
+        self._pipe_ckpt = None       # the checkpoint it was restored from
         self._iter = None            # the live iterator
         self._pending = None         # a loaded state, used by the next __iter__
 
@@ -1075,15 +1077,18 @@ class DataLoader:
         finally:
             s.epoch = old
 
-    def _make_pipeline(self, epoch, checkpoint=None, indices=None):
+    def _make_pipeline(self, epoch, checkpoint=None, indices=None, seed=None, order_seed=None):
+        # seed, order_seed: a state's being checked (default: the loader's).
+        seed = self._seed if seed is None else seed
+        order_seed = self._order_seed if order_seed is None else order_seed
         threads = max(1, self.num_workers)
         depth = self._queue_depth or \
             (max(2, int(self.prefetch_factor)) if self.prefetch_factor else 2)
         pipe = _Pipeline(batch_size=self.batch_size, num_threads=threads, device_id=None,
-                         seed=self._seed + self.shard_id, prefetch_queue_depth=depth,
+                         seed=seed + self.shard_id, prefetch_queue_depth=depth,
                          first_epoch=epoch, enable_checkpointing=True,
                          checkpoint=checkpoint, on_error=self._on_error)
-        rargs = {"pad_last_batch": True, "seed": self._order_seed, "name": "Reader"}
+        rargs = {"pad_last_batch": True, "seed": order_seed, "name": "Reader"}
         if indices is not None:
             samples = [self._samples[i] for i in indices]  # read as dealt, unshuffled
         else:
@@ -1103,7 +1108,11 @@ class DataLoader:
             jpegs, labels = _fn.readers.file(**rargs)
             images = translate(self._transform, jpegs, self._approx)
             pipe.set_outputs(images, labels)
-        pipe.build()
+        try:
+            pipe.build()
+        except BaseException:
+            pipe.close()
+            raise
         got = pipe.reader_meta("Reader")["epoch_size"]
         if got != len(samples):
             pipe.close()
@@ -1113,12 +1122,13 @@ class DataLoader:
 
     def _pipeline_for(self, epoch, batches, checkpoint):
         idx = self._dist_indices(epoch) if self._dist is not None else None
-        if checkpoint is None and self._pipe is not None and self._pipe_at == (epoch, 0) \
-                and batches == 0 and idx == self._pipe_idx:
-            return self._pipe
+        if self._pipe is not None and self._pipe_at == (epoch, batches) and \
+                self._pipe_ckpt == checkpoint and idx == self._pipe_idx:
+            return self._pipe  # at the epoch's start, or restored by load_state_dict
         self.close()
         self._pipe = self._make_pipeline(epoch, checkpoint, idx)
         self._pipe_at = (epoch, batches)
+        self._pipe_ckpt = checkpoint
         self._pipe_idx = idx
         return self._pipe
 
@@ -1158,26 +1168,97 @@ class DataLoader:
 
     def load_state_dict(self, state):
         """Makes the next iter(loader) continue from `state` (from state_dict() of this
-        or another loader over the same data set with the same arguments)."""
+        or another loader over the same data set with the same arguments).
+
+        The whole state is checked before anything changes: a state refused with
+        ValueError (naming the key) leaves the loader as it was. A mid-epoch state's
+        checkpoint is checked by the engine here, and the pipeline restored from it is
+        the one the next iter(loader) reads."""
+        st = self._checked_state(state)
+        pipe = None
+        idx = self._dist_indices(st["epoch"]) if self._dist is not None else None
+        if st["checkpoint"] is not None:
+            try:
+                pipe = self._make_pipeline(st["epoch"], st["checkpoint"], idx, st["seed"],
+                                           st["order_seed"])
+            except (_GodaliError, RuntimeError) as e:
+                raise ValueError("godali.torch.DataLoader.load_state_dict: key 'checkpoint': "
+                                 "the pipeline refuses it: %s" % e) from None
+        # Everything checked: apply.
+        self._seed = st["seed"]
+        self._order_seed = st["order_seed"]
+        self._epoch = st["epoch"]
+        if self._dist is not None:
+            self._dist.set_epoch(st["epoch"])
+        self.close()
+        if pipe is not None:
+            self._pipe, self._pipe_at, self._pipe_ckpt = pipe, (st["epoch"], st["batches"]), \
+                st["checkpoint"]
+            self._pipe_idx = idx
+        self._pending = st
+
+    def _checked_state(self, state):
+        """state, checked key by key (ValueError naming the key), as a new dict."""
+        where = "godali.torch.DataLoader.load_state_dict"
         if not isinstance(state, dict) or state.get("format") != _FORMAT:
-            raise ValueError("godali.torch.DataLoader.load_state_dict: not a state from "
-                             "godali.torch.DataLoader.state_dict()")
+            raise ValueError("%s: not a state from godali.torch.DataLoader.state_dict() "
+                             "(key 'format' is not %r)" % (where, _FORMAT))
         if state.get("version") != 1:
-            raise ValueError("godali.torch.DataLoader.load_state_dict: unsupported version %r"
-                             % state.get("version"))
+            raise ValueError("%s: key 'version': unsupported version %r"
+                             % (where, state.get("version")))
+        keys = ("format", "version", "epoch", "batches", "seed", "order_seed", "shard",
+                "batch_size", "samples", "checkpoint")
+        for key in keys:
+            if key not in state:
+                raise ValueError("%s: the state has no key %r" % (where, key))
+
+        def integer(key, lo=None, hi=None, value=None):
+            v = state[key] if value is None else value
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError("%s: key %r must be an int, got %r" % (where, key, v))
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                raise ValueError("%s: key %r is %d, expected %s to %s"
+                                 % (where, key, v, lo, "any" if hi is None else hi))
+            return v
+
+        st = dict(state)
+        for key in ("epoch", "seed", "order_seed", "batch_size", "samples"):
+            st[key] = integer(key, lo=0, hi=(1 << 63) - 1)
+        shard = state["shard"]
+        if not isinstance(shard, (list, tuple)) or len(shard) != 2:
+            raise ValueError("%s: key 'shard' must be [shard_id, num_shards], got %r"
+                             % (where, shard))
+        st["shard"] = [integer("shard", lo=0, value=x) for x in shard]
         for key, mine in (("batch_size", self.batch_size), ("samples", len(self._samples)),
                           ("shard", [self.shard_id, self.num_shards])):
-            theirs = list(state[key]) if key == "shard" else state[key]
-            if theirs != mine:
-                raise ValueError("godali.torch.DataLoader.load_state_dict: the state is from "
-                                 "a loader with %s %r, this one has %r" % (key, theirs, mine))
-        self._seed = int(state["seed"])
-        self._order_seed = int(state["order_seed"])
-        self._epoch = int(state["epoch"])
-        if self._dist is not None:
-            self._dist.set_epoch(int(state["epoch"]))
-        self.close()
-        self._pending = dict(state)
+            if st[key] != mine:
+                raise ValueError("%s: the state is from a loader with %s %r, this one has "
+                                 "%r" % (where, key, st[key], mine))
+        steps = len(self)
+        st["batches"] = integer("batches", lo=0, hi=max(steps - 1, 0))
+        ckpt = state["checkpoint"]
+        if st["batches"] == 0:
+            if ckpt is not None:
+                raise ValueError("%s: key 'checkpoint' must be None at the start of an epoch "
+                                 "(batches 0)" % where)
+            return st
+        if not isinstance(ckpt, str):
+            raise ValueError("%s: key 'checkpoint': a state %d batches into an epoch needs "
+                             "the pipeline's checkpoint text, got %s"
+                             % (where, st["batches"], type(ckpt).__name__))
+        try:
+            doc = _json.loads(ckpt)
+            cst = doc["state"]
+            at = (cst["epoch"], cst["iteration"], doc["pipeline"]["seed"])
+        except (ValueError, TypeError, KeyError):
+            raise ValueError("%s: key 'checkpoint' is not a godali pipeline checkpoint"
+                             % where) from None
+        want = (st["epoch"], st["batches"], st["seed"] + self.shard_id)
+        if at != want:
+            raise ValueError("%s: key 'checkpoint' is at epoch %r, batch %r, seed %r; the "
+                             "state says epoch %d, batch %d, seed %d"
+                             % ((where,) + at + want))
+        return st
 
     def close(self):
         """Stops the engine's threads now (also done when the loader is collected)."""
@@ -1185,6 +1266,7 @@ class DataLoader:
             self._pipe.close()
         self._pipe = None
         self._pipe_at = None
+        self._pipe_ckpt = None
 
     def __repr__(self):
         return "godali.torch.DataLoader(%r, batch_size=%d, shuffle=%s, shard %d/%d)" % (

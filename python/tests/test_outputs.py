@@ -369,3 +369,33 @@ def test_gpu_outputs_are_zero_copy_cuda_tensors(image_folder):
     assert pipe.pool_stats("gpu")["exported"] >= 2
     host = images.as_cpu().as_array()
     assert host.shape == (4, 16, 16, 3)
+
+
+def test_output_layouts_come_from_the_engine(tmp_path):
+    # godali_output_info_t.layout is the engine's layout of each output (no Python copy
+    # of the rules): decoders give HWC, crop_mirror_normalize its output_layout, a
+    # reshape its layout argument, labels none.
+    files = [str(tmp_path / ("%d.jpg" % i)) for i in range(2)]
+    for i, f in enumerate(files):
+        make_jpeg(f, 20 + i, 16, seed=i)
+    pipe = godali.Pipeline(batch_size=2, num_threads=1, seed=3)
+    with pipe:
+        jpegs, labels = fn.readers.file(files=files)
+        img = fn.decoders.image(jpegs)
+        chw = fn.crop_mirror_normalize(img, crop=(8, 8), output_layout="CHW")
+        flat = fn.reshape(chw, shape=[3, 64], layout="CX")
+        pipe.set_outputs(img, chw, flat, labels)
+    with pipe:
+        res = pipe.run()
+    assert [o.layout() for o in res] == ["HWC", "CHW", "CX", ""]
+
+
+def test_output_info_struct_matches_header():
+    import ctypes
+    from godali import _lib
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "include", "godali.h")
+    with open(header) as f:
+        assert "#define GODALI_MAX_LAYOUT 16" in f.read()
+    assert _lib.OutputInfo.num_samples.offset == 24  # the 0.1 fields keep their offsets
+    assert _lib.OutputInfo.layout.offset == 32
+    assert ctypes.sizeof(_lib.OutputInfo) == 48

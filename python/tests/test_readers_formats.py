@@ -102,6 +102,12 @@ def test_numpy_roi(tmp_path, order, dtype):
           out_of_bounds_policy="pad", fill_value=-5)
     with pytest.raises(Exception, match="leaves the array"):
         _run(fn.readers.numpy, 3, file_root=str(tmp_path), roi_start=[0, 0, 5], roi_end=[2, 2, 8])
+    # JSON has no NaN or infinity: the argument is named (was "pipeline description is
+    # not a JSON object").
+    for bad in (float("-inf"), float("nan")):
+        with pytest.raises(ValueError, match="argument 'rel_roi_start' must be finite"):
+            _run(fn.readers.numpy, 3, file_root=str(tmp_path), rel_roi_start=[bad],
+                 rel_roi_end=[1.0], roi_axes=[0])
 
 
 def test_numpy_roi_per_sample(tmp_path):

@@ -492,3 +492,52 @@ def test_load_state_dict_rejects_foreign_state(folder):
     st = DataLoader(ds, batch_size=3).state_dict()
     with pytest.raises(ValueError, match="batch_size"):
         dl.load_state_dict(st)
+
+
+def test_load_state_dict_is_atomic(folder):
+    """A refused state changes nothing (it used to replace the seeds first, so the loader
+    read another order afterwards); every key is checked and named."""
+    tf = T.Compose([T.Resize((8, 8)), T.PILToTensor()])
+    ds = ImageFolder(folder, transform=tf)
+
+    def make(seed):
+        return DataLoader(ds, batch_size=3, shuffle=True, seed=seed)
+
+    want = batches(make(21))
+    other = make(5)
+    it = iter(other)
+    next(it)
+    good = other.state_dict()
+    assert good["batches"] == 1 and isinstance(good["checkpoint"], str)
+    corrupt = good["checkpoint"].replace('"order_digest": "', '"order_digest": "00', 1)
+    assert corrupt != good["checkpoint"]
+    bad_states = [
+        (dict(good, epoch=good["epoch"] + 1), "checkpoint"),   # the checkpoint disagrees
+        (dict(good, checkpoint=None), "checkpoint"),           # mid-epoch, no checkpoint
+        (dict(good, checkpoint=corrupt), "checkpoint"),        # the engine refuses it
+        (dict(good, batches=0), "checkpoint"),                 # a checkpoint at batch 0
+        (dict(good, batches=99), "batches"),
+        (dict(good, seed="5"), "seed"),
+        (dict(good, order_seed=-1), "order_seed"),
+        (dict(good, shard=[0]), "shard"),
+        (dict(good, epoch=True), "epoch"),
+    ]
+    for key in ("epoch", "batches", "seed", "order_seed", "shard", "checkpoint"):
+        st = dict(good)
+        del st[key]
+        bad_states.append((st, key))
+    loader = make(21)
+    for st, key in bad_states:
+        with pytest.raises(ValueError, match="'%s'" % key):
+            loader.load_state_dict(st)
+    got = batches(loader)
+    assert len(got) == len(want)
+    for (x, y), (wx, wy) in zip(got, want):
+        assert torch.equal(y, wy) and torch.equal(x, wx)
+    # The good state still loads, and resumes where `other` was.
+    loader.load_state_dict(good)
+    rest = batches(loader)
+    ref = batches(make(5))
+    assert len(rest) == len(ref) - 1
+    for (x, y), (wx, wy) in zip(rest, ref[1:]):
+        assert torch.equal(y, wy) and torch.equal(x, wx)

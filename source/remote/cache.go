@@ -2,26 +2,36 @@ package remote
 
 import (
 	"bufio"
+	"bytes"
 	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/godali/godali/source"
 )
 
 // Cache keeps whole objects on local disk, keyed by URL and checked against the
 // object's ETag, evicting the least recently used entries past a size bound.
 //
-// Each entry is one file: a JSON header line {url, etag, size} then the bytes. A file
-// is written under a temporary name, fsynced and renamed into place, so a crash
-// leaves either the old entry, the new one, or a temporary file that OpenCache
-// deletes; a file whose length disagrees with its header is never served. The size
+// Each entry is one file: a JSON header line {url, etag, size, crc32c} then the bytes.
+// The header's URL is redacted (source.Redact: no password, signature or token is
+// written to disk; the file name is a hash of the full URL). A file is written under
+// a temporary name, fsynced and renamed into place, so a crash leaves either the old
+// entry, the new one, or a temporary file that OpenCache deletes; a file whose length
+// disagrees with its header is never served, and one whose bytes fail the CRC-32C
+// checksum of its header (damaged at rest) is dropped when read and the object
+// fetched again. The size
 // bound and LRU order are kept per process: processes may share a directory (entries
 // are replaced atomically) but each evicts by its own accounting.
 type Cache struct {
@@ -40,10 +50,18 @@ type cacheEntry struct {
 }
 
 type cacheHeader struct {
-	URL  string `json:"url"`
+	URL  string `json:"url"` // redacted
 	ETag string `json:"etag"`
 	Size int64  `json:"size"`
+	// CRC32C is the Castagnoli CRC-32 of the bytes, 8 hex digits (last, so that the
+	// writer can fill it in place once the bytes are written).
+	CRC32C string `json:"crc32c"`
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crcPlaceholder is what the header holds until the entry's bytes are all written.
+const crcPlaceholder = "00000000"
 
 const cacheSuffix = ".obj"
 
@@ -99,9 +117,23 @@ func cacheName(url string) string {
 // cached is an open cache entry.
 type cached struct {
 	f    *os.File
+	name string // file name in the cache directory
 	etag string
 	size int64
-	off  int64 // where the object's bytes start in f
+	off  int64  // where the object's bytes start in f
+	crc  uint32 // of the bytes, from the header
+}
+
+// matches reports whether data (the entry's bytes as read) has the header's checksum.
+func (c *cached) matches(data []byte) bool {
+	return crc32.Checksum(data, castagnoli) == c.crc
+}
+
+// verify reads the entry's bytes once and checks them against the header's checksum.
+func (c *cached) verify() bool {
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, c.reader())
+	return err == nil && n == c.size && h.Sum32() == c.crc
 }
 
 func (c *cached) Close() error { return c.f.Close() }
@@ -131,7 +163,13 @@ func (c *Cache) lookup(url string) *cached {
 	br := bufio.NewReaderSize(f, 4096)
 	line, err := br.ReadSlice('\n')
 	var h cacheHeader
-	if err != nil || json.Unmarshal(line, &h) != nil || h.URL != url {
+	var sum uint64
+	if err == nil && json.Unmarshal(line, &h) == nil && h.URL == source.Redact(url) && len(h.CRC32C) == 8 {
+		sum, err = strconv.ParseUint(h.CRC32C, 16, 32)
+	} else {
+		err = errBadEntry
+	}
+	if err != nil { // damaged, of an older format (no checksum), or another URL's
 		f.Close()
 		c.remove(name)
 		return nil
@@ -143,7 +181,14 @@ func (c *Cache) lookup(url string) *cached {
 		c.remove(name)
 		return nil
 	}
-	return &cached{f: f, etag: h.ETag, size: h.Size, off: off}
+	return &cached{f: f, name: name, etag: h.ETag, size: h.Size, off: off, crc: uint32(sum)}
+}
+
+var errBadEntry = errors.New("bad cache entry")
+
+// discard removes hit's entry (it failed its checksum); the caller closes hit.
+func (c *Cache) discard(hit *cached) {
+	c.remove(hit.name)
 }
 
 func (c *Cache) drop(name string) {
@@ -171,11 +216,14 @@ func (c *Cache) Len() (entries int, bytes int64) {
 // cacheWriter writes one entry; commit makes it visible, abort throws it away.
 type cacheWriter struct {
 	c       *Cache
+	url     string // unredacted: it names the file
 	f       *os.File
 	w       *bufio.Writer
 	hdr     cacheHeader
 	written int64
 	hdrLen  int64
+	crcAt   int64 // offset of the checksum's digits in the header
+	crc     uint32
 	failed  error
 }
 
@@ -189,11 +237,12 @@ func (c *Cache) create(url, etag string, size int64) *cacheWriter {
 	if err != nil {
 		return nil
 	}
-	h := cacheHeader{URL: url, ETag: etag, Size: size}
+	h := cacheHeader{URL: source.Redact(url), ETag: etag, Size: size, CRC32C: crcPlaceholder}
 	line, _ := json.Marshal(h)
+	at := bytes.LastIndex(line, []byte(`"crc32c":"`+crcPlaceholder+`"`))
 	line = append(line, '\n')
 	w := bufio.NewWriterSize(f, 256<<10)
-	cw := &cacheWriter{c: c, f: f, w: w, hdr: h, hdrLen: int64(len(line))}
+	cw := &cacheWriter{c: c, url: url, f: f, w: w, hdr: h, hdrLen: int64(len(line)), crcAt: int64(at + len(`"crc32c":"`))}
 	if _, err := w.Write(line); err != nil {
 		cw.abort()
 		return nil
@@ -207,6 +256,7 @@ func (w *cacheWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.w.Write(p)
 	w.written += int64(n)
+	w.crc = crc32.Update(w.crc, castagnoli, p[:n])
 	if err != nil {
 		w.failed = err
 	}
@@ -228,6 +278,10 @@ func (w *cacheWriter) commit() {
 		w.abort()
 		return
 	}
+	if _, err := w.f.WriteAt([]byte(fmt.Sprintf("%08x", w.crc)), w.crcAt); err != nil {
+		w.abort()
+		return
+	}
 	if err := w.f.Sync(); err != nil {
 		w.abort()
 		return
@@ -237,7 +291,7 @@ func (w *cacheWriter) commit() {
 		return
 	}
 	c := w.c
-	name := cacheName(w.hdr.URL)
+	name := cacheName(w.url)
 	if err := os.Rename(w.f.Name(), filepath.Join(c.dir, name)); err != nil {
 		os.Remove(w.f.Name())
 		return

@@ -14,8 +14,12 @@
 //     consumer in the order the caller gives (Stream, results delivered in that order),
 //     splits large objects into ChunkSize ranged reads run in parallel, and retries
 //     5xx/408/429 answers, timeouts, connection resets and cut bodies with exponential
-//     backoff (RetryPolicy), then fails with an *Error naming the object URL. Cancelling
-//     the context stops every request; Close waits for the stream's goroutines.
+//     backoff (RetryPolicy), then fails with an *Error naming the object URL. Every
+//     attempt of every request (HEAD, ranged GET, listing page) is bounded by
+//     FetchOptions.AttemptTimeout, body included. Cancelling the context stops every
+//     request at once (readers cancel it when their pipeline closes); Close waits for
+//     the stream's goroutines. StreamUpTo refuses objects over a size from the first
+//     response, before their bodies are read.
 //     OpenReader reads one large shard front to back with chunks fetched ahead.
 //   - FS implements source.Source (the one interface readers list and read through,
 //     source.Local being the local one) over a Fetcher: opens and ranged reads with
@@ -25,7 +29,15 @@
 //     in size with LRU eviction. An entry is used only while its ETag is current: with
 //     a known ETag (from a listing) it costs no request, otherwise one conditional
 //     request (If-None-Match, answered 304). Entries are written to a temporary file,
-//     fsynced and renamed, so partial files are never used.
+//     fsynced and renamed, so partial files are never used; each carries a CRC-32C of
+//     its bytes, checked on read: an entry damaged at rest is dropped and fetched again.
+//
+// # Secrets
+//
+// URLs may carry a password (http://user:password@host/...) or presigned query
+// parameters (X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token). *Error
+// messages, fs.PathError paths and cache entry headers show them through
+// source.Redact, never in clear.
 //
 // # Environment
 //

@@ -35,7 +35,10 @@ type FetchOptions struct {
 	// MaxObjectSize refuses larger objects with ErrTooLarge (2 GiB); shards larger
 	// than that are read with Fetcher.OpenReader.
 	MaxObjectSize int64
-	// AttemptTimeout bounds one request, body included (60 s).
+	// AttemptTimeout bounds one attempt of every request (HEAD, ranged GET, listing
+	// page), body included (30 s). A server that never answers costs at most
+	// Retry.MaxAttempts x AttemptTimeout plus the backoff delays, then an *Error naming
+	// the URL.
 	AttemptTimeout time.Duration
 	Retry          RetryPolicy
 	// Cache, if set, serves repeated reads of remote objects from local disk.
@@ -59,7 +62,7 @@ func (o *FetchOptions) fill() {
 		o.MaxObjectSize = 2 << 30
 	}
 	if o.AttemptTimeout <= 0 {
-		o.AttemptTimeout = 60 * time.Second
+		o.AttemptTimeout = 30 * time.Second
 	}
 	if o.Retry.MaxAttempts <= 0 {
 		o.Retry.MaxAttempts = 5
@@ -165,6 +168,7 @@ type Stream struct {
 	wg        sync.WaitGroup
 	items     []piece
 	readAhead int
+	maxSize   int64 // whole objects larger than this are refused before they are read
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -184,12 +188,27 @@ func (f *Fetcher) Stream(ctx context.Context, items []ObjectInfo) *Stream {
 	for i, it := range items {
 		ps[i] = piece{info: it, whole: true}
 	}
-	return f.stream(ctx, ps, f.opts.ReadAhead)
+	return f.stream(ctx, ps, f.opts.ReadAhead, f.opts.MaxObjectSize)
 }
 
-func (f *Fetcher) stream(ctx context.Context, items []piece, readAhead int) *Stream {
+// StreamUpTo is Stream refusing objects larger than max bytes (when max > 0 and below
+// FetchOptions.MaxObjectSize) with ErrTooLarge, from the size the first response
+// gives, before their bodies are read: a reader's max_file_bytes.
+func (f *Fetcher) StreamUpTo(ctx context.Context, items []ObjectInfo, max int64) *Stream {
+	ps := make([]piece, len(items))
+	for i, it := range items {
+		ps[i] = piece{info: it, whole: true}
+	}
+	limit := f.opts.MaxObjectSize
+	if max > 0 && max < limit {
+		limit = max
+	}
+	return f.stream(ctx, ps, f.opts.ReadAhead, limit)
+}
+
+func (f *Fetcher) stream(ctx context.Context, items []piece, readAhead int, maxSize int64) *Stream {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Stream{f: f, ctx: ctx, cancel: cancel, items: items, readAhead: readAhead, slots: make([]*slot, len(items))}
+	s := &Stream{f: f, ctx: ctx, cancel: cancel, items: items, readAhead: readAhead, maxSize: maxSize, slots: make([]*slot, len(items))}
 	s.cond = sync.NewCond(&s.mu)
 	s.stopWake = context.AfterFunc(ctx, func() {
 		s.mu.Lock()
@@ -337,10 +356,21 @@ func (s *Stream) runFirst(idx int) {
 	if hit != nil {
 		defer hit.Close()
 		if it.info.ETag != "" && it.info.ETag == hit.etag {
-			s.serveCached(idx, hit)
-			return
+			if s.serveCached(idx, hit) {
+				return
+			}
+			hit = nil // damaged at rest: fetch it again
 		}
 	}
+	s.fetchWhole(idx, hit)
+}
+
+// fetchWhole fetches a whole object, asking the server whether hit (the cached copy,
+// nil if none) is current.
+func (s *Stream) fetchWhole(idx int, hit *cached) {
+	it := s.items[idx]
+	url := it.info.URL
+	cache := s.f.opts.Cache
 	ifNoneMatch := ""
 	if hit != nil && it.info.ETag == "" {
 		ifNoneMatch = hit.etag // ask the server whether our copy is current
@@ -369,15 +399,15 @@ func (s *Stream) runFirst(idx int) {
 		}
 		defer resp.Body.Close()
 		if !resp.Partial { // the whole object, whatever was asked
-			buf, err := readBody(resp.Body, url, resp.Len, s.f.opts.MaxObjectSize)
+			buf, err := readBody(resp.Body, url, resp.Len, s.maxSize)
 			data, total, got = buf, int64(len(buf)), int64(len(buf))
 			return err
 		}
 		if resp.Off != 0 || resp.Total < 0 {
 			return &Error{Op: "get", URL: url, Err: fmt.Errorf("server answered bytes from %d of total %d to a request for the first chunk", resp.Off, resp.Total)}
 		}
-		if resp.Total > s.f.opts.MaxObjectSize {
-			return &Error{Op: "get", URL: url, Err: fmt.Errorf("%w: %d bytes, at most %d allowed (FetchOptions.MaxObjectSize; read shards with OpenReader)", ErrTooLarge, resp.Total, s.f.opts.MaxObjectSize)}
+		if resp.Total > s.maxSize {
+			return &Error{Op: "get", URL: url, Err: fmt.Errorf("%w: %d bytes, at most %d allowed", ErrTooLarge, resp.Total, s.maxSize)}
 		}
 		n := min(chunk, resp.Total)
 		if resp.Len >= 0 && resp.Len != n {
@@ -395,7 +425,13 @@ func (s *Stream) runFirst(idx int) {
 		return
 	}
 	if notModified {
-		s.serveCached(idx, hit)
+		if hit == nil { // a 304 to a request that was not conditional
+			s.fail(idx, &Error{Op: "get", URL: url, Status: 304, Err: fmt.Errorf("unexpected 304 Not Modified to an unconditional request")})
+			return
+		}
+		if !s.serveCached(idx, hit) {
+			s.fetchWhole(idx, nil) // the current copy was damaged at rest
+		}
 		return
 	}
 	if got == total {
@@ -416,14 +452,21 @@ func (s *Stream) runFirst(idx int) {
 	s.mu.Unlock()
 }
 
-func (s *Stream) serveCached(idx int, hit *cached) {
-	s.f.cacheHits.Add(1)
-	buf := make([]byte, hit.size)
-	if _, err := io.ReadFull(hit.reader(), buf); err != nil {
-		s.fail(idx, &Error{Op: "get", URL: s.items[idx].info.URL, Err: fmt.Errorf("reading the cached copy: %w", err)})
-		return
+// serveCached delivers the cached copy, or returns false (and drops the entry) when
+// it cannot be read or fails its checksum: the caller fetches the object again.
+func (s *Stream) serveCached(idx int, hit *cached) bool {
+	if hit.size > s.maxSize {
+		s.fail(idx, &Error{Op: "get", URL: s.items[idx].info.URL, Err: fmt.Errorf("%w: %d bytes, at most %d allowed", ErrTooLarge, hit.size, s.maxSize)})
+		return true
 	}
+	buf := make([]byte, hit.size)
+	if _, err := io.ReadFull(hit.reader(), buf); err != nil || !hit.matches(buf) {
+		s.f.opts.Cache.discard(hit)
+		return false
+	}
+	s.f.cacheHits.Add(1)
 	s.finish(idx, func(sl *slot) { sl.data, sl.info.Size, sl.info.ETag, sl.fromCache = buf, hit.size, hit.etag, true })
+	return true
 }
 
 // runChunk reads one more chunk of a large object into its buffer.
@@ -511,16 +554,30 @@ func (s *Stream) retry(url string, fn func(ctx context.Context) error) error {
 }
 
 func (f *Fetcher) retry(ctx context.Context, url string, fn func(ctx context.Context) error) error {
+	return f.retryWithin(ctx, url, f.opts.AttemptTimeout, fn)
+}
+
+// retryWithin is retry with attempts of at most timeout (0: no bound of its own, for
+// an attempt made of several requests that each have theirs, a listing's pages).
+func (f *Fetcher) retryWithin(ctx context.Context, url string, timeout time.Duration, fn func(ctx context.Context) error) error {
 	p := f.opts.Retry
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, f.opts.AttemptTimeout)
+		actx, cancel := context.WithCancel(ctx)
+		if timeout > 0 {
+			cancel()
+			actx, cancel = context.WithTimeout(ctx, timeout)
+		}
 		err := fn(actx)
+		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return stopped(ctx, url, attempt)
+		}
+		if timedOut {
+			err = annotate(err, url, fmt.Sprintf("no complete answer within %v (FetchOptions.AttemptTimeout, io_timeout)", timeout))
 		}
 		if !retryable(err) || attempt >= p.MaxAttempts {
 			return withAttempts(err, url, attempt)
@@ -532,10 +589,27 @@ func (f *Fetcher) retry(ctx context.Context, url string, fn func(ctx context.Con
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return stopped(ctx, url, attempt)
 		case <-t.C:
 		}
 	}
+}
+
+// stopped is the error of a request whose context ended (the reader was closed):
+// errors.Is(err, context.Canceled) holds, and it names the URL.
+func stopped(ctx context.Context, url string, attempts int) error {
+	return &Error{Op: "get", URL: url, Attempts: attempts, Err: fmt.Errorf("request stopped: %w", ctx.Err())}
+}
+
+// annotate prefixes what err says with why.
+func annotate(err error, url, why string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		c := *e
+		c.Err = fmt.Errorf("%s: %w", why, e.Err)
+		return &c
+	}
+	return &Error{Op: "get", URL: url, Err: fmt.Errorf("%s: %w", why, err)}
 }
 
 func withAttempts(err error, url string, attempts int) error {
@@ -553,7 +627,7 @@ func withAttempts(err error, url string, attempts int) error {
 
 // retryable tells failures that may pass from those that will not.
 func retryable(err error) bool {
-	for _, permanent := range []error{ErrNotFound, ErrChanged, ErrTooLarge, ErrUnsupportedScheme, ErrListUnsupported, context.Canceled} {
+	for _, permanent := range []error{ErrNotFound, ErrChanged, ErrTooLarge, ErrUnsupportedScheme, ErrListUnsupported, ErrBadURL, context.Canceled} {
 		if errors.Is(err, permanent) {
 			return false
 		}

@@ -36,12 +36,13 @@ func NewFS(ctx context.Context, f *Fetcher) *FS {
 // Fetcher returns the Fetcher the FS reads through.
 func (s *FS) Fetcher() *Fetcher { return s.f }
 
+// pathErr wraps err as a *fs.PathError naming path without its secrets.
 func pathErr(op, path string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &fs.PathError{Op: op, Path: path, Err: err}
+	return &fs.PathError{Op: op, Path: source.Redact(path), Err: err}
 }
 
 // Is makes errors.Is(err, fs.ErrNotExist) hold for a missing object.
@@ -49,12 +50,12 @@ func (e *Error) Is(target error) bool {
 	return target == fs.ErrNotExist && errors.Is(e.Err, ErrNotFound)
 }
 
-// Open opens an object (one HEAD request, retried).
+// Open opens an object (one HEAD request under the per-attempt timeout, retried).
 func (s *FS) Open(path string) (source.File, error) {
-	var o Object
+	var o *object
 	err := s.f.retry(s.ctx, path, func(actx context.Context) error {
 		var err error
-		o, err = s.f.store.Open(s.ctx, path)
+		o, err = s.f.store.open(actx, path)
 		return err
 	})
 	if err != nil {
@@ -80,9 +81,11 @@ func (s *FS) listAll(dir string) ([]ObjectInfo, string, error) {
 		prefix += "/"
 	}
 	var out []ObjectInfo
-	err := s.f.retry(s.ctx, dir, func(actx context.Context) error {
+	// A listing is many pages: each page request has the per-attempt timeout, not
+	// the whole listing (a large bucket takes minutes).
+	err := s.f.retryWithin(s.ctx, dir, 0, func(actx context.Context) error {
 		var err error
-		out, err = s.f.store.List(actx, prefix)
+		out, err = s.f.store.List(withPageTimeout(actx, s.f.opts.AttemptTimeout), prefix)
 		return err
 	})
 	if err != nil {
@@ -144,7 +147,7 @@ func (s *FS) Walk(root string, fn func(path string) error) error {
 // (chunked, cached); other ranges are one ranged request each, retried.
 type fsFile struct {
 	fs *FS
-	o  Object
+	o  *object // its ctx is the finished attempt's: reads pass their own
 }
 
 func (f *fsFile) Size() int64  { return f.o.Info().Size }
@@ -170,7 +173,7 @@ func (f *fsFile) ReadAt(p []byte, off int64) (int, error) {
 	var n int
 	var rerr error
 	err := f.fs.f.retry(f.fs.ctx, info.URL, func(actx context.Context) error {
-		n, rerr = f.o.ReadAt(p, off)
+		n, rerr = f.o.readAt(actx, p, off)
 		if rerr == io.EOF {
 			return nil
 		}

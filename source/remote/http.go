@@ -37,7 +37,7 @@ func (h *httpBackend) list(ctx context.Context, prefix string) ([]ObjectInfo, er
 func (h *httpBackend) stat(ctx context.Context, url string) (ObjectInfo, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
 	if err != nil {
-		return ObjectInfo{}, &Error{Op: "open", URL: url, Err: err}
+		return ObjectInfo{}, &Error{Op: "open", URL: url, Err: fmt.Errorf("%w: %v", ErrBadURL, err)}
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -67,7 +67,7 @@ func (h *httpBackend) stat(ctx context.Context, url string) (ObjectInfo, error) 
 func (h *httpBackend) get(ctx context.Context, url string, r getRequest) (*getResponse, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, &Error{Op: "get", URL: url, Err: err}
+		return nil, &Error{Op: "get", URL: url, Err: fmt.Errorf("%w: %v", ErrBadURL, err)}
 	}
 	if rng := rangeHeader(r.Off, r.Len); rng != "" {
 		req.Header.Set("Range", rng)

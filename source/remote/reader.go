@@ -41,9 +41,14 @@ func (f *Fetcher) OpenReader(ctx context.Context, url string) (*ShardReader, err
 	if cache != nil && IsRemote(url) {
 		if hit := cache.lookup(url); hit != nil {
 			if info.ETag != "" && hit.etag == info.ETag && hit.size == info.Size {
-				f.cacheHits.Add(1)
-				r.cached, r.src = hit, hit.reader()
-				return r, nil
+				// A shard is handed out as it is read: check it whole first (one
+				// sequential read of a local file, usually from the page cache).
+				if hit.verify() {
+					f.cacheHits.Add(1)
+					r.cached, r.src = hit, hit.reader()
+					return r, nil
+				}
+				cache.discard(hit)
 			}
 			hit.Close()
 		}
@@ -55,7 +60,7 @@ func (f *Fetcher) OpenReader(ctx context.Context, url string) (*ShardReader, err
 		pieces = append(pieces, piece{info: info, off: off, n: min(chunk, info.Size-off)})
 	}
 	ahead := max(2, min(2*f.opts.Concurrency, int((512<<20)/chunk)))
-	r.stream = f.stream(ctx, pieces, ahead)
+	r.stream = f.stream(ctx, pieces, ahead, f.opts.MaxObjectSize)
 	return r, nil
 }
 

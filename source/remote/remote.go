@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/godali/godali/source"
 )
 
 // ObjectInfo names one object and what is known about it. Size is -1 and ETag ""
@@ -45,15 +47,18 @@ var (
 	ErrListUnsupported   = errors.New("listing is not available over HTTP; give the reader an index (list) file of the object URLs")
 	ErrTooLarge          = errors.New("object larger than the allowed maximum")
 	ErrUnsupportedScheme = errors.New("unsupported URL scheme (expected s3://, http://, https:// or a local path)")
+	ErrBadURL            = errors.New("malformed URL")
 )
 
 // Error is a failed operation on one object: it names the object URL, the HTTP status
-// when there was one, and how many attempts were made.
+// when there was one, and how many attempts were made. Its message never shows a
+// secret the URL carries (a password, a presigned signature or token): see
+// source.Redact.
 type Error struct {
 	Op       string // "open", "get", "list"
-	URL      string
-	Status   int // HTTP status, 0 if none
-	Attempts int // attempts made (0 or 1: no retry)
+	URL      string // as given (with its secrets): use Error() or source.Redact to show it
+	Status   int    // HTTP status, 0 if none
+	Attempts int    // attempts made (0 or 1: no retry)
 	Err      error
 }
 
@@ -70,7 +75,8 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}
-	return b.String()
+	// The wrapped errors may quote the URL too (net/http's *url.Error keeps the query).
+	return source.Redact(b.String())
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -202,8 +208,13 @@ func IsRemote(url string) bool {
 	return false
 }
 
-// Open stats the object (one HEAD request for remote URLs) and returns it.
+// Open stats the object (one HEAD request for remote URLs) and returns it. Its reads
+// run under ctx.
 func (s *Store) Open(ctx context.Context, url string) (Object, error) {
+	return s.open(ctx, url)
+}
+
+func (s *Store) open(ctx context.Context, url string) (*object, error) {
 	b, err := s.backend(ctx, url)
 	if err != nil {
 		return nil, err
@@ -244,6 +255,11 @@ type object struct {
 func (o *object) Info() ObjectInfo { return o.info }
 
 func (o *object) ReadAt(p []byte, off int64) (int, error) {
+	return o.readAt(o.ctx, p, off)
+}
+
+// readAt is ReadAt under ctx (the FS gives each attempt its own deadline).
+func (o *object) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &Error{Op: "get", URL: o.info.URL, Err: fmt.Errorf("negative offset %d", off)}
 	}
@@ -262,7 +278,7 @@ func (o *object) ReadAt(p []byte, off int64) (int, error) {
 	if want == 0 {
 		return 0, eof
 	}
-	resp, err := o.b.get(o.ctx, o.info.URL, getRequest{Off: off, Len: want, IfMatch: strongETag(o.info.ETag)})
+	resp, err := o.b.get(ctx, o.info.URL, getRequest{Off: off, Len: want, IfMatch: strongETag(o.info.ETag)})
 	if err != nil {
 		return 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -100,6 +101,18 @@ func newS3Backend(ctx context.Context, o S3Options, maxConns int) (*s3Backend, e
 		return nil, &Error{Op: "open", URL: "s3://", Err: perr}
 	}
 	return &s3Backend{client: client, transport: tr, pageSize: o.PageSize}, nil
+}
+
+type pageTimeoutKey struct{}
+
+// withPageTimeout bounds each request of a paginated listing made under ctx.
+func withPageTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, pageTimeoutKey{}, d)
+}
+
+func pageTimeout(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(pageTimeoutKey{}).(time.Duration)
+	return d
 }
 
 // splitS3 splits s3://bucket/key.
@@ -197,10 +210,22 @@ func (b *s3Backend) list(ctx context.Context, prefix string) ([]ObjectInfo, erro
 		in.MaxKeys = aws.Int32(b.pageSize)
 	}
 	var out []ObjectInfo
-	pages := s3.NewListObjectsV2Paginator(b.client, in)
+	// A server answering the same continuation token again would make the listing
+	// endless.
+	pages := s3.NewListObjectsV2Paginator(b.client, in, func(o *s3.ListObjectsV2PaginatorOptions) { o.StopOnDuplicateToken = true })
+	timeout := pageTimeout(ctx)
 	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			pctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		page, err := pages.NextPage(pctx)
+		timedOut := pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		cancel()
 		if err != nil {
+			if timedOut {
+				err = fmt.Errorf("no complete answer within %v for a listing page (FetchOptions.AttemptTimeout, io_timeout): %w", timeout, err)
+			}
 			return nil, s3Error("list", prefix, err)
 		}
 		for _, o := range page.Contents {

@@ -8,6 +8,7 @@ description of docs/pipeline.md, and drives the library through ctypes.
 import functools
 import inspect
 import json
+import threading
 import weakref
 from collections import namedtuple
 from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
@@ -161,7 +162,6 @@ class Pipeline:
         self._built = False
         self._closed = False
         self._num_outputs = 0
-        self._layouts = []
         self._batch_seq = 0
         self._info_seq = -1
         self._info_cache = None
@@ -175,6 +175,10 @@ class Pipeline:
         self._out_ptr_ref = byref(self._out_ptr)
         self._binfo = _lib.BatchInfo()
         self._binfo_ref = byref(self._binfo)
+        self._ready = c_int(0)
+        self._ready_ref = byref(self._ready)
+        # A build a KeyboardInterrupt left running in its thread (_interruptible).
+        self._stalled_call = None
 
     # -- DALI's properties --------------------------------------------------------------
 
@@ -267,7 +271,6 @@ class Pipeline:
         if not flat:
             raise ValueError("godali: set_outputs needs at least one output")
         self._outputs = flat
-        self._layouts = [_graph.layout_of(o) for o in flat]
 
     def define_graph(self):
         """Override in a subclass (DALI's legacy API): call fn.* and return the outputs."""
@@ -349,7 +352,13 @@ class Pipeline:
     def to_json(self, indent=None):
         """The pipeline's JSON description (what a C or C++ trainer would pass to
         godali_pipeline_create)."""
-        return json.dumps(self.description(), indent=indent)
+        d = self.description()
+        try:
+            return json.dumps(d, indent=indent, allow_nan=False)
+        except ValueError:
+            # JSON has no NaN or infinity (json.dumps would write them anyway, and the
+            # library would refuse the text without knowing which argument it was).
+            raise ValueError(_non_finite_message(d)) from None
 
     serialize = to_json
 
@@ -368,7 +377,6 @@ class Pipeline:
                 # pipeline is created at the first run, after the first feed_input.
                 self._build_deferred = True
                 return
-            self._layouts = [_graph.layout_of(o) for o in self._outputs]
             text = self.to_json().encode("utf-8")
             h = c_uint64(0)
             lib.pipeline_create(text, len(text), byref(h))
@@ -390,9 +398,74 @@ class Pipeline:
                     self._finalizer = None
                     self._handle = 0
                     raise
-        lib.pipeline_build(self._handle)
+        if self._stalled_call is not None:
+            raise RuntimeError("godali: an interrupted build of this pipeline is still "
+                               "waiting on its data source; close the pipeline")
+        self._interruptible(lib.pipeline_build, self._handle)
         self._built = True
         _ext.after_build(self)
+
+    def _interruptible(self, call, *args):
+        """call(*args), a library call that may block on a stalled data source, made so
+        that Ctrl-C still reaches the caller at once: in the main thread (where Python
+        handles signals), the call runs in a helper thread while this one waits in short
+        slices. On KeyboardInterrupt the library is told to interrupt the pipeline's I/O,
+        the pipeline is left to be closed (close() returns without waiting for the
+        stalled call), and the KeyboardInterrupt propagates."""
+        if threading.current_thread() is not threading.main_thread():
+            return call(*args)
+        out = []
+        done = threading.Event()
+
+        def target():
+            try:
+                out.append((call(*args), None))
+            except BaseException as e:  # handed to the waiting thread
+                out.append((None, e))
+            finally:
+                done.set()
+
+        t = threading.Thread(target=target, name="godali-" + call.__name__, daemon=True)
+        t.start()
+        try:
+            while not done.wait(_WAIT_SLICE_S):
+                pass
+        except KeyboardInterrupt:
+            self._interrupted(t)
+            raise
+        value, err = out[0]
+        if err is not None:
+            raise err
+        return value
+
+    def _next(self, lib, h):
+        """lib.pipeline_next(h), waiting for the batch in short slices
+        (godali_pipeline_wait) so that Ctrl-C reaches the caller while a batch is late."""
+        ready = self._ready
+        try:
+            while True:
+                lib.pipeline_wait(h, _WAIT_SLICE_MS, self._ready_ref)
+                if ready.value:
+                    break
+        except KeyboardInterrupt:
+            self._interrupted(None)
+            raise
+        return lib.pipeline_next(h)
+
+    def _interrupted(self, stalled):
+        """A KeyboardInterrupt arrived while the library was busy: interrupt the
+        pipeline's I/O, and make close() (or collection) destroy the pipeline without
+        waiting for a call that may still be blocked (stalled: its thread)."""
+        lib, h = self._lib, self._handle
+        if not h or self._finalizer is None:
+            return
+        self._stalled_call = stalled
+        try:
+            lib.pipeline_interrupt(h)
+        except _lib.GodaliError:
+            pass
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _destroy_later, stalled, lib, h)
 
     def close(self):
         """Destroys the pipeline now. Outputs handed out earlier stay valid."""
@@ -461,13 +534,13 @@ class Pipeline:
         h = self._handle
         if self._ext_groups:
             _ext.top_up(self)
-        if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
+        if self._next(lib, h) == _lib.END_OF_EPOCH:
             if _ext.has_sources(self):
                 # DALI: a source's StopIteration ends the epoch; reset() starts the next.
                 self._ext_epoch_over = True
                 raise StopIteration
             lib.pipeline_reset(h)
-            if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
+            if self._next(lib, h) == _lib.END_OF_EPOCH:
                 raise StopIteration  # an epoch without batches: nothing to read
         if self._ext_groups:
             _ext.took(self)
@@ -482,7 +555,7 @@ class Pipeline:
         h = self._handle
         if self._ext_groups:
             _ext.top_up(self)
-        if lib.pipeline_next(h) == _lib.END_OF_EPOCH:
+        if self._next(lib, h) == _lib.END_OF_EPOCH:
             self._ext_epoch_over = True
             raise StopIteration
         if self._ext_groups:
@@ -551,7 +624,7 @@ class Pipeline:
     def _fetch(self, lib, h, index):
         lib.pipeline_output_info(h, index, self._out_info_ref)
         info = self._out_info
-        layout = self._layouts[index] if index < len(self._layouts) else ""
+        layout = info.layout.decode("ascii")  # the engine's layout (godali_output_info_t)
         if info.device_type == _dlpack.kDLCUDA:
             # No host wait here: each consumer's stream waits for the batch when it takes
             # the tensor (__dlpack__(stream=...), tensors.py).
@@ -693,6 +766,50 @@ class Pipeline:
         return "godali.Pipeline(batch_size=%d, num_threads=%d, device_id=%r, seed=%d%s)" % (
             self._batch_size, self._num_threads, self._device_id, self._seed,
             ", built" if self._built else "")
+
+
+def _non_finite_message(d):
+    """Names the argument of the description d that holds a NaN or an infinity."""
+    def bad(v):
+        if isinstance(v, float):
+            return v != v or v in (float("inf"), float("-inf"))
+        if isinstance(v, (list, tuple)):
+            return any(bad(x) for x in v)
+        if isinstance(v, dict):
+            return any(bad(x) for x in v.values())
+        return False
+
+    for op in d.get("ops", []):
+        for key, value in (op.get("args") or {}).items():
+            if bad(value):
+                return ("godali: fn.%s (node %r): argument %r must be finite, got %r"
+                        % (op.get("op"), op.get("name"), key, value))
+    for key, value in d.items():
+        if key != "ops" and bad(value):
+            return "godali: Pipeline argument %r must be finite, got %r" % (key, value)
+    return "godali: the pipeline description holds a NaN or an infinity"
+
+
+# Ctrl-C reaches the caller within this much of a blocked build or next.
+_WAIT_SLICE_S = 0.1
+_WAIT_SLICE_MS = 100
+# close() after an interrupt waits this long for the pipeline to stop, then returns and
+# lets it finish stopping in the background.
+_CLOSE_GRACE_S = 1.0
+
+
+def _destroy_later(stalled, lib, handle):
+    # A pipeline whose call was interrupted: destroying it waits for that call (the
+    # library serialises the calls on a handle), so a daemon thread does it, and close()
+    # or the collector waits only a grace period.
+    def destroy():
+        if stalled is not None:
+            stalled.join()
+        _destroy(lib, handle)
+
+    t = threading.Thread(target=destroy, name="godali-close", daemon=True)
+    t.start()
+    t.join(_CLOSE_GRACE_S)
 
 
 def _destroy(lib, handle):

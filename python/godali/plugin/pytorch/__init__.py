@@ -335,3 +335,18 @@ class ImageFolderLoader:
                 "device=%s, shard %d/%d)" % (self.root, self.batch_size, self.train,
                                             self.image_size, self.device, self.shard_id,
                                             self.num_shards))
+
+
+def __getattr__(name):
+    # DALI's plugin.pytorch.TorchPythonFunction and plugin.pytorch.fn.torch_python_function,
+    # made when first used (they need the library's schemas).
+    if name == "TorchPythonFunction":
+        from ... import ops as _ops
+        return _ops.TorchPythonFunction
+    if name == "fn":
+        import types as _pytypes
+        from ... import _pyfunc
+        ns = _pytypes.SimpleNamespace(torch_python_function=_pyfunc.torch_python_function)
+        globals()["fn"] = ns
+        return ns
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

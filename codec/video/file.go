@@ -1,0 +1,366 @@
+package video
+
+/*
+#cgo noescape gdv_decode
+#cgo nocallback gdv_decode
+#cgo noescape gdv_convert
+#cgo nocallback gdv_convert
+#cgo noescape gdv_next_packet
+#cgo nocallback gdv_next_packet
+#cgo nocallback gdv_seek
+#cgo noescape gdv_open
+#cgo nocallback gdv_open
+#include <stdlib.h>
+#include <string.h>
+#include "gdvideo.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"unsafe"
+)
+
+// Info describes a file's video stream.
+type Info struct {
+	Width, Height int
+	TimeBase      [2]int // num, den: seconds per timestamp unit
+	FrameRate     [2]int // the container's average frame rate (0/0 when unknown)
+	Rotation      float64
+	Codec, PixFmt string
+}
+
+// File is an open video: its demuxer and decoder. One goroutine at a time.
+type File struct {
+	c    *C.gdv_file
+	Info Info
+
+	mem     unsafe.Pointer // C copy of the bytes (OpenBytes), kept until Close
+	memCap  int
+	live    bool // the decoder has decoded up to lastFrame and can go on from there
+	lastIdx int
+
+	cinfo C.gdv_info
+	cerr  [256]C.char
+}
+
+// Open opens a video file by path. threads bounds the decoder's own threads (1: the
+// caller's goroutine only; godali's pipeline workers decode different samples in
+// parallel, so they ask for 1).
+func Open(path string, threads int) (*File, error) {
+	f := &File{}
+	if err := f.Reopen(path, threads); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Reopen closes what f had open and opens path instead (a worker's File is reused from
+// one sample to the next).
+func (f *File) Reopen(path string, threads int) error {
+	if err := Load(); err != nil {
+		return err
+	}
+	f.closeStream()
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	return f.open(cpath, nil, 0, threads)
+}
+
+// OpenBytes opens an encoded video held in memory; the bytes are copied into C memory
+// that Reopen reuses.
+func OpenBytes(data []byte, threads int) (*File, error) {
+	f := &File{}
+	if err := f.ReopenBytes(data, threads); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReopenBytes closes what f had open and opens data instead, reusing f's copy buffer
+// when it is large enough.
+func (f *File) ReopenBytes(data []byte, threads int) error {
+	if err := Load(); err != nil {
+		return err
+	}
+	f.closeStream()
+	if len(data) == 0 {
+		return errors.New("empty input: no video data")
+	}
+	if f.memCap < len(data) {
+		C.free(f.mem)
+		f.mem = C.malloc(C.size_t(len(data)))
+		if f.mem == nil {
+			f.memCap = 0
+			return fmt.Errorf("out of memory copying %d bytes of video", len(data))
+		}
+		f.memCap = len(data)
+	}
+	copy(unsafe.Slice((*byte)(f.mem), len(data)), data)
+	return f.open(nil, (*C.uint8_t)(f.mem), len(data), threads)
+}
+
+func (f *File) open(path *C.char, mem *C.uint8_t, n, threads int) error {
+	// The C results land in f's own fields: locals passed to C would move to the heap.
+	info := &f.cinfo
+	if r := C.gdv_open(path, mem, C.size_t(n), C.int(threads), &f.c, info, &f.cerr[0], C.int(len(f.cerr))); r != 0 {
+		f.c = nil
+		return errors.New(C.GoString(&f.cerr[0]))
+	}
+	f.Info = Info{Width: int(info.width), Height: int(info.height),
+		TimeBase:  [2]int{int(info.tb_num), int(info.tb_den)},
+		FrameRate: [2]int{int(info.fr_num), int(info.fr_den)},
+		Rotation:  float64(info.rotation),
+		Codec:     keepString(f.Info.Codec, info.codec[:]), PixFmt: keepString(f.Info.PixFmt, info.pix_fmt[:])}
+	f.live, f.lastIdx = false, -1
+	if f.Info.Width <= 0 || f.Info.Height <= 0 {
+		f.closeStream()
+		return fmt.Errorf("the video stream has no frame size (%dx%d)", f.Info.Width, f.Info.Height)
+	}
+	return nil
+}
+
+func (f *File) closeStream() {
+	if f.c != nil {
+		C.gdv_close(f.c)
+		f.c = nil
+	}
+	f.live = false
+}
+
+// Close frees the demuxer, the decoder and the copy buffer.
+func (f *File) Close() {
+	f.closeStream()
+	C.free(f.mem)
+	f.mem, f.memCap = nil, 0
+}
+
+// FrameBytes is the size of one RGB frame.
+func (f *File) FrameBytes() int { return f.Info.Width * f.Info.Height * 3 }
+
+// Index lists a file's frames: their presentation times in order, and which are key
+// frames (where decoding can start).
+type Index struct {
+	PTS  []int64 // sorted
+	Keys []int32 // indices into PTS of the key frames, ascending
+
+	keyPTS []int64 // scratch for ScanInto
+}
+
+// Len is the number of frames.
+func (ix *Index) Len() int { return len(ix.PTS) }
+
+// Scan reads every packet of the video stream (without decoding) to build the index,
+// and leaves the file ready to decode from its beginning.
+func (f *File) Scan() (*Index, error) {
+	ix := &Index{}
+	if err := f.ScanInto(ix); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// ScanInto is Scan reusing ix's memory.
+func (f *File) ScanInto(ix *Index) error {
+	pts, keyPTS := ix.PTS[:0], ix.keyPTS[:0]
+	for {
+		var p C.int64_t
+		var key C.int
+		r := C.gdv_next_packet(f.c, &p, &key)
+		if r == 0 {
+			break
+		}
+		if r < 0 {
+			return fmt.Errorf("reading packet %d: %s", len(pts), ffErr(r))
+		}
+		if int64(p) == math.MinInt64 {
+			return fmt.Errorf("packet %d has no timestamp", len(pts))
+		}
+		pts = append(pts, int64(p))
+		if key != 0 {
+			keyPTS = append(keyPTS, int64(p))
+		}
+	}
+	ix.PTS, ix.keyPTS, ix.Keys = pts, keyPTS, ix.Keys[:0]
+	if len(pts) == 0 {
+		return errors.New("the video stream has no frames")
+	}
+	if len(keyPTS) == 0 {
+		return errors.New("the video stream has no key frame")
+	}
+	slices.Sort(pts)
+	for i := 1; i < len(pts); i++ {
+		if pts[i] == pts[i-1] {
+			return fmt.Errorf("two frames have the same timestamp %d", pts[i])
+		}
+	}
+	slices.Sort(keyPTS)
+	for _, k := range keyPTS {
+		ix.Keys = append(ix.Keys, int32(ix.frameOf(k)))
+	}
+	return f.seekKey(ix, 0)
+}
+
+// frameOf is the index of the frame with presentation time p, or -1.
+func (ix *Index) frameOf(p int64) int {
+	i := sort.Search(len(ix.PTS), func(i int) bool { return ix.PTS[i] >= p })
+	if i < len(ix.PTS) && ix.PTS[i] == p {
+		return i
+	}
+	return -1
+}
+
+// keyBefore is the position in Keys of the last key frame at or before frame i (-1: none).
+func (ix *Index) keyBefore(i int) int {
+	return sort.Search(len(ix.Keys), func(k int) bool { return int(ix.Keys[k]) > i }) - 1
+}
+
+// VariableRate reports whether the intervals between frames differ by more than one
+// timestamp unit (rounding).
+func (ix *Index) VariableRate() bool {
+	if len(ix.PTS) < 3 {
+		return false
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := 1; i < len(ix.PTS); i++ {
+		d := ix.PTS[i] - ix.PTS[i-1]
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	return hi-lo > 1
+}
+
+// Seconds is frame i's time from the first frame, in seconds.
+func (ix *Index) Seconds(i int, tb [2]int) float64 {
+	if tb[1] == 0 {
+		return 0
+	}
+	return float64(ix.PTS[i]-ix.PTS[0]) * float64(tb[0]) / float64(tb[1])
+}
+
+// FrameAt is the first frame whose time is at or after t seconds (Len() when none).
+func (ix *Index) FrameAt(t float64, tb [2]int) int {
+	return sort.Search(len(ix.PTS), func(i int) bool { return ix.Seconds(i, tb) >= t-1e-9 })
+}
+
+func (f *File) seekKey(ix *Index, k int) error {
+	if r := C.gdv_seek(f.c, C.int64_t(ix.PTS[ix.Keys[k]])); r < 0 {
+		return fmt.Errorf("seeking to frame %d: %s", ix.Keys[k], ffErr(r))
+	}
+	f.live, f.lastIdx = false, -1
+	return nil
+}
+
+// ErrFrame marks frames the decoder did not deliver: a truncated or corrupt file.
+var ErrFrame = errors.New("frame not decoded")
+
+// ReadFrames decodes frames first, first+stride, ... (count of them) as packed RGB into
+// dst, one frame every FrameBytes(). It goes on from the previous call's position when
+// no key frame lies in between, and otherwise seeks to the key frame before first
+// (an earlier one when the demuxer lands after it).
+func (f *File) ReadFrames(ix *Index, first, count, stride int, dst []byte) error {
+	fb := f.FrameBytes()
+	if count <= 0 {
+		return nil
+	}
+	if last := first + (count-1)*stride; first < 0 || last >= ix.Len() || stride < 1 {
+		return fmt.Errorf("frames %d..%d (stride %d) are outside the file's %d frames", first, last, stride, ix.Len())
+	}
+	if len(dst) < count*fb {
+		return fmt.Errorf("destination of %d bytes is too small for %d frames of %d", len(dst), count, fb)
+	}
+	k := ix.keyBefore(first)
+	if k < 0 {
+		k = 0
+	}
+	cont := f.live && f.lastIdx < first && f.lastIdx >= int(ix.Keys[k])
+	for {
+		if !cont {
+			if err := f.seekKey(ix, k); err != nil {
+				return err
+			}
+		}
+		again, err := f.decodeRun(ix, first, count, stride, dst, fb, !cont)
+		if err != nil {
+			f.live = false
+			return err
+		}
+		if !again {
+			f.live = true
+			return nil
+		}
+		if k == 0 {
+			f.live = false
+			return fmt.Errorf("frame %d: %w: seeking to the first key frame landed after it", first, ErrFrame)
+		}
+		k, cont = k-1, false
+	}
+}
+
+// decodeRun decodes until the frames are in dst. again: the first frame decoded after a
+// seek came after first (the seek landed too late), so the caller seeks earlier.
+func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int, afterSeek bool) (again bool, err error) {
+	got := 0
+	for got < count {
+		var p C.int64_t
+		r := C.gdv_decode(f.c, &p)
+		want := first + got*stride
+		if r == 0 {
+			return false, fmt.Errorf("frame %d: %w: the stream ends first (truncated file?)", want, ErrFrame)
+		}
+		if r < 0 {
+			return false, fmt.Errorf("decoding frame %d: %s", want, ffErr(r))
+		}
+		i := ix.frameOf(int64(p))
+		if i < 0 {
+			return false, fmt.Errorf("decoding frame %d: the decoder returned a frame at time %d, which no packet has", want, int64(p))
+		}
+		if afterSeek {
+			afterSeek = false
+			if i > first {
+				return true, nil
+			}
+		}
+		f.lastIdx = i
+		if i < want {
+			continue
+		}
+		if i > want {
+			return false, fmt.Errorf("frame %d: %w: the decoder went on to frame %d (corrupt data?)", want, ErrFrame, i)
+		}
+		out := dst[got*fb : (got+1)*fb]
+		if r := C.gdv_convert(f.c, (*C.uint8_t)(unsafe.Pointer(&out[0])), C.int(f.Info.Width), C.int(f.Info.Height), C.int(f.Info.Width*3)); r != 0 {
+			if r == -1 {
+				return false, fmt.Errorf("frame %d: its size differs from the stream's %dx%d (size changes within a stream are not supported)", want, f.Info.Width, f.Info.Height)
+			}
+			return false, fmt.Errorf("converting frame %d to RGB: %s", want, ffErr(r))
+		}
+		got++
+	}
+	return false, nil
+}
+
+// keepString returns old when the C string in buf spells it (no allocation when a reused
+// File opens another file of the same codec), else a new string.
+func keepString(old string, buf []C.char) string {
+	n := 0
+	for n < len(buf) && buf[n] != 0 {
+		n++
+	}
+	if n == len(old) {
+		same := true
+		for i := 0; i < n; i++ {
+			if byte(buf[i]) != old[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return old
+		}
+	}
+	return C.GoStringN(&buf[0], C.int(n))
+}

@@ -1,0 +1,60 @@
+// gdvideo: the C side of package video. FFmpeg's libraries (libavutil, libavcodec,
+// libavformat, libswscale) are opened with dlopen at first use, never linked, so that a
+// library built with this file loads on hosts without them.
+#ifndef GODALI_GDVIDEO_H
+#define GODALI_GDVIDEO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Library indices for gdv_load's paths and gdv_soname.
+enum { GDV_AVUTIL = 0, GDV_AVCODEC = 1, GDV_AVFORMAT = 2, GDV_SWSCALE = 3, GDV_NLIBS = 4 };
+
+// gdv_soname is the soname the headers were written for ("libavcodec.so.59").
+const char *gdv_soname(int lib);
+
+// gdv_load opens the four libraries (paths[i] or, when NULL, the soname), resolves the
+// functions and checks each library's major version against the headers'. 0 on success;
+// otherwise err says what is missing.
+int gdv_load(const char *const paths[GDV_NLIBS], char *err, int errlen);
+
+typedef struct gdv_file gdv_file;
+
+typedef struct {
+	int width, height;
+	int tb_num, tb_den;        // the stream's time base
+	int fr_num, fr_den;        // its average frame rate (0/0 when unknown)
+	int64_t nb_frames;         // the container's frame count (0 when unknown)
+	double rotation;           // display matrix rotation in degrees (0 without one)
+	char codec[32];            // the codec's short name
+	char pix_fmt[32];          // the decoder's pixel format name
+} gdv_info;
+
+// gdv_open opens a file by path, or, with path NULL, mem[0:n] (which must stay valid
+// until gdv_close). threads bounds the decoder's own threads (1: none). 0 on success.
+int gdv_open(const char *path, const uint8_t *mem, size_t n, int threads, gdv_file **out,
+             gdv_info *info, char *err, int errlen);
+
+// gdv_next_packet reads the next packet of the video stream without decoding it: its
+// presentation time (the decode time when the container has none; INT64_MIN when neither)
+// and whether it is a key frame. 1: a packet, 0: end of file, < 0: an FFmpeg error.
+int gdv_next_packet(gdv_file *f, int64_t *pts, int *key);
+
+// gdv_seek moves to the key frame at or before ts (the stream's time base; INT64_MIN:
+// the beginning) and resets the decoder. 0 or an FFmpeg error.
+int gdv_seek(gdv_file *f, int64_t ts);
+
+// gdv_decode decodes the next frame in presentation order. 1: a frame (*pts its time,
+// INT64_MIN when unknown), 0: end of stream, < 0: an FFmpeg error.
+int gdv_decode(gdv_file *f, int64_t *pts);
+
+// gdv_convert writes the last decoded frame as packed RGB24 into dst (h rows of
+// linesize bytes). 0, -1 when the frame is not w x h, or an FFmpeg error.
+int gdv_convert(gdv_file *f, uint8_t *dst, int w, int h, int linesize);
+
+void gdv_close(gdv_file *f);
+
+// gdv_strerror describes an FFmpeg error code.
+void gdv_strerror(int code, char *buf, int len);
+
+#endif

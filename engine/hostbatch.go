@@ -1,0 +1,182 @@
+package engine
+
+import "fmt"
+
+// HostBatchOperator is implemented by cpu operators that see a whole batch at once
+// (python_function and its DLPack and torch flavours): their output shapes and types are
+// known only once they ran over the batch. The executor splits the per-sample work at
+// such a node into phases: the workers run every sample up to the node's inputs, then the
+// batch's own goroutine calls RunHostBatch once, then the workers run the nodes that
+// depend on its outputs. Data that crosses a phase boundary lives in the batch's pool
+// leases (Partition.Cross), so the worker buffers stay per-sample scratch.
+//
+// Setup and Run of such an operator are never called. Its Infer may leave DType
+// DTypeInvalid and Shape nil: the type and the number of dimensions are decided when it
+// runs (DynamicMeta).
+type HostBatchOperator interface {
+	Operator
+	RunHostBatch(hw *HostBatchWorkspace) error
+}
+
+// DynamicMeta is the build-time description of an output whose type and dimensions are
+// known only at run time (a HostBatchOperator's).
+func DynamicMeta(layout string) TensorMeta { return TensorMeta{Layout: layout} }
+
+// IsDynamic reports whether the element type is known only at run time.
+func (m TensorMeta) IsDynamic() bool { return m.DType == DTypeInvalid }
+
+// HostBatchWorkspace is what RunHostBatch sees of a batch: every sample of every input,
+// host memory valid during the call.
+type HostBatchWorkspace struct {
+	Node      string
+	Size      int         // samples in the batch
+	In        [][]*Tensor // [input][sample]
+	Epoch     int64
+	Iteration int64
+
+	b    *Batch
+	n    *Node
+	part *Partition
+	lim  *Limits
+}
+
+// Output gives sample i of output k its type and shape and returns the memory to fill.
+// Every sample of one output must have the same type and number of dimensions.
+func (hw *HostBatchWorkspace) Output(k, i int, dt DType, shape []int) ([]byte, error) {
+	if k < 0 || k >= len(hw.n.Out) || i < 0 || i >= hw.Size {
+		return nil, Errorf(StatusInternal, "output %d sample %d out of range (%d outputs, %d samples)", k, i, len(hw.n.Out), hw.Size)
+	}
+	if dt.Size() == 0 {
+		return nil, Errorf(StatusInvalidArgument, "output %d: unsupported element type %v", k, dt)
+	}
+	d := hw.n.Out[k]
+	v := hw.part.cross[d]
+	t := &hw.b.cross[v].t[i]
+	t.DType = dt
+	t.Layout = d.Meta.Layout
+	t.SetShape(shape...)
+	need, err := checkSampleSize(t, hw.lim)
+	if err != nil {
+		return nil, err
+	}
+	if d.Output >= 0 {
+		o := hw.b.outs[d.Output]
+		if err := o.setSampleType(i, dt, len(shape)); err != nil {
+			return nil, err
+		}
+		data, err := o.sampleBuffer(i, t, need)
+		if err != nil {
+			return nil, err
+		}
+		t.Data = data
+		return data, nil
+	}
+	return hw.b.crossBuffer(v, i, t, need)
+}
+
+// setSampleType fixes a run-time typed output's type and rank from its first sample;
+// the other samples must agree (a TensorList has one type).
+func (o *OutputBatch) setSampleType(i int, dt DType, ndim int) error {
+	o.typeMu.Lock()
+	defer o.typeMu.Unlock()
+	if !o.typed {
+		o.Meta.DType, o.typed, o.ndim = dt, true, ndim
+		return nil
+	}
+	if o.Meta.DType != dt || o.ndim != ndim {
+		return Errorf(StatusData, "output %q: sample %d is %s with %d dimensions, but an earlier sample of the batch is %s with %d; every sample of an output must have one type and rank",
+			o.Name, i, dt, ndim, o.Meta.DType, o.ndim)
+	}
+	return nil
+}
+
+// crossValue is one value that crosses a phase boundary, for every sample of a batch.
+type crossValue struct {
+	t      []Tensor
+	leases []*Lease
+}
+
+func (b *Batch) initCross(n, values int) {
+	if values == 0 {
+		return
+	}
+	b.cross = make([]crossValue, values)
+	for v := range b.cross {
+		b.cross[v] = crossValue{t: make([]Tensor, n), leases: make([]*Lease, n)}
+	}
+}
+
+// crossBuffer returns memory of the batch for sample i of crossing value v, of shape
+// t.Shape.
+func (b *Batch) crossBuffer(v, i int, t *Tensor, need int) ([]byte, error) {
+	cv := &b.cross[v]
+	if old := cv.leases[i]; old != nil { // a replaced sample
+		old.Release()
+		cv.leases[i] = nil
+	}
+	dst := &cv.t[i]
+	dst.DType, dst.Layout = t.DType, t.Layout
+	dst.SetShape(t.Shape...)
+	if need == 0 {
+		dst.Data = []byte{}
+		return dst.Data, nil
+	}
+	l, err := b.pool.Get(need)
+	if err != nil {
+		return nil, err
+	}
+	cv.leases[i] = l
+	dst.Data = l.Bytes()[:need]
+	return dst.Data, nil
+}
+
+// crossRef records sample i of crossing value v as memory the batch already holds (a
+// pipeline output, or host data kept for the GPU stage).
+func (b *Batch) crossRef(v, i int, t *Tensor) {
+	dst := &b.cross[v].t[i]
+	dst.DType, dst.Layout, dst.Data = t.DType, t.Layout, t.Data
+	dst.SetShape(t.Shape...)
+}
+
+func (b *Batch) releaseCross() {
+	for v := range b.cross {
+		for i, l := range b.cross[v].leases {
+			if l != nil {
+				l.Release()
+				b.cross[v].leases[i] = nil
+			}
+		}
+	}
+	b.cross = nil
+}
+
+// loadCross points the worker's tensors of the values phase reads from earlier phases at
+// sample src's data in the batch.
+func (w *worker) loadCross(b *Batch, phase, src int) {
+	for _, d := range w.p.Part.crossIn[phase] {
+		c := &b.cross[w.p.Part.cross[d]].t[src]
+		t := w.ws[d.Producer.ID].Out[d.Index]
+		t.Data, t.DType, t.Layout = c.Data, c.DType, c.Layout
+		t.SetShape(c.Shape...)
+	}
+}
+
+// runHostBatch runs the host-batch nodes that follow phase.
+func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
+	for _, n := range p.Part.HostBatch[phase] {
+		hw := &HostBatchWorkspace{Node: n.Name, Size: len(b.refs), Epoch: b.Epoch, Iteration: b.Iteration,
+			b: b, n: n, part: p.Part, lim: &p.limits}
+		for _, d := range n.In {
+			ts := make([]*Tensor, len(b.refs))
+			cv := b.cross[p.Part.cross[d]].t
+			for i := range ts {
+				ts[i] = &cv[i]
+			}
+			hw.In = append(hw.In, ts)
+		}
+		if err := n.Op.(HostBatchOperator).RunHostBatch(hw); err != nil {
+			return sampleFailure(fmt.Errorf("%s: %w", describe(n.Name, n.OpName), err), 0)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package decoders
+
+import (
+	"github.com/godali/godali/codec/video"
+	"github.com/godali/godali/engine"
+)
+
+func init() {
+	for _, name := range []string{"experimental.decoders.video", "decoders.video"} {
+		engine.RegisterSchema(&engine.Schema{
+			Name: name,
+			Doc: "Decodes encoded videos held in memory (1-D uint8 samples: from external_source, " +
+				"readers.file or io.file.read) to FHWC uint8 RGB sequences, with FFmpeg's libraries " +
+				"opened at run time (docs/pipeline.md#video). Frames start_frame, start_frame+stride, ... " +
+				"before end_frame (default: the end), or the frames listed in frames; with sequence_length, " +
+				"that many, the missing ones padded as pad_mode says. Frames are numbered by presentation time.",
+			MinInputs: 1, MaxInputs: 1, Outputs: []string{"video"}, HostOnly: true,
+			Args: []engine.ArgSpec{
+				{Name: "start_frame", Type: engine.ArgInt, Default: 0, Doc: "first frame"},
+				{Name: "end_frame", Type: engine.ArgInt, Default: -1, Doc: "frame the selection stops before (-1: the end of the video)"},
+				{Name: "stride", Type: engine.ArgInt, Default: 1, Doc: "distance between the frames taken"},
+				{Name: "sequence_length", Type: engine.ArgInt, Default: -1, Doc: "frames per output (-1: every selected frame)"},
+				{Name: "frames", Type: engine.ArgIntList, Doc: "explicit frame numbers (instead of start_frame, end_frame and stride)"},
+				{Name: "pad_mode", Type: engine.ArgString, Default: "constant", Doc: "when the video has fewer frames than sequence_length: constant (fill_value), edge (repeat the last frame) or none (a shorter output)"},
+				{Name: "fill_value", Type: engine.ArgIntList, Default: []int64{0}, Doc: "pad value, one per channel or one for all"},
+				{Name: "affine", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility (mixed backend); no effect"},
+				{Name: "build_index", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility: godali always indexes the packets"},
+			},
+		})
+		engine.RegisterBackend(name, "cpu", newVideoDecoder)
+	}
+}
+
+type videoDecoder struct {
+	args                       *engine.Args
+	start, end, stride, seqLen int
+	frames                     []int
+	padMode                    string
+	fill                       [3]byte
+}
+
+func newVideoDecoder(a *engine.Args) (engine.Operator, error) {
+	d := &videoDecoder{args: a, start: a.Int("start_frame"), end: a.Int("end_frame"), stride: a.Int("stride"),
+		seqLen: a.Int("sequence_length"), padMode: a.String("pad_mode")}
+	for _, f := range a.Ints("frames") {
+		if f < 0 {
+			return nil, a.Errorf("frames", "frame numbers must be >= 0, got %d", f)
+		}
+		d.frames = append(d.frames, int(f))
+	}
+	if d.start < 0 {
+		return nil, a.Errorf("start_frame", "must be >= 0, got %d", d.start)
+	}
+	if d.stride < 1 {
+		return nil, a.Errorf("stride", "must be >= 1, got %d", d.stride)
+	}
+	if d.seqLen == 0 || d.seqLen < -1 {
+		return nil, a.Errorf("sequence_length", "must be >= 1 (or -1), got %d", d.seqLen)
+	}
+	switch d.padMode {
+	case "constant", "edge", "none":
+	default:
+		return nil, a.Errorf("pad_mode", "expected constant, edge or none, got %q", d.padMode)
+	}
+	fill := a.Ints("fill_value")
+	switch len(fill) {
+	case 1:
+		d.fill = [3]byte{byte(fill[0]), byte(fill[0]), byte(fill[0])}
+	case 3:
+		d.fill = [3]byte{byte(fill[0]), byte(fill[1]), byte(fill[2])}
+	default:
+		return nil, a.Errorf("fill_value", "expected 1 or 3 values, got %d", len(fill))
+	}
+	if err := video.Load(); err != nil {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: %v", engine.Describe(a.Node, a.Schema.Name), err)
+	}
+	return d, nil
+}
+
+func (d *videoDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if in[0].DType != engine.UInt8 {
+		return nil, d.args.Errorf("input", "expected encoded video bytes (uint8), got %s", in[0].DType)
+	}
+	f := -1
+	if d.seqLen > 0 && d.padMode != "none" {
+		f = d.seqLen
+	}
+	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "FHWC", Shape: []int{f, -1, -1, 3}}}, nil
+}
+
+// videoDecoderState holds the sample's open video from Setup to Run.
+type videoDecoderState struct {
+	f     *video.File
+	ix    *video.Index
+	avail []int // the selected frames the video has
+	total int   // output frames
+}
+
+func (s *videoDecoderState) Close() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
+
+func (d *videoDecoder) NewWorkerState() any { return &videoDecoderState{} }
+
+func (d *videoDecoder) Setup(ws *engine.Workspace) error {
+	st := ws.State.(*videoDecoderState)
+	if st.f == nil {
+		st.f = &video.File{}
+	}
+	if err := st.f.ReopenBytes(ws.In[0].Data, 1); err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	if st.ix == nil {
+		st.ix = &video.Index{}
+	}
+	if err := st.f.ScanInto(st.ix); err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	ix := st.ix
+	n := ix.Len()
+	st.avail = st.avail[:0]
+	if d.frames != nil {
+		for _, f := range d.frames {
+			if f >= n {
+				return engine.Errorf(engine.StatusData, "frame %d requested (argument \"frames\"), the video has %d", f, n)
+			}
+			st.avail = append(st.avail, f)
+		}
+	} else {
+		end := d.end
+		if end < 0 || end > n {
+			end = n
+		}
+		for f := d.start; f < end; f += d.stride {
+			st.avail = append(st.avail, f)
+		}
+	}
+	st.total = len(st.avail)
+	if d.seqLen > 0 {
+		st.avail = st.avail[:min(len(st.avail), d.seqLen)]
+		if d.padMode != "none" {
+			st.total = d.seqLen
+		} else {
+			st.total = len(st.avail)
+		}
+	}
+	if len(st.avail) == 0 && st.total > 0 && d.padMode == "edge" {
+		return engine.Errorf(engine.StatusData, "no frame selected to repeat (pad_mode edge): the video has %d frames", n)
+	}
+	ws.Out[0].SetShape(st.total, st.f.Info.Height, st.f.Info.Width, 3)
+	return nil
+}
+
+func (d *videoDecoder) Run(ws *engine.Workspace) error {
+	st := ws.State.(*videoDecoderState)
+	out := ws.Out[0].Data
+	fb := st.f.FrameBytes()
+	// Runs of equally spaced frames are one ReadFrames call each.
+	for i := 0; i < len(st.avail); {
+		j, step := i+1, 1
+		if j < len(st.avail) {
+			step = st.avail[j] - st.avail[i]
+		}
+		for step > 0 && j < len(st.avail) && st.avail[j]-st.avail[j-1] == step {
+			j++
+		}
+		if step <= 0 {
+			j, step = i+1, 1
+		}
+		if err := st.f.ReadFrames(st.ix, st.avail[i], j-i, step, out[i*fb:j*fb]); err != nil {
+			return engine.Errorf(engine.StatusData, "%v", err)
+		}
+		i = j
+	}
+	for k := len(st.avail); k < st.total; k++ {
+		dst := out[k*fb : (k+1)*fb]
+		if d.padMode == "edge" {
+			copy(dst, out[(len(st.avail)-1)*fb:len(st.avail)*fb])
+			continue
+		}
+		for p := 0; p < len(dst); p += 3 {
+			dst[p], dst[p+1], dst[p+2] = d.fill[0], d.fill[1], d.fill[2]
+		}
+	}
+	return nil
+}

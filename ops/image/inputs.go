@@ -1,0 +1,12 @@
+package image
+
+import "github.com/godali/godali/engine"
+
+// What most operators of the family take as input 0, declared in their schemas
+// (Schema.InputLayouts, InputDtypes, InputDoc) and checked by the graph before Infer.
+var (
+	hwc         = []string{"HWC"}
+	u8          = []engine.DType{engine.UInt8}
+	u8OrFloat   = []engine.DType{engine.UInt8, engine.Float32}
+	fromDecoder = "e.g. from a decoder"
+)

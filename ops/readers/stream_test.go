@@ -1,0 +1,203 @@
+package readers
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"testing"
+
+	"github.com/godali/godali/engine"
+)
+
+// fillCounters, the reference for spanTable, are DALI's iterator counters for LastBatchPolicy.FILL without
+// pad_last_batch (its _counter, _counter_per_gpu, _shard_sizes_per_gpu and _size),
+// over all shards.
+type fillCounters struct {
+	bs, size, counter int64
+	stick             bool
+	ahead, sizes      []int64 // per shard: samples read ahead into the next epoch; shard sizes
+}
+
+func newFillCounters(n, k, bs int, stick bool) fillCounters {
+	c := fillCounters{bs: int64(bs), stick: stick, ahead: make([]int64, k), sizes: make([]int64, k)}
+	for i := range c.sizes {
+		lo, hi := engine.ShardRange(n, i, k)
+		c.sizes[i] = int64(hi - lo)
+	}
+	per := (int64(n) + int64(k) - 1) / int64(k)
+	c.size = ceilDiv(per, c.bs) * c.bs
+	return c
+}
+
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) == (b < 0) {
+		q++
+	}
+	return q
+}
+
+// epoch returns the number of batches of the next epoch and moves the counters on, as
+// DALI's iterator does over an epoch and its reset().
+func (c *fillCounters) epoch() int64 {
+	var nb int64
+	for c.counter < c.size {
+		c.counter += c.bs
+		nb++
+	}
+	lo := minOf(c.ahead)
+	read := c.counter - lo
+	for i := range c.ahead {
+		c.ahead[i] += read - c.sizes[i]
+	}
+	c.counter = minOf(c.ahead)
+	if !c.stick {
+		roll(c.sizes)
+	}
+	need := c.sizes[0] - c.ahead[0]
+	for i := range c.sizes {
+		need = max(need, c.sizes[i]-c.ahead[i])
+	}
+	c.size = ceilDiv(need, c.bs) * c.bs
+	if c.size == 0 {
+		for i := range c.ahead {
+			c.ahead[i] = 0
+		}
+		c.counter = 0
+		if !c.stick {
+			roll(c.sizes)
+		}
+		c.size = ceilDiv(maxOf(c.sizes), c.bs) * c.bs
+	}
+	return nb
+}
+
+func minOf(x []int64) int64 {
+	m := x[0]
+	for _, v := range x[1:] {
+		m = min(m, v)
+	}
+	return m
+}
+
+func maxOf(x []int64) int64 {
+	m := x[0]
+	for _, v := range x[1:] {
+		m = max(m, v)
+	}
+	return m
+}
+
+// roll moves every element one place up, the last becoming the first (numpy.roll(x, 1)).
+func roll(x []int64) {
+	last := x[len(x)-1]
+	copy(x[1:], x[:len(x)-1])
+	x[0] = last
+}
+
+// referenceSpans runs the counters epoch by epoch, as godali did before spanTable's
+// closed form: where each epoch starts and how many batches it has.
+func referenceSpans(n, k, bs int, stick bool, epochs int) (starts, batches []int64) {
+	c := newFillCounters(n, k, bs, stick)
+	var s int64
+	for range epochs {
+		nb := max(c.epoch(), 1)
+		starts, batches = append(starts, s), append(batches, nb)
+		s += nb * int64(bs)
+	}
+	return starts, batches
+}
+
+func testBase(n, k int, stick bool) *Base {
+	b := &Base{shards: k, stick: stick, segIdx: -1}
+	b.entries = make([]engine.SampleRef, n)
+	return b
+}
+
+// The closed form gives the counters' spans, epoch by epoch, over small and uneven
+// shards, batches smaller and larger than them, and several of the counters' periods.
+func TestStreamSpansMatchCounters(t *testing.T) {
+	for n := 1; n <= 23; n++ {
+		for k := 1; k <= min(n, 5); k++ {
+			for bs := 1; bs <= 13; bs++ {
+				for _, stick := range []bool{false, true} {
+					epochs := 3*k*bs + 7
+					starts, batches := referenceSpans(n, k, bs, stick, epochs)
+					b := testBase(n, k, stick)
+					for e := range epochs {
+						s, nb, err := b.spans.span(b, int64(e), bs)
+						if err != nil || s != starts[e] || nb != batches[e] {
+							t.Fatalf("n=%d k=%d bs=%d stick=%v epoch %d: start %d, %d batches (%v); the counters: %d, %d", n, k, bs, stick, e, s, nb, err, starts[e], batches[e])
+						}
+					}
+				}
+			}
+		}
+	}
+	// Larger ones, some with shards much smaller than the batch.
+	for _, c := range [][3]int{{2467, 41, 59}, {2857, 27, 97}, {1000, 8, 256}, {1281167, 8, 256}, {50000, 64, 1024}} {
+		for _, stick := range []bool{false, true} {
+			starts, batches := referenceSpans(c[0], c[1], c[2], stick, 5000)
+			b := testBase(c[0], c[1], stick)
+			for e := range starts {
+				s, nb, err := b.spans.span(b, int64(e), c[2])
+				if err != nil || s != starts[e] || nb != batches[e] {
+					t.Fatalf("%v stick=%v epoch %d: start %d, %d batches (%v); the counters: %d, %d", c, stick, e, s, nb, err, starts[e], batches[e])
+				}
+			}
+		}
+	}
+}
+
+// A huge epoch costs no memory (it was a 16-byte table entry per epoch: 10^9 epochs ran
+// out of memory), its span follows from the counters' period, and one whose stream
+// position overflows is refused.
+func TestStreamSpansHugeEpoch(t *testing.T) {
+	// Batches of 6 over shards of 10 and 11: the counters start over every few epochs
+	// (the reference's first epochs show the period; spanTable computes it by itself).
+	b := testBase(21, 2, false)
+	const bs = 6
+	starts, batches := referenceSpans(21, 2, bs, false, 60)
+	period := 0
+	for p := 1; p < 20 && period == 0; p++ {
+		period = p
+		for e := p; e < 60; e++ {
+			if starts[e]-starts[e-p] != starts[p] || batches[e] != batches[e-p] {
+				period = 0
+				break
+			}
+		}
+	}
+	if period < 2 {
+		t.Fatalf("the reference has period %d, this test wants a longer one: %v %v", period, starts, batches)
+	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	for _, e := range []int64{1e8, 1e9 + 1, 1e15 + 2} {
+		p := int64(period)
+		s, nb, err := b.spans.span(b, e, bs)
+		if want := e/p*starts[p] + starts[e%p]; err != nil || s != want || nb != batches[e%p] {
+			t.Fatalf("epoch %d: start %d, %d batches (%v); want %d, %d", e, s, nb, err, want, batches[e%p])
+		}
+	}
+	q := testBase(1000, 7, false) // batches smaller than the shards: never starts over
+	s, nb, err := q.spans.span(q, 1e12, 32)
+	// The longest 1e12 passes hold ceil(1000*1e12/7) = 142857142857143 samples, which
+	// whole batches of 32 round up to 142857142857152; an epoch is 4 or 5 batches.
+	if err != nil || s != 142857142857152 || nb < 4 || nb > 5 {
+		t.Fatalf("epoch 1e12: start %d, %d batches, %v", s, nb, err)
+	}
+	runtime.ReadMemStats(&ms1)
+	if d := ms1.TotalAlloc - ms0.TotalAlloc; d > 1<<16 {
+		t.Fatalf("spans of huge epochs allocated %d bytes", d)
+	}
+	if _, _, err := q.spans.span(q, math.MaxInt64/100, 32); err == nil {
+		t.Fatal("an epoch whose stream position overflows was accepted")
+	}
+	if got := fmt.Sprint(mulDivCeil(math.MaxInt64, 2, 2)); got != fmt.Sprint(int64(math.MaxInt64), true) {
+		t.Fatalf("mulDivCeil(MaxInt64, 2, 2) = %s", got)
+	}
+	if _, ok := mulDivCeil(math.MaxInt64, 3, 2); ok {
+		t.Fatal("mulDivCeil(MaxInt64, 3, 2) fits?")
+	}
+}

@@ -1,0 +1,481 @@
+package readers
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/godali/godali/codec/video"
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
+	"github.com/godali/godali/source/remote"
+)
+
+func init() {
+	engine.RegisterSchema(&engine.Schema{
+		Name: "readers.video",
+		Doc: "Reads sequences of sequence_length frames from video files (FFmpeg's libavformat and " +
+			"libavcodec, opened at run time: H.264, HEVC, VP8, VP9, AV1, MJPEG, MPEG-4, as the installed " +
+			"FFmpeg decodes them). Every video gives the sequences starting at frames 0, step, 2*step, ... " +
+			"that fit in it (pad_sequences: also the incomplete ones at its end, padded with zero frames); " +
+			"the reader's samples are those sequences. Outputs the frames (FHWC, RGB), then the label " +
+			"(int32 [1]; with labels, file_root or file_list), the first frame's number (int32 [1]; " +
+			"enable_frame_num) and each frame's time in seconds (float32 [F]; enable_timestamps; -1 for " +
+			"padding frames). Frames are numbered by presentation time, so B-frames and (with " +
+			"skip_vfr_check) variable frame rates are exact. Rotation metadata is not applied. " +
+			"With random_shuffle the list of sequences is first permuted once with a fixed seed (the same " +
+			"on every shard, as DALI does), then shuffled in a buffer of initial_fill.",
+		MinInputs: 0, MaxInputs: 0, IsReader: true, HostOnly: true,
+		Outputs: []string{"video", "labels", "frame_num", "timestamps"},
+		OutputIf: map[string]string{"labels": "given:labels|file_root|file_list",
+			"frame_num": "enable_frame_num", "timestamps": "enable_timestamps"},
+		Args: append([]engine.ArgSpec{
+			{Name: "sequence_length", Type: engine.ArgInt, Required: true, Doc: "frames per sequence"},
+			{Name: "step", Type: engine.ArgInt, Default: -1, Doc: "frames between the starts of consecutive sequences (-1: sequence_length)"},
+			{Name: "stride", Type: engine.ArgInt, Default: 1, Doc: "distance between consecutive frames of a sequence"},
+			{Name: "filenames", Type: engine.ArgStringList, Doc: "video files"},
+			{Name: "labels", Type: engine.ArgIntList, Doc: "labels of filenames (an empty list: the files' indices); without it there is no label output"},
+			{Name: "file_root", Type: engine.ArgString, Doc: "directory: each sorted subdirectory is a class, all its files are videos"},
+			{Name: "file_list", Type: engine.ArgString, Doc: "text file of \"path label [start end]\" lines: start and end in seconds (frame numbers with file_list_frame_num) bound the part of the video read; a negative end counts from the end"},
+			{Name: "file_list_frame_num", Type: engine.ArgBool, Default: false, Doc: "file_list's start and end are frame numbers"},
+			{Name: "file_list_include_preceding_frame", Type: engine.ArgBool, Default: false, Doc: "with times in file_list, round start down and end up (include the frames that overlap the range) instead of start up and end down"},
+			{Name: "enable_frame_num", Type: engine.ArgBool, Default: false, Doc: "add the frame_num output"},
+			{Name: "enable_timestamps", Type: engine.ArgBool, Default: false, Doc: "add the timestamps output"},
+			{Name: "pad_sequences", Type: engine.ArgBool, Default: false, Doc: "also read the incomplete sequences at the end of a video; missing frames are zero, their timestamps -1"},
+			{Name: "skip_vfr_check", Type: engine.ArgBool, Default: false, Doc: "accept variable frame rate videos (refused by default, as DALI does)"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "UINT8 or FLOAT (0..255, or 0..1 with normalized)"},
+			{Name: "normalized", Type: engine.ArgBool, Default: false, Doc: "with dtype FLOAT, divide by 255"},
+			{Name: "image_type", Type: engine.ArgImageType, Default: "RGB", Doc: "RGB (the only colour space godali produces)"},
+			{Name: "channels", Type: engine.ArgInt, Default: 3, Doc: "3"},
+			{Name: "additional_decode_surfaces", Type: engine.ArgInt, Default: 2, Doc: "accepted for DALI compatibility (NVDEC); no effect on the CPU"},
+			{Name: "tensor_init_bytes", Type: engine.ArgInt, Default: 1048576, Doc: "accepted for DALI compatibility"},
+		}, CommonArgs()...),
+	})
+	engine.RegisterBackend("readers.video", "cpu", newVideoReader)
+}
+
+// videoListSeed permutes the sequence list of a shuffling video reader.
+const videoListSeed = 524287
+
+type videoFile struct {
+	path       string
+	label      int32
+	start, end float64 // file_list range (hasRange)
+	hasRange   bool
+	ix         *video.Index
+	info       video.Info
+}
+
+// videoSeq is one sample: frames start, start+stride, ... of a file; count of them
+// exist (fewer than sequence_length at a padded end).
+type videoSeq struct {
+	file, start, count int32
+}
+
+type videoReader struct {
+	Base
+	args                    *engine.Args
+	seqLen, step, stride    int
+	pad                     bool
+	dtype                   engine.DType
+	normalized              bool
+	labels, frameNum, times bool
+	files                   []videoFile
+	seqs                    []videoSeq
+}
+
+func newVideoReader(a *engine.Args) (engine.Operator, error) {
+	r := &videoReader{args: a, seqLen: a.Int("sequence_length"), step: a.Int("step"), stride: a.Int("stride"),
+		pad: a.Bool("pad_sequences"), dtype: a.DType("dtype"), normalized: a.Bool("normalized"),
+		frameNum: a.Bool("enable_frame_num"), times: a.Bool("enable_timestamps")}
+	if err := r.Init(a); err != nil {
+		return nil, err
+	}
+	if r.seqLen < 1 {
+		return nil, a.Errorf("sequence_length", "must be >= 1, got %d", r.seqLen)
+	}
+	if r.step == -1 {
+		r.step = r.seqLen
+	}
+	if r.step < 1 {
+		return nil, a.Errorf("step", "must be >= 1 (or -1: sequence_length), got %d", r.step)
+	}
+	if r.stride < 1 {
+		return nil, a.Errorf("stride", "must be >= 1, got %d", r.stride)
+	}
+	if r.dtype != engine.UInt8 && r.dtype != engine.Float32 {
+		return nil, a.Errorf("dtype", "expected UINT8 or FLOAT, got %s", r.dtype)
+	}
+	if c := a.Int("channels"); c != 3 {
+		return nil, a.Errorf("channels", "godali reads 3-channel RGB video, got %d", c)
+	}
+	if t := a.String("image_type"); t != "RGB" {
+		return nil, a.Errorf("image_type", "godali reads video as RGB, got %s", t)
+	}
+	sources := 0
+	for _, k := range []string{"filenames", "file_root", "file_list"} {
+		if a.Has(k) {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return nil, a.Errorf("filenames", "give exactly one of filenames, file_root or file_list")
+	}
+	if a.Has("labels") && !a.Has("filenames") {
+		return nil, a.Errorf("labels", "labels go with filenames")
+	}
+	if n := len(a.Ints("labels")); n > 0 && n != len(a.Strings("filenames")) {
+		return nil, a.Errorf("labels", "has %d entries but filenames has %d", n, len(a.Strings("filenames")))
+	}
+	r.labels = a.Has("labels") || a.Has("file_root") || a.Has("file_list")
+	// The libraries are needed from the build on: say now what is missing.
+	if err := video.Load(); err != nil {
+		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: %v", engine.Describe(a.Node, a.Schema.Name), err)
+	}
+	if root := a.String("file_root"); root != "" {
+		r.DigestPath = relToRoot(root)
+	}
+	return r, nil
+}
+
+func (r *videoReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	out := []engine.TensorMeta{{DType: r.dtype, Layout: "FHWC", Shape: []int{r.seqLen, -1, -1, 3}}}
+	if r.labels {
+		out = append(out, engine.TensorMeta{DType: engine.Int32, Shape: []int{1}})
+	}
+	if r.frameNum {
+		out = append(out, engine.TensorMeta{DType: engine.Int32, Shape: []int{1}})
+	}
+	if r.times {
+		out = append(out, engine.TensorMeta{DType: engine.Float32, Shape: []int{r.seqLen}})
+	}
+	return out, nil
+}
+
+func (r *videoReader) Open() error {
+	if r.Opened() {
+		return nil
+	}
+	a := r.args
+	where := engine.Describe(a.Node, a.Schema.Name)
+	files, err := r.listFiles(where)
+	if err != nil {
+		return err
+	}
+	for i := range files {
+		if remote.IsRemote(files[i].path) {
+			return engine.Errorf(engine.StatusInvalidArgument, "%s: %s: readers.video reads local files only", where, files[i].path)
+		}
+	}
+	// Indexing reads every packet of every file: in parallel, one file per goroutine.
+	errs := make([]error, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(files)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = r.indexFile(&files[i])
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return engine.Errorf(engine.StatusData, "%s: %s: %v", where, files[i].path, err)
+		}
+	}
+	r.files = files
+	var refs []engine.SampleRef
+	total := 1 + (r.seqLen-1)*r.stride
+	for fi := range files {
+		f := &files[fi]
+		lo, hi, err := r.frameRange(f)
+		if err != nil {
+			return engine.Errorf(engine.StatusData, "%s: %s: %v", where, f.path, err)
+		}
+		s := lo
+		for ; s < hi && s+total <= hi; s += r.step {
+			r.seqs = append(r.seqs, videoSeq{int32(fi), int32(s), int32(r.seqLen)})
+			refs = append(refs, engine.SampleRef{Path: f.path, Label: f.label})
+		}
+		for ; r.pad && s < hi; s += r.step {
+			r.seqs = append(r.seqs, videoSeq{int32(fi), int32(s), int32(1 + (hi-1-s)/r.stride)})
+			refs = append(refs, engine.SampleRef{Path: f.path, Label: f.label})
+		}
+	}
+	if a.Bool("random_shuffle") {
+		// As DALI's video loader: the sequence list is permuted once, identically on every
+		// shard, before sharding and the shuffling buffer, so that a buffer of
+		// initial_fill sequences does not hold the neighbouring clips of a few videos.
+		var rng engine.RNG
+		rng.Seed(videoListSeed)
+		for i := len(refs) - 1; i > 0; i-- {
+			j := rng.Intn(i + 1)
+			refs[i], refs[j] = refs[j], refs[i]
+			r.seqs[i], r.seqs[j] = r.seqs[j], r.seqs[i]
+		}
+	}
+	if len(refs) == 0 {
+		return engine.Errorf(engine.StatusData, "%s: no sequence of %d frames (stride %d) fits in the %d videos; check sequence_length and the videos' lengths (or set pad_sequences)", where, r.seqLen, r.stride, len(files))
+	}
+	return r.SetSamples(refs, "sequences")
+}
+
+// indexFile reads a file's packets to number its frames.
+func (r *videoReader) indexFile(f *videoFile) error {
+	vf, err := video.Open(f.path, 1)
+	if err != nil {
+		return err
+	}
+	defer vf.Close()
+	f.info = vf.Info
+	if f.ix, err = vf.Scan(); err != nil {
+		return err
+	}
+	if f.ix.VariableRate() && !r.args.Bool("skip_vfr_check") {
+		return errors.New("variable frame rate video (the intervals between frames differ); set skip_vfr_check=True to read it (frames are numbered by their timestamps)")
+	}
+	return nil
+}
+
+// frameRange is the part [lo, hi) of a file the sequences come from.
+func (r *videoReader) frameRange(f *videoFile) (lo, hi int, err error) {
+	n := f.ix.Len()
+	if !f.hasRange {
+		return 0, n, nil
+	}
+	start, end := f.start, f.end
+	if r.args.Bool("file_list_frame_num") {
+		lo, hi = int(start), int(end)
+		if end <= 0 {
+			hi = n + int(end)
+		}
+	} else {
+		fps := frameRate(f)
+		if end <= 0 {
+			end += float64(n) / fps
+		}
+		if r.args.Bool("file_list_include_preceding_frame") {
+			lo, hi = int(math.Floor(start*fps+1e-6)), int(math.Ceil(end*fps-1e-6))
+		} else {
+			lo, hi = int(math.Ceil(start*fps-1e-6)), int(math.Floor(end*fps+1e-6))
+		}
+	}
+	if lo < 0 || lo > hi || hi > n {
+		return 0, 0, fmt.Errorf("file_list range [%g, %g) gives frames [%d, %d), outside the video's %d frames", f.start, f.end, lo, hi, n)
+	}
+	return lo, hi, nil
+}
+
+// frameRate is the container's average rate, or the index's when it has none.
+func frameRate(f *videoFile) float64 {
+	if fr := f.info.FrameRate; fr[0] > 0 && fr[1] > 0 {
+		return float64(fr[0]) / float64(fr[1])
+	}
+	if n := f.ix.Len(); n > 1 {
+		if d := f.ix.Seconds(n-1, f.info.TimeBase); d > 0 {
+			return float64(n-1) / d
+		}
+	}
+	return 1
+}
+
+func (r *videoReader) listFiles(where string) ([]videoFile, error) {
+	a := r.args
+	var out []videoFile
+	switch {
+	case a.Has("filenames"):
+		labels := a.Ints("labels")
+		for i, p := range a.Strings("filenames") {
+			l := int32(i)
+			if len(labels) > 0 {
+				l = int32(labels[i])
+			}
+			out = append(out, videoFile{path: p, label: l})
+		}
+	case a.Has("file_root"):
+		root := a.String("file_root")
+		if err := checkDir(where, "file_root", root); err != nil {
+			return nil, err
+		}
+		refs, err := scanImageFolder(source.Local{}, root, []string{"*"}, nil, true)
+		if err != nil {
+			return nil, engine.Errorf(engine.StatusData, "%s: %v", where, err)
+		}
+		for _, ref := range refs {
+			out = append(out, videoFile{path: ref.Path, label: ref.Label})
+		}
+	default:
+		list := a.String("file_list")
+		var err error
+		if out, err = readVideoList(list); err != nil {
+			return nil, engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_list\": %v", where, err)
+		}
+	}
+	if len(out) == 0 {
+		return nil, engine.Errorf(engine.StatusData, "%s: no video files found", where)
+	}
+	return out, nil
+}
+
+// readVideoList parses DALI's video file_list: "path label [start [end]]" per line;
+// paths as written (relative to the working directory, as DALI reads them). A line whose
+// start equals its end is skipped, as DALI does.
+func readVideoList(list string) ([]videoFile, error) {
+	fh, err := os.Open(list)
+	if err != nil {
+		return nil, fmt.Errorf("%q cannot be read: %v", list, err)
+	}
+	defer fh.Close()
+	var out []videoFile
+	sc := bufio.NewScanner(fh)
+	line := 0
+	for sc.Scan() {
+		line++
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if len(fields) < 2 || len(fields) > 4 {
+			return nil, fmt.Errorf("%s:%d: expected \"path label [start [end]]\", got %q", list, line, sc.Text())
+		}
+		label, err := strconv.ParseInt(fields[1], 10, 32)
+		if err != nil || label < 0 {
+			return nil, fmt.Errorf("%s:%d: label %q is not an integer >= 0", list, line, fields[1])
+		}
+		f := videoFile{path: fields[0], label: int32(label)}
+		if len(fields) > 2 {
+			f.hasRange = true
+			if f.start, err = strconv.ParseFloat(fields[2], 64); err != nil {
+				return nil, fmt.Errorf("%s:%d: start %q is not a number", list, line, fields[2])
+			}
+			if len(fields) > 3 {
+				if f.end, err = strconv.ParseFloat(fields[3], 64); err != nil {
+					return nil, fmt.Errorf("%s:%d: end %q is not a number", list, line, fields[3])
+				}
+				if f.end == f.start {
+					continue
+				}
+			}
+		}
+		out = append(out, f)
+	}
+	return out, sc.Err()
+}
+
+// videoReaderState is a worker's open file, kept while its samples come from it.
+type videoReaderState struct {
+	f    *video.File
+	file int // index of the open file (-1: none)
+}
+
+func (s *videoReaderState) Close() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
+
+func (r *videoReader) NewWorkerState() any { return &videoReaderState{file: -1} }
+
+func (r *videoReader) Setup(ws *engine.Workspace) error {
+	seq := r.seqs[ws.Ref.Index]
+	info := &r.files[seq.file].info
+	ws.Out[0].SetShape(r.seqLen, info.Height, info.Width, 3)
+	for k := 1; k < len(ws.Out); k++ {
+		ws.Out[k].SetShape(1)
+	}
+	if r.times && len(ws.Out) > r.timesOut() {
+		ws.Out[r.timesOut()].SetShape(r.seqLen)
+	}
+	return nil
+}
+
+// timesOut is the index of the timestamps output.
+func (r *videoReader) timesOut() int {
+	k := 1
+	if r.labels {
+		k++
+	}
+	if r.frameNum {
+		k++
+	}
+	return k
+}
+
+func (r *videoReader) Run(ws *engine.Workspace) error {
+	st := ws.State.(*videoReaderState)
+	seq := r.seqs[ws.Ref.Index]
+	vf := &r.files[seq.file]
+	if st.file != int(seq.file) {
+		st.file = -1
+		if st.f == nil {
+			st.f = &video.File{}
+		}
+		if err := st.f.Reopen(vf.path, 1); err != nil {
+			return engine.Errorf(engine.StatusData, "%v", err)
+		}
+		st.file = int(seq.file)
+	}
+	out := ws.Out[0].Data
+	fb := st.f.FrameBytes()
+	n := int(seq.count)
+	if err := st.f.ReadFrames(vf.ix, int(seq.start), n, r.stride, out[:n*fb]); err != nil {
+		st.file = -1 // reopened for the next sample
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	pix := r.seqLen * fb
+	if r.dtype == engine.Float32 {
+		widenFrames(out, n*fb, pix, r.normalized)
+	} else {
+		clear(out[n*fb : pix])
+	}
+	k := 1
+	if r.labels {
+		engine.WriteScalar(ws.Out[k].Data, engine.Int32, float64(ws.Ref.Label))
+		k++
+	}
+	if r.frameNum {
+		engine.WriteScalar(ws.Out[k].Data, engine.Int32, float64(seq.start))
+		k++
+	}
+	if r.times {
+		d := ws.Out[k].Data
+		for i := 0; i < r.seqLen; i++ {
+			t := -1.0
+			if i < n {
+				t = vf.ix.Seconds(int(seq.start)+i*r.stride, vf.info.TimeBase)
+			}
+			engine.WriteScalar(d[4*i:], engine.Float32, t)
+		}
+	}
+	return nil
+}
+
+// widenFrames turns the first n bytes of buf (uint8 pixels) into float32 values in place
+// (from the end, so that no byte is overwritten before it is read) and zeroes the
+// float32 values from n up to total.
+func widenFrames(buf []byte, n, total int, normalized bool) {
+	scale := float32(1)
+	if normalized {
+		scale = 1.0 / 255
+	}
+	f := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(buf))), total) // output buffers are aligned
+	clear(f[n:total])
+	for i := n - 1; i >= 0; i-- {
+		f[i] = float32(buf[i]) * scale
+	}
+}

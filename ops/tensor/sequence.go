@@ -1,0 +1,129 @@
+package tensor
+
+import (
+	"strings"
+
+	"github.com/godali/godali/engine"
+)
+
+func init() {
+	engine.RegisterSchema(&engine.Schema{
+		Name: "sequence_rearrange",
+		Doc: "Reorders, repeats or drops the frames of sequences (DALI's fn.sequence_rearrange): " +
+			"output frame i is input frame new_order[i]. The input's outermost dimension is the frames.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "new_order", Type: engine.ArgIntList, Required: true, TensorInput: true, Doc: "input frame of each output frame (0-based); may repeat or omit frames"},
+		},
+	})
+	engine.RegisterBackend("sequence_rearrange", "cpu", func(a *engine.Args) (engine.Operator, error) {
+		if _, per := a.IsPerSample("new_order"); !per && len(a.Ints("new_order")) == 0 {
+			return nil, a.Errorf("new_order", "must not be empty")
+		}
+		return &rearrangeOp{args: a}, nil
+	})
+	engine.RegisterSchema(&engine.Schema{
+		Name: "per_frame",
+		Doc: "Marks a value as one entry per frame (DALI's fn.per_frame): its layout gets a leading " +
+			"\"F\", so that an operator applied to sequences takes entry f of it for frame f (e.g. " +
+			"fn.rotate(video, angle=fn.per_frame(angles))). The data is unchanged.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "replace", Type: engine.ArgBool, Default: false, Doc: "replace an existing leading layout letter with F instead of adding one"},
+		},
+	})
+	engine.RegisterBackend("per_frame", "cpu", func(a *engine.Args) (engine.Operator, error) {
+		return &perFrameOp{args: a}, nil
+	})
+}
+
+type rearrangeOp struct {
+	args *engine.Args
+}
+
+// rearrangeState is a worker's order for its current sample, from Setup to Run.
+type rearrangeState struct {
+	order []int
+	buf   []float64
+}
+
+func (o *rearrangeOp) NewWorkerState() any { return &rearrangeState{} }
+
+func (o *rearrangeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if in[0].Shape != nil && len(in[0].Shape) < 1 {
+		return nil, o.args.Errorf("input", "expected sequences (at least one dimension), got a scalar")
+	}
+	m := engine.TensorMeta{DType: in[0].DType, Layout: in[0].Layout, Shape: append([]int(nil), in[0].Shape...)}
+	if len(m.Shape) > 0 {
+		m.Shape[0] = -1
+		if _, per := o.args.IsPerSample("new_order"); !per {
+			m.Shape[0] = len(o.args.Ints("new_order"))
+		}
+	}
+	return []engine.TensorMeta{m}, nil
+}
+
+func (o *rearrangeOp) Setup(ws *engine.Workspace) error {
+	in := ws.In[0]
+	if len(in.Shape) < 1 {
+		return engine.Errorf(engine.StatusData, "sequence_rearrange: expected a sequence, got a scalar")
+	}
+	st := ws.State.(*rearrangeState)
+	if _, per := o.args.IsPerSample("new_order"); per {
+		var err error
+		if st.buf, err = o.args.FloatsAt(ws, "new_order", st.buf); err != nil {
+			return err
+		}
+	} else {
+		st.buf = st.buf[:0]
+		for _, v := range o.args.Ints("new_order") {
+			st.buf = append(st.buf, float64(v))
+		}
+	}
+	if len(st.buf) == 0 {
+		return o.args.Errorf("new_order", "must not be empty")
+	}
+	st.order = st.order[:0]
+	for _, v := range st.buf {
+		f := int(v)
+		if f < 0 || f >= in.Shape[0] || float64(f) != v {
+			return o.args.Errorf("new_order", "entry %v is not a frame of the sequence's %d", v, in.Shape[0])
+		}
+		st.order = append(st.order, f)
+	}
+	ws.Out[0].SetShape(in.Shape...)
+	ws.Out[0].Shape[0] = len(st.order)
+	return nil
+}
+
+func (o *rearrangeOp) Run(ws *engine.Workspace) error {
+	in := ws.In[0]
+	fb := in.NumBytes() / max(in.Shape[0], 1)
+	for i, f := range ws.State.(*rearrangeState).order {
+		copy(ws.Out[0].Data[i*fb:(i+1)*fb], in.Data[f*fb:(f+1)*fb])
+	}
+	return nil
+}
+
+type perFrameOp struct{ args *engine.Args }
+
+func (o *perFrameOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	lay := in[0].Layout
+	if o.args.Bool("replace") && lay != "" {
+		lay = lay[1:]
+	}
+	if strings.HasPrefix(lay, "F") {
+		return []engine.TensorMeta{in[0]}, nil
+	}
+	if lay == "" && len(in[0].Shape) > 1 {
+		lay = strings.Repeat("*", len(in[0].Shape)-1)
+	}
+	return []engine.TensorMeta{{DType: in[0].DType, Layout: "F" + lay, Shape: in[0].Shape}}, nil
+}
+
+func (o *perFrameOp) Setup(ws *engine.Workspace) error {
+	ws.Out[0].SetShape(ws.In[0].Shape...)
+	return nil
+}
+
+func (o *perFrameOp) Run(ws *engine.Workspace) error { return copyRun(ws) }
