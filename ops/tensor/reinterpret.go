@@ -128,6 +128,13 @@ func (o *reinterpretOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, erro
 		return nil, err
 	}
 	out[0].DType = to
+	if in[0].Shape != nil && out[0].Shape != nil {
+		l, err := o.layout(in[0].Layout, len(in[0].Shape), len(out[0].Shape))
+		if err != nil {
+			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
+		}
+		out[0].Layout = l
+	}
 	return out, nil
 }
 
