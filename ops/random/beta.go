@@ -2,6 +2,7 @@ package random
 
 import (
 	"math"
+	"strings"
 
 	"github.com/godali/godali/engine"
 )
@@ -26,11 +27,11 @@ func init() {
 func newBeta(a *engine.Args) (engine.Operator, error) {
 	d := a.DType("dtype")
 	if d != engine.Float32 && d != engine.Float64 {
-		return nil, a.Errorf("dtype", "must be FLOAT or FLOAT64, got %s", d)
+		return nil, a.Errorf("dtype", "Data type %s is not supported: must be FLOAT or FLOAT64", strings.ToLower(d.String()))
 	}
 	for _, name := range []string{"alpha", "beta"} {
-		if v := a.Float(name); !(v > 0) || math.IsInf(v, 0) {
-			return nil, a.Errorf(name, "must be a finite number > 0, got %g", v)
+		if v := a.Float(name); !(v > 0) || v > math.MaxFloat32 {
+			return nil, a.Errorf(name, "The `%s` must be a positive float32, got %g", name, v)
 		}
 	}
 	o := &randomOp{args: a, dtype: d, p0: a.Float("alpha"), p1: a.Float("beta"), draw: drawBeta}
@@ -44,8 +45,8 @@ func newBeta(a *engine.Args) (engine.Operator, error) {
 				if err != nil {
 					return 0, 0, err
 				}
-				if !(v > 0) || math.IsInf(v, 0) {
-					return 0, 0, engine.Errorf(engine.StatusData, "%s: argument %q: must be a finite number > 0, got %g for this sample", engine.Describe(a.Node, a.Schema.Name), name, v)
+				if !(v > 0) || v > math.MaxFloat32 {
+					return 0, 0, engine.Errorf(engine.StatusData, "%s: argument %q: The `%s` must be a positive float32, got %g for this sample", engine.Describe(a.Node, a.Schema.Name), name, name, v)
 				}
 				p[i] = v
 			}

@@ -44,8 +44,8 @@ func newOneHot(a *engine.Args) (engine.Operator, error) {
 	if o.axis < -1 {
 		return nil, a.Errorf("axis", "must be -1 (last) or 0 to ndim, got %d", o.axis)
 	}
-	if len(o.axisName) > 1 {
-		return nil, a.Errorf("axis_name", "expected one character, got %q", o.axisName)
+	if len(o.axisName) > 1 || (a.Has("axis_name") && o.axisName == "") {
+		return nil, a.Errorf("axis_name", "Unsupported axis_name value %q: expected one character", o.axisName)
 	}
 	engine.WriteScalarSat(o.on[:], o.dtype, a.Float("on_value"))
 	engine.WriteScalarSat(o.off[:], o.dtype, a.Float("off_value"))
@@ -100,6 +100,15 @@ func (o *oneHotOp) layout(in string, shape []int, ax int, outDims int) string {
 	return in[:ax] + o.axisName + in[ax:]
 }
 
+// checkLayout refuses axis_name for a multi-dimensional input without a layout of its
+// rank: the new axis has a name but the others would not.
+func (o *oneHotOp) checkLayout(in string, outDims int) error {
+	if o.axisName == "" || outDims <= 1 || len(in) == outDims-1 {
+		return nil
+	}
+	return fmt.Errorf("%s: argument \"axis_name\": Input layout mismatch: the input layout %q does not name the input's %d dimensions, so the output layout cannot name the new axis", o.where(), in, outDims-1)
+}
+
 func (o *oneHotOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if !in[0].DType.IsFloat() && !isInt(in[0].DType) && in[0].DType != engine.Bool && in[0].DType != engine.DTypeInvalid {
 		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the input must be numbers, got %s", o.where(), in[0].DType)
@@ -116,6 +125,9 @@ func (o *oneHotOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		return []engine.TensorMeta{m}, nil
 	}
 	s, ax, err := o.outShape(in[0].Shape)
+	if err == nil {
+		err = o.checkLayout(in[0].Layout, len(s))
+	}
 	if err != nil {
 		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
 	}
@@ -127,6 +139,9 @@ func (o *oneHotOp) Setup(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
 	s, ax, err := o.outShape(in.Shape)
 	if err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	if err := o.checkLayout(in.Layout, len(s)); err != nil {
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
 	out.DType, out.Layout = o.dtype, o.layout(in.Layout, s, ax, len(s))
