@@ -30,6 +30,9 @@ func newBeta(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("dtype", "Data type %s is not supported: must be FLOAT or FLOAT64", strings.ToLower(d.String()))
 	}
 	for _, name := range []string{"alpha", "beta"} {
+		if _, per := a.IsPerSample(name); per {
+			continue
+		}
 		if v := a.Float(name); !(v > 0) || v > math.MaxFloat32 {
 			return nil, a.Errorf(name, "The `%s` must be a positive float32, got %g", name, v)
 		}
@@ -56,24 +59,20 @@ func newBeta(a *engine.Args) (engine.Operator, error) {
 	return o, nil
 }
 
+// drawBeta is X / (X + Y) computed from log X and log Y, so that shapes far below 1
+// (whose gamma draws underflow float64) still give the right split between 0 and 1.
 func drawBeta(r *engine.RNG, alpha, beta float64) float64 {
-	x := gamma(r, alpha)
-	y := gamma(r, beta)
-	if x+y == 0 {
-		// Both shapes tiny: the mass sits at 0 and 1, in proportion alpha : beta.
-		if r.Float64()*(alpha+beta) < alpha {
-			return 1
-		}
-		return 0
-	}
-	return x / (x + y)
+	lx := logGamma(r, alpha)
+	ly := logGamma(r, beta)
+	return 1 / (1 + math.Exp(ly-lx))
 }
 
-// gamma draws from Gamma(k, 1) by Marsaglia and Tsang's method; k < 1 boosts k+1 by U^(1/k).
-func gamma(r *engine.RNG, k float64) float64 {
+// logGamma draws log G with G ~ Gamma(k, 1): Marsaglia and Tsang's method for k >= 1;
+// for k < 1, G = Gamma(k+1) * U^(1/k), whose log is log Gamma(k+1) + log(U) / k.
+func logGamma(r *engine.RNG, k float64) float64 {
 	if k < 1 {
 		u := 1 - r.Float64() // (0, 1]
-		return gamma(r, k+1) * math.Pow(u, 1/k)
+		return logGamma(r, k+1) + math.Log(u)/k
 	}
 	d := k - 1.0/3
 	c := 1 / math.Sqrt(9*d)
@@ -86,7 +85,7 @@ func gamma(r *engine.RNG, k float64) float64 {
 		v = v * v * v
 		u := 1 - r.Float64()
 		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
-			return d * v
+			return math.Log(d) + math.Log(v)
 		}
 	}
 }
