@@ -341,3 +341,56 @@ def test_video_resize_equals_video_then_resize(tmp_path):
         assert int(fnum[i].as_array()[0]) == 4 * i
         f = vf[i].as_array()
         assert f.dtype == np.float32 and f.shape == (4, 24, 32, 3) and 0 <= f.min() and f.max() <= 1
+
+
+# --- fn.experimental.inputs.video -----------------------------------------------------------
+
+def video_input_pipe(batch_size, L, policy="partial"):
+    pipe = godali.Pipeline(batch_size=batch_size, num_threads=2, device_id=None, prefetch_queue_depth=2)
+    with pipe:
+        pipe.set_outputs(fn.experimental.inputs.video(name="VIN", sequence_length=L,
+                                                      last_sequence_policy=policy))
+    pipe.build()
+    return pipe
+
+
+@pytest.mark.parametrize("policy", ["partial", "pad"])
+def test_inputs_video_streams_fed_videos_as_pyav(tmp_path, policy):
+    # Two feeds queue two videos; each is cut into batches of batch_size sequences of L
+    # frames, a video's last batch smaller, its last sequence partial or black-padded.
+    a = make_clip(tmp_path / "a.mp4", frames=29)
+    b = make_clip(tmp_path / "b.webm", frames=9, size="32x24", codec="libvpx-vp9")
+    bs, L = 3, 4
+    pipe = video_input_pipe(bs, L, policy)
+    pipe.feed_input("VIN", np.array([[np.fromfile(a, dtype=np.uint8)]]))  # DALI's form
+    pipe.feed_input("VIN", [np.fromfile(b, dtype=np.uint8)], no_copy=True)
+    for path in (a, b):
+        ref = np.stack(pyav_frames(path))
+        n = len(ref)
+        for first in range(0, n, bs * L):
+            (out,) = pipe.run()
+            starts = list(range(first, min(n, first + bs * L), L))
+            assert len(out) == len(starts)
+            for s, start in enumerate(starts):
+                got = out[s].as_array()
+                want = ref[start:start + L]
+                if policy == "pad" and len(want) < L:
+                    pad = np.zeros((L - len(want),) + ref.shape[1:], np.uint8)
+                    want = np.concatenate([want, pad])
+                assert got.shape == want.shape
+                np.testing.assert_array_equal(got, want)
+    with pytest.raises(Exception, match="feed"):
+        pipe.run()
+
+
+def test_inputs_video_refuses_two_samples_and_names_bad_video(tmp_path):
+    a = make_clip(tmp_path / "a.mp4", frames=5)
+    pipe = video_input_pipe(2, 2)
+    with pytest.raises(ValueError, match="one video per feed"):
+        pipe.feed_input("VIN", [np.zeros(4, np.uint8), np.zeros(4, np.uint8)])
+    pipe.feed_input("VIN", [np.frombuffer(b"not a video", np.uint8)])
+    pipe.feed_input("VIN", [np.fromfile(a, dtype=np.uint8)])
+    with pytest.raises(godali.DataError, match="VIN"):
+        pipe.run()
+    (out,) = pipe.run()
+    assert [out[i].as_array().shape[0] for i in range(len(out))] == [2, 2]
