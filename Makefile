@@ -77,7 +77,7 @@ $(BUILD)/libgodali_cuda.so: $(GOSRC) | cuda-kernels
 test-cuda-compile: cuda-kernels
 	$(CUDA_ENV) $(GO) vet -tags cuda ./...
 	@mkdir -p $(CUDA_TESTS)
-	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./kernels/ ./engine/ ./ops/decoders/ ./ops/image/
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./nvdec/ ./kernels/ ./engine/ ./ops/decoders/ ./ops/image/
 	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(CUDA_TESTS)/libjpeg.so.62; fi
 	$(CUDA_ENV) $(GO) test -tags 'cuda nodevice' -run 'TestLoad|TestCandidates|TestROIArgs' ./nvjpeg/
 
@@ -87,6 +87,7 @@ test-cuda-compile: cuda-kernels
 test-cuda: test-cuda-compile
 	cd internal/cuda && ../../$(CUDA_TESTS)/cuda.test -test.v $(TESTFLAGS)
 	cd nvjpeg && ../$(CUDA_TESTS)/nvjpeg.test -test.v $(TESTFLAGS)
+	cd nvdec && ../$(CUDA_TESTS)/nvdec.test -test.v $(TESTFLAGS)
 	cd kernels && ../$(CUDA_TESTS)/kernels.test -test.v $(TESTFLAGS)
 	cd engine && ../$(CUDA_TESTS)/engine.test -test.v $(TESTFLAGS)
 	cd ops/decoders && ../../$(CUDA_TESTS)/decoders.test -test.v $(TESTFLAGS)
@@ -102,7 +103,7 @@ test-cuda: test-cuda-compile
 # out missing waits (GODALI_EMU_DELAY_RANDOM=1: random delays, so streams overtake each
 # other); GODALI_EMU_STRICT=1 aborts on the hazards the emulator detects.
 GPUEMU  := $(BUILD)/gpuemu
-EMU_ENV := LD_LIBRARY_PATH=$(CURDIR)/$(GPUEMU) GODALI_NVJPEG_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvjpeg_emu.so GODALI_REQUIRE_GPU=1 GODALI_EMU_STRICT=1
+EMU_ENV := LD_LIBRARY_PATH=$(CURDIR)/$(GPUEMU) GODALI_NVJPEG_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvjpeg_emu.so GODALI_NVCUVID_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvcuvid_emu.so GODALI_REQUIRE_GPU=1 GODALI_EMU_STRICT=1
 
 .PHONY: gpuemu test-cuda-emu
 
@@ -113,6 +114,7 @@ test-cuda-emu: gpuemu cpu
 	cd internal/cuda && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/cuda.test $(TESTFLAGS)
 	cd nvjpeg && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/nvjpeg.test $(TESTFLAGS)
 	cd nvjpeg && $(EMU_ENV) GODALI_EMU_HW_DECODER=0 ../$(CUDA_TESTS)/nvjpeg.test $(TESTFLAGS)
+	cd nvdec && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/nvdec.test $(TESTFLAGS)
 	cd kernels && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/kernels.test $(TESTFLAGS)
 	cd engine && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/engine.test $(TESTFLAGS)
 	cd ops/decoders && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/decoders.test $(TESTFLAGS)
