@@ -122,7 +122,7 @@ func (f *File) open(path *C.char, mem *C.uint8_t, n, threads int) error {
 		TimeBase:  [2]int{int(info.tb_num), int(info.tb_den)},
 		FrameRate: [2]int{int(info.fr_num), int(info.fr_den)},
 		Rotation:  float64(info.rotation), ColorSpace: int(info.color_space), FullRange: info.full_range != 0,
-		Codec:     keepString(f.Info.Codec, info.codec[:]), PixFmt: keepString(f.Info.PixFmt, info.pix_fmt[:])}
+		Codec: keepString(f.Info.Codec, info.codec[:]), PixFmt: keepString(f.Info.PixFmt, info.pix_fmt[:])}
 	f.live, f.lastIdx = false, -1
 	if f.Info.Width <= 0 || f.Info.Height <= 0 {
 		f.closeStream()
