@@ -34,7 +34,7 @@ static int nv_load(const char *path, char *err, int len) {
 	return 0;
 }
 
-enum { NV_MAX_DISPLAY = 64, NV_MAX_SURFACES = 32 };
+enum { NV_MAX_DISPLAY = 64, NV_MAX_SURFACES = 32, NV_ERR_FORMAT = -2 };
 
 // nv_session is one parser and its decoder. The callbacks record their first failure
 // in err/msg, which nv_parse returns.
@@ -67,7 +67,7 @@ static int nv_on_sequence(void *user, gdnv_video_format *f) {
 		char m[160];
 		snprintf(m, sizeof m, "NVDEC output is 8-bit 4:2:0 only; this stream has chroma format %d at %d bits",
 		         f->chroma_format, 8 + f->bit_depth_luma_minus8);
-		return nv_fail(s, 0, m);
+		return nv_fail(s, NV_ERR_FORMAT, m);
 	}
 	int w = f->display_area.right - f->display_area.left, h = f->display_area.bottom - f->display_area.top;
 	s->matrix = f->video_signal_description.matrix_coefficients;
@@ -227,7 +227,7 @@ var (
 )
 
 // ErrNoNVDEC is wrapped by Load's error when libnvcuvid cannot be used.
-var ErrNoNVDEC = errors.New("GPU video decoding needs NVIDIA's libnvcuvid.so.1 (part of the driver)")
+var ErrNoNVDEC = errors.New("GPU video decoding needs NVIDIA's libnvcuvid.so.1 (part of the driver; in a container, NVIDIA_DRIVER_CAPABILITIES must include video)")
 
 // Load opens libnvcuvid once; later calls return the first call's result.
 func Load() error {
@@ -246,7 +246,10 @@ func Load() error {
 	return loadErr
 }
 
-// Codec is NVDEC's number for a codec FFmpeg names (video.Info.Codec), or -1.
+// Codec is NVDEC's number for a codec FFmpeg names (video.Info.Codec), or -1 for those
+// godali does not send to NVDEC: H.264 and HEVC (as Annex B), VP9 and AV1 (frames as
+// demuxed) go; MPEG-4 Part 2, MPEG-2 and VP8 would need more bitstream work and stay on
+// the CPU.
 func Codec(name string) int {
 	switch name {
 	case "h264":
@@ -255,14 +258,8 @@ func Codec(name string) int {
 		return C.GDNV_CODEC_HEVC
 	case "vp9":
 		return C.GDNV_CODEC_VP9
-	case "vp8":
-		return C.GDNV_CODEC_VP8
 	case "av1":
 		return C.GDNV_CODEC_AV1
-	case "mpeg4":
-		return C.GDNV_CODEC_MPEG4
-	case "mpeg2video":
-		return C.GDNV_CODEC_MPEG2
 	}
 	return -1
 }
@@ -317,7 +314,14 @@ func (d *Decoder) Close() {
 	}
 }
 
+// ErrFormat is wrapped by ReadFrames's error when the stream's pictures are not 8-bit
+// 4:2:0 (NVDEC gives no NV12 for them); nothing was written.
+var ErrFormat = errors.New("a picture format NVDEC does not output as NV12")
+
 func (d *Decoder) fail(what string, r C.int) error {
+	if d.s.err == C.NV_ERR_FORMAT {
+		return fmt.Errorf("%s: %w: %s", what, ErrFormat, C.GoString(C.nv_msg(d.s)))
+	}
 	if msg := C.GoString(C.nv_msg(d.s)); msg != "" {
 		if d.s.err > 0 {
 			return fmt.Errorf("%s: %s: CUDA error %d", what, msg, int(d.s.err))
