@@ -108,8 +108,16 @@ func TestNVDECMatchesCPU(t *testing.T) {
 		{Frames: 12, GOP: 5, W: 72, H: 40},
 		{Frames: 12, GOP: 4, Extra: []string{"-vf", "scale=out_color_matrix=bt709:out_range=full", "-color_range", "pc", "-colorspace", "bt709"}},
 	}
+	var paths []string
 	for ci, spec := range clips {
-		path := videotest.Make(t, dir, fmt.Sprintf("c%d", ci), spec)
+		paths = append(paths, videotest.Make(t, dir, fmt.Sprintf("c%d", ci), spec))
+	}
+	// Rotation metadata (a display matrix of 90 degrees) on clip 0's stream: not applied,
+	// as on the CPU and in DALI; the frames keep their coded size.
+	rot := dir + "/rot.mp4"
+	videotest.Run(t, videotest.FFmpeg(t), "-i", paths[0], "-c", "copy", "-metadata:s:v:0", "rotate=90", rot)
+	paths = append(paths, rot)
+	for ci, path := range paths {
 		cpu, err := video.Open(path, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -127,6 +135,9 @@ func TestNVDECMatchesCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(d.Close)
+		if ci == 4 && (gf.Info.Rotation == 0 || gf.Info.Width != 64 || gf.Info.Height != 48) {
+			t.Fatalf("rotated clip: rotation %v, size %dx%d; want the metadata and the coded 64x48", gf.Info.Rotation, gf.Info.Width, gf.Info.Height)
+		}
 		n := ix.Len()
 		for _, sq := range [][3]int{{0, 4, 1}, {n - 5, 5, 1}, {2, 4, 3}, {1, 1, 1}, {0, n, 1}} {
 			want := make([]byte, sq[1]*cpu.FrameBytes())
