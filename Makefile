@@ -28,11 +28,16 @@ all: setup cpu $(if $(WANT_CUDA),cuda)
 setup:
 	@bash scripts/setup.sh
 
-cpu: $(BUILD)/libgodali.so $(BUILD)/cmake/godaliConfig.cmake
+cpu: $(BUILD)/libgodali.so $(BUILD)/licenses/go/MODULES.txt $(BUILD)/cmake/godaliConfig.cmake
+
+# The licence texts of everything the libraries bundle (libjpeg-turbo, DLPack, the Go
+# modules and standard library compiled in), for `cmake --install` and the wheel.
+$(BUILD)/licenses/go/MODULES.txt: go.mod go.sum LICENSE THIRD_PARTY_NOTICES.md $(wildcard licenses/*) scripts/gather_licenses.py
+	GO=$(GO) $(PYTHON) scripts/gather_licenses.py $(BUILD)/licenses
 
 # The CMake package config (find_package(godali) with -Dgodali_DIR=<repo>/build/cmake),
 # written right after the library so that a C++ trainer can use it after `make`.
-$(BUILD)/cmake/godaliConfig.cmake: $(BUILD)/libgodali.so CMakeLists.txt cmake/godaliConfig.cmake.in
+$(BUILD)/cmake/godaliConfig.cmake: $(BUILD)/libgodali.so $(BUILD)/licenses/go/MODULES.txt CMakeLists.txt cmake/godaliConfig.cmake.in
 	@if command -v cmake >/dev/null; then \
 	  cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=Release >$(BUILD)/cmake-configure.log 2>&1 \
 	    || { cat $(BUILD)/cmake-configure.log >&2; exit 1; }; \
@@ -106,7 +111,7 @@ test-cuda: test-cuda-compile
 GPUEMU  := $(BUILD)/gpuemu
 EMU_ENV := LD_LIBRARY_PATH=$(CURDIR)/$(GPUEMU) GODALI_NVJPEG_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvjpeg_emu.so GODALI_NVCUVID_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvcuvid_emu.so GODALI_REQUIRE_GPU=1 GODALI_EMU_STRICT=1
 
-.PHONY: gpuemu test-cuda-emu
+.PHONY: gpuemu test-cuda-emu test-wheel-emu
 
 gpuemu: test-cuda-compile cuda
 	$(MAKE) -C tests/gpuemu OUT=$(CURDIR)/$(GPUEMU) CUDA_INC=$(CUDA_INC) all check
@@ -126,7 +131,7 @@ test-cuda-emu: gpuemu cpu
 	cd engine && for seed in 1 2 3; do $(EMU_ENV) GODALI_EMU_DELAY_US=5000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'TestGPU(Reset|Close|Ragged|Skip|Checkpoint)' $(TESTFLAGS) || exit 1; done
 	$(EMU_ENV) GODALI_FLAVOUR=cuda PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 
-test: all test-go test-c test-python test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu)
+test: all test-go test-c test-python test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu test-wheel-emu)
 
 test-go: setup
 	$(GO) vet ./...
@@ -156,31 +161,103 @@ test-c: cpu
 test-python: cpu
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 
-# Copies the built libraries (and the licences of what they bundle) into the Python
-# package, for `pip install ./python`.
-python: all
-	rm -rf python/godali/lib && mkdir -p python/godali/lib/licenses
-	cp $(BUILD)/libgodali*.so $(BUILD)/libjpeg.so.62 python/godali/lib/ 2>/dev/null || cp $(BUILD)/libgodali.so python/godali/lib/
-	cp LICENSE THIRD_PARTY_NOTICES.md python/godali/lib/
-	cp licenses/* python/godali/lib/licenses/
+# --- The wheel's libraries: built for an old glibc ------------------------------------
+# A library linked on this machine asks for its glibc's newest symbol versions (Debian
+# 12: 2.34+), which makes the wheel manylinux_2_34 and uninstallable on RHEL/Rocky 8
+# (2.28), Ubuntu 20.04 (2.31) and many clusters. The wheel's copies are therefore built
+# apart, in $(WHEEL_LIBS), by zig's clang (PyPI's ziglang; scripts/floor-cc.sh) against
+# glibc $(GLIBC_FLOOR)'s headers and symbols. That compiler sees no host header or
+# library except the few linked here, gathered as links in $(FLOOR): libjpeg's headers
+# and library (libjpeg.so.62 itself needs only GLIBC_2.14), FFmpeg's headers, and the
+# CUDA toolkit's headers and driver stub. The CUDA flavour keeps its dependency on libcuda.so.1 by name: the
+# wheel never carries it (auditwheel --exclude), so the host's driver library is loaded.
+# -z lazy: zig links with BIND_NOW by default, which would make the CUDA flavour fail to
+# load on the NVML symbols that go-nvml binds only once it has dlopen'ed the driver's
+# libnvidia-ml (and that older drivers lack); GNU ld's default is lazy too.
+GLIBC_FLOOR ?= 2.28
+WHEEL_LIBS  := $(BUILD)/manylinux
+FLOOR       := $(WHEEL_LIBS)/floor
+FLOOR_CC    := $(CURDIR)/scripts/floor-cc.sh
+JPEG_H      := $(firstword $(wildcard /usr/include/jpeglib.h /usr/local/include/jpeglib.h))
+JCONFIG_H   := $(firstword $(wildcard /usr/include/*-linux-gnu/jconfig.h /usr/include/jconfig.h /usr/local/include/jconfig.h))
+# FFmpeg's headers only (codec/video dlopens the host's libraries at run time).
+FFMPEG_HDRS := $(wildcard $(addprefix $(patsubst %/libavcodec/avcodec.h,%,$(firstword $(wildcard /usr/include/*-linux-gnu/libavcodec/avcodec.h /usr/include/libavcodec/avcodec.h)))/,libavcodec libavformat libavutil libswscale libswresample))
+FLOOR_ENV    = GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) GODALI_FLOOR_PYTHON=$(PYTHON) \
+               CC='$(FLOOR_CC) cc' CXX='$(FLOOR_CC) c++' \
+               CGO_CFLAGS='-I$(CURDIR)/$(FLOOR)/include -O2' \
+               CGO_LDFLAGS='$(CGO_LDFLAGS) -L$(CURDIR)/$(FLOOR)/lib -Wl,-z,lazy'
+# The CUDA toolkit's headers (cuda.h, nvjpeg.h and what they include): Debian installs
+# them into /usr/include beside glibc's, so each header and folder of the packages that
+# own cuda.h and nvjpeg.h is linked alone; a toolkit folder of its own (/usr/local/cuda)
+# is linked whole. The stub libcuda.so gives the link its libcuda.so.1 dependency.
+FLOOR_CUDA_LINKS = \
+	if [ "$(CUDA_INC)" = /usr/include ] && command -v dpkg >/dev/null; then \
+	  hdrs=$$(dpkg -L $$(dpkg -S /usr/include/cuda.h /usr/include/nvjpeg.h | cut -d: -f1 | sort -u) | grep '^/usr/include/[^/]*$$'); \
+	else hdrs=$$(ls -d $(CUDA_INC)/*); fi; \
+	ln -s $$hdrs $(FLOOR)/include/ && ln -s $(CUDA_STUBS)/libcuda.so $(FLOOR)/lib/libcuda.so
+# Shared libraries a wheel must never carry: the NVIDIA driver's (they must match the
+# host's kernel module) and the CUDA toolkit's (nvJPEG is dlopen'ed from the host).
+WHEEL_EXCLUDE := libcuda.so.1 libnvidia-ml.so.1
 
-# dist/godali-*-py3-none-manylinux_*.whl: the package with libgodali.so (and
-# libgodali_cuda.so when built) and libjpeg, repaired by auditwheel, which checks the
-# libraries' symbol versions and gives the oldest manylinux tag they allow.
-WHEEL_TMP := $(BUILD)/wheel
+.PHONY: wheel-libs floor-toolchain
+
+$(FLOOR)/.ready: Makefile scripts/floor-cc.sh
+	@test -n "$(LIBJPEG)" -a -n "$(JPEG_H)" -a -n "$(JCONFIG_H)" || { echo "make: libjpeg62-turbo-dev is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+	@$(PYTHON) -m ziglang version >/dev/null 2>&1 || { echo "make: the wheel is compiled by zig's clang: $(PYTHON) -m pip install ziglang==0.14.1 (scripts/setup.sh does)" >&2; exit 1; }
+	rm -rf $(FLOOR) && mkdir -p $(FLOOR)/include $(FLOOR)/lib
+	ln -s $(dir $(JPEG_H))jpeglib.h $(dir $(JPEG_H))jerror.h $(dir $(JPEG_H))jmorecfg.h $(JCONFIG_H) $(FLOOR)/include/
+	ln -s $(LIBJPEG) $(FLOOR)/lib/libjpeg.so
+	@test -n "$(FFMPEG_HDRS)" || { echo "make: FFmpeg's headers are missing (libavcodec-dev ...; scripts/setup.sh installs them)" >&2; exit 1; }
+	ln -s $(FFMPEG_HDRS) $(FLOOR)/include/
+	$(if $(WANT_CUDA),$(FLOOR_CUDA_LINKS))
+	@touch $@
+
+floor-toolchain: $(FLOOR)/.ready
+
+$(WHEEL_LIBS)/libgodali.so: $(GOSRC) $(FLOOR)/.ready Makefile
+	$(FLOOR_ENV) $(GO) build -buildmode=c-shared -trimpath -o $@ ./capi
+	@rm -f $(WHEEL_LIBS)/libgodali.h
+
+$(WHEEL_LIBS)/libgodali_cuda.so: $(GOSRC) $(FLOOR)/.ready Makefile | cuda-kernels
+	$(FLOOR_ENV) $(GO) build -tags cuda -buildmode=c-shared -trimpath -o $@ ./capi
+	@rm -f $(WHEEL_LIBS)/libgodali_cuda.h
+
+wheel-libs: $(WHEEL_LIBS)/libgodali.so $(if $(WANT_CUDA),$(WHEEL_LIBS)/libgodali_cuda.so)
+
+# Copies the wheel's libraries, libjpeg and the licences of everything they bundle into
+# the Python package, for `pip install ./python`.
+python: setup wheel-libs $(BUILD)/licenses/go/MODULES.txt
+	rm -rf python/godali/lib && mkdir -p python/godali/lib
+	cp $(WHEEL_LIBS)/libgodali*.so python/godali/lib/
+	cp -L $(LIBJPEG) python/godali/lib/libjpeg.so.62
+	cp -r $(BUILD)/licenses python/godali/lib/licenses
+
+# dist/godali-*-py3-none-manylinux_2_28_*.whl (or an older tag): the package repaired by
+# auditwheel, which checks the libraries' symbol versions against the manylinux policy.
+# The driver's libraries are excluded from grafting (WHEEL_EXCLUDE); tests/wheel_check.py
+# checks that nothing of the driver or the toolkit, nor a too-new glibc symbol, got in.
+WHEEL_TMP  := $(BUILD)/wheel
+WHEEL_PLAT := manylinux_$(subst .,_,$(GLIBC_FLOOR))_$(shell uname -m)
 wheel: python
 	rm -rf $(WHEEL_TMP) python/build && mkdir -p $(WHEEL_TMP) dist
 	$(PYTHON) -m pip wheel --no-deps --no-build-isolation -w $(WHEEL_TMP) ./python
 	rm -f dist/godali-*.whl
-	plat=$$($(PYTHON) -m auditwheel show $(WHEEL_TMP)/godali-*.whl | tr -d '\n' | grep -o '"manylinux_[0-9]*_[0-9]*_[a-z0-9_]*"' | head -1 | tr -d '"'); \
-	  test -n "$$plat" || { echo "make wheel: auditwheel found no manylinux tag for the wheel" >&2; exit 1; }; \
-	  $(PYTHON) -m auditwheel repair --plat $$plat -w dist $(WHEEL_TMP)/godali-*.whl
+	$(PYTHON) -m auditwheel repair --plat $(WHEEL_PLAT) $(foreach x,$(WHEEL_EXCLUDE),--exclude $(x)) \
+	  -w dist $(WHEEL_TMP)/godali-*.whl
 	@ls -l dist/godali-*.whl
 
-# Installs the wheel into a fresh venv and runs a small pipeline into a torch tensor
-# (tests/wheel_smoke.sh: why the venv takes torch from the system).
+# Installs the wheel into a fresh venv, checks what it carries (tests/wheel_check.py: no
+# driver or toolkit library, manylinux tag and every bundled library's GLIBC symbols at
+# most $(GLIBC_FLOOR), the licences of everything bundled) and runs a small pipeline into
+# a torch tensor (tests/wheel_smoke.sh: why the venv takes torch from the system).
 test-wheel: wheel
-	bash tests/wheel_smoke.sh dist/godali-*.whl
+	GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) bash tests/wheel_smoke.sh dist/godali-*.whl
+
+# The same, then the wheel's CUDA flavour on the GPU emulator's libcuda.so.1 standing for
+# the host driver's: it must be that one in the process's maps (never a copy from the
+# wheel), and a pipeline with a mixed-device decoder must run on it.
+test-wheel-emu: wheel gpuemu
+	GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) GODALI_WHEEL_EMU=$(CURDIR)/$(GPUEMU) bash tests/wheel_smoke.sh dist/godali-*.whl
 
 bench: all
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m godali bench $(ARGS)

@@ -47,10 +47,11 @@ if ! /usr/bin/python3 -c 'import moto.server' 2>/dev/null; then
   $SUDO /usr/bin/python3 -m pip install -q --break-system-packages 'moto[server]'
 fi
 # PyPI packages Debian lacks, pinned, with --no-deps so that pip never replaces Debian's
-# torch: auditwheel (make wheel), and PyTorch Lightning 2.2 (the last line that supports
+# torch: auditwheel and ziglang (make wheel: zig's clang builds the wheel's libraries for
+# glibc 2.28, scripts/floor-cc.sh), pyelftools (tests/wheel_check.py), and PyTorch Lightning 2.2 (the last line that supports
 # torch 1.13) for examples/lightning_train.py; its other dependencies are the Debian
 # packages above.
-pypi=(auditwheel==6.1.0 pyelftools==0.31 pytorch-lightning==2.2.5 lightning-utilities==0.11.9
+pypi=(auditwheel==6.1.0 pyelftools==0.31 ziglang==0.14.1 pytorch-lightning==2.2.5 lightning-utilities==0.11.9
       torchmetrics==1.2.1)
 pymissing=()
 for spec in "${pypi[@]}"; do

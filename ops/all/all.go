@@ -14,4 +14,5 @@ import (
 	_ "github.com/godali/godali/ops/random"
 	_ "github.com/godali/godali/ops/readers"
 	_ "github.com/godali/godali/ops/tensor"
+	_ "github.com/godali/godali/ops/transforms"
 )

@@ -135,3 +135,55 @@ func TestCocoReaderErrorsNameTheirCause(t *testing.T) {
 		t.Errorf("too many outputs: %v", err)
 	}
 }
+
+// TestCocoFileNamesStayUnderFileRoot: an annotation file_name that is absolute or climbs
+// out with ".." is refused at build, naming the entry and the opt-in; with
+// allow_outside_root it is read.
+func TestCocoFileNamesStayUnderFileRoot(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(outside, []byte("outside the data set"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{outside, "../../" + filepath.Base(filepath.Dir(outside)) + "/secret.txt", "sub/../../x.jpg"} {
+		root, ann := writeCOCO(t, 2)
+		b, _ := os.ReadFile(ann)
+		var doc map[string]any
+		json.Unmarshal(b, &doc)
+		doc["images"].([]any)[1].(map[string]any)["file_name"] = name
+		b, _ = json.Marshal(doc)
+		os.WriteFile(ann, b, 0o644)
+		p, err := cocoPipeline(t, root, ann, "", 2)
+		if err == nil {
+			p.Close()
+			t.Fatalf("file_name %q: built, want refused", name)
+		}
+		if msg := err.Error(); !strings.Contains(msg, name) || !strings.Contains(msg, "allow_outside_root") {
+			t.Fatalf("file_name %q: error %q does not name the entry and the opt-in", name, msg)
+		}
+	}
+	root, ann := writeCOCO(t, 2)
+	b, _ := os.ReadFile(ann)
+	var doc map[string]any
+	json.Unmarshal(b, &doc)
+	doc["images"].([]any)[1].(map[string]any)["file_name"] = outside
+	b, _ = json.Marshal(doc)
+	os.WriteFile(ann, b, 0o644)
+	p, err := cocoPipeline(t, root, ann, `, "allow_outside_root": true`, 2)
+	if err != nil {
+		t.Fatalf("with allow_outside_root: %v", err)
+	}
+	defer p.Close()
+	batch, err := p.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for i := 0; i < 2; i++ {
+		if string(sampleBytes(t, batch, 0, i)) == "outside the data set" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the opted-in file outside file_root was not read")
+	}
+}

@@ -1,7 +1,11 @@
-"""Command line: python -m godali info [--ops] | bench ... | bench-remote ... | make_dataset ..."""
+"""Command line: python -m godali info [--ops] | bench ... | bench-remote ... | make_dataset ...
+
+Also installed as the `godali` command (pyproject.toml's console script).
+"""
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -43,18 +47,58 @@ def _info(argv):
     return 0
 
 
+def _version_line():
+    """`godali 0.1.0 (library 0.1.0, cpu flavour, /path/libgodali.so)`; the package
+    version alone, with the reason, when the library cannot be loaded."""
+    import godali
+    try:
+        info = godali.library_info()
+    except Exception as e:  # ImportError, OSError: --version still answers
+        return "godali %s (library not loaded: %s)" % (godali.__version__, e)
+    return "godali %s (library %s, %s flavour, %s)" % (
+        info["package_version"], info["library_version"], info["flavour"],
+        info["library_path"])
+
+
+def _quiet_broken_pipe():
+    """The reader of our output went away (`godali info | head -1`): point stdout at
+    /dev/null so that the interpreter's final flush does not fail again, and exit
+    without a traceback, as Python's documentation on SIGPIPE recommends."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 1
+
+
 def main(argv=None):
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here for short outputs
+        return code
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+
+
+def _main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    usage = ("usage: python -m godali {info [--ops] | bench ... | bench-remote ... | make_dataset ...}\n"
+    usage = ("usage: godali {info [--ops] | bench ... | bench-remote ... | make_dataset ...\n"
+             "               | --version}\n"
+             "       (or python -m godali ...)\n"
              "  info          library version, path, flavour and devices (--ops: operators)\n"
              "  bench         throughput benchmarks (python -m godali bench --help)\n"
              "  bench-remote  webdataset shards local vs S3/HTTP with added latency\n"
-             "  make_dataset  generate a synthetic ImageFolder data set")
+             "  make_dataset  generate a synthetic ImageFolder data set\n"
+             "  --version     package and library versions")
     if not argv:
         print(usage, file=sys.stderr)
         return 2
     if argv[0] in ("-h", "--help", "help"):
         print(usage)
+        return 0
+    if argv[0] in ("-V", "--version", "version"):
+        print(_version_line())
         return 0
     cmd, rest = argv[0], argv[1:]
     if cmd == "info":

@@ -717,6 +717,49 @@ def build_namespace(sch):
     return root
 
 
+class NamespaceImporter:
+    """Makes operator groups importable as modules, as DALI's are (`import
+    godali.fn.transforms as T`, `import godali.ops.transforms`): a meta path finder for
+    names under `prefix` (godali.fn or godali.ops, which set `__path__ = []` so that the
+    import system asks finders for their children) that resolves them in the module's
+    namespace, built from the schemas on first use."""
+
+    def __init__(self, prefix, ensure):
+        self._prefix = prefix + "."
+        self._ensure = ensure
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(self._prefix):
+            return None
+        ns = self._ensure()
+        for part in fullname[len(self._prefix):].split("."):
+            ns = ns._members.get(part) if isinstance(ns, Namespace) else None
+        if not isinstance(ns, Namespace):
+            return None
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(fullname, _NamespaceLoader(ns), is_package=True)
+
+
+class _NamespaceLoader:
+    def __init__(self, ns):
+        self._ns = ns
+
+    def create_module(self, spec):
+        return self._ns
+
+    def exec_module(self, module):
+        pass
+
+
+def install_namespace_importer(prefix, ensure):
+    """Registers a NamespaceImporter for prefix once."""
+    import sys
+    for f in sys.meta_path:
+        if isinstance(f, NamespaceImporter) and f._prefix == prefix + ".":
+            return
+    sys.meta_path.append(NamespaceImporter(prefix, ensure))
+
+
 # DALI's older, flat operator names (still accepted by DALI, with a deprecation warning)
 # -> the current ones.
 LEGACY_FN_NAMES = {

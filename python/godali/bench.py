@@ -3,7 +3,7 @@
     python -m godali bench [--data DIR] [--batch-size N] [--device cpu|cuda|auto]
                            [--iters N] [--warmup N] [--repeats R] [--workers N]
                            [--model resnet50|resnet18|none|auto] [--contenders a,b,...]
-                           [--json PATH] [--chart PATH]
+                           [--out DIR] [--json PATH] [--chart PATH]
 
 Every contender reads the same images with the same batch size on the same number of
 CPU cores, in a fresh process of its own (so that no contender's threads, caches or
@@ -35,6 +35,11 @@ Contenders (those that need a GPU run only when one is present):
 Optional contenders run by default when their package can be imported, and are shown
 as skipped (with the package to install) when named in --contenders but missing.
 
+Each run writes results.json (and chart.png when matplotlib is installed) into a folder
+of its own, named at the start of the run: --out DIR, or by default
+build/bench/<date>-<time>-<device>[-N]/ (in the source checkout godali runs from, or
+else in the current directory), so that no run overwrites another's results.
+
 Each trial reads one long shuffled stream of samples (several passes over the data set
 back to back), as a real ImageNet epoch would: a small data set must not make the
 contenders pay epoch restarts that a 1.28M-image epoch never shows.
@@ -61,7 +66,11 @@ from pathlib import Path
 PACKAGE_PARENT = Path(__file__).resolve().parents[1]
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "godali"
 DEFAULT_DATA = CACHE_DIR / "bench-data"
-DEFAULT_JSON = CACHE_DIR / "bench-results.json"
+# Results go to build/bench/<run>/: the checkout's build/ when godali runs from one
+# (python/godali beside go.mod), else ./build/ of the current directory.
+_CHECKOUT = PACKAGE_PARENT.parent
+RESULTS_ROOT = (_CHECKOUT / "build" / "bench" if (_CHECKOUT / "go.mod").is_file()
+                and PACKAGE_PARENT.name == "python" else Path("build") / "bench")
 DEFAULT_IMAGES = 1000
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -1093,18 +1102,37 @@ def format_table(rows: list, device: str) -> str:
     return "\n".join(out)
 
 
-def draw_chart(path, rows: list, model: dict | None, title: str) -> bool:
-    """draw_chart writes a bar chart of images/s when matplotlib is installed."""
+def chart_notes(rows: list, warnings: list) -> list:
+    """chart_notes: the lines under the chart, so that it says what the text says: the
+    run's warnings, then the contenders that failed or were skipped (the bars show only
+    the ones that ran)."""
+    lines = ["warning: " + w for w in warnings]
+    for r in rows:
+        if r["status"] != "ok":
+            reason = r.get("reason", "")
+            reason = reason if len(reason) <= 90 else reason[:87] + "..."
+            lines.append(f"{r['label']}: {r['status']} ({reason})")
+    return lines
+
+
+def draw_chart(path, rows: list, model: dict | None, title: str,
+               warnings: list = ()) -> bool:
+    """draw_chart writes a bar chart of images/s when matplotlib is installed, with the
+    run's warnings printed under it and kept in the PNG's "Warnings" text field."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return False
+    import textwrap
     ok = [r for r in rows if r["status"] == "ok"]
     if not ok:
         return False
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(ok) + 1.6))
+    notes = [part for line in chart_notes(rows, list(warnings))
+             for part in textwrap.wrap(line, 110)]
+    note_h = 0.18 * len(notes) + (0.2 if notes else 0.0)
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(ok) + 1.6 + note_h))
     names = [r["label"] for r in ok][::-1]
     vals = [r["images_per_s"] for r in ok][::-1]
     lo = [v - min(r["images_per_s_runs"]) for v, r in zip(vals, ok[::-1])]
@@ -1119,9 +1147,30 @@ def draw_chart(path, rows: list, model: dict | None, title: str) -> bool:
     ax.set_xlabel("images/s (median; bars show min-max over repeats)")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    if notes:
+        total_h = fig.get_figheight()
+        fig.subplots_adjust(bottom=fig.subplotpars.bottom + note_h / total_h)
+        fig.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom", ha="left",
+                 color="#b00", family="monospace")
+    fig.savefig(path, dpi=110, metadata={
+        "Title": title, "Warnings": "\n".join(chart_notes(rows, list(warnings)))})
     plt.close(fig)
     return True
+
+
+def new_run_dir(root: Path, device: str, now=None) -> Path:
+    """new_run_dir creates and returns root/<date>-<time>-<device>, with -2, -3...
+    appended when a run started in the same second took the name."""
+    stamp = (now or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        d = root / (f"{stamp}-{device}" + (f"-{n}" if n > 1 else ""))
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
+    raise BenchError(f"{root}: could not create a results folder for this run")
 
 
 def _installed(module: str) -> bool:
@@ -1182,8 +1231,11 @@ def parse_args(argv):
                     "this option they run when installed)")
     ap.add_argument("--images", type=int, default=DEFAULT_IMAGES,
                     help=f"size of the default data set ({DEFAULT_IMAGES})")
-    ap.add_argument("--json", default=str(DEFAULT_JSON),
-                    help=f"where to write the results (default: {DEFAULT_JSON})")
+    ap.add_argument("--out", help="folder for this run's results.json and chart.png "
+                    f"(default: a new folder under {RESULTS_ROOT} named after the date, "
+                    "time and device)")
+    ap.add_argument("--json", help="write the results to this file instead of "
+                    "OUT/results.json")
     ap.add_argument("--chart", help="PNG chart path (default: next to the JSON file; "
                     "drawn only when matplotlib is installed)")
     ap.add_argument("--seed", type=int, default=SEED)
@@ -1195,7 +1247,23 @@ def parse_args(argv):
                              f"got {v}")
     if args.repeats < 1:
         raise BenchError(f"--repeats: expected a positive number, got {args.repeats}")
+    if args.out and args.json:
+        raise BenchError("--out and --json: give one (--json names the file itself)")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise BenchError(f"--out {args.out}: exists and is not a directory")
     return args
+
+
+def _results_path(args, device: str) -> Path:
+    """Where this run writes results.json: --json, --out/results.json, or a new folder
+    of its own under RESULTS_ROOT."""
+    if args.json:
+        return Path(args.json)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        return out / "results.json"
+    return new_run_dir(RESULTS_ROOT, device) / "results.json"
 
 
 def main(argv=None) -> int:
@@ -1293,6 +1361,10 @@ def _main(argv) -> int:
                "memory_gb": round(_memory_gb(), 1), "gpu": nvml.name() if nvml else None,
                "os": platform.platform(), "versions": _versions(),
                "godali_libraries": flavours}
+    json_path = _results_path(args, device)
+    chart = Path(args.chart) if args.chart else json_path.with_name(
+        json_path.stem + ".png" if json_path.name != "results.json" else "chart.png")
+    print(f"results will be written to {json_path}")
     print(f"machine: {machine['cpu']}, {len(available)} cores, {machine['memory_gb']} GB"
           + (f", {machine['gpu']}" if machine["gpu"] else ", no GPU"))
     print(f"setup: device {device}, batch {batch}, {cores} cores per contender, "
@@ -1379,10 +1451,18 @@ def _main(argv) -> int:
     print("CPU util: process + children CPU time / wall time / cores; CPU ms/img: that "
           "CPU time per image; peak mem: PSS of the contender's process tree; 1st batch: "
           "seconds from creating the loader to its first batch.")
+    warnings = []
     busy = max((r.get("foreign_cpu", 0.0) for r in results.values()), default=0.0)
     if busy > 0.1:
-        print(f"warning: other processes used up to {100 * busy:.0f}% of the CPUs during "
-              "timed windows; these figures are unreliable. Run again on a quiet machine.")
+        warnings.append(f"other processes used up to {100 * busy:.0f}% of the CPUs during "
+                        "timed windows; these figures are unreliable. Run again on a "
+                        "quiet machine.")
+    if failed:
+        warnings.append(f"{len(failed)} of {len(run_keys) + ('model' in failed)} runs "
+                        f"failed: {', '.join(sorted(failed))} (their logs are in the "
+                        "results file)")
+    for w in warnings:
+        print(f"warning: {w}")
     if model:
         print()
         print(f"model: {model_name} training step (forward, backward, SGD), batch "
@@ -1411,16 +1491,15 @@ def _main(argv) -> int:
         "contenders": rows,
         "model": model,
         "verdict": v,
+        "warnings": warnings,
     }
-    json_path = Path(args.json)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(doc, indent=1))
     print()
     print(f"results: {json_path}")
-    chart = Path(args.chart) if args.chart else json_path.with_suffix(".png")
     title = (f"{machine['cpu']}, {cores} cores" + (f", {machine['gpu']}" if gpu else "")
              + f"; batch {batch}")
-    if draw_chart(chart, rows, model, title):
+    if draw_chart(chart, rows, model, title, warnings):
         print(f"chart: {chart}")
     elif args.chart:
         print("chart: not drawn (matplotlib is not installed)")

@@ -3,7 +3,7 @@
     python -m godali bench-remote [--data DIR] [--shards N] [--latency 20ms,50ms]
                                   [--contenders a,b,...] [--repeats R] [--iters N]
                                   [--baseline-iters N] [--batch-size N] [--workers N]
-                                  [--io-concurrency N] [--json PATH]
+                                  [--io-concurrency N] [--out DIR] [--json PATH]
 
 Every contender runs the ResNet-50 training pipeline of `python -m godali bench`
 (random-resized crop to 224, flip, normalize to float CHW, batch 64) on the same
@@ -413,7 +413,11 @@ def parse_args(argv):
                     "smaller than the data set, it makes wds-s3 stream shards in and out "
                     "of memory rather than keep them all")
     ap.add_argument("--seed", type=int, default=12)
-    ap.add_argument("--json", help="also write per-repeat figures here")
+    ap.add_argument("--out", help="folder for this run's results.json (default: a new "
+                    "folder under build/bench-remote/ named after the date and time, "
+                    "beside `godali bench`'s build/bench/)")
+    ap.add_argument("--json", help="write the per-repeat figures to this file instead of "
+                    "OUT/results.json")
     ap.add_argument("--keep-dir", help="work directory (shards, server logs) to keep")
     args = ap.parse_args(argv)
     kinds = [k.strip() for k in args.contenders.split(",") if k.strip()]
@@ -428,6 +432,15 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     b = _bench()
+    if args.json:
+        json_path = Path(args.json)
+    elif args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        json_path = Path(args.out) / "results.json"
+    else:
+        json_path = b.new_run_dir(b.RESULTS_ROOT.parent / "bench-remote", "remote") / \
+            "results.json"
+    print(f"results will be written to {json_path}")
     from godali.tools import make_dataset
 
     if args.data:
@@ -493,10 +506,21 @@ def main(argv=None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     print()
     print(format_table(results, [n for n, _, _ in configs]))
-    if args.json:
-        Path(args.json).write_text(json.dumps({
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-            "args": {k: v for k, v in vars(args).items()}, "results": results}, indent=2))
+    busy = max((r["foreign_cpu"] or 0.0 for runs in results.values() for r in runs if r),
+               default=0.0)
+    warnings = []
+    if busy > 0.1:
+        warnings.append(f"other processes used up to {100 * busy:.0f}% of the CPUs during "
+                        "timed windows; these figures are unreliable. Run again on a "
+                        "quiet machine.")
+    for w in warnings:
+        print(f"warning: {w}")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps({
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "args": {k: v for k, v in vars(args).items()}, "results": results,
+        "warnings": warnings}, indent=2))
+    print(f"results: {json_path}")
     return 0
 
 

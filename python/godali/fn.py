@@ -45,6 +45,11 @@ def _ensure():
     return _root
 
 
+# Operator groups import as modules (`import godali.fn.transforms as T`, as in DALI).
+__path__ = []
+_graph.install_namespace_importer(__name__, lambda: _ensure())
+
+
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)

@@ -32,7 +32,9 @@ LEGACY_OPS_NAMES = {
 }
 
 # Class names DALI spells other than camel_case would.
-_CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "random_bbox_crop": "RandomBBoxCrop"}
+_CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "random_bbox_crop": "RandomBBoxCrop",
+                "bbox_paste": "BBoxPaste", "ssd_random_crop": "SSDRandomCrop",
+                "random_object_bbox": "RandomObjectBBox", "roi_random_crop": "ROIRandomCrop"}
 
 
 def camel_case(name):
@@ -155,6 +157,11 @@ def _ensure():
                 globals().update(root._members)
                 _root = root
     return _root
+
+
+# Operator groups import as modules (`import godali.ops.transforms as T`, as in DALI).
+__path__ = []
+_graph.install_namespace_importer(__name__, lambda: _ensure())
 
 
 def __getattr__(name):

@@ -215,3 +215,70 @@ def test_progress_writes_plain_lines_when_not_a_terminal(capsys):
     assert lines[-1].startswith("progress: 100%") and lines[-1].endswith("torch 2/2")
     # One line per tenth at most, not one per step.
     assert len(lines) <= 12
+
+
+def _decode_pil_args(data, *extra):
+    return ["--data", str(data), "--device", "cpu", "--batch-size", "4", "--iters", "1",
+            "--warmup", "0", "--repeats", "1", "--contenders", "decode-pil", *extra]
+
+
+def test_each_run_writes_into_a_folder_of_its_own(tiny_data, tmp_path, monkeypatch,
+                                                  capsys):
+    # Two runs with the default destination never share a results file (a run from a
+    # Python without torch once overwrote the previous run's results).
+    monkeypatch.setattr(bench, "RESULTS_ROOT", tmp_path / "build" / "bench")
+    dirs = []
+    for _ in range(2):
+        assert bench.main(_decode_pil_args(tiny_data)) == 0
+        text = capsys.readouterr().out
+        said = [ln.split(" to ", 1)[1] for ln in text.splitlines()
+                if ln.startswith("results will be written to ")]
+        assert len(said) == 1, text
+        path = Path(said[0])
+        assert path.name == "results.json" and path.parent.parent == tmp_path / "build" / "bench"
+        assert f"results: {path}" in text
+        assert json.loads(path.read_text())["contenders"][0]["key"] == "decode-pil"
+        dirs.append(path.parent)
+    assert dirs[0] != dirs[1]
+    assert sorted(p.name for p in (tmp_path / "build" / "bench").iterdir()) == \
+        sorted(d.name for d in dirs)
+
+
+def test_out_chooses_the_folder(tiny_data, tmp_path, capsys):
+    out = tmp_path / "mine"
+    assert bench.main(_decode_pil_args(tiny_data, "--out", str(out))) == 0
+    text = capsys.readouterr().out
+    assert f"results: {out / 'results.json'}" in text
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["warnings"] == [] or all(isinstance(w, str) for w in doc["warnings"])
+    assert bench.main(_decode_pil_args(tiny_data, "--out", str(out), "--json", "x.json")) == 2
+    assert "--out and --json" in capsys.readouterr().err
+
+
+def test_new_run_dir_never_reuses_a_name(tmp_path):
+    import datetime
+    now = datetime.datetime(2024, 5, 6, 7, 8, 9)
+    a = bench.new_run_dir(tmp_path, "cpu", now)
+    b = bench.new_run_dir(tmp_path, "cpu", now)
+    assert (a.name, b.name) == ("20240506-070809-cpu", "20240506-070809-cpu-2")
+
+
+def test_chart_carries_the_warnings(tmp_path):
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+    rows = [{"key": "godali-cpu", "label": "godali cpu", "status": "ok",
+             "images_per_s": 100.0, "images_per_s_runs": [90.0, 100.0, 110.0]},
+            {"key": "torch", "label": "torch DataLoader", "status": "failed",
+             "reason": "No module named 'torch'"}]
+    noise = ("other processes used up to 40% of the CPUs during timed windows; these "
+             "figures are unreliable. Run again on a quiet machine.")
+    png = tmp_path / "c.png"
+    assert bench.draw_chart(png, rows, None, "t", [noise])
+    meta = Image.open(png).text["Warnings"].splitlines()
+    assert meta == ["warning: " + noise, "torch DataLoader: failed (No module named 'torch')"]
+    assert bench.chart_notes(rows[:1], []) == []
+    # The notes make the figure taller rather than squeezing the bars.
+    plain = tmp_path / "plain.png"
+    assert bench.draw_chart(plain, rows[:1], None, "t")
+    assert Image.open(png).size[1] > Image.open(plain).size[1]
+    assert "Warnings" not in Image.open(plain).text or Image.open(plain).text["Warnings"] == ""
