@@ -196,6 +196,7 @@ func (p *Pipeline) DropFeeds(name string) (int, error) {
 	f.mu.Lock()
 	items := q.items
 	q.items = nil
+	q.begun = false // a stream's next item starts fresh
 	f.mu.Unlock()
 	for _, it := range items {
 		it.release()
