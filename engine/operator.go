@@ -91,10 +91,11 @@ type Workspace struct {
 	Note *SampleNote
 	// BatchSize is the pipeline's batch size (the samples of every batch, padding included).
 	BatchSize int
-	seed      uint64 // the pipeline seed and the node's ID, for SeedBatch
+	seed      uint64       // the pipeline seed and the node's ID, for SeedBatch
 	nodeID    int
-	gpu       *sampleGPU  // the worker's stream and the batch's GPU state, for mixed nodes
-	fed       *FeedSample // an external source's sample (feed.go)
+	gpu       *sampleGPU   // the worker's stream and the batch's GPU state, for mixed nodes
+	fed       *FeedSample  // an external source's sample (feed.go)
+	stream    *StreamBatch // a stream source's item and plan (feed.go)
 }
 
 // BatchOperator is implemented by the operators of "mixed" and "gpu" nodes, which the
