@@ -91,7 +91,7 @@ type Workspace struct {
 	Note *SampleNote
 	// BatchSize is the pipeline's batch size (the samples of every batch, padding included).
 	BatchSize int
-	seed      uint64       // the pipeline seed and the node's ID, for SeedBatch
+	seed      uint64 // the pipeline seed and the node's ID, for SeedBatch
 	nodeID    int
 	gpu       *sampleGPU   // the worker's stream and the batch's GPU state, for mixed nodes
 	fed       *FeedSample  // an external source's sample (feed.go)
