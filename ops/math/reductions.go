@@ -57,7 +57,7 @@ type reduceOp struct {
 	kind string
 }
 
-func (o *reduceOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *reduceOp) where() string { return o.args.Where() }
 
 func (o *reduceOp) outType(in engine.DType) engine.DType {
 	if o.args.Has("dtype") {

@@ -43,7 +43,7 @@ func (o *batchPermutationOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].DType = engine.Int32
 	ws.Out[0].SetShape()
 	if o.nofix && ws.BatchSize < 2 {
-		return engine.Errorf(engine.StatusData, "%s: argument \"no_fixed_points\": a batch of %d sample has no permutation without fixed points", engine.Describe(o.args.Node, o.args.Schema.Name), ws.BatchSize)
+		return o.args.ArgDataErrorf(ws, "no_fixed_points", "a batch of %d sample has no permutation without fixed points", ws.BatchSize)
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func newBeta(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("dtype", "Data type %s is not supported: must be FLOAT or FLOAT64", strings.ToLower(d.String()))
 	}
 	for _, name := range []string{"alpha", "beta"} {
-		if _, per := a.IsPerSample(name); per {
+		if a.AnyPerSample(name) {
 			continue
 		}
 		if v := a.Float(name); !(v > 0) || v > math.MaxFloat32 {
@@ -38,9 +38,7 @@ func newBeta(a *engine.Args) (engine.Operator, error) {
 		}
 	}
 	o := &randomOp{args: a, dtype: d, p0: a.Float("alpha"), p1: a.Float("beta"), draw: drawBeta}
-	_, pa := a.IsPerSample("alpha")
-	_, pb := a.IsPerSample("beta")
-	if pa || pb {
+	if a.AnyPerSample("alpha", "beta") {
 		o.params = func(ws *engine.Workspace) (float64, float64, error) {
 			var p [2]float64
 			for i, name := range []string{"alpha", "beta"} {
@@ -49,7 +47,7 @@ func newBeta(a *engine.Args) (engine.Operator, error) {
 					return 0, 0, err
 				}
 				if !(v > 0) || v > math.MaxFloat32 {
-					return 0, 0, engine.Errorf(engine.StatusData, "%s: argument %q: The `%s` must be a positive float32, got %g for this sample", engine.Describe(a.Node, a.Schema.Name), name, name, v)
+					return 0, 0, a.ArgDataErrorf(ws, name, "The `%s` must be a positive float32, got %g", name, v)
 				}
 				p[i] = v
 			}

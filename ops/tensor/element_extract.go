@@ -36,7 +36,7 @@ type elementExtractOp struct {
 	idx  []int64
 }
 
-func (o *elementExtractOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *elementExtractOp) where() string { return o.args.Where() }
 
 func (o *elementExtractOp) check(shape []int, layout string) error {
 	if layout != "" && layout[0] != 'F' {

@@ -63,7 +63,7 @@ type fullOp struct {
 	fill float64 // zeros, ones
 }
 
-func (o *fullOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *fullOp) where() string { return o.args.Where() }
 
 // fillInput is the index of the fill_value input, -1 for zeros and ones.
 func (o *fullOp) fillInput() int {
@@ -177,16 +177,16 @@ func (o *fullOp) Setup(ws *engine.Workspace) error {
 			out.SetShape(ws.In[0].Shape...)
 			break
 		}
-		dims, err := intListAt(o.args, ws, "shape")
+		dims, err := o.args.IntsAt(ws, "shape", nil)
 		if err != nil {
 			return err
 		}
 		out.Shape = out.Shape[:0]
 		for _, d := range dims {
-			if d != math.Trunc(d) || d < 0 || d > math.MaxInt32 {
-				return engine.Errorf(engine.StatusData, "%s: argument \"shape\": extents must be whole numbers >= 0, got %v for this sample", o.where(), dims)
+			if d < 0 || d > math.MaxInt32 {
+				return o.args.ArgDataErrorf(ws, "shape", "extents must be in [0, 2^31), got %v", dims)
 			}
-			out.Shape = append(out.Shape, int(d))
+			out.Shape = append(out.Shape, d)
 		}
 		if err := o.checkLayout(out.Layout, len(out.Shape)); err != nil {
 			return engine.Errorf(engine.StatusData, "%v", err)

@@ -52,7 +52,7 @@ func newOneHot(a *engine.Args) (engine.Operator, error) {
 	return o, nil
 }
 
-func (o *oneHotOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *oneHotOp) where() string { return o.args.Where() }
 
 // place returns where the new axis goes in a sample of shape in (scalar: 0), and the
 // number of input dimensions it is counted against.

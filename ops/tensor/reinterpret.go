@@ -145,13 +145,13 @@ func (o *reinterpretOp) Setup(ws *engine.Workspace) error {
 	var shape []int64
 	var rel []float64
 	if a.Given("shape") {
-		v, err := intListAt(a, ws, "shape")
+		v, err := a.IntsAt(ws, "shape", nil)
 		if err != nil {
 			return err
 		}
 		for _, x := range v {
-			if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
-				return engine.Errorf(engine.StatusData, "%s: argument \"shape\": expected integers, got %v for this sample", o.where(), v)
+			if x > math.MaxInt32 || x < math.MinInt32 {
+				return a.ArgDataErrorf(ws, "shape", "extent %d is out of range", x)
 			}
 			shape = append(shape, int64(x))
 		}
@@ -180,20 +180,6 @@ func (o *reinterpretOp) Setup(ws *engine.Workspace) error {
 	out.DType, out.Layout = to, l
 	out.SetShape(s...)
 	return nil
-}
-
-// intListAt is an int list argument for the sample, as floats: the per-sample input's
-// values, or the constant.
-func intListAt(a *engine.Args, ws *engine.Workspace, name string) ([]float64, error) {
-	if _, ok := a.IsPerSample(name); ok {
-		return a.FloatsAt(ws, name, nil)
-	}
-	c := a.Ints(name)
-	v := make([]float64, len(c))
-	for i, x := range c {
-		v[i] = float64(x)
-	}
-	return v, nil
 }
 
 func (o *reinterpretOp) Run(ws *engine.Workspace) error {

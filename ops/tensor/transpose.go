@@ -44,7 +44,7 @@ func newTranspose(a *engine.Args) (engine.Operator, error) {
 	return &transposeOp{args: a, perm: perm}, nil
 }
 
-func (o *transposeOp) where() string { return engine.Describe(o.args.Node, o.args.Schema.Name) }
+func (o *transposeOp) where() string { return o.args.Where() }
 
 func (o *transposeOp) layout(in string) string {
 	if l := o.args.String("output_layout"); l != "" {
