@@ -997,6 +997,7 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		ws := w.ws[n.ID]
 		ref = b.ref(w.p.nodeReader[n.ID], src)
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
+		ws.seed, ws.nodeID, ws.BatchSize = w.p.seed, n.ID, len(b.refs)
 		ws.fed = b.fedSample(n, src) // a replaced sample takes its stand-in's data
 		ws.stream = b.streamOf(n)
 		if ws.gpu != nil {

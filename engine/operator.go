@@ -88,10 +88,14 @@ type Workspace struct {
 	Limits   *Limits
 	// Note is the sample's record for the per-batch half of a mixed node (nil for other
 	// nodes): the per-sample half writes it, RunBatch reads it.
-	Note   *SampleNote
-	gpu    *sampleGPU   // the worker's stream and the batch's GPU state, for mixed nodes
-	fed    *FeedSample  // an external source's sample (feed.go)
-	stream *StreamBatch // a stream source's item and plan (feed.go)
+	Note *SampleNote
+	// BatchSize is the pipeline's batch size (the samples of every batch, padding included).
+	BatchSize int
+	seed      uint64 // the pipeline seed and the node's ID, for SeedBatch
+	nodeID    int
+	gpu       *sampleGPU   // the worker's stream and the batch's GPU state, for mixed nodes
+	fed       *FeedSample  // an external source's sample (feed.go)
+	stream    *StreamBatch // a stream source's item and plan (feed.go)
 }
 
 // BatchOperator is implemented by the operators of "mixed" and "gpu" nodes, which the
@@ -140,6 +144,13 @@ type SampleNote struct {
 type Limits struct {
 	MaxImagePixels int64
 	MaxFileBytes   int64 // readers refuse larger files (0: no limit)
+}
+
+// SeedBatch seeds r from the pipeline seed, the epoch, the batch and the node, the same
+// for every sample of the batch: the stream of a batch-wide random choice (a permutation
+// of the batch) that each sample computes whole and reads its own part of.
+func (ws *Workspace) SeedBatch(r *RNG) {
+	r.Seed(ws.seed, uint64(ws.Epoch), uint64(ws.Position-int64(ws.Sample)), uint64(ws.nodeID), 0xba7c5eed)
 }
 
 // ArgInputScalar returns a per-sample scalar argument as float64, or def when absent.

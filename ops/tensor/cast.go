@@ -107,31 +107,32 @@ func (o *castOp) Run(ws *engine.Workspace) error {
 	for _, d := range in.Shape {
 		n *= d
 	}
-	si, so := in.DType.Size(), o.dtype.Size()
+	to := out.DType // o.dtype, or the second input's type for cast_like
+	si, so := in.DType.Size(), to.Size()
 	for i := 0; i < n; i++ {
 		src, dst := in.Data[i*si:], out.Data[i*so:]
 		switch {
-		case o.dtype == engine.Bool:
+		case to == engine.Bool:
 			dst[0] = 0
 			if engine.ReadScalar(src, in.DType) != 0 {
 				dst[0] = 1
 			}
-		case (isInt(in.DType) || in.DType == engine.Bool) && isInt(o.dtype):
+		case (isInt(in.DType) || in.DType == engine.Bool) && isInt(to):
 			// Exact integer path: 64-bit values do not survive a float64.
 			v, u, neg := readInt(src, in.DType)
-			lo, hi, uhi := intRange(o.dtype)
+			lo, hi, uhi := intRange(to)
 			switch {
-			case neg && o.dtype.IsUnsigned():
-				writeInt(dst, o.dtype, 0)
+			case neg && to.IsUnsigned():
+				writeInt(dst, to, 0)
 			case neg:
-				writeInt(dst, o.dtype, uint64(max(v, lo)))
-			case o.dtype.IsUnsigned():
-				writeInt(dst, o.dtype, min(u, uhi))
+				writeInt(dst, to, uint64(max(v, lo)))
+			case to.IsUnsigned():
+				writeInt(dst, to, min(u, uhi))
 			default:
-				writeInt(dst, o.dtype, uint64(min(u, uint64(hi))))
+				writeInt(dst, to, uint64(min(u, uint64(hi))))
 			}
 		default:
-			engine.WriteScalarSat(dst, o.dtype, engine.ReadScalar(src, in.DType))
+			engine.WriteScalarSat(dst, to, engine.ReadScalar(src, in.DType))
 		}
 	}
 	return nil

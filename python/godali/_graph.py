@@ -628,6 +628,9 @@ def _variable_outputs(schema, args, fname):
         except ValueError:
             raise TypeError("godali: %s: features must be a dict of godali.tfrecord features"
                             % fname) from None
+    elif schema.name == "element_extract":
+        m = args.get("element_map", [])
+        n = len(m) if isinstance(m, list) else 1
     else:
         ext = args.get("ext", [])
         n = len(ext) if isinstance(ext, list) else 1
@@ -765,6 +768,11 @@ def install_namespace_importer(prefix, ensure):
 LEGACY_FN_NAMES = {
     "file_reader": "readers.file",
     "coco_reader": "readers.coco",
+    "caffe_reader": "readers.caffe",
+    "caffe2_reader": "readers.caffe2",
+    "mxnet_reader": "readers.mxnet",
+    "tfrecord_reader": "readers.tfrecord",
+    "numpy_reader": "readers.numpy",
     "image_decoder": "decoders.image",
     "image_decoder_random_crop": "decoders.image_random_crop",
     "image_decoder_crop": "decoders.image_crop",

@@ -20,6 +20,10 @@ _root = None
 LEGACY_OPS_NAMES = {
     "FileReader": "readers.file",
     "COCOReader": "readers.coco",
+    "CaffeReader": "readers.caffe",
+    "Caffe2Reader": "readers.caffe2",
+    "MXNetReader": "readers.mxnet",
+    "NumpyReader": "readers.numpy",
     "ImageDecoder": "decoders.image",
     "HostDecoder": "decoders.image",
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
@@ -32,7 +36,8 @@ LEGACY_OPS_NAMES = {
 }
 
 # Class names DALI spells other than camel_case would.
-_CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "random_bbox_crop": "RandomBBoxCrop",
+_CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "mxnet": "MXNet",
+                "random_bbox_crop": "RandomBBoxCrop",
                 "bbox_paste": "BBoxPaste", "ssd_random_crop": "SSDRandomCrop",
                 "random_object_bbox": "RandomObjectBBox", "roi_random_crop": "ROIRandomCrop"}
 
