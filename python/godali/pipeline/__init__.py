@@ -14,6 +14,7 @@ from collections import namedtuple
 from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
 
 from .. import _dlpack, _graph, _lib
+from .. import types as _types
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
 
@@ -317,6 +318,11 @@ class Pipeline:
         lib = _lib.get()
         uses_gpu = self._uses_gpu(nodes)
         device_id = self._device_id
+        if device_id == _types.CPU_ONLY_DEVICE_ID:
+            device_id = None
+        if device_id is None:
+            _check_cpu_only(nodes)
+        _check_available(nodes)
         if device_id is not None:
             device_id = int(device_id)
             if device_id < 0:
@@ -766,6 +772,46 @@ class Pipeline:
         return "godali.Pipeline(batch_size=%d, num_threads=%d, device_id=%r, seed=%d%s)" % (
             self._batch_size, self._num_threads, self._device_id, self._seed,
             ", built" if self._built else "")
+
+
+def _site(n):
+    return " (made at %s)" % n.site if n.site else ""
+
+
+def _check_cpu_only(nodes):
+    """DALI's refusals of GPU work in a CPU-only pipeline (device_id None), raised at
+    build() with its messages; godali adds where the node was made."""
+    order = sorted(nodes, key=lambda n: n.seq)
+    for n in order:
+        if n.op == "_to_gpu" and n.dali_name is None:
+            continue
+        name = n.dali_name or _graph.dali_op_name(n.op)
+        if n.device == "gpu" or (n.op == "_to_gpu"):
+            raise _lib.InvalidPipelineError(
+                "Cannot add a GPU operator %s, device_id should not be equal "
+                "CPU_ONLY_DEVICE_ID.%s" % (name, _site(n)), _lib.ERROR_INVALID_PIPELINE)
+        if n.device == "mixed":
+            raise _lib.InvalidPipelineError(
+                "Cannot add a mixed operator %s with a GPU output, device_id should not be "
+                "CPU_ONLY_DEVICE_ID.%s" % (name, _site(n)), _lib.ERROR_INVALID_PIPELINE)
+    for n in order:
+        if n.op == "_to_gpu":
+            src = n.inputs[0].source
+            raise _lib.InvalidPipelineError(
+                "Cannot move the data node __%s_%d to the GPU in a CPU-only pipeline. The "
+                "`device_id` parameter is set to `CPU_ONLY_DEVICE_ID`. Set `device_id` to a "
+                "valid GPU identifier to enable GPU features in the pipeline.%s"
+                % (src.dali_name or _graph.dali_op_name(src.op), src.seq, _site(n)),
+                _lib.ERROR_INVALID_PIPELINE)
+
+
+def _check_available(nodes):
+    """Nodes the loaded library cannot run (GPU work in the cpu flavour): refused at
+    build(), as DALI does, naming the line that made the node."""
+    for n in sorted(nodes, key=lambda n: n.seq):
+        if n.unavailable:
+            raise _lib.NoCUDAError("godali: node %r: %s%s" % (n.name, n.unavailable, _site(n)),
+                                   _lib.ERROR_NO_CUDA)
 
 
 def _non_finite_message(d):
