@@ -70,3 +70,35 @@ func (r *RNG) Normal() float64 {
 	u2 := r.Float64()
 	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 }
+
+// opSeedTag marks the streams of nodes given their own seed, so that they never meet the
+// streams of nodes seeded from the pipeline (whose last key is the node's ID).
+const opSeedTag = ^uint64(0)
+
+// StreamKeys are the first and last keys of the node's per-sample random streams
+// (Seed(first, epoch, position, last)). DALI's operators take a `seed` argument: an
+// operator given one draws the same values in any pipeline (whatever the pipeline's
+// seed, the node's place in the graph or num_threads); the others derive their streams
+// from the pipeline seed and the node.
+func (n *Node) StreamKeys(pipelineSeed uint64) (uint64, uint64) {
+	if s, ok := n.OpSeed(); ok {
+		return uint64(s), opSeedTag
+	}
+	return pipelineSeed, uint64(n.ID)
+}
+
+// OpSeed is the node's own `seed` argument when its schema has one and it was given
+// (>= 0; DALI's -1 means "from the pipeline").
+func (n *Node) OpSeed() (int64, bool) {
+	if n.Args == nil || n.Schema == nil || n.Schema.IsReader || !n.Args.Has("seed") {
+		return 0, false
+	}
+	for _, a := range n.Schema.Args {
+		if a.Name == "seed" && a.Type == ArgInt {
+			if s := n.Args.Int("seed"); s >= 0 {
+				return int64(s), true
+			}
+		}
+	}
+	return 0, false
+}

@@ -562,6 +562,9 @@ def _call_op(schema, inputs, kwargs):
     name = kwargs.pop("name", None)
     preserve = bool(kwargs.pop("preserve", False))
     kwargs.pop("bytes_per_sample_hint", None)  # a DALI memory hint godali has no use for
+    if "seed" not in schema.args:
+        # Every DALI operator takes `seed`; one that draws nothing has no use for it.
+        kwargs.pop("seed", None)
     feature_names = None
     if schema.name == "readers.tfrecord" and isinstance(kwargs.get("features"), dict):
         from . import tfrecord as _tfrec

@@ -183,3 +183,29 @@ def test_subscript_dim_check():
         pipe.set_outputs(fn.subscript_dim_check(x, num_subscripts=4))
     with pytest.raises(ValueError, match="too many indices \\(4\\) for a 3-D input"):
         pipe.build()
+
+
+def _uniform_values(pipe_seed, op_seed, threads, extra_nodes=0):
+    pipe = Pipeline(batch_size=BS, num_threads=threads, device_id=None, seed=pipe_seed)
+    with pipe:
+        for _ in range(extra_nodes):
+            fn.random.uniform(range=(0, 1))
+        u = fn.random.uniform(range=(0, 100), shape=[3], seed=op_seed)
+        pipe.set_outputs(u, fn.flip(fn.external_source(source=_data, layout="HWC"),
+                                    seed=op_seed))  # seed on an op that draws nothing
+    res = []
+    pipe.build()
+    for _ in range(2):
+        (u, _f) = pipe.run()
+        res.append([np.array(u[i].as_array()) for i in range(BS)])
+    pipe.close()
+    return np.array(res)
+
+
+def test_operator_seed_gives_the_same_values_in_two_pipelines():
+    a = _uniform_values(1, 42, 1)
+    b = _uniform_values(2, 42, 3, extra_nodes=2)
+    np.testing.assert_array_equal(a, b)
+    c = _uniform_values(1, 43, 1)
+    assert not np.array_equal(a, c)
+    assert ((a >= 0) & (a < 100)).all()
