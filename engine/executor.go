@@ -1004,6 +1004,9 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		}
 		first, last := n.StreamKeys(w.p.seed)
 		w.rng.Seed(first, uint64(b.Epoch), uint64(pos), last)
+		if err := n.reseedFromState(ws, &w.rng); err != nil {
+			return wrapSampleErr(ref, n, err)
+		}
 		if err := n.Op.Setup(ws); err != nil {
 			return wrapSampleErr(ref, n, err)
 		}

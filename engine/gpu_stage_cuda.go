@@ -427,6 +427,9 @@ func (st *gpuStage) runSamples(b *Batch, gb *gpuBatch, sn *stageNode) error {
 		point(i)
 		first, last := sn.n.StreamKeys(st.p.seed)
 		st.rng.Seed(first, uint64(b.Epoch), uint64(ws.Position), last)
+		if err := sn.n.reseedFromState(ws, &st.rng); err != nil {
+			return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
+		}
 		if err := sn.op.Setup(ws); err != nil {
 			return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
 		}

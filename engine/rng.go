@@ -23,11 +23,7 @@ func (r *RNG) Seed(keys ...uint64) {
 	for _, k := range keys {
 		h = splitmix(h ^ k)
 	}
-	r.inc = splitmix(h^0x13198a2e03707344)<<1 | 1
-	r.state = 0
-	r.Uint32()
-	r.state += h
-	r.Uint32()
+	r.seedHash(h)
 }
 
 // Uint32 returns the next 32 random bits.
@@ -101,4 +97,56 @@ func (n *Node) OpSeed() (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// RandomStateArg is DALI's `_random_state` argument of its random operators: a per-sample
+// input (e.g. 7 uint32 words) that replaces the sample's random stream. Samples given the
+// same state draw the same values, in any node and pipeline; the state's words are the
+// stream's only keys.
+const RandomStateArg = "_random_state"
+
+// randomStateTag keeps the streams of `_random_state` apart from the others.
+const randomStateTag = ^uint64(0) - 1
+
+// reseedFromState reseeds rng from the node's `_random_state` input for this sample, if
+// the node has one.
+func (n *Node) reseedFromState(ws *Workspace, rng *RNG) error {
+	if n.Args == nil {
+		return nil
+	}
+	i, ok := n.Args.perInput[RandomStateArg]
+	if !ok {
+		return nil
+	}
+	t, cnt, err := n.Args.perSampleList(ws, RandomStateArg, i)
+	if err != nil {
+		return err
+	}
+	if cnt == 0 || (t.DType != UInt32 && t.DType != Int32 && t.DType != UInt64 && t.DType != Int64) {
+		return n.Args.ArgDataErrorf(ws, RandomStateArg, "expected a non-empty list of 32- or 64-bit integers, got %s %v", t.DType, t.Shape)
+	}
+	h := uint64(0x243f6a8885a308d3) ^ randomStateTag
+	sz := t.DType.Size()
+	for k := 0; k < cnt; k++ {
+		var w uint64
+		if sz == 4 {
+			w = uint64(uint32(t.Data[4*k]) | uint32(t.Data[4*k+1])<<8 | uint32(t.Data[4*k+2])<<16 | uint32(t.Data[4*k+3])<<24)
+		} else {
+			for b := 7; b >= 0; b-- {
+				w = w<<8 | uint64(t.Data[8*k+b])
+			}
+		}
+		h = splitmix(h ^ w)
+	}
+	rng.seedHash(h)
+	return nil
+}
+
+// seedHash sets the stream from an already mixed key (Seed's last step).
+func (r *RNG) seedHash(h uint64) {
+	r.inc = splitmix(h^0x13198a2e03707344)<<1 | 1
+	r.state = 0
+	r.Uint32()
+	r.state += h
+	r.Uint32()
 }

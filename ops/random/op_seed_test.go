@@ -91,3 +91,28 @@ func TestOperatorSeedGivesTheSameValuesInAnyPipeline(t *testing.T) {
 		}
 	}
 }
+
+// DALI's _random_state: samples given the same state draw the same values, in any node
+// and pipeline; another state draws others.
+func TestRandomStateReplacesTheStream(t *testing.T) {
+	state := func(name string, words string) string {
+		return fmt.Sprintf(`{"op": "constant", "name": %q, "outputs": [%q], "args": {"idata": [%s], "shape": [7], "dtype": "UINT32"}}`, name, name, words)
+	}
+	u := func(name, st string) string {
+		return fmt.Sprintf(`{"op": "random.uniform", "name": %q, "outputs": [%q], "arg_inputs": {"_random_state": %q}, "args": {"shape": [5]}}`, name, name, st)
+	}
+	s1 := state("s1", "1, 2, 3, 4, 5, 6, 7")
+	a := drawn(t, 1, 1, []string{s1, u("a", "s1")}, "a")
+	b := drawn(t, 9, 3, []string{s1, u("x", "s1"), u("b", "s1")}, "b")
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same _random_state drew differently")
+	}
+	// Every sample has the same state here: every sample draws the same values.
+	if !reflect.DeepEqual(a[0], a[7]) {
+		t.Fatal("samples with the same state drew differently")
+	}
+	c := drawn(t, 1, 1, []string{state("s2", "8, 9, 10, 11, 12, 13, 14"), u("c", "s2")}, "c")
+	if reflect.DeepEqual(a[0], c[0]) {
+		t.Fatal("two states drew the same values")
+	}
+}

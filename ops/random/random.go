@@ -17,6 +17,7 @@ func init() {
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "INT32", Doc: "output type"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+			randomStateArg,
 		},
 	})
 	engine.RegisterBackend("random.coin_flip", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -52,6 +53,7 @@ func init() {
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+			randomStateArg,
 		},
 	})
 	engine.RegisterBackend("random.uniform", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -100,6 +102,7 @@ func init() {
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+			randomStateArg,
 		},
 	})
 	engine.RegisterBackend("random.normal", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -142,6 +145,7 @@ func init() {
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Doc: "output type; default INT32 when a is an int or holds only whole numbers, else FLOAT (DALI takes the type of a)"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+			randomStateArg,
 		},
 	})
 	engine.RegisterBackend("random.choice", "cpu", newRandomChoice)
@@ -333,3 +337,8 @@ func (o *randomOp) Run(ws *engine.Workspace) error {
 	}
 	return nil
 }
+
+// randomStateArg is DALI's `_random_state` (engine.RandomStateArg): a per-sample list of
+// integers that replaces the sample's random stream (the same state, the same values).
+var randomStateArg = engine.ArgSpec{Name: engine.RandomStateArg, Type: engine.ArgIntList, TensorInput: true,
+	Doc: "per-sample random state (a list of integers, e.g. 7 uint32 words): samples with the same state draw the same values, in any node or pipeline"}
