@@ -578,16 +578,24 @@ def _call_op(schema, inputs, kwargs):
                             % (fname, len(schema.positional_args),
                                "" if len(schema.positional_args) == 1 else "s",
                                ", ".join(schema.positional_args), len(inputs)))
+        node_inputs = []
         for key, value in zip(schema.positional_args, inputs):
-            if isinstance(value, DataNode):
-                raise TypeError("godali: %s: %r must be a constant (an int or a list of "
-                                "numbers); godali does not take it per sample"
-                                % (fname, key))
             if key in kwargs:
                 raise TypeError("godali: %s got %r both positionally and as a keyword"
                                 % (fname, key))
+            if isinstance(value, DataNode):
+                if schema.max_inputs < 1:
+                    raise TypeError("godali: %s: %r must be a constant (an int or a list of "
+                                    "numbers); godali does not take it per sample"
+                                    % (fname, key))
+                node_inputs.append(value)  # per sample: the operator's input
+                continue
             kwargs[key] = value
-        inputs = ()
+        inputs = tuple(node_inputs)
+    if schema.positional_args and not inputs:
+        for key in schema.positional_args[:1]:
+            if kwargs.get(key) is None:
+                raise TypeError("godali: %s: missing required argument %r" % (fname, key))
 
     inputs = list(inputs)
     for i, x in enumerate(inputs):
@@ -709,7 +717,8 @@ def make_op_function(schema):
     op.__module__ = "godali.fn"
     op.__doc__ = schema.docstring()
     params = []
-    if schema.max_inputs > 0:
+    if schema.max_inputs > 0 and not schema.positional_args:
+        # (an operator with positional arguments takes its input through them: choice's a)
         params.append(inspect.Parameter("inputs", inspect.Parameter.VAR_POSITIONAL))
     for name in schema.positional_args:
         params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY))
