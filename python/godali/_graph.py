@@ -310,7 +310,7 @@ class OpNode:
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
                  "outputs", "seq", "_pipeline", "preserve", "floating", "extra",
-                 "site", "unavailable", "dali_name", "__weakref__")
+                 "site", "unavailable", "invalid", "dali_name", "__weakref__")
 
     # The pipeline holds its nodes; a node refers back to it weakly, so that a pipeline
     # nothing else references is freed (and its threads stopped) at once, not at the
@@ -340,6 +340,7 @@ class OpNode:
         # Why this node cannot run in the loaded library (a GPU node in the cpu flavour):
         # DALI reports such problems at build(), and so does Pipeline.description().
         self.unavailable = None
+        self.invalid = None               # argument errors DALI reports at build()
         self.dali_name = None             # DALI's operator name, where it is not derived
         if pipeline is None:
             # Called outside a pipeline (DALI allows it): the node waits, with the name
@@ -518,8 +519,9 @@ def _show(v):
     return "%s %s" % (type(v).__name__, r)
 
 
-def convert_arg(arg, v):
-    """Converts a Python value to the JSON value of schema argument `arg`."""
+def convert_arg(arg, v, check_values=True):
+    """Converts a Python value to the JSON value of schema argument `arg` (and, with
+    check_values, checks it is one of the argument's values)."""
     kind = arg.type
     enum_cls = _types.ENUM_OF_SCHEMA_TYPE.get(kind)
     if isinstance(v, _types.ScalarConstant):
@@ -538,10 +540,16 @@ def convert_arg(arg, v):
                 getattr(v, "shape", None) == ():
             v = v.item()
         out = _conv_scalar(kind, v, enum_cls)
-    if arg.values and not kind.endswith("_list") and out not in arg.values:
+    if check_values:
+        check_arg_value(arg, out)
+    return out
+
+
+def check_arg_value(arg, out):
+    """Raises _ArgError when a converted value is not one of the argument's values."""
+    if arg.values and not arg.type.endswith("_list") and out not in arg.values:
         raise _ArgError("expected one of %s, got %r" % (", ".join(map(repr, arg.values)),
                                                         out))
-    return out
 
 
 def _suggest(word, choices):
@@ -666,14 +674,21 @@ def _call_op(schema, inputs, kwargs):
         if value is None:
             continue  # DALI: None means "not given"
         try:
-            args[key] = convert_arg(arg, value)
+            args[key] = convert_arg(arg, value, check_values=False)
         except _ArgError as e:
             raise TypeError("godali: %s: argument %r (%s): %s"
                             % (fname, key, arg.type, e)) from None
+    # Argument values DALI accepts at the call and refuses at build(): so does godali
+    # (Pipeline.build raises InvalidPipelineError, naming this call's line).
+    invalid = []
+    for key, value in args.items():
+        try:
+            check_arg_value(schema.args[key], value)
+        except _ArgError as e:
+            invalid.append("argument %r: %s" % (key, e))
     for arg in schema.args.values():
         if arg.required and arg.name not in args and arg.name not in arg_inputs:
-            raise TypeError("godali: %s: missing required argument %r"
-                            % (fname, arg.name))
+            invalid.append("missing required argument %r" % arg.name)
 
     output_names = None
     if schema.variable_outputs:
@@ -681,6 +696,7 @@ def _call_op(schema, inputs, kwargs):
     node = OpNode(schema, device, list(inputs), arg_inputs, args, pipe, name, preserve,
                   output_names)
     node.unavailable = unavailable
+    node.invalid = "; ".join(invalid) or None
     outs = node.outputs
     if feature_names is not None:
         return dict(zip(feature_names, outs))  # DALI's readers.tfrecord returns a dict

@@ -209,3 +209,24 @@ def test_operator_seed_gives_the_same_values_in_two_pipelines():
     c = _uniform_values(1, 43, 1)
     assert not np.array_equal(a, c)
     assert ((a >= 0) & (a < 100)).all()
+
+
+def test_argument_errors_come_at_build_naming_the_call_line():
+    here = os.path.abspath(__file__)
+    # a value outside the argument's set: accepted at the call, refused at build()
+    pipe = Pipeline(batch_size=BS, num_threads=2, device_id=None)
+    with pipe:
+        x = fn.external_source(source=_data, layout="HWC")
+        y = fn.resize(x, resize_x=4, resize_y=4, mode="sideways")
+        line = __import__("inspect").currentframe().f_lineno - 1
+        pipe.set_outputs(y)
+    with pytest.raises(RuntimeError, match="argument .mode.*made at %s:%d" % (here, line)):
+        pipe.build()
+    # a value the library refuses (the operator's own check): the node's line is added
+    pipe = Pipeline(batch_size=BS, num_threads=2, device_id=None)
+    with pipe:
+        c = fn.random.choice(0)
+        line = __import__("inspect").currentframe().f_lineno - 1
+        pipe.set_outputs(c)
+    with pytest.raises(RuntimeError, match="int >= 1.*made at %s:%d" % (here, line)):
+        pipe.build()

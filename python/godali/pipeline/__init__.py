@@ -5,9 +5,11 @@ A Pipeline records fn.* calls made while it is current (`with pipe:` or inside a
 description of docs/pipeline.md, and drives the library through ctypes.
 """
 
+import contextlib
 import functools
 import inspect
 import json
+import re
 import threading
 import weakref
 from collections import namedtuple
@@ -385,7 +387,8 @@ class Pipeline:
                 return
             text = self.to_json().encode("utf-8")
             h = c_uint64(0)
-            lib.pipeline_create(text, len(text), byref(h))
+            with self._naming_sites():
+                lib.pipeline_create(text, len(text), byref(h))
             self._handle = h.value
             self._lib = lib
             # Destroys the handle when the Pipeline is collected, or at interpreter exit.
@@ -407,9 +410,31 @@ class Pipeline:
         if self._stalled_call is not None:
             raise RuntimeError("godali: an interrupted build of this pipeline is still "
                                "waiting on its data source; close the pipeline")
-        self._interruptible(lib.pipeline_build, self._handle)
+        with self._naming_sites():
+            self._interruptible(lib.pipeline_build, self._handle)
         self._built = True
         _ext.after_build(self)
+
+    @contextlib.contextmanager
+    def _naming_sites(self):
+        """Build-time errors the library raises about a node (DALI reports them at build()
+        too) also name the line of the user's code that made the node."""
+        try:
+            yield
+        except _lib.GodaliError as e:
+            msg = str(e)
+            m = re.search(r'node "([^"]+)"', msg)
+            node = self._node_by_name(m.group(1)) if m else None
+            if node is None or not node.site or " (made at " in msg:
+                raise
+            raise type(e)("%s (node %r made at %s)" % (msg, node.name, node.site),
+                          e.status) from None
+
+    def _node_by_name(self, name):
+        for n in self._nodes:
+            if n.name == name:
+                return n
+        return None
 
     def _interruptible(self, call, *args):
         """call(*args), a library call that may block on a stalled data source, made so
@@ -806,9 +831,14 @@ def _check_cpu_only(nodes):
 
 
 def _check_available(nodes):
-    """Nodes the loaded library cannot run (GPU work in the cpu flavour): refused at
-    build(), as DALI does, naming the line that made the node."""
+    """Nodes with argument errors DALI reports at build(), and nodes the loaded library
+    cannot run (GPU work in the cpu flavour): refused at build(), as DALI does, naming the
+    line that made the node."""
     for n in sorted(nodes, key=lambda n: n.seq):
+        if n.invalid:
+            raise _lib.InvalidPipelineError("godali: fn.%s (node %r): %s%s"
+                                            % (n.op, n.name, n.invalid, _site(n)),
+                                            _lib.ERROR_INVALID_PIPELINE)
         if n.unavailable:
             raise _lib.NoCUDAError("godali: node %r: %s%s" % (n.name, n.unavailable, _site(n)),
                                    _lib.ERROR_NO_CUDA)
