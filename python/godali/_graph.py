@@ -958,8 +958,8 @@ def arithmetic(op, *operands):
     if on_gpu:
         # DALI has GPU arithmetic; godali's runs on the host. Refused at build() (DALI's
         # CPU-only message when device_id is None), naming the expression's line.
-        node.unavailable = ("arithmetic on GPU data is not supported; godali's arithmetic "
-                            "runs on the host (compute before .gpu())")
+        node.invalid = ("arithmetic on GPU data is not supported; godali's arithmetic "
+                        "runs on the host (compute before .gpu())")
     return node.outputs[0]
 
 

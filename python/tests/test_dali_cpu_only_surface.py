@@ -245,3 +245,12 @@ def test_tensor_resize_of_spatial_axes_is_resize():
         np.testing.assert_array_equal(a[i], b[i])
     with pytest.raises(NotImplementedError, match="spatial axes"):
         fn.experimental.tensor_resize(fn.external_source(source=_data), sizes=[2], axes=[2])
+
+
+def test_gpu_arithmetic_is_refused_at_build_with_a_device():
+    pipe = Pipeline(batch_size=BS, num_threads=2, device_id=0)
+    with pipe:
+        x = fn.external_source(source=_data)
+        pipe.set_outputs(x * 2 + x.gpu())  # no error at the call, as in DALI
+    with pytest.raises(RuntimeError, match="arithmetic on GPU data|CUDA flavour"):
+        pipe.build()
