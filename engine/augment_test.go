@@ -38,7 +38,7 @@ func TestAugmentArgumentErrors(t *testing.T) {
 		{"choice p length", oneRandom("random.choice", `{"a": [1, 2, 3], "p": [0.5, 0.5]}`), []string{`"p"`, "one probability per element"}},
 		{"choice p sum", oneRandom("random.choice", `{"a": 3, "p": [0.3, 0.3, 0.3]}`), []string{`"p"`, "sum to 1"}},
 		{"choice p negative", oneRandom("random.choice", `{"a": 2, "p": [1.5, -0.5]}`), []string{`"p"`, ">= 0"}},
-		{"bc dtype", oneNode("brightness_contrast", `{"dtype": "INT32"}`), []string{`"aug"`, "brightness_contrast", `"dtype"`, "UINT8 or FLOAT"}},
+		{"bc dtype", oneNode("brightness_contrast", `{"dtype": "FLOAT16"}`), []string{`"aug"`, "brightness_contrast", `"dtype"`, "UINT8, INT16, INT32 or FLOAT"}},
 		{"bc unknown", oneNode("brightness_contrast", `{"brightnes": 1}`), []string{`"aug"`, `"brightnes"`, "brightness_shift"}},
 		{"hsv dtype", oneNode("hsv", `{"dtype": "INT8"}`), []string{`"aug"`, "hsv", `"dtype"`}},
 		{"hsv type", oneNode("hsv", `{"hue": "red"}`), []string{`"aug"`, `"hue"`, "expected number"}},

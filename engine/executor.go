@@ -1003,7 +1003,11 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}
-		w.rng.Seed(w.p.seed, uint64(b.Epoch), uint64(pos), uint64(n.ID))
+		first, last := n.StreamKeys(w.p.seed)
+		w.rng.Seed(first, uint64(b.Epoch), uint64(pos), last)
+		if err := n.reseedFromState(ws, &w.rng); err != nil {
+			return wrapSampleErr(ref, n, err)
+		}
 		if err := n.Op.Setup(ws); err != nil {
 			return wrapSampleErr(ref, n, err)
 		}

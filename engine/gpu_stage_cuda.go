@@ -425,7 +425,11 @@ func (st *gpuStage) runSamples(b *Batch, gb *gpuBatch, sn *stageNode) error {
 	}
 	for i := range b.refs {
 		point(i)
-		st.rng.Seed(st.p.seed, uint64(b.Epoch), uint64(ws.Position), uint64(sn.n.ID))
+		first, last := sn.n.StreamKeys(st.p.seed)
+		st.rng.Seed(first, uint64(b.Epoch), uint64(ws.Position), last)
+		if err := sn.n.reseedFromState(ws, &st.rng); err != nil {
+			return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
+		}
 		if err := sn.op.Setup(ws); err != nil {
 			return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
 		}

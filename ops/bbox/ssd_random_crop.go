@@ -19,7 +19,7 @@ func init() {
 		InputLayouts: []string{"HWC"}, InputDoc: "e.g. from a decoder",
 		Args: []engine.ArgSpec{
 			{Name: "num_attempts", Type: engine.ArgInt, Default: 1, Doc: "windows tried per chosen IoU"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
 		},
 	})
 	engine.RegisterBackend("ssd_random_crop", "cpu", func(a *engine.Args) (engine.Operator, error) {

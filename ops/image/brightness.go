@@ -8,14 +8,15 @@ import "github.com/godali/godali/engine"
 func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "brightness",
-		Doc: "Changes the brightness of HWC uint8 images as DALI does: out = brightness_shift * " +
-			"output_range + brightness * in (output_range 255 for UINT8, 1 for FLOAT), float32, " +
-			"UINT8 rounded and saturated. Arguments may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		Doc: "Changes the brightness of images (HWC, FHWC, DHWC; element-wise) as DALI does: out = " +
+			"brightness_shift * output_range + brightness * in (output_range the output type's " +
+			"maximum, 1 for FLOAT), float32, integers rounded and saturated. Inputs and outputs " +
+			"UINT8, INT16, INT32 or FLOAT. Arguments may come per sample.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness multiplier"},
 			{Name: "brightness_shift", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "shift, in units of the output range"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: UINT8, INT16, INT32 or FLOAT; default the input's"},
 		},
 	})
 	engine.RegisterBackend("brightness", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -29,14 +30,15 @@ func init() {
 
 	engine.RegisterSchema(&engine.Schema{
 		Name: "contrast",
-		Doc: "Changes the contrast of HWC uint8 images as DALI does: out = contrast_center + " +
-			"contrast * (in - contrast_center), float32, UINT8 rounded and saturated. Arguments " +
-			"may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		Doc: "Changes the contrast of images (HWC, FHWC, DHWC; element-wise) as DALI does: out = " +
+			"contrast_center + contrast * (in - contrast_center), float32, integers rounded and " +
+			"saturated. Inputs and outputs UINT8, INT16, INT32 or FLOAT. Arguments may come per " +
+			"sample.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "contrast", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast multiplier; 0 gives a uniform contrast_center"},
-			{Name: "contrast_center", Type: engine.ArgFloat, TensorInput: true, Doc: "the level contrast leaves unchanged; default half of the input range (128 for uint8)"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
+			{Name: "contrast_center", Type: engine.ArgFloat, TensorInput: true, Doc: "the level contrast leaves unchanged; default half of the input type's range (128 for UINT8, 16384 for INT16, 0.5 for FLOAT)"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: UINT8, INT16, INT32 or FLOAT; default the input's"},
 		},
 	})
 	engine.RegisterBackend("contrast", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -50,12 +52,13 @@ func init() {
 
 	engine.RegisterSchema(&engine.Schema{
 		Name: "hue",
-		Doc: "Rotates the hue of HWC uint8 RGB images by hue degrees, as DALI does (hsv's YIQ " +
-			"transform with saturation and value 1). hue may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		Doc: "Rotates the hue of RGB images (HWC, FHWC, DHWC; UINT8, INT16, INT32 or FLOAT) by hue " +
+			"degrees, as DALI does (hsv's YIQ transform with saturation and value 1). hue may come " +
+			"per sample.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default UINT8"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: UINT8, INT16, INT32 or FLOAT; default the input's"},
 		},
 	})
 	engine.RegisterBackend("hue", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -69,13 +72,13 @@ func init() {
 
 	engine.RegisterSchema(&engine.Schema{
 		Name: "saturation",
-		Doc: "Scales the saturation of HWC uint8 RGB images, as DALI does (hsv's YIQ transform " +
-			"with hue 0 and value 1): 0 gives grey, 1 leaves the image unchanged. saturation may " +
-			"come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
+		Doc: "Scales the saturation of RGB images (HWC, FHWC, DHWC; UINT8, INT16, INT32 or FLOAT), " +
+			"as DALI does (hsv's YIQ transform with hue 0 and value 1): 0 gives grey, 1 leaves the " +
+			"image unchanged. saturation may come per sample.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "saturation", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation multiplier"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default UINT8"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: UINT8, INT16, INT32 or FLOAT; default the input's"},
 		},
 	})
 	engine.RegisterBackend("saturation", "cpu", func(a *engine.Args) (engine.Operator, error) {

@@ -16,50 +16,53 @@ const uint8HalfRange = 128
 func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "brightness_contrast",
-		Doc: "Adjusts the brightness and contrast of HWC uint8 or float images: out = brightness_shift * " +
-			"output_range + brightness * (contrast_center + contrast * (in - contrast_center)), " +
-			"where output_range is 255 for UINT8 and 1 for FLOAT outputs; computed in float32, UINT8 " +
-			"rounded to nearest and saturated, as in DALI. Every argument may come per sample " +
-			"(e.g. from random.uniform).",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8OrFloat,
+		Doc: "Adjusts the brightness and contrast of images (HWC, FHWC sequences, DHWC volumes; " +
+			"element-wise): out = brightness_shift * output_range + brightness * " +
+			"(contrast_center + contrast * (in - contrast_center)), where output_range is the output " +
+			"type's maximum (255 UINT8, 32767 INT16, 2^31-1 INT32) and 1 for FLOAT; computed in " +
+			"float32, integers rounded to nearest and saturated, as in DALI. Inputs UINT8, INT16, " +
+			"INT32 or FLOAT. Every argument may come per sample (e.g. from random.uniform).",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness multiplier"},
 			{Name: "brightness_shift", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "brightness shift, in units of the output range (1.0 = 255 for UINT8)"},
 			{Name: "contrast", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast multiplier; 0 gives a uniform grey"},
-			{Name: "contrast_center", Type: engine.ArgFloat, TensorInput: true, Doc: "the input level contrast leaves unchanged; default half of the input range (128 for uint8, 0.5 for float)"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's"},
+			{Name: "contrast_center", Type: engine.ArgFloat, TensorInput: true, Doc: "the input level contrast leaves unchanged; default half of the input type's range (128 for UINT8, 16384 for INT16, 0.5 for FLOAT)"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: UINT8, INT16, INT32 or FLOAT; default the input's"},
 		},
 	})
 	engine.RegisterBackend("brightness_contrast", "cpu", func(a *engine.Args) (engine.Operator, error) { return newBrightnessContrast(a) })
 
 	engine.RegisterSchema(&engine.Schema{
 		Name: "hsv",
-		Doc: "Adjusts hue, saturation and value of HWC uint8 RGB images the way DALI does: a linear " +
-			"transform in YIQ space (rotate the chroma by hue degrees, scale it by saturation, scale " +
-			"all by value), applied as one 3x3 matrix in float32. Arguments may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
+		Doc: "Adjusts hue, saturation and value of RGB images (HWC, FHWC, DHWC; UINT8, INT16, INT32 " +
+			"or FLOAT) the way DALI does: a linear transform in YIQ space (rotate the chroma by hue " +
+			"degrees, scale it by saturation, scale all by value), applied as one 3x3 matrix in " +
+			"float32. Arguments may come per sample.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees (additive; wraps around)"},
 			{Name: "saturation", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation multiplier"},
 			{Name: "value", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "value (brightness) multiplier"},
-			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type, UINT8 or FLOAT"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: UINT8, INT16, INT32 or FLOAT; default the input's"},
 		},
 	})
 	engine.RegisterBackend("hsv", "cpu", func(a *engine.Args) (engine.Operator, error) { return newColorTwist(a, false) })
 
 	engine.RegisterSchema(&engine.Schema{
 		Name: "color_twist",
-		Doc: "Adjusts hue, saturation, brightness and contrast of HWC uint8 images as DALI does: " +
-			"hsv's YIQ transform, then out = brightness * (contrast * x + 128 * (1 - contrast)). " +
+		Doc: "Adjusts hue, saturation, brightness and contrast of RGB images (HWC, FHWC, DHWC; UINT8, " +
+			"INT16, INT32 or FLOAT) as DALI does: hsv's YIQ transform, then out = brightness * " +
+			"(contrast * x + grey * (1 - contrast)), grey 128 for integer and 0.5 for float input. " +
 			"Arguments may come per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness factor (>= 0): 0 black, 1 unchanged, 2 twice as bright"},
 			{Name: "contrast", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast factor (>= 0): 0 uniform grey, 1 unchanged"},
 			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees"},
 			{Name: "saturation", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation factor (>= 0): 0 grey, 1 unchanged"},
 			{Name: "image_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the input and output: RGB or BGR"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type, UINT8 or FLOAT; default the input's (UINT8)"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: UINT8, INT16, INT32 or FLOAT; default the input's"},
 		},
 	})
 	engine.RegisterBackend("color_twist", "cpu", func(a *engine.Args) (engine.Operator, error) { return newColorTwist(a, true) })
@@ -128,11 +131,18 @@ func colorConstArgs(a *engine.Args, names []string, nonNeg map[string]bool) ([]c
 	return out, nil
 }
 
+// bcTypes are the element types brightness_contrast (and brightness, contrast) takes and
+// gives, as DALI's.
+var bcTypes = []engine.DType{engine.UInt8, engine.Int16, engine.Int32, engine.Float32}
+
+// bcLayouts are DALI's input layouts of brightness_contrast; an input without a layout
+// takes the first of them with its number of dimensions (HWC, or FHWC for 4-D), as DALI's.
+var bcLayouts = []string{"FHWC", "DHWC", "HWC"}
+
 type brightnessContrastOp struct {
 	args   *engine.Args
 	params []colorArg // brightness, brightness_shift, contrast, contrast_center
 	out    engine.DType
-	imOut  imaging.DType
 	// outFromInput: no dtype given, the output takes the input's type (known at Infer);
 	// centerFromInput: no contrast_center given, half the input's range (set at Infer).
 	outFromInput, centerFromInput bool
@@ -145,16 +155,18 @@ type brightnessContrastState struct {
 }
 
 func newBrightnessContrast(a *engine.Args) (*brightnessContrastOp, error) {
-	out, imOut, err := colorOutType(a)
-	if err != nil {
-		return nil, err
-	}
 	params, err := colorConstArgs(a, []string{"brightness", "brightness_shift", "contrast", "contrast_center"}, nil)
 	if err != nil {
 		return nil, err
 	}
-	o := &brightnessContrastOp{args: a, params: params, out: out, imOut: imOut, in: engine.UInt8,
+	o := &brightnessContrastOp{args: a, params: params, out: engine.UInt8, in: engine.UInt8,
 		outFromInput: !a.Has("dtype") && a.String("dtype") == ""}
+	if !o.outFromInput {
+		o.out = a.DType("dtype")
+		if !bcType(o.out) {
+			return nil, a.Errorf("dtype", "expected UINT8, INT16, INT32 or FLOAT, got %s", o.out)
+		}
+	}
 	if !a.Has("contrast_center") {
 		if !a.AnyPerSample("contrast_center") {
 			o.centerFromInput = true
@@ -164,17 +176,63 @@ func newBrightnessContrast(a *engine.Args) (*brightnessContrastOp, error) {
 	return o, nil
 }
 
-// Infer accepts HWC uint8 or float images (e.g. hsv's FLOAT output), as DALI does.
+func bcType(d engine.DType) bool {
+	for _, t := range bcTypes {
+		if t == d {
+			return true
+		}
+	}
+	return false
+}
+
+// bcRange is DALI's output range of a type: its maximum, 1 for floating point.
+func bcRange(d engine.DType) float32 {
+	switch d {
+	case engine.UInt8:
+		return 255
+	case engine.Int16:
+		return 32767
+	case engine.Int32:
+		return 2147483647
+	}
+	return 1
+}
+
+// bcHalfRange is the default contrast_center of an input type: half its positive range
+// (2^(bits-1) for integers, as DALI's 128 for uint8), 0.5 for floating point.
+func bcHalfRange(d engine.DType) float64 {
+	switch d {
+	case engine.UInt8:
+		return uint8HalfRange
+	case engine.Int16:
+		return 1 << 14
+	case engine.Int32:
+		return 1 << 30
+	}
+	return 0.5
+}
+
+// Infer accepts HWC images, FHWC sequences (the engine runs them frame by frame, for
+// per_frame arguments) and DHWC volumes; the operator is element-wise.
 func (o *brightnessContrastOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
 	o.in = m.DType
-	if o.outFromInput && m.DType == engine.Float32 {
-		o.out, o.imOut = engine.Float32, imaging.Float32
+	if o.outFromInput {
+		o.out = m.DType
 	}
-	if o.centerFromInput && m.DType == engine.Float32 {
-		o.params[3].constant = 0.5
+	if o.centerFromInput {
+		o.params[3].constant = bcHalfRange(m.DType)
 	}
-	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{m.Shape[0], m.Shape[1], m.Shape[2]}}}, nil
+	layout := m.Layout
+	if layout == "" {
+		for _, l := range bcLayouts {
+			if len(l) == len(m.Shape) {
+				layout = l
+				break
+			}
+		}
+	}
+	return []engine.TensorMeta{{DType: o.out, Layout: layout, Shape: m.Shape}}, nil
 }
 
 func (o *brightnessContrastOp) NewWorkerState() any { return &brightnessContrastState{} }
@@ -190,56 +248,96 @@ func (o *brightnessContrastOp) Run(ws *engine.Workspace) error {
 		return err
 	}
 	scale, offset := o.affine(st.v[:])
-	if o.in == engine.Float32 {
-		return affineFloat(ws.Out[0].Data, ws.In[0].Data, scale, offset, o.out)
+	if o.in == engine.UInt8 && (o.out == engine.UInt8 || o.out == engine.Float32) {
+		imOut := imaging.UInt8
+		if o.out == engine.Float32 {
+			imOut = imaging.Float32
+		}
+		if err := st.table.Init(scale, offset, imOut); err != nil {
+			return err
+		}
+		return st.table.Apply(ws.Out[0].Data, ws.In[0].Data)
 	}
-	if err := st.table.Init(scale, offset, o.imOut); err != nil {
-		return err
-	}
-	return st.table.Apply(ws.Out[0].Data, ws.In[0].Data)
+	return affineElements(ws.Out[0].Data, ws.In[0].Data, o.in, o.out, scale, offset)
 }
 
-// affineFloat maps float32 src to dst (float32, or uint8 rounded and saturated) with
-// in * scale + offset, rounded as the uint8 table is.
-func affineFloat(dst, src []byte, scale, offset float32, out engine.DType) error {
-	n := len(src) / 4
+// affineElements maps src (of type in) to dst (of type out) with x * scale + offset in
+// float32, integers rounded to nearest (halves away from zero, as the uint8 table) and
+// saturated.
+func affineElements(dst, src []byte, in, out engine.DType, scale, offset float32) error {
+	n := len(src) / in.Size()
 	if len(dst) < n*out.Size() {
 		return fmt.Errorf("brightness_contrast: output has %d bytes, expected %d", len(dst), n*out.Size())
 	}
 	for i := 0; i < n; i++ {
-		x := math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
-		f := float32(x*scale) + offset // no FMA, as in the table
-		if out == engine.UInt8 {
-			dst[i] = imaging.SatU8(f)
-		} else {
-			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(f))
-		}
+		storeSat(dst, i, float32(loadF32(src, i, in)*scale)+offset, out) // no FMA, as in the table
 	}
 	return nil
+}
+
+// loadF32 is element i of src (of type d) as float32.
+func loadF32(src []byte, i int, d engine.DType) float32 {
+	switch d {
+	case engine.UInt8:
+		return float32(src[i])
+	case engine.Int16:
+		return float32(int16(binary.LittleEndian.Uint16(src[2*i:])))
+	case engine.Int32:
+		return float32(int32(binary.LittleEndian.Uint32(src[4*i:])))
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+}
+
+// storeSat writes f as element i of dst (of type d): integers rounded to nearest (halves
+// away from zero) and saturated, floats as they are.
+func storeSat(dst []byte, i int, f float32, d engine.DType) {
+	switch d {
+	case engine.UInt8:
+		dst[i] = imaging.SatU8(f)
+	case engine.Int16:
+		binary.LittleEndian.PutUint16(dst[2*i:], uint16(int16(satRound(f, -32768, 32767))))
+	case engine.Int32:
+		binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(satRound(f, -2147483648, 2147483647))))
+	default:
+		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(f))
+	}
+}
+
+// satRound rounds f to the nearest integer (halves away from zero) within [lo, hi]; NaN
+// gives 0.
+func satRound(f float32, lo, hi float64) int64 {
+	v := float64(f)
+	switch {
+	case v != v:
+		return 0
+	case v <= lo:
+		return int64(lo)
+	case v >= hi:
+		return int64(hi)
+	}
+	return int64(math.Round(v))
 }
 
 // affine turns a sample's brightness, brightness_shift, contrast and contrast_center
 // into out = in * scale + offset, in float32 (the gpu backend uses it too).
 func (o *brightnessContrastOp) affine(v []float64) (scale, offset float32) {
 	brightness, shift, contrast, center := float32(v[0]), float32(v[1]), float32(v[2]), float32(v[3])
-	outRange := float32(255)
-	if o.out == engine.Float32 {
-		outRange = 1
-	}
+	outRange := bcRange(o.out)
 	// out = shift*range + brightness*(center + contrast*(in - center)), as in * scale + offset.
 	scale = brightness * contrast
 	offset = float32(shift*outRange) + float32(brightness*float32(center-float32(contrast*center)))
 	return scale, offset
 }
 
-// colorTwistOp is hsv (twist false) and color_twist (twist true).
+// colorTwistOp is hsv (twist false) and color_twist (twist true); hue and saturation
+// are hsv with the other arguments neutral.
 type colorTwistOp struct {
-	args   *engine.Args
-	twist  bool
-	bgr    bool
-	params []colorArg // hue, saturation, value | brightness, contrast
-	out    engine.DType
-	imOut  imaging.DType
+	args         *engine.Args
+	twist        bool
+	bgr          bool
+	params       []colorArg // hue, saturation, value | brightness, contrast
+	out, in      engine.DType
+	outFromInput bool // no dtype given: the input's type (known at Infer)
 }
 
 type colorTwistState struct {
@@ -248,11 +346,14 @@ type colorTwistState struct {
 }
 
 func newColorTwist(a *engine.Args, twist bool) (*colorTwistOp, error) {
-	out, imOut, err := colorOutType(a)
-	if err != nil {
-		return nil, err
+	o := &colorTwistOp{args: a, twist: twist, out: engine.UInt8, in: engine.UInt8,
+		outFromInput: !a.Has("dtype") && a.String("dtype") == ""}
+	if !o.outFromInput {
+		o.out = a.DType("dtype")
+		if !bcType(o.out) {
+			return nil, a.Errorf("dtype", "expected UINT8, INT16, INT32 or FLOAT, got %s", o.out)
+		}
 	}
-	o := &colorTwistOp{args: a, twist: twist, out: out, imOut: imOut}
 	names := []string{"hue", "saturation", "value"}
 	nonNeg := map[string]bool{}
 	if twist {
@@ -266,6 +367,7 @@ func newColorTwist(a *engine.Args, twist bool) (*colorTwistOp, error) {
 			return nil, a.Errorf("image_type", "expected RGB or BGR (3-channel color), got %s", a.String("image_type"))
 		}
 	}
+	var err error
 	if o.params, err = colorConstArgs(a, names, nonNeg); err != nil {
 		return nil, err
 	}
@@ -273,18 +375,31 @@ func newColorTwist(a *engine.Args, twist bool) (*colorTwistOp, error) {
 }
 
 func (o *colorTwistOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c := in[0].Shape[2]
-	if c != 3 && c >= 0 {
+	m := in[0]
+	if c := m.Shape[len(m.Shape)-1]; c != 3 && c >= 0 {
 		return nil, o.args.Invalidf("input must have 3 channels (RGB), got %d; decode with output_type=RGB", c)
 	}
-	return []engine.TensorMeta{{DType: o.out, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], 3}}}, nil
+	o.in = m.DType
+	if o.outFromInput {
+		o.out = m.DType
+	}
+	layout := m.Layout
+	if layout == "" {
+		for _, l := range bcLayouts {
+			if len(l) == len(m.Shape) {
+				layout = l
+				break
+			}
+		}
+	}
+	return []engine.TensorMeta{{DType: o.out, Layout: layout, Shape: m.Shape}}, nil
 }
 
 func (o *colorTwistOp) NewWorkerState() any { return &colorTwistState{} }
 
 func (o *colorTwistOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
-	if in.Shape[2] != 3 {
+	if len(in.Shape) == 0 || in.Shape[len(in.Shape)-1] != 3 {
 		return o.args.DataErrorf(ws, "input must have 3 channels (RGB), got shape %v", in.Shape)
 	}
 	ws.Out[0].SetShape(in.Shape...)
@@ -299,13 +414,44 @@ func (o *colorTwistOp) Run(ws *engine.Workspace) error {
 	}
 	o.matrix(v, &st.m)
 	in := ws.In[0]
-	return st.m.Apply(ws.Out[0].Data, in.Data, in.Shape[0]*in.Shape[1], o.imOut)
+	pixels := 1
+	for _, d := range in.Shape[:len(in.Shape)-1] {
+		pixels *= d
+	}
+	if o.in == engine.UInt8 && (o.out == engine.UInt8 || o.out == engine.Float32) {
+		imOut := imaging.UInt8
+		if o.out == engine.Float32 {
+			imOut = imaging.Float32
+		}
+		return st.m.Apply(ws.Out[0].Data, in.Data, pixels, imOut)
+	}
+	m := &st.m
+	dst, src := ws.Out[0].Data, in.Data
+	for p := 0; p < 3*pixels; p += 3 {
+		r, g, b := loadF32(src, p, o.in), loadF32(src, p+1, o.in), loadF32(src, p+2, o.in)
+		for c := 0; c < 3; c++ {
+			// The same float32 order of operations as imaging.ColorMatrix.Apply.
+			f := float32(m.M[c][0]*r) + float32(m.M[c][1]*g) // no FMA, as in imaging
+			f = float32(f) + float32(m.M[c][2]*b)
+			f = float32(f) + m.Off[c]
+			storeSat(dst, p+c, f, o.out)
+		}
+	}
+	return nil
+}
+
+// grey is the level color_twist's contrast keeps: 128 for integer input, 0.5 for float.
+func (o *colorTwistOp) grey() float64 {
+	if o.in == engine.Float32 {
+		return 0.5
+	}
+	return uint8HalfRange
 }
 
 // matrix sets cm to the transform of a sample's arguments v (the gpu backend uses it too).
 func (o *colorTwistOp) matrix(v []float64, cm *imaging.ColorMatrix) {
 	if o.twist {
-		cm.SetHSV(v[0], v[1], 1, v[2], v[3], uint8HalfRange)
+		cm.SetHSV(v[0], v[1], 1, v[2], v[3], o.grey())
 	} else {
 		cm.SetHSV(v[0], v[1], v[2], 1, 1, 0)
 	}

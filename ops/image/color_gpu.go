@@ -42,10 +42,14 @@ type gpuBrightnessContrast struct {
 }
 
 func (o *gpuBrightnessContrast) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if in[0].DType != engine.UInt8 {
-		return nil, o.cpu.args.Invalidf("the gpu backend takes uint8 images, got %s; use device \"cpu\" for float input", in[0].DType)
+	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 3 {
+		return nil, o.cpu.args.Invalidf("the gpu backend takes HWC uint8 images, got %s %v; use device \"cpu\" for other types and sequences", in[0].DType, in[0].Shape)
 	}
-	return o.cpu.Infer(in)
+	out, err := o.cpu.Infer(in)
+	if err == nil && out[0].DType != engine.UInt8 && out[0].DType != engine.Float32 {
+		return nil, o.cpu.args.Invalidf("the gpu backend gives UINT8 or FLOAT, not %s; use device \"cpu\"", out[0].DType)
+	}
+	return out, err
 }
 
 func (o *gpuBrightnessContrast) Setup(ws *engine.Workspace) error {
@@ -75,7 +79,14 @@ type gpuColorTwist struct {
 }
 
 func (o *gpuColorTwist) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	return o.cpu.Infer(in)
+	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 3 {
+		return nil, o.cpu.args.Invalidf("the gpu backend takes HWC uint8 images, got %s %v; use device \"cpu\" for other types and sequences", in[0].DType, in[0].Shape)
+	}
+	out, err := o.cpu.Infer(in)
+	if err == nil && out[0].DType != engine.UInt8 && out[0].DType != engine.Float32 {
+		return nil, o.cpu.args.Invalidf("the gpu backend gives UINT8 or FLOAT, not %s; use device \"cpu\"", out[0].DType)
+	}
+	return out, err
 }
 
 func (o *gpuColorTwist) Setup(ws *engine.Workspace) error {

@@ -2,7 +2,6 @@ package random
 
 import (
 	"math"
-	"sort"
 
 	"github.com/godali/godali/engine"
 )
@@ -16,7 +15,8 @@ func init() {
 			{Name: "probability", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "probability of 1"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "INT32", Doc: "output type"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+			randomStateArg,
 		},
 	})
 	engine.RegisterBackend("random.coin_flip", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -51,7 +51,8 @@ func init() {
 			{Name: "values", Type: engine.ArgFloatList, Doc: "discrete values to choose from (exclusive with range)"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+			randomStateArg,
 		},
 	})
 	engine.RegisterBackend("random.uniform", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -99,7 +100,8 @@ func init() {
 			{Name: "stddev", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "standard deviation of the distribution (>= 0)"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+			randomStateArg,
 		},
 	})
 	engine.RegisterBackend("random.normal", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -134,22 +136,25 @@ func init() {
 		Doc: "Draws, per sample, elements of a 1D set a with probabilities p (uniform by default). " +
 			"An integer a = n means the set [0, 1, ..., n-1]. In Python a is positional, as in DALI: " +
 			"fn.random.choice(5), fn.random.choice([0.5, 1.0, 2.0], p=[0.25, 0.5, 0.25]).",
-		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
-		PositionalArgs: []string{"a"},
+		MinInputs: 0, MaxInputs: 1, Outputs: []string{"value"}, Random: true, HostOnly: true,
+		PositionalArgs: []string{"a"}, InputDoc: "a, when it comes per sample: a 1D set or a scalar n for [0, n); the output has its type",
 		Args: []engine.ArgSpec{
-			{Name: "a", Type: engine.ArgFloatList, Required: true, Doc: "the values to choose from (a list), or n (an int) for [0, n)"},
-			{Name: "p", Type: engine.ArgFloatList, Doc: "probability of each element of a (>= 0, summing to 1); default uniform"},
+			{Name: "a", Type: engine.ArgFloatList, Doc: "the values to choose from (a list), or n (an int) for [0, n); or, per sample, input 0 (in Python: a DataNode given as a)"},
+			{Name: "p", Type: engine.ArgFloatList, TensorInput: true, Doc: "probability of each element of a (>= 0, summing to 1); default uniform; may come per sample"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Doc: "output type; default INT32 when a is an int or holds only whole numbers, else FLOAT (DALI takes the type of a)"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+			randomStateArg,
 		},
 	})
 	engine.RegisterBackend("random.choice", "cpu", newRandomChoice)
 }
 
 func newRandomChoice(a *engine.Args) (engine.Operator, error) {
+	if !a.Has("a") {
+		return newChoiceSample(a, nil), nil // a is input 0 (Infer checks it is there)
+	}
 	vals := a.Floats("a")
-	whole := true
 	if a.IsScalar("a") {
 		n := vals[0]
 		if n != math.Trunc(n) || n < 1 || n > 1<<31-1 {
@@ -163,48 +168,24 @@ func newRandomChoice(a *engine.Args) (engine.Operator, error) {
 	if len(vals) == 0 {
 		return nil, a.Errorf("a", "must not be empty")
 	}
-	for _, v := range vals {
-		whole = whole && v == math.Trunc(v) && math.Abs(v) <= 1<<31
-	}
-	dtype := engine.Float32
-	if whole {
-		dtype = engine.Int32
-	}
-	if a.Has("dtype") {
-		dtype = a.DType("dtype")
-	}
-	o := &randomOp{args: a, dtype: dtype}
-	if !a.Has("p") {
-		o.draw = func(r *engine.RNG, _, _ float64) float64 { return vals[r.Intn(len(vals))] }
-		return o, nil
-	}
-	p := a.Floats("p")
-	if len(p) != len(vals) {
-		return nil, a.Errorf("p", "needs one probability per element of a (%d), got %d", len(vals), len(p))
-	}
-	cdf := make([]float64, len(p))
-	sum := 0.0
-	for i, q := range p {
-		if q < 0 || math.IsNaN(q) {
-			return nil, a.Errorf("p", "probabilities must be >= 0, got %g at %d", q, i)
+	if a.Has("p") && !a.AnyPerSample("p") {
+		// Constant probabilities are checked here, at build time.
+		p := a.Floats("p")
+		if len(p) != len(vals) {
+			return nil, a.Errorf("p", "needs one probability per element of a (%d), got %d", len(vals), len(p))
 		}
-		sum += q
-		cdf[i] = sum
-	}
-	if math.Abs(sum-1) > 1e-6 {
-		return nil, a.Errorf("p", "probabilities must sum to 1, got %g", sum)
-	}
-	o.draw = func(r *engine.RNG, _, _ float64) float64 {
-		u := r.Float64() * sum
-		i := sort.SearchFloat64s(cdf, u)
-		// SearchFloat64s finds the first cdf >= u; an element of probability 0 has the
-		// same cdf as the one before it and must never be chosen, so step past equals.
-		for i < len(cdf)-1 && (cdf[i] <= u || p[i] == 0) {
-			i++
+		sum := 0.0
+		for i, q := range p {
+			if q < 0 || math.IsNaN(q) {
+				return nil, a.Errorf("p", "probabilities must be >= 0, got %g at %d", q, i)
+			}
+			sum += q
 		}
-		return vals[i]
+		if math.Abs(sum-1) > 1e-6 {
+			return nil, a.Errorf("p", "probabilities must sum to 1, got %g", sum)
+		}
 	}
-	return o, nil
+	return newChoiceSample(a, vals), nil
 }
 
 // randomOp fills its output from the sample's random stream: draw(rng, p0, p1) per
@@ -333,3 +314,8 @@ func (o *randomOp) Run(ws *engine.Workspace) error {
 	}
 	return nil
 }
+
+// randomStateArg is DALI's `_random_state` (engine.RandomStateArg): a per-sample list of
+// integers that replaces the sample's random stream (the same state, the same values).
+var randomStateArg = engine.ArgSpec{Name: engine.RandomStateArg, Type: engine.ArgIntList, TensorInput: true,
+	Doc: "per-sample random state (a list of integers, e.g. 7 uint32 words): samples with the same state draw the same values, in any node or pipeline"}

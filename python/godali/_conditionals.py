@@ -286,3 +286,56 @@ def _cell(c):
 
 def _as_list(x):
     return x if isinstance(x, list) else [x]
+
+
+# --- DALI's explicit conditional operators (fn._conditional.*) ------------------------------
+# What DALI's rewritten `if` calls; scripts rarely call them directly. godali runs both
+# branches on every sample (see the module docstring), so split() gives each branch the
+# whole batch and merge() picks, per sample, the branch the predicate names: merged
+# results are DALI's; split()'s outputs themselves hold every sample, not a subset.
+
+def _pred_node(predicate, what):
+    if not isinstance(predicate, _graph.DataNode):
+        raise TypeError("godali: fn._conditional.%s: predicate must be a DataNode, got %s"
+                        % (what, _graph._show(predicate)))
+    return predicate
+
+
+def split(input, predicate=None, **kwargs):
+    """DALI's fn._conditional.split: (the true branch's input, the false branch's input)."""
+    _pred_node(predicate, "split")
+    return input, input
+
+
+def merge(true_input, false_input, predicate=None, **kwargs):
+    """DALI's fn._conditional.merge: per sample, true_input where predicate holds, else
+    false_input."""
+    pred = _pred_node(predicate, "merge")
+    pipe = pred.source.pipeline or _graph.current_pipeline()
+    a, b = _graph._operand(true_input, pipe), _graph._operand(false_input, pipe)
+    sch = _graph.schemas().ops["_select"]
+    node = _graph.OpNode(sch, "cpu", [_graph.bind(pred, pipe, "predicate"), a, b], {}, {},
+                         pipe, None, False)
+    return node.outputs[0]
+
+
+def not_(input, **kwargs):
+    """DALI's fn._conditional.not_: per-sample logical not, BOOL."""
+    return logical_not(input)
+
+
+def validate_logical(input, expression_name=None, expression_side=None, **kwargs):
+    """DALI's fn._conditional.validate_logical: the operand of `and`/`or`/`not`, as
+    per-sample BOOL (godali takes any number, non-zero being true; DALI asks for BOOL)."""
+    if not isinstance(input, _graph.DataNode):
+        raise TypeError("godali: fn._conditional.validate_logical: input must be a DataNode")
+    return _truth(input, input.source.pipeline or _graph.current_pipeline())
+
+
+def namespace():
+    """The fn._conditional namespace."""
+    ns = _graph.Namespace("godali.fn._conditional")
+    for f in (split, merge, not_, validate_logical):
+        f._schema_name = "_conditional." + f.__name__
+        ns._add(f.__name__, f)
+    return ns

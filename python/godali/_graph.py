@@ -20,6 +20,68 @@ _RESERVED = ("device", "name", "preserve", "bytes_per_sample_hint")
 _INTERNAL_OPS_PREFIX = "_"
 
 
+_PACKAGE_DIR = __import__("os").path.dirname(__import__("os").path.abspath(__file__))
+
+
+def caller_site():
+    """"file.py:12" of the innermost frame outside the godali package: where the user's
+    code called the operator (build-time errors name it, as the op call's line)."""
+    import os
+    import sys
+    f = sys._getframe(1)
+    while f is not None:
+        path = os.path.abspath(f.f_code.co_filename)
+        if not path.startswith(_PACKAGE_DIR + os.sep) and "<frozen" not in path:
+            return "%s:%d" % (path, f.f_lineno)
+        f = f.f_back
+    return None
+
+
+# DALI's operator names that its messages use, where they are not the schema name in
+# CamelCase (decoders.image -> decoders__Image, external_source -> ExternalSource).
+_DALI_NAMES = {"_arithmetic": "ArithmeticGenericOp", "_to_gpu": "MakeContiguous"}
+
+
+def dali_op_name(schema_name):
+    """DALI's C++ operator name of an operator (its messages name operators so)."""
+    if schema_name in _DALI_NAMES:
+        return _DALI_NAMES[schema_name]
+    parts = schema_name.lstrip("_").split(".")
+    last = "".join(w[:1].upper() + w[1:] for w in parts[-1].split("_"))
+    return "__".join(parts[:-1] + [last])
+
+
+_TO_GPU_STANDIN = None
+
+
+def _to_gpu_schema():
+    """The _to_gpu schema of the library, or (cpu flavour) a stand-in for the node that
+    build() refuses."""
+    global _TO_GPU_STANDIN
+    op = schemas().ops.get("_to_gpu")
+    if op is not None:
+        return op, None
+    if _TO_GPU_STANDIN is None:
+        _TO_GPU_STANDIN = OpSchema({"name": "_to_gpu", "devices": ["mixed"], "min_inputs": 1,
+                                    "max_inputs": 1, "outputs": ["data"]})
+    lib = _lib.get()
+    return _TO_GPU_STANDIN, ("moving data to the GPU needs the CUDA flavour of godali "
+                             "(libgodali_cuda.so and a working GPU); this process loaded "
+                             "the %s flavour from %s, which has no '_to_gpu' operator"
+                             % (lib.flavour, lib.path))
+
+
+def move_to_gpu(x, dali_name):
+    """The node of x.gpu() (dali_name: the operator DALI's messages name for it, e.g.
+    ExternalSource for external_source(device="gpu"))."""
+    op, missing = _to_gpu_schema()
+    device = "mixed" if "mixed" in op.devices else op.devices[0]
+    node = OpNode(op, device, [x], {}, {}, x.source.pipeline, None, False)
+    node.unavailable = missing
+    node.dali_name = dali_name
+    return node.outputs[0]
+
+
 class ArgSchema:
     """One operator argument: name, type, default, doc, required, tensor_input."""
 
@@ -248,7 +310,7 @@ class OpNode:
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
                  "outputs", "seq", "_pipeline", "preserve", "floating", "extra",
-                 "__weakref__")
+                 "site", "unavailable", "invalid", "dali_name", "__weakref__")
 
     # The pipeline holds its nodes; a node refers back to it weakly, so that a pipeline
     # nothing else references is freed (and its threads stopped) at once, not at the
@@ -274,6 +336,12 @@ class OpNode:
         self.preserve = preserve
         self.floating = pipeline is None  # made outside a pipeline (see bind)
         self.extra = None                 # external_source: its source group
+        self.site = caller_site()         # "file.py:12", where the user made the node
+        # Why this node cannot run in the loaded library (a GPU node in the cpu flavour):
+        # DALI reports such problems at build(), and so does Pipeline.description().
+        self.unavailable = None
+        self.invalid = None               # argument errors DALI reports at build()
+        self.dali_name = None             # DALI's operator name, where it is not derived
         if pipeline is None:
             # Called outside a pipeline (DALI allows it): the node waits, with the name
             # asked for, until a pipeline adopts it (set_outputs or a consumer inside one).
@@ -316,21 +384,11 @@ class DataNode:
         return "%s:%s" % (self.source.name, self.output_name)
 
     def gpu(self):
-        """Returns this data moved to the GPU (needs the CUDA flavour)."""
+        """Returns this data moved to the GPU (needs the CUDA flavour and a device_id; a
+        pipeline that cannot have it fails at build(), naming where .gpu() was called)."""
         if self.device == "gpu":
             return self
-        sch = schemas()
-        op = sch.ops.get("_to_gpu")
-        if op is None:
-            lib = _lib.get()
-            raise _lib.NoCUDAError(
-                "godali: DataNode.gpu() needs the CUDA flavour of godali "
-                "(libgodali_cuda.so and a working GPU); this process loaded the %s flavour "
-                "from %s, which has no '_to_gpu' operator" % (lib.flavour, lib.path),
-                _lib.ERROR_NO_CUDA)
-        device = "mixed" if "mixed" in op.devices else op.devices[0]
-        node = OpNode(op, device, [self], {}, {}, self.source.pipeline, None, False)
-        return node.outputs[0]
+        return move_to_gpu(self, None)
 
     def shape(self, *, dtype=None, device="cpu"):
         """The shape of each sample, as a 1D tensor per sample (DALI's DataNode.shape():
@@ -461,8 +519,9 @@ def _show(v):
     return "%s %s" % (type(v).__name__, r)
 
 
-def convert_arg(arg, v):
-    """Converts a Python value to the JSON value of schema argument `arg`."""
+def convert_arg(arg, v, check_values=True):
+    """Converts a Python value to the JSON value of schema argument `arg` (and, with
+    check_values, checks it is one of the argument's values)."""
     kind = arg.type
     enum_cls = _types.ENUM_OF_SCHEMA_TYPE.get(kind)
     if isinstance(v, _types.ScalarConstant):
@@ -481,10 +540,16 @@ def convert_arg(arg, v):
                 getattr(v, "shape", None) == ():
             v = v.item()
         out = _conv_scalar(kind, v, enum_cls)
-    if arg.values and not kind.endswith("_list") and out not in arg.values:
+    if check_values:
+        check_arg_value(arg, out)
+    return out
+
+
+def check_arg_value(arg, out):
+    """Raises _ArgError when a converted value is not one of the argument's values."""
+    if arg.values and not arg.type.endswith("_list") and out not in arg.values:
         raise _ArgError("expected one of %s, got %r" % (", ".join(map(repr, arg.values)),
                                                         out))
-    return out
 
 
 def _suggest(word, choices):
@@ -505,6 +570,9 @@ def _call_op(schema, inputs, kwargs):
     name = kwargs.pop("name", None)
     preserve = bool(kwargs.pop("preserve", False))
     kwargs.pop("bytes_per_sample_hint", None)  # a DALI memory hint godali has no use for
+    if "seed" not in schema.args:
+        # Every DALI operator takes `seed`; one that draws nothing has no use for it.
+        kwargs.pop("seed", None)
     feature_names = None
     if schema.name == "readers.tfrecord" and isinstance(kwargs.get("features"), dict):
         from . import tfrecord as _tfrec
@@ -518,16 +586,24 @@ def _call_op(schema, inputs, kwargs):
                             % (fname, len(schema.positional_args),
                                "" if len(schema.positional_args) == 1 else "s",
                                ", ".join(schema.positional_args), len(inputs)))
+        node_inputs = []
         for key, value in zip(schema.positional_args, inputs):
-            if isinstance(value, DataNode):
-                raise TypeError("godali: %s: %r must be a constant (an int or a list of "
-                                "numbers); godali does not take it per sample"
-                                % (fname, key))
             if key in kwargs:
                 raise TypeError("godali: %s got %r both positionally and as a keyword"
                                 % (fname, key))
+            if isinstance(value, DataNode):
+                if schema.max_inputs < 1:
+                    raise TypeError("godali: %s: %r must be a constant (an int or a list of "
+                                    "numbers); godali does not take it per sample"
+                                    % (fname, key))
+                node_inputs.append(value)  # per sample: the operator's input
+                continue
             kwargs[key] = value
-        inputs = ()
+        inputs = tuple(node_inputs)
+    if schema.positional_args and not inputs:
+        for key in schema.positional_args[:1]:
+            if kwargs.get(key) is None:
+                raise TypeError("godali: %s: missing required argument %r" % (fname, key))
 
     inputs = list(inputs)
     for i, x in enumerate(inputs):
@@ -554,21 +630,23 @@ def _call_op(schema, inputs, kwargs):
             and "mixed" in schema.devices:
         device = "mixed"  # DALI's GPU readers (readers.video) say device="gpu"
     if device is None:
-        device = "gpu" if (any(x.device == "gpu" for x in inputs)
-                           and "gpu" in schema.devices) else "cpu"
+        # DALI: an operator with GPU inputs is a GPU operator.
+        device = "gpu" if any(x.device == "gpu" for x in inputs) else "cpu"
     if not isinstance(device, str):
         raise TypeError("godali: %s: device must be a string ('cpu', 'mixed' or 'gpu'), "
                         "got %s" % (fname, _show(device)))
+    unavailable = None
     if device != "cpu" and lib.flavour != "cuda":
-        raise _lib.NoCUDAError(
-            "godali: %s(device=%r) needs the CUDA flavour of godali (libgodali_cuda.so and "
-            "a working GPU); this process loaded the %s flavour from %s"
-            % (fname, device, lib.flavour, lib.path), _lib.ERROR_NO_CUDA)
-    if device not in schema.devices:
+        # DALI refuses GPU operators at build() (and in a CPU-only pipeline with its own
+        # message): the node is made, and Pipeline.description() raises, naming this line.
+        unavailable = ("%s(device=%r) needs the CUDA flavour of godali (libgodali_cuda.so "
+                       "and a working GPU); this process loaded the %s flavour from %s"
+                       % (fname, device, lib.flavour, lib.path))
+    elif device not in schema.devices:
         raise ValueError("godali: %s does not run on device %r; it supports: %s"
                          % (fname, device, ", ".join(schema.devices)))
     for i, x in enumerate(inputs):
-        if x.device == "gpu" and device != "gpu":
+        if x.device == "gpu" and device != "gpu" and unavailable is None:
             raise ValueError("godali: %s(device=%r): input %d is on the GPU; a %s operator "
                              "takes host data" % (fname, device, i, device))
 
@@ -596,20 +674,29 @@ def _call_op(schema, inputs, kwargs):
         if value is None:
             continue  # DALI: None means "not given"
         try:
-            args[key] = convert_arg(arg, value)
+            args[key] = convert_arg(arg, value, check_values=False)
         except _ArgError as e:
             raise TypeError("godali: %s: argument %r (%s): %s"
                             % (fname, key, arg.type, e)) from None
+    # Argument values DALI accepts at the call and refuses at build(): so does godali
+    # (Pipeline.build raises InvalidPipelineError, naming this call's line).
+    invalid = []
+    for key, value in args.items():
+        try:
+            check_arg_value(schema.args[key], value)
+        except _ArgError as e:
+            invalid.append("argument %r: %s" % (key, e))
     for arg in schema.args.values():
         if arg.required and arg.name not in args and arg.name not in arg_inputs:
-            raise TypeError("godali: %s: missing required argument %r"
-                            % (fname, arg.name))
+            invalid.append("missing required argument %r" % arg.name)
 
     output_names = None
     if schema.variable_outputs:
         output_names = _variable_outputs(schema, args, fname)
     node = OpNode(schema, device, list(inputs), arg_inputs, args, pipe, name, preserve,
                   output_names)
+    node.unavailable = unavailable
+    node.invalid = "; ".join(invalid) or None
     outs = node.outputs
     if feature_names is not None:
         return dict(zip(feature_names, outs))  # DALI's readers.tfrecord returns a dict
@@ -649,7 +736,8 @@ def make_op_function(schema):
     op.__module__ = "godali.fn"
     op.__doc__ = schema.docstring()
     params = []
-    if schema.max_inputs > 0:
+    if schema.max_inputs > 0 and not schema.positional_args:
+        # (an operator with positional arguments takes its input through them: choice's a)
         params.append(inspect.Parameter("inputs", inspect.Parameter.VAR_POSITIONAL))
     for name in schema.positional_args:
         params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY))
@@ -852,9 +940,6 @@ def _is_constant_input(x):
 def _operand(x, pipe):
     if isinstance(x, DataNode):
         x = bind(x, pipe, "a DataNode of an arithmetic expression")
-        if x.device != "cpu":
-            raise ValueError("godali: arithmetic on GPU data is not supported; godali's "
-                             "arithmetic runs on the host (compute before .gpu())")
         return x
     if isinstance(x, (bool, int, float, _types.ScalarConstant)) or \
             type(x).__module__ == "numpy":
@@ -876,7 +961,13 @@ def arithmetic(op, *operands):
     sch = schemas().ops.get("_arithmetic")
     if sch is None:
         raise NotImplementedError("godali: this library has no arithmetic operator")
-    node = OpNode(sch, "cpu", inputs, {}, {"op": op}, pipe, None, False)
+    on_gpu = any(x.device != "cpu" for x in inputs)
+    node = OpNode(sch, "gpu" if on_gpu else "cpu", inputs, {}, {"op": op}, pipe, None, False)
+    if on_gpu:
+        # DALI has GPU arithmetic; godali's runs on the host. Refused at build() (DALI's
+        # CPU-only message when device_id is None), naming the expression's line.
+        node.invalid = ("arithmetic on GPU data is not supported; godali's arithmetic "
+                        "runs on the host (compute before .gpu())")
     return node.outputs[0]
 
 

@@ -597,9 +597,9 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None, dev
     if kwargs:
         raise TypeError("godali: fn.external_source got unknown arguments: %s"
                         % ", ".join(sorted(kwargs)))
-    if device not in (None, "cpu"):
-        raise ValueError("godali: fn.external_source supports device='cpu' only (feed GPU "
-                         "data as host data and move it with .gpu()), got %r" % (device,))
+    if device not in (None, "cpu", "gpu"):
+        raise ValueError("godali: fn.external_source: device must be 'cpu' or 'gpu', got %r"
+                         % (device,))
     if source is None:
         if cycle is not None:
             raise ValueError("godali: fn.external_source: cycle needs a source")
@@ -651,6 +651,9 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None, dev
     if pipe is not None:
         g.attach(pipe)
     outs = [n.outputs[0] for n in nodes]
+    if device == "gpu":
+        # DALI's GPU external source: the host batch, copied to the GPU by the pipeline.
+        outs = [_graph.move_to_gpu(o, "ExternalSource") for o in outs]
     if num_outputs is None:
         return outs[0]
     return tuple(outs)

@@ -180,6 +180,22 @@ def from_numpy_dtype(dt):
             "f": {2: FLOAT16, 4: FLOAT, 8: FLOAT64}}.get(dt.kind, {}).get(dt.itemsize, NO_TYPE)
 
 
+# DALI's device_id of a CPU-only pipeline (the same as device_id=None).
+CPU_ONLY_DEVICE_ID = -99999
+
+
+def to_numpy_dtype(t):
+    """The numpy dtype of a DALIDataType (TypeError for NO_TYPE)."""
+    import numpy as np
+    t = DALIDataType(t) if not isinstance(t, DALIDataType) else t
+    names = {BOOL: np.bool_, UINT8: np.uint8, UINT16: np.uint16, UINT32: np.uint32,
+             UINT64: np.uint64, INT8: np.int8, INT16: np.int16, INT32: np.int32,
+             INT64: np.int64, FLOAT16: np.float16, FLOAT: np.float32, FLOAT64: np.float64}
+    if t not in names:
+        raise TypeError("godali: %s has no numpy dtype" % t.name)
+    return np.dtype(names[t])
+
+
 # Layout constants: in DALI these are plain layout strings.
 NCHW = "CHW"
 NHWC = "HWC"

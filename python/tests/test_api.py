@@ -161,13 +161,15 @@ def test_operators_outside_a_pipeline_wait_for_one():
 def test_gpu_requests_on_the_cpu_flavour(lib):
     if lib.flavour == "cuda":
         pytest.skip("CPU flavour behaviour")
-    pipe = godali.Pipeline(batch_size=1)
-    with pipe:
-        jpegs, labels = fn.readers.file(files=["a.jpg"])
-        with pytest.raises(godali.NoCUDAError, match="CUDA flavour"):
-            fn.decoders.image(jpegs, device="mixed")
-        with pytest.raises(godali.NoCUDAError, match="CUDA flavour"):
-            labels.gpu()
+    # As in DALI, the refusal comes at build(), naming the line of the op call.
+    for make in (lambda jpegs, labels: fn.decoders.image(jpegs, device="mixed"),
+                 lambda jpegs, labels: labels.gpu()):
+        pipe = godali.Pipeline(batch_size=1)
+        with pipe:
+            jpegs, labels = fn.readers.file(files=["a.jpg"])
+            pipe.set_outputs(make(jpegs, labels))
+        with pytest.raises(godali.NoCUDAError, match="CUDA flavour.*made at .*test_api.py:"):
+            pipe.build()
 
 
 def test_pipeline_def_splits_arguments(image_folder):

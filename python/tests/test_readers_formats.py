@@ -189,3 +189,27 @@ def test_caffe2(tmp_path):
         assert images[i].as_array().tobytes() == open(r["file"], "rb").read()
         assert labels[i].as_array().tolist() == [r["label"]]
         np.testing.assert_array_equal(extra[i].as_array(), np.array(r["extra"], np.float32))
+
+
+def test_caffe_images_feed_a_decoder(tmp_path):
+    """readers.caffe's images are encoded bytes (1-D) in the graph, so a decoder takes them;
+    decoded as PIL decodes the same files (within 1 level)."""
+    pytest.importorskip("lmdb")
+    from PIL import Image
+    from conftest import make_jpeg
+    files = [make_jpeg(str(tmp_path / ("p%d.jpg" % i)), 16 + i, 24, seed=i) for i in range(3)]
+    db = str(tmp_path / "caffe_jpeg")
+    subprocess.run([sys.executable, CAFFE_REF, "caffe", db] + files, capture_output=True,
+                   text=True, check=True)
+    pipe = godali.Pipeline(batch_size=3, num_threads=1, seed=1)
+    with pipe:
+        jpegs, _ = fn.readers.caffe(path=db)
+        pipe.set_outputs(fn.decoders.image(jpegs), jpegs)
+    pipe.build()
+    images, raw = pipe.run()
+    for i in range(3):
+        data = raw[i].as_array().tobytes()
+        src = [f for f in files if open(f, "rb").read() == data]
+        assert len(src) == 1
+        ref = np.array(Image.open(src[0]).convert("RGB"), np.int16)
+        assert np.abs(images[i].as_array().astype(np.int16) - ref).max() <= 1

@@ -5,15 +5,18 @@ A Pipeline records fn.* calls made while it is current (`with pipe:` or inside a
 description of docs/pipeline.md, and drives the library through ctypes.
 """
 
+import contextlib
 import functools
 import inspect
 import json
+import re
 import threading
 import weakref
 from collections import namedtuple
 from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
 
 from .. import _dlpack, _graph, _lib
+from .. import types as _types
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
 
@@ -317,6 +320,11 @@ class Pipeline:
         lib = _lib.get()
         uses_gpu = self._uses_gpu(nodes)
         device_id = self._device_id
+        if device_id == _types.CPU_ONLY_DEVICE_ID:
+            device_id = None
+        if device_id is None:
+            _check_cpu_only(nodes)
+        _check_available(nodes)
         if device_id is not None:
             device_id = int(device_id)
             if device_id < 0:
@@ -379,7 +387,8 @@ class Pipeline:
                 return
             text = self.to_json().encode("utf-8")
             h = c_uint64(0)
-            lib.pipeline_create(text, len(text), byref(h))
+            with self._naming_sites():
+                lib.pipeline_create(text, len(text), byref(h))
             self._handle = h.value
             self._lib = lib
             # Destroys the handle when the Pipeline is collected, or at interpreter exit.
@@ -401,9 +410,31 @@ class Pipeline:
         if self._stalled_call is not None:
             raise RuntimeError("godali: an interrupted build of this pipeline is still "
                                "waiting on its data source; close the pipeline")
-        self._interruptible(lib.pipeline_build, self._handle)
+        with self._naming_sites():
+            self._interruptible(lib.pipeline_build, self._handle)
         self._built = True
         _ext.after_build(self)
+
+    @contextlib.contextmanager
+    def _naming_sites(self):
+        """Build-time errors the library raises about a node (DALI reports them at build()
+        too) also name the line of the user's code that made the node."""
+        try:
+            yield
+        except _lib.GodaliError as e:
+            msg = str(e)
+            m = re.search(r'node "([^"]+)"', msg)
+            node = self._node_by_name(m.group(1)) if m else None
+            if node is None or not node.site or " (made at " in msg:
+                raise
+            raise type(e)("%s (node %r made at %s)" % (msg, node.name, node.site),
+                          e.status) from None
+
+    def _node_by_name(self, name):
+        for n in self._nodes:
+            if n.name == name:
+                return n
+        return None
 
     def _interruptible(self, call, *args):
         """call(*args), a library call that may block on a stalled data source, made so
@@ -766,6 +797,51 @@ class Pipeline:
         return "godali.Pipeline(batch_size=%d, num_threads=%d, device_id=%r, seed=%d%s)" % (
             self._batch_size, self._num_threads, self._device_id, self._seed,
             ", built" if self._built else "")
+
+
+def _site(n):
+    return " (made at %s)" % n.site if n.site else ""
+
+
+def _check_cpu_only(nodes):
+    """DALI's refusals of GPU work in a CPU-only pipeline (device_id None), raised at
+    build() with its messages; godali adds where the node was made."""
+    order = sorted(nodes, key=lambda n: n.seq)
+    for n in order:
+        if n.op == "_to_gpu" and n.dali_name is None:
+            continue
+        name = n.dali_name or _graph.dali_op_name(n.op)
+        if n.device == "gpu" or (n.op == "_to_gpu"):
+            raise _lib.InvalidPipelineError(
+                "Cannot add a GPU operator %s, device_id should not be equal "
+                "CPU_ONLY_DEVICE_ID.%s" % (name, _site(n)), _lib.ERROR_INVALID_PIPELINE)
+        if n.device == "mixed":
+            raise _lib.InvalidPipelineError(
+                "Cannot add a mixed operator %s with a GPU output, device_id should not be "
+                "CPU_ONLY_DEVICE_ID.%s" % (name, _site(n)), _lib.ERROR_INVALID_PIPELINE)
+    for n in order:
+        if n.op == "_to_gpu":
+            src = n.inputs[0].source
+            raise _lib.InvalidPipelineError(
+                "Cannot move the data node __%s_%d to the GPU in a CPU-only pipeline. The "
+                "`device_id` parameter is set to `CPU_ONLY_DEVICE_ID`. Set `device_id` to a "
+                "valid GPU identifier to enable GPU features in the pipeline.%s"
+                % (src.dali_name or _graph.dali_op_name(src.op), src.seq, _site(n)),
+                _lib.ERROR_INVALID_PIPELINE)
+
+
+def _check_available(nodes):
+    """Nodes with argument errors DALI reports at build(), and nodes the loaded library
+    cannot run (GPU work in the cpu flavour): refused at build(), as DALI does, naming the
+    line that made the node."""
+    for n in sorted(nodes, key=lambda n: n.seq):
+        if n.invalid:
+            raise _lib.InvalidPipelineError("godali: fn.%s (node %r): %s%s"
+                                            % (n.op, n.name, n.invalid, _site(n)),
+                                            _lib.ERROR_INVALID_PIPELINE)
+        if n.unavailable:
+            raise _lib.NoCUDAError("godali: node %r: %s%s" % (n.name, n.unavailable, _site(n)),
+                                   _lib.ERROR_NO_CUDA)
 
 
 def _non_finite_message(d):
