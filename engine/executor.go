@@ -997,13 +997,13 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		ws := w.ws[n.ID]
 		ref = b.ref(w.p.nodeReader[n.ID], src)
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
-		ws.seed, ws.nodeID, ws.BatchSize = w.p.seed, n.ID, len(b.refs)
+		first, last := n.StreamKeys(w.p.seed)
+		ws.seed, ws.nodeID, ws.BatchSize = first, last, len(b.refs)
 		ws.fed = b.fedSample(n, src) // a replaced sample takes its stand-in's data
 		ws.stream = b.streamOf(n)
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}
-		first, last := n.StreamKeys(w.p.seed)
 		w.rng.Seed(first, uint64(b.Epoch), uint64(pos), last)
 		if err := n.reseedFromState(ws, &w.rng); err != nil {
 			return wrapSampleErr(ref, n, err)

@@ -91,8 +91,8 @@ type Workspace struct {
 	Note *SampleNote
 	// BatchSize is the pipeline's batch size (the samples of every batch, padding included).
 	BatchSize int
-	seed      uint64 // the pipeline seed and the node's ID, for SeedBatch
-	nodeID    int
+	seed      uint64 // the node's stream keys (Node.StreamKeys), for SeedBatch
+	nodeID    uint64
 	gpu       *sampleGPU   // the worker's stream and the batch's GPU state, for mixed nodes
 	fed       *FeedSample  // an external source's sample (feed.go)
 	stream    *StreamBatch // a stream source's item and plan (feed.go)
@@ -146,11 +146,11 @@ type Limits struct {
 	MaxFileBytes   int64 // readers refuse larger files (0: no limit)
 }
 
-// SeedBatch seeds r from the pipeline seed, the epoch, the batch and the node, the same
-// for every sample of the batch: the stream of a batch-wide random choice (a permutation
+// SeedBatch seeds r from the node's stream keys (its own seed, or the pipeline seed and
+// the node), the epoch and the batch, the same for every sample of the batch: the stream of a batch-wide random choice (a permutation
 // of the batch) that each sample computes whole and reads its own part of.
 func (ws *Workspace) SeedBatch(r *RNG) {
-	r.Seed(ws.seed, uint64(ws.Epoch), uint64(ws.Position-int64(ws.Sample)), uint64(ws.nodeID), 0xba7c5eed)
+	r.Seed(ws.seed, uint64(ws.Epoch), uint64(ws.Position-int64(ws.Sample)), ws.nodeID, 0xba7c5eed)
 }
 
 // ArgInputScalar returns a per-sample scalar argument as float64, or def when absent.
