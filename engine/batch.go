@@ -17,7 +17,8 @@ type Batch struct {
 	Skips       []Skip // the replaced samples' files, in sample order
 
 	pool       *HostPool
-	refs       []SampleRef   // the epoch reader's samples (rrefs[primary])
+	capacity   int           // the pipeline's batch_size: the most samples a batch may have
+	refs       []SampleRef   // the epoch reader's samples (rrefs[primary]); len is the batch's size
 	rrefs      [][]SampleRef // by reader: its samples of the batch
 	next       []readerPos   // by reader: its position after this batch (other readers than the epoch reader)
 	outs       []*OutputBatch
@@ -67,7 +68,7 @@ type OutputBatch struct {
 
 func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
 	n := p.Spec.BatchSize
-	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, errs: make([]error, n), done: make(chan struct{})}
+	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, capacity: n, errs: make([]error, n), done: make(chan struct{})}
 	b.rrefs = make([][]SampleRef, len(p.readers))
 	b.next = make([]readerPos, len(p.readers))
 	for r := range b.rrefs {
@@ -93,6 +94,29 @@ func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
 	return b
 }
 
+// shrink makes the batch one of n samples (n <= its capacity), before any of its
+// samples is planned: an iteration whose external sources were fed smaller batches.
+func (b *Batch) shrink(n int) {
+	b.refs = b.refs[:n]
+	for r := range b.rrefs {
+		b.rrefs[r] = b.rrefs[r][:n]
+	}
+	b.errs = b.errs[:n]
+	for _, o := range b.outs {
+		o.shapes = o.shapes[:n]
+		if o.samples != nil {
+			o.samples = o.samples[:n]
+		}
+	}
+	for v := range b.cross {
+		b.cross[v].t = b.cross[v].t[:n]
+		b.cross[v].leases = b.cross[v].leases[:n]
+	}
+}
+
+// allocateOutputs leases the dense outputs' [N, ...] buffers. They are leased for the
+// pipeline's batch_size whatever the batch's size, so that a smaller batch reuses the
+// buffers reserved at build (no mapping when the batch size changes).
 func (b *Batch) allocateOutputs() error {
 	for _, o := range b.outs {
 		if !o.Dense || o.OnGPU {
@@ -100,9 +124,9 @@ func (b *Batch) allocateOutputs() error {
 		}
 		var ok bool
 		o.sampleBytes, ok = checkedBytes(o.Meta.DType, o.Meta.Shape)
-		n, ok2 := mulSize(o.sampleBytes, len(b.refs))
+		n, ok2 := mulSize(o.sampleBytes, b.capacity)
 		if !ok || !ok2 {
-			return Errorf(StatusInvalidPipeline, "output %q: a batch of %d samples of shape %v does not fit in memory", o.Name, len(b.refs), o.Meta.Shape)
+			return Errorf(StatusInvalidPipeline, "output %q: a batch of %d samples of shape %v does not fit in memory", o.Name, b.capacity, o.Meta.Shape)
 		}
 		l, err := b.pool.Get(n)
 		if err != nil {
@@ -159,7 +183,8 @@ func (b *Batch) release() {
 	}
 }
 
-// Size is the number of samples.
+// Size is the number of samples: the pipeline's batch_size, or fewer in an iteration
+// whose external sources were fed a smaller batch.
 func (b *Batch) Size() int { return len(b.refs) }
 
 // Output returns output k.

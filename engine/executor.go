@@ -694,7 +694,11 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			return
 		}
 		b.fed, b.feeds = fed, p.feeds
-		var err error
+		n, err := p.fedSize(fed)
+		if err == nil && n < bs {
+			b.shrink(n)
+			b.Valid = n
+		}
 		for i, r := range p.readers {
 			if i != p.primary && err == nil {
 				err = planFollower(r, &others[i], b.rrefs[i])
@@ -713,15 +717,16 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			p.inflight <- b
 			continue
 		}
-		b.wg.Add(bs)
-		for i := 0; i < bs; i++ {
+		n = b.Size()
+		b.wg.Add(n)
+		for i := 0; i < n; i++ {
 			select {
 			case p.tasks <- task{b: b, i: i, src: i}:
 			case <-stop:
 				// Let the queued samples finish, then drop the batch and give back the
 				// credit it held (it never reached inflight, where stopProducer
 				// returns the credits of the batches it drops).
-				b.wg.Add(-(bs - i))
+				b.wg.Add(-(n - i))
 				b.wg.Wait()
 				b.release()
 				p.credits <- struct{}{}
@@ -972,7 +977,9 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 			err = &SampleError{Source: ref.Path, Node: node, Err: fmt.Errorf("internal error: %v", r)}
 		}
 	}()
-	pos := b.Iteration*int64(len(b.refs)) + int64(i)
+	// Counted in full batches, so that a sample's random stream does not depend on the
+	// sizes of the batches before it.
+	pos := b.Iteration*int64(b.capacity) + int64(i)
 	part := w.p.Part
 	w.sg.batch = b.gpu
 	if phase > 0 {

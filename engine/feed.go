@@ -98,9 +98,11 @@ func (p *Pipeline) ExternalSources() []string {
 	return out
 }
 
-// FeedInput queues one batch for the external source node name. The batch must have
-// batch_size samples of the node's declared dtype and ndim (and layout, when both are
-// given). On error, f.Release has been called. Safe from any goroutine.
+// FeedInput queues one batch for the external source node name. The batch has 1 to
+// batch_size (the pipeline's maximum) samples of the node's declared dtype and ndim (and
+// layout, when both are given); the iteration that takes it has that many samples, and
+// every external source must give that many for it (fedSize). On error, f.Release has
+// been called. Safe from any goroutine.
 func (p *Pipeline) FeedInput(name string, f *Feed) (err error) {
 	defer func() {
 		if err != nil {
@@ -175,8 +177,11 @@ func (f *feeds) queue(name string) (*feedQueue, error) {
 func (p *Pipeline) checkFeed(n *Node, f *Feed) error {
 	where := describe(n.Name, n.OpName)
 	meta := n.Out[0].Meta
-	if len(f.Samples) != p.Spec.BatchSize {
-		return Errorf(StatusInvalidArgument, "feed_input: %s: got %d samples, the pipeline's batch_size is %d", where, len(f.Samples), p.Spec.BatchSize)
+	if len(f.Samples) == 0 {
+		return Errorf(StatusInvalidArgument, "feed_input: %s: got an empty batch: a batch has 1 to max_batch_size (%d) samples", where, p.Spec.BatchSize)
+	}
+	if len(f.Samples) > p.Spec.BatchSize {
+		return Errorf(StatusInvalidArgument, "feed_input: %s: got a batch of %d samples, more than the pipeline's max_batch_size (batch_size) %d", where, len(f.Samples), p.Spec.BatchSize)
 	}
 	if f.DType != meta.DType {
 		return Errorf(StatusInvalidArgument, "feed_input: %s: got data of type %s, the node declares dtype %s", where, f.DType, meta.DType)
@@ -373,6 +378,29 @@ func (p *Pipeline) waitBatch() (*Batch, error) {
 		case <-signal:
 		}
 	}
+}
+
+// fedSize is the batch size of an iteration, decided by the batches fed to its
+// external sources: they must all have the same number of samples (as in DALI, where an
+// iteration has one batch size). A pipeline with readers runs full batches only: its
+// readers plan batch_size samples for every iteration.
+func (p *Pipeline) fedSize(fed []*Feed) (int, error) {
+	if len(fed) == 0 {
+		return p.Spec.BatchSize, nil
+	}
+	n := len(fed[0].Samples)
+	for k, f := range fed[1:] {
+		if len(f.Samples) != n {
+			q0, qk := p.feeds.queues[0].node, p.feeds.queues[k+1].node
+			return 0, Errorf(StatusInvalidArgument, "external sources gave batches of different sizes for iteration: %q %d samples, %q %d; every external source must give the same number of samples for one iteration",
+				q0.Name, n, qk.Name, len(f.Samples))
+		}
+	}
+	if n != p.Spec.BatchSize && len(p.readers) > 0 {
+		return 0, Errorf(StatusInvalidArgument, "external source %q gave a batch of %d samples, but the pipeline's reader %q gives batches of batch_size %d: with a reader every external source must give full batches",
+			p.feeds.queues[0].node.Name, n, p.readers[0].node.Name, p.Spec.BatchSize)
+	}
+	return n, nil
 }
 
 // fedSample returns sample i's data fed to the node of ws, if it is an external source.

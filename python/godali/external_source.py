@@ -145,9 +145,16 @@ class _Converted:
                 a = np.ascontiguousarray(a)
             arrays = [a]
             self.dense = True
-        if len(self._samples(arrays)) != batch_size:
-            raise ValueError("godali: %s: got a batch of %d samples; the pipeline's "
-                             "batch_size is %d" % (what, len(self._samples(arrays)), batch_size))
+        n = len(self._samples(arrays))
+        # batch_size is the pipeline's maximum (DALI's max_batch_size): an iteration has
+        # as many samples as its external sources give, 1 to batch_size.
+        if n > batch_size:
+            raise ValueError("godali: %s: got a batch of %d samples, more than the "
+                             "pipeline's max_batch_size (batch_size) %d"
+                             % (what, n, batch_size))
+        if n == 0:
+            raise ValueError("godali: %s: got an empty batch; a batch has 1 to "
+                             "max_batch_size (%d) samples" % (what, batch_size))
         types = {str(a.dtype) for a in arrays}
         if len(types) > 1:
             raise TypeError("godali: %s: samples have different types (%s)"
@@ -159,6 +166,9 @@ class _Converted:
         else:
             self.ndim = arrays[0].ndim if arrays else 0
         self.keep = data
+
+    def num_samples(self):
+        return len(self._samples(self.arrays))
 
     def _samples(self, arrays):
         return arrays[0] if self.dense else arrays
@@ -374,8 +384,15 @@ class _Group:
                                     "%d must be a tuple of %d items" % (k, i, k))
                 for j in range(k):
                     per_output[j].append(s[j])
-        return [_Converted(d, bs, self.dtypes[j], self.what(j))
+        conv = [_Converted(d, bs, self.dtypes[j], self.what(j))
                 for j, d in enumerate(per_output)]
+        sizes = [c.num_samples() for c in conv]
+        if any(n != sizes[0] for n in sizes):
+            raise ValueError("godali: fn.external_source with num_outputs=%d: the source "
+                             "returned batches of different sizes %s; the outputs of one "
+                             "iteration must have the same number of samples"
+                             % (k, sizes))
+        return conv
 
     def resolve(self, conv):
         """Fills the dtype, ndim of nodes that did not declare them from converted data."""
