@@ -20,7 +20,8 @@ func init() {
 			"shapes (default: from the anchor to the end of the source) at in_anchors of the source, pasted at " +
 			"out_anchors of the output; each may instead be given relative (*_rel: fractions of the source's, " +
 			"or the output's, size, rounded down). The anchors and shapes have one row per paste and one column per " +
-			"spatial dimension (H, W). The output is output_size (H, W) with the input's channels; without it every " +
+			"spatial dimension (H, W). The output is output_size (H, W, or H, W, C with the input's C) with the input's " +
+			"channels; without it every " +
 			"input sample must have one shape, which the output takes. dtype converts (with saturation).",
 		MinInputs: 1, MaxInputs: 64, Outputs: []string{"images"}, HostOnly: true,
 		InputLayouts: []string{"HWC"},
@@ -32,7 +33,7 @@ func init() {
 			{Name: "shapes_rel", Type: engine.ArgFloatList, TensorInput: true, Doc: "shapes as fractions of the source's size"},
 			{Name: "out_anchors", Type: engine.ArgIntList, TensorInput: true, Doc: "[pastes, 2] where the regions go in the output (default: zeros)"},
 			{Name: "out_anchors_rel", Type: engine.ArgFloatList, TensorInput: true, Doc: "out_anchors as fractions of the output's size"},
-			{Name: "output_size", Type: engine.ArgIntList, TensorInput: true, Doc: "the output's (H, W); default: the inputs' common shape"},
+			{Name: "output_size", Type: engine.ArgIntList, TensorInput: true, Doc: "the output's (H, W) or (H, W, C); default: the inputs' common shape"},
 			{Name: "dtype", Type: engine.ArgDType, Doc: "output type (default: the input's)"},
 		},
 	})
@@ -48,8 +49,8 @@ func init() {
 		}
 		if a.Has("output_size") && !a.AnyPerSample("output_size") {
 			sz := a.Ints("output_size")
-			if len(sz) != 2 || sz[0] < 0 || sz[1] < 0 {
-				return nil, a.Errorf("output_size", "expected (height, width), got %v", sz)
+			if (len(sz) != 2 && len(sz) != 3) || sz[0] < 0 || sz[1] < 0 {
+				return nil, a.Errorf("output_size", "expected (height, width) or (height, width, channels), got %v", sz)
 			}
 		}
 		return o, nil
@@ -130,8 +131,8 @@ func (o *multiPaste) RunHostBatch(hw *engine.HostBatchWorkspace) error {
 			if err != nil {
 				return err
 			}
-			if len(sz) != 2 || sz[0] < 0 || sz[1] < 0 {
-				return a.ArgDataErrorf(ws, "output_size", "expected (height, width), got %v", sz)
+			if (len(sz) != 2 && len(sz) != 3) || sz[0] < 0 || sz[1] < 0 || (len(sz) == 3 && sz[2] != channels) {
+				return a.ArgDataErrorf(ws, "output_size", "expected (height, width) or (height, width, %d channels), got %v", channels, sz)
 			}
 			outHW = [2]int{sz[0], sz[1]}
 		} else {
