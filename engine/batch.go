@@ -30,6 +30,7 @@ type Batch struct {
 	lastTry    map[int]error // a failed sample's last replacement's error (on_error = "skip")
 	gpu        *gpuBatch     // the batch's GPU memory and fences; nil without a GPU stage
 	fed        []*Feed       // the batches fed to the external sources (feed.go)
+	stream     StreamBatch   // a stream source's item and plan (feed.go)
 	feeds      *feeds
 	cross      []crossValue // data crossing phases (Partition.Cross; hostbatch.go)
 }
@@ -66,9 +67,11 @@ type OutputBatch struct {
 	ndim   int
 }
 
-func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
-	n := p.Spec.BatchSize
-	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, capacity: n, errs: make([]error, n), done: make(chan struct{})}
+// newBatch makes a batch of n samples: the pipeline's batch_size, or fewer when the
+// external sources (or a stream source) give fewer for the iteration (variable batch
+// size). Its capacity stays batch_size (allocateOutputs, random streams).
+func (p *Pipeline) newBatch(epoch, iter int64, n int) *Batch {
+	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, capacity: p.Spec.BatchSize, errs: make([]error, n), done: make(chan struct{})}
 	b.rrefs = make([][]SampleRef, len(p.readers))
 	b.next = make([]readerPos, len(p.readers))
 	for r := range b.rrefs {
@@ -92,26 +95,6 @@ func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
 	}
 	b.initCross(n, len(p.Part.Cross))
 	return b
-}
-
-// shrink makes the batch one of n samples (n <= its capacity), before any of its
-// samples is planned: an iteration whose external sources were fed smaller batches.
-func (b *Batch) shrink(n int) {
-	b.refs = b.refs[:n]
-	for r := range b.rrefs {
-		b.rrefs[r] = b.rrefs[r][:n]
-	}
-	b.errs = b.errs[:n]
-	for _, o := range b.outs {
-		o.shapes = o.shapes[:n]
-		if o.samples != nil {
-			o.samples = o.samples[:n]
-		}
-	}
-	for v := range b.cross {
-		b.cross[v].t = b.cross[v].t[:n]
-		b.cross[v].leases = b.cross[v].leases[:n]
-	}
 }
 
 // allocateOutputs leases the dense outputs' [N, ...] buffers. They are leased for the

@@ -118,6 +118,9 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1}
 	p.feeds = newFeeds(g)
+	if err := p.feeds.checkStreams(g); err != nil {
+		return nil, err
+	}
 	p.limits.MaxImagePixels = spec.MaxImagePixels
 	p.limits.MaxFileBytes = spec.MaxFileBytes
 	if spec.Seed == -1 {
@@ -669,8 +672,9 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		case <-stop:
 			return
 		}
-		b := p.newBatch(epoch, iter)
+		var b *Batch
 		if source != nil {
+			b = p.newBatch(epoch, iter, bs)
 			var ok bool
 			b.Valid, b.Last, ok = source.NextBatch(b.refs)
 			if !ok {
@@ -679,13 +683,23 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 				p.inflight <- b // has room: we hold a credit
 				return
 			}
-		} else {
-			b.Valid = bs
 		}
-		fed, end, ok := p.feeds.take(stop)
+		// Without a reader, a stream source may decide the batch's size (n).
+		fed, n, plan, end, ok, ferr := p.feeds.take(stop, bs)
 		if !ok {
 			p.credits <- struct{}{}
 			return
+		}
+		// Variable batch size: the fed batches decide the iteration's size (fedSize).
+		var serr error
+		if !end && ferr == nil {
+			if n, serr = p.fedSize(fed, n); serr != nil {
+				n = bs
+			}
+		}
+		if b == nil {
+			b = p.newBatch(epoch, iter, n)
+			b.Valid = n
 		}
 		if end {
 			b.endOfEpoch = true
@@ -694,11 +708,17 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			return
 		}
 		b.fed, b.feeds = fed, p.feeds
-		n, err := p.fedSize(fed)
-		if err == nil && n < bs {
-			b.shrink(n)
-			b.Valid = n
+		b.stream = p.feeds.streamBatch(fed, plan)
+		if ferr == nil {
+			ferr = serr
 		}
+		if ferr != nil {
+			b.err = ferr
+			close(b.done)
+			p.inflight <- b
+			continue
+		}
+		var err error
 		for i, r := range p.readers {
 			if i != p.primary && err == nil {
 				err = planFollower(r, &others[i], b.rrefs[i])
@@ -991,6 +1011,7 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		ref = b.ref(w.p.nodeReader[n.ID], src)
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
 		ws.fed = b.fedSample(n, src) // a replaced sample takes its stand-in's data
+		ws.stream = b.streamOf(n)
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}
