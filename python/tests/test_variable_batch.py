@@ -187,3 +187,19 @@ def test_pytorch_iterator_size_counts_the_actual_samples():
     it = GodaliGenericIterator([pipe_fn()], ["x"], size=8, last_batch_policy=LastBatchPolicy.PARTIAL)
     got = [b[0]["x"].shape[0] for b in it]
     assert got == [3, 2, 3]
+
+
+def test_set_outputs_constant_list_is_one_output():
+    # DALI's roi_random_crop test returns a constant roi_start list among its outputs:
+    # a list of numbers is one constant output of that shape, per sample of the batch.
+    data = [np.zeros((n, 1), np.float32) for n in (3, 1)]
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=None)
+    with pipe:
+        x = fn.external_source(source=data, cycle=False)
+        pipe.set_outputs(x, [35, 36], [x + 1])
+    for n in (3, 1):
+        outs = pipe.run()
+        assert len(outs) == 3
+        assert len(outs[1]) == n
+        for i in range(n):
+            np.testing.assert_array_equal(np.array(outs[1][i]), [35, 36])
