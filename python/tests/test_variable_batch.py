@@ -25,6 +25,9 @@ def test_max_batch_size_property():
     pipe = Pipeline(batch_size=MAX, num_threads=1, device_id=None)
     assert pipe.max_batch_size == MAX
     assert pipe.batch_size == MAX
+    # DALI's name for a CPU-only pipeline's device_id.
+    cpu = Pipeline(batch_size=2, num_threads=1, device_id=types.CPU_ONLY_DEVICE_ID)
+    assert cpu.device_id is None
 
 
 def test_operators_follow_the_fed_batch_size():
