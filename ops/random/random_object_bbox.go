@@ -30,7 +30,7 @@ func init() {
 			{Name: "background", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "the background label (default 0, or, when classes holds 0, one less than the smallest class)"},
 			{Name: "class_weights", Type: engine.ArgFloatList, TensorInput: true, Doc: "relative probabilities of the classes (without classes: of labels 0, 1, ... skipping background)"},
 			{Name: "k_largest", Type: engine.ArgInt, Doc: "draw among the k largest blobs (by box volume) only"},
-			{Name: "threshold", Type: engine.ArgIntList, TensorInput: true, Doc: "per-axis minimum size of the boxes drawn"},
+			{Name: "threshold", Type: engine.ArgIntList, TensorInput: true, Doc: "per-axis minimum size of the boxes drawn (one value: every axis)"},
 			{Name: "ignore_class", Type: engine.ArgBool, Default: false, Doc: "every blob equally likely, whatever its class (exclusive with classes, class_weights, output_class)"},
 			{Name: "output_class", Type: engine.ArgBool, Default: false, Doc: "add an output with the box's label (the background for the whole input)"},
 			{Name: "cache_objects", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; godali finds the blobs every time"},
@@ -164,9 +164,14 @@ func (o *objectBBoxOp) Run(ws *engine.Workspace) error {
 		if thresh, err = a.IntsAt(ws, "threshold", st.thresh); err != nil {
 			return err
 		}
+		if len(thresh) == 1 && nd > 1 { // one value for every axis
+			for len(thresh) < nd {
+				thresh = append(thresh, thresh[0])
+			}
+		}
 		st.thresh = thresh
 		if len(thresh) != nd {
-			return a.ArgDataErrorf(ws, "threshold", "expected %d values (one per dimension of the input of shape %v), got %d", nd, shape, len(thresh))
+			return a.ArgDataErrorf(ws, "threshold", "expected 1 or %d values (one per dimension of the input of shape %v), got %d", nd, shape, len(thresh))
 		}
 	}
 	p, err := a.FloatAt(ws, "foreground_prob")

@@ -17,6 +17,9 @@ from .. import _dlpack, _graph, _lib
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
 
+# DALI's nvidia.dali.pipeline.DataNode (tests check isinstance(x, pipeline.DataNode)).
+DataNode = _graph.DataNode
+
 def do_not_convert(func=None):
     """DALI's marker for a function that enable_conditionals must not rewrite. godali
     rewrites only the @pipeline_def function's own `if` statements, never the functions
