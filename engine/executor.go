@@ -38,6 +38,8 @@ type Pipeline struct {
 	// reader's sample.
 	nodeReader []int
 	feeds      *feeds // external sources' queues (feed.go)
+	// streamKeys key each node's random streams (by node ID): streamKey.
+	streamKeys []uint64
 
 	mu       sync.Mutex // one consumer call at a time
 	built    bool
@@ -145,7 +147,24 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		}
 	}
 	p.nodeReader = nodeReaders(g)
+	p.streamKeys = make([]uint64, len(g.Nodes))
+	for _, n := range g.Nodes {
+		p.streamKeys[n.ID] = streamKey(n)
+	}
 	return p, nil
+}
+
+// streamKey keys a node's random streams (with the pipeline seed, the epoch and the
+// sample's position): the node's ID, or, for a node given an explicit seed (DALI's
+// per-operator seed), that seed, so that operators given the same seed draw the same
+// numbers, as in DALI.
+func streamKey(n *Node) uint64 {
+	if n.Args != nil && n.Args.Has("seed") {
+		if s := n.Args.Int("seed"); s >= 0 {
+			return 1<<63 | uint64(s)
+		}
+	}
+	return uint64(n.ID)
 }
 
 // nodeReaders maps every node (by ID) to the reader whose samples it processes: itself
@@ -1015,7 +1034,7 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}
-		w.rng.Seed(w.p.seed, uint64(b.Epoch), uint64(pos), uint64(n.ID))
+		w.rng.Seed(w.p.seed, uint64(b.Epoch), uint64(pos), w.p.streamKeys[n.ID])
 		if err := n.Op.Setup(ws); err != nil {
 			return wrapSampleErr(ref, n, err)
 		}

@@ -425,7 +425,7 @@ func (st *gpuStage) runSamples(b *Batch, gb *gpuBatch, sn *stageNode) error {
 	}
 	for i := range b.refs {
 		point(i)
-		st.rng.Seed(st.p.seed, uint64(b.Epoch), uint64(ws.Position), uint64(sn.n.ID))
+		st.rng.Seed(st.p.seed, uint64(b.Epoch), uint64(ws.Position), st.p.streamKeys[sn.n.ID])
 		if err := sn.op.Setup(ws); err != nil {
 			return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
 		}

@@ -223,3 +223,33 @@ func TestVariableBatchPoolSteadyState(t *testing.T) {
 		t.Fatalf("the pool mapped %d buffers in steady state with changing batch sizes, want 0", after-before)
 	}
 }
+
+// As in DALI, operators given the same seed draw the same numbers; the others draw
+// streams of their own.
+func TestExplicitSeedSharesStreams(t *testing.T) {
+	p := mustPipeline(t, `{"batch_size": 4, "num_threads": 2, "seed": 3, "device_id": null, "ops": [
+	 {"op": "random.uniform", "name": "a", "outputs": ["a"], "args": {"seed": 77}},
+	 {"op": "random.uniform", "name": "b", "outputs": ["b"], "args": {"seed": 77}},
+	 {"op": "random.uniform", "name": "c", "outputs": ["c"], "args": {"seed": 78}},
+	 {"op": "random.uniform", "name": "d", "outputs": ["d"]}],
+	 "outputs": ["a", "b", "c", "d"]}`)
+	b, err := p.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [4][]float32
+	for k := range got {
+		v, err := b.Output(k).DenseView()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[k] = append([]float32(nil), float32s(unsafe.Slice((*byte)(v.Ptr), 16))...)
+		v.Lease.Release()
+	}
+	if fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
+		t.Fatalf("seed 77 twice: %v and %v, want the same", got[0], got[1])
+	}
+	if fmt.Sprint(got[0]) == fmt.Sprint(got[2]) || fmt.Sprint(got[0]) == fmt.Sprint(got[3]) {
+		t.Fatalf("other seeds drew the same numbers: %v %v %v", got[0], got[2], got[3])
+	}
+}

@@ -35,7 +35,7 @@ func init() {
 			{Name: "all_boxes_above_threshold", Type: engine.ArgBool, Default: true, Doc: "every box must reach the threshold (false: one box suffices)"},
 			{Name: "bbox_prune_threshold", Type: engine.ArgFloat, Doc: "keep boxes with at least this fraction of their area in the window (default: keep boxes whose center is in it)"},
 			{Name: "output_bbox_indices", Type: engine.ArgBool, Default: false, Doc: "add an output with the indices (int32) of the kept boxes"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("random_bbox_crop", "cpu", newRandomBBoxCrop)

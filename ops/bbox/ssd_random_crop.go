@@ -19,7 +19,7 @@ func init() {
 		InputLayouts: []string{"HWC"}, InputDoc: "e.g. from a decoder",
 		Args: []engine.ArgSpec{
 			{Name: "num_attempts", Type: engine.ArgInt, Default: 1, Doc: "windows tried per chosen IoU"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("ssd_random_crop", "cpu", func(a *engine.Args) (engine.Operator, error) {

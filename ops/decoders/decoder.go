@@ -18,7 +18,7 @@ var decoderArgs = []engine.ArgSpec{
 	{Name: "host_memory_padding", Type: engine.ArgInt, Default: 8 << 20, Doc: "mixed: pinned host buffer padding in bytes"},
 	{Name: "use_fast_idct", Type: engine.ArgBool, Default: false, Doc: "use libjpeg-turbo's fast integer IDCT: quicker, slightly less accurate"},
 	{Name: "jpeg_fancy_upsampling", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; fancy upsampling is always on (matches PIL)"},
-	{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+	{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 }
 
 var RandomCropArgs = []engine.ArgSpec{

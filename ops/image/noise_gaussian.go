@@ -16,7 +16,7 @@ func init() {
 		Args: []engine.ArgSpec{
 			{Name: "mean", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "mean of the noise"},
 			{Name: "stddev", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "standard deviation of the noise (>= 0)"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("noise.gaussian", "cpu", func(a *engine.Args) (engine.Operator, error) {

@@ -21,7 +21,7 @@ func init() {
 			{Name: "salt_val", Type: engine.ArgFloat, TensorInput: true, Doc: "value of salt; default the type's maximum (1.0 for floats)"},
 			{Name: "pepper_val", Type: engine.ArgFloat, TensorInput: true, Doc: "value of pepper; default the type's minimum (-1.0 for floats)"},
 			{Name: "per_channel", Type: engine.ArgBool, Default: false, Doc: "draw the noise for every channel independently"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("noise.salt_and_pepper", "cpu", func(a *engine.Args) (engine.Operator, error) {

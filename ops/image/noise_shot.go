@@ -16,7 +16,7 @@ func init() {
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"},
 		Args: []engine.ArgSpec{
 			{Name: "factor", Type: engine.ArgFloat, Default: 20.0, TensorInput: true, Doc: "value of one event (>= 0); larger gives more noise"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("noise.shot", "cpu", func(a *engine.Args) (engine.Operator, error) {

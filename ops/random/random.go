@@ -16,7 +16,7 @@ func init() {
 			{Name: "probability", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "probability of 1"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "INT32", Doc: "output type"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("random.coin_flip", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -51,7 +51,7 @@ func init() {
 			{Name: "values", Type: engine.ArgFloatList, Doc: "discrete values to choose from (exclusive with range)"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("random.uniform", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -99,7 +99,7 @@ func init() {
 			{Name: "stddev", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "standard deviation of the distribution (>= 0)"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("random.normal", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -141,7 +141,7 @@ func init() {
 			{Name: "p", Type: engine.ArgFloatList, Doc: "probability of each element of a (>= 0, summing to 1); default uniform"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Doc: "output type; default INT32 when a is an int or holds only whole numbers, else FLOAT (DALI takes the type of a)"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("random.choice", "cpu", newRandomChoice)

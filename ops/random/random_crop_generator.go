@@ -14,7 +14,7 @@ func init() {
 			"or decoders.image_slice with axes (0, 1).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"anchor", "shape"}, HostOnly: true,
 		Args: append(append([]engine.ArgSpec{}, decoders.RandomCropArgs...),
-			engine.ArgSpec{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"}),
+			engine.ArgSpec{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"}),
 	})
 	engine.RegisterBackend("random_crop_generator", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		rc, err := decoders.ParseRandomCrop(a)

@@ -14,7 +14,7 @@ func init() {
 			{Name: "value", Type: engine.ArgInt, TensorInput: true, Doc: "foreground is the elements equal to this (exclusive with threshold)"},
 			{Name: "threshold", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "foreground is the elements greater than this"},
 			{Name: "foreground", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "draw from the foreground when nonzero, else from the whole mask"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("segmentation.random_mask_pixel", "cpu", func(a *engine.Args) (engine.Operator, error) {

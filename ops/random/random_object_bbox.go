@@ -34,7 +34,7 @@ func init() {
 			{Name: "ignore_class", Type: engine.ArgBool, Default: false, Doc: "every blob equally likely, whatever its class (exclusive with classes, class_weights, output_class)"},
 			{Name: "output_class", Type: engine.ArgBool, Default: false, Doc: "add an output with the box's label (the background for the whole input)"},
 			{Name: "cache_objects", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; godali finds the blobs every time"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("segmentation.random_object_bbox", "cpu", func(a *engine.Args) (engine.Operator, error) {

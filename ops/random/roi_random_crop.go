@@ -16,7 +16,7 @@ func init() {
 			{Name: "roi_end", Type: engine.ArgIntList, TensorInput: true, Doc: "the region of interest's end (exclusive); exclusive with roi_shape"},
 			{Name: "roi_shape", Type: engine.ArgIntList, TensorInput: true, Doc: "the region of interest's extent; exclusive with roi_end"},
 			{Name: "in_shape", Type: engine.ArgIntList, TensorInput: true, Doc: "the input's shape, to keep the window inside it (exclusive with an input)"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "as in DALI, operators given the same seed draw the same numbers (-1: a stream of their own); with the pipeline seed"},
 		},
 	})
 	engine.RegisterBackend("roi_random_crop", "cpu", func(a *engine.Args) (engine.Operator, error) {

@@ -209,3 +209,27 @@ def test_set_outputs_constant_list_is_one_output():
             np.testing.assert_array_equal(np.array(outs[1][i]), [35, 36])
             e = np.array(outs[3][i])
             assert e.shape == (0,) and e.dtype == np.int32
+
+
+def test_per_sample_source_follows_the_batch_source_size():
+    # DALI: a batch=False source is polled once per sample of the iteration, whose size
+    # the batch-mode source decides.
+    sizes = [3, 1, 4, 2]
+    data = [np.arange(n, dtype=np.int32).reshape(n, 1) for n in sizes]
+    calls = []
+
+    def per_sample(info):
+        calls.append((info.iteration, info.idx_in_batch))
+        return np.float32([info.idx_in_batch])
+
+    pipe = Pipeline(batch_size=4, num_threads=1, device_id=None)
+    with pipe:
+        per = fn.external_source(per_sample, batch=False)  # declared first on purpose
+        x = fn.external_source(source=data, cycle=False)
+        pipe.set_outputs(x, per)
+    for k, n in enumerate(sizes):
+        a, b = pipe.run()
+        assert len(a) == n and len(b) == n
+        np.testing.assert_array_equal(np.array(b.as_array()).ravel(), np.arange(n))
+    assert [c for c in calls if c[0] < len(sizes)] == \
+        [(k, i) for k, n in enumerate(sizes) for i in range(n)]
