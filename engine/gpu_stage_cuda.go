@@ -744,6 +744,16 @@ func (st *gpuStage) newBatch(b *Batch) (*gpuBatch, error) {
 		return nil, err
 	}
 	gb.staged, gb.readyRecorded = false, false
+	// The batch's samples: batch_size, or fewer in an iteration fed a smaller batch
+	// (variable batch size). The per-sample slices keep batch_size's capacity.
+	n := len(b.refs)
+	for v := range gb.vals {
+		gb.vals[v].t = gb.vals[v].t[:n]
+		gb.vals[v].owner = gb.vals[v].owner[:n]
+	}
+	for k := range gb.notes {
+		gb.notes[k] = gb.notes[k][:n]
+	}
 	fail := func(err error) (*gpuBatch, error) {
 		// After the alloc stream: it may still be waiting for the blocks' previous users.
 		rel := func(blk *cuda.Block) { _ = blk.ReleaseAfter(st.alloc) }
