@@ -17,7 +17,8 @@ type Batch struct {
 	Skips       []Skip // the replaced samples' files, in sample order
 
 	pool       *HostPool
-	refs       []SampleRef   // the epoch reader's samples (rrefs[primary])
+	capacity   int           // the pipeline's batch_size: the most samples a batch may have
+	refs       []SampleRef   // the epoch reader's samples (rrefs[primary]); len is the batch's size
 	rrefs      [][]SampleRef // by reader: its samples of the batch
 	next       []readerPos   // by reader: its position after this batch (other readers than the epoch reader)
 	outs       []*OutputBatch
@@ -66,10 +67,11 @@ type OutputBatch struct {
 	ndim   int
 }
 
-// newBatch makes a batch of n samples (the pipeline's batch_size; fewer only for a
-// stream source's last batch of an item).
+// newBatch makes a batch of n samples: the pipeline's batch_size, or fewer when the
+// external sources (or a stream source) give fewer for the iteration (variable batch
+// size). Its capacity stays batch_size (allocateOutputs, random streams).
 func (p *Pipeline) newBatch(epoch, iter int64, n int) *Batch {
-	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, errs: make([]error, n), done: make(chan struct{})}
+	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, capacity: p.Spec.BatchSize, errs: make([]error, n), done: make(chan struct{})}
 	b.rrefs = make([][]SampleRef, len(p.readers))
 	b.next = make([]readerPos, len(p.readers))
 	for r := range b.rrefs {
@@ -95,6 +97,9 @@ func (p *Pipeline) newBatch(epoch, iter int64, n int) *Batch {
 	return b
 }
 
+// allocateOutputs leases the dense outputs' [N, ...] buffers. They are leased for the
+// pipeline's batch_size whatever the batch's size, so that a smaller batch reuses the
+// buffers reserved at build (no mapping when the batch size changes).
 func (b *Batch) allocateOutputs() error {
 	for _, o := range b.outs {
 		if !o.Dense || o.OnGPU {
@@ -102,9 +107,9 @@ func (b *Batch) allocateOutputs() error {
 		}
 		var ok bool
 		o.sampleBytes, ok = checkedBytes(o.Meta.DType, o.Meta.Shape)
-		n, ok2 := mulSize(o.sampleBytes, len(b.refs))
+		n, ok2 := mulSize(o.sampleBytes, b.capacity)
 		if !ok || !ok2 {
-			return Errorf(StatusInvalidPipeline, "output %q: a batch of %d samples of shape %v does not fit in memory", o.Name, len(b.refs), o.Meta.Shape)
+			return Errorf(StatusInvalidPipeline, "output %q: a batch of %d samples of shape %v does not fit in memory", o.Name, b.capacity, o.Meta.Shape)
 		}
 		l, err := b.pool.Get(n)
 		if err != nil {
@@ -161,7 +166,8 @@ func (b *Batch) release() {
 	}
 }
 
-// Size is the number of samples.
+// Size is the number of samples: the pipeline's batch_size, or fewer in an iteration
+// whose external sources were fed a smaller batch.
 func (b *Batch) Size() int { return len(b.refs) }
 
 // Output returns output k.

@@ -690,6 +690,13 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			p.credits <- struct{}{}
 			return
 		}
+		// Variable batch size: the fed batches decide the iteration's size (fedSize).
+		var serr error
+		if !end && ferr == nil {
+			if n, serr = p.fedSize(fed, n); serr != nil {
+				n = bs
+			}
+		}
 		if b == nil {
 			b = p.newBatch(epoch, iter, n)
 			b.Valid = n
@@ -702,6 +709,9 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		}
 		b.fed, b.feeds = fed, p.feeds
 		b.stream = p.feeds.streamBatch(fed, plan)
+		if ferr == nil {
+			ferr = serr
+		}
 		if ferr != nil {
 			b.err = ferr
 			close(b.done)
@@ -727,6 +737,7 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			p.inflight <- b
 			continue
 		}
+		n = b.Size()
 		b.wg.Add(n)
 		for i := 0; i < n; i++ {
 			select {
@@ -986,7 +997,9 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 			err = &SampleError{Source: ref.Path, Node: node, Err: fmt.Errorf("internal error: %v", r)}
 		}
 	}()
-	pos := b.Iteration*int64(len(b.refs)) + int64(i)
+	// Counted in full batches, so that a sample's random stream does not depend on the
+	// sizes of the batches before it.
+	pos := b.Iteration*int64(b.capacity) + int64(i)
 	part := w.p.Part
 	w.sg.batch = b.gpu
 	if phase > 0 {

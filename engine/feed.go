@@ -148,9 +148,11 @@ func (p *Pipeline) ExternalSources() []string {
 	return out
 }
 
-// FeedInput queues one batch for the external source node name. The batch must have
-// batch_size samples of the node's declared dtype and ndim (and layout, when both are
-// given). On error, f.Release has been called. Safe from any goroutine.
+// FeedInput queues one batch for the external source node name. The batch has 1 to
+// batch_size (the pipeline's maximum) samples of the node's declared dtype and ndim (and
+// layout, when both are given); the iteration that takes it has that many samples, and
+// every external source must give that many for it (fedSize). On error, f.Release has
+// been called. Safe from any goroutine.
 func (p *Pipeline) FeedInput(name string, f *Feed) (err error) {
 	defer func() {
 		if err != nil {
@@ -229,8 +231,11 @@ func (p *Pipeline) checkFeed(n *Node, f *Feed) error {
 	if q := p.feeds.queues[p.feeds.byNode[n]]; q.stream != nil {
 		return checkStreamFeed(where, f)
 	}
-	if len(f.Samples) != p.Spec.BatchSize {
-		return Errorf(StatusInvalidArgument, "feed_input: %s: got %d samples, the pipeline's batch_size is %d", where, len(f.Samples), p.Spec.BatchSize)
+	if len(f.Samples) == 0 {
+		return Errorf(StatusInvalidArgument, "feed_input: %s: got an empty batch: a batch has 1 to max_batch_size (%d) samples", where, p.Spec.BatchSize)
+	}
+	if len(f.Samples) > p.Spec.BatchSize {
+		return Errorf(StatusInvalidArgument, "feed_input: %s: got a batch of %d samples, more than the pipeline's max_batch_size (batch_size) %d", where, len(f.Samples), p.Spec.BatchSize)
 	}
 	if f.DType != meta.DType {
 		return Errorf(StatusInvalidArgument, "feed_input: %s: got data of type %s, the node declares dtype %s", where, f.DType, meta.DType)
@@ -473,6 +478,40 @@ func (p *Pipeline) waitBatch() (*Batch, error) {
 		case <-signal:
 		}
 	}
+}
+
+// fedSize is the batch size of an iteration, decided by the batches fed to its
+// external sources: they must all have the same number of samples (as in DALI, where an
+// iteration has one batch size), and as many as a stream source planned (streamN, the
+// pipeline's batch_size without one). A pipeline with readers runs full batches only:
+// its readers plan batch_size samples for every iteration.
+func (p *Pipeline) fedSize(fed []*Feed, streamN int) (int, error) {
+	n, first, stream := -1, -1, -1
+	for k, f := range fed {
+		q := p.feeds.queues[k]
+		if q.stream != nil {
+			stream = k
+			continue
+		}
+		if n < 0 {
+			n, first = len(f.Samples), k
+		} else if len(f.Samples) != n {
+			return 0, Errorf(StatusInvalidArgument, "external sources gave batches of different sizes for iteration: %q %d samples, %q %d; every external source must give the same number of samples for one iteration",
+				p.feeds.queues[first].node.Name, n, q.node.Name, len(f.Samples))
+		}
+	}
+	if n < 0 {
+		return streamN, nil
+	}
+	if stream >= 0 && n != streamN {
+		return 0, Errorf(StatusInvalidArgument, "external source %q gave a batch of %d samples, but stream source %q planned %d for this iteration; every source must give the same number of samples for one iteration",
+			p.feeds.queues[first].node.Name, n, p.feeds.queues[stream].node.Name, streamN)
+	}
+	if n != p.Spec.BatchSize && len(p.readers) > 0 {
+		return 0, Errorf(StatusInvalidArgument, "external source %q gave a batch of %d samples, but the pipeline's reader %q gives batches of batch_size %d: with a reader every external source must give full batches",
+			p.feeds.queues[first].node.Name, n, p.readers[0].node.Name, p.Spec.BatchSize)
+	}
+	return n, nil
 }
 
 // fedSample returns sample i's data fed to the node of ws, if it is an external source

@@ -190,8 +190,8 @@ func TestFeedErrors(t *testing.T) {
 			f.Layout = "WH"
 			return f
 		}, "src"},
-		{"batch size", "got 1 samples, the pipeline's batch_size is 2", func(c *atomic.Int32) *Feed {
-			return counted([][]int32{{1}}, [][]int{{1, 1}}, c)
+		{"batch size", "got a batch of 3 samples, more than the pipeline's max_batch_size (batch_size) 2", func(c *atomic.Int32) *Feed {
+			return counted([][]int32{{1}, {2}, {3}}, [][]int{{1, 1}, {1, 1}, {1, 1}}, c)
 		}, "src"},
 		{"bytes", "needs 8 bytes, got 4", func(c *atomic.Int32) *Feed {
 			return counted([][]int32{{1}, {2}}, [][]int{{1, 1}, {1, 2}}, c)

@@ -377,15 +377,15 @@ func (st *gpuStage) runNodes(b *Batch, gb *gpuBatch) error {
 		bw := &sn.bw
 		bw.Size, bw.Refs = n, b.refs
 		for k, v := range sn.in {
-			bw.In[k] = gb.vals[v].t
+			bw.In[k] = gb.vals[v].t[:n] // a smaller batch (variable batch size) uses the first n
 		}
 		for k, v := range sn.out {
-			bw.Out[k] = gb.vals[v].t
+			bw.Out[k] = gb.vals[v].t[:n]
 		}
 		bw.Notes = nil
 		bw.HostWaitOutputs = gb.hostWaitReady
 		if sn.mixed {
-			bw.Notes = gb.notes[sn.note]
+			bw.Notes = gb.notes[sn.note][:n]
 		} else if err := st.runSamples(b, gb, sn); err != nil {
 			return err
 		}
@@ -421,7 +421,7 @@ func (st *gpuStage) runSamples(b *Batch, gb *gpuBatch, sn *stageNode) error {
 			ws.Out[k] = &gb.vals[v].t[i]
 		}
 		ws.Ref, ws.Sample, ws.Epoch = b.ref(st.p.nodeReader[sn.n.ID], i), i, b.Epoch
-		ws.Position = b.Iteration*int64(len(b.refs)) + int64(i)
+		ws.Position = b.Iteration*int64(b.capacity) + int64(i)
 	}
 	for i := range b.refs {
 		point(i)
@@ -748,7 +748,16 @@ func (st *gpuStage) newBatch(b *Batch) (*gpuBatch, error) {
 		return nil, err
 	}
 	gb.staged, gb.readyRecorded = false, false
+	// The batch's samples: batch_size, or fewer in an iteration fed a smaller batch
+	// (variable batch size). The per-sample slices keep batch_size's capacity.
 	n := len(b.refs)
+	for v := range gb.vals {
+		gb.vals[v].t = gb.vals[v].t[:n]
+		gb.vals[v].owner = gb.vals[v].owner[:n]
+	}
+	for k := range gb.notes {
+		gb.notes[k] = gb.notes[k][:n]
+	}
 	fail := func(err error) (*gpuBatch, error) {
 		// After the alloc stream: it may still be waiting for the blocks' previous users.
 		rel := func(blk *cuda.Block) { _ = blk.ReleaseAfter(st.alloc) }
@@ -763,9 +772,11 @@ func (st *gpuStage) newBatch(b *Batch) (*gpuBatch, error) {
 		val := &gb.vals[v]
 		switch {
 		case vi.kind == mixedValue && vi.dense > 0:
-			blk, err := st.ctx.DevPool.Get(vi.dense*n, st.alloc)
+			// For batch_size samples whatever the batch's size: the reserved blocks
+			// serve smaller batches too.
+			blk, err := st.ctx.DevPool.Get(vi.dense*b.capacity, st.alloc)
 			if err != nil {
-				return fail(cudaError(fmt.Sprintf("output %q: %d bytes", vi.d.Name, vi.dense*n), err))
+				return fail(cudaError(fmt.Sprintf("output %q: %d bytes", vi.d.Name, vi.dense*b.capacity), err))
 			}
 			val.whole, device = blk, true
 			for i := range val.t {
@@ -957,8 +968,8 @@ type deviceOutput struct {
 
 // contiguous reports whether the samples lie back to back in one block: then the output
 // exports as one [N, ...] tensor without a copy.
-func (d *deviceOutput) contiguous(per int) bool {
-	t := d.val.t
+func (d *deviceOutput) contiguous(per, n int) bool {
+	t := d.val.t[:n] // the batch's samples (fewer than batch_size in a smaller batch)
 	for i := range t {
 		if d.val.owner[i] != d.val.owner[0] || t[i].Dev != t[0].Dev+uintptr(i*per) {
 			return false
@@ -983,7 +994,7 @@ func (o *OutputBatch) deviceDenseView() (View, error) {
 		return View{}, Errorf(StatusState, "output %q is ragged (sample 0 has shape %v); ask for it per sample", o.Name, o.shapes[0])
 	}
 	per := d.val.t[0].NumBytes()
-	if d.contiguous(per) {
+	if d.contiguous(per, n) {
 		v.DevPtr = d.val.t[0].Dev
 		v.Dev = newDeviceRef(d.st, d.val.owner[0], d.gb.done)
 		return v, nil
@@ -991,7 +1002,7 @@ func (o *OutputBatch) deviceDenseView() (View, error) {
 	o.gatherMu.Lock()
 	defer o.gatherMu.Unlock()
 	if d.gathered == nil {
-		blk, err := d.gather(per)
+		blk, err := d.gather(per, n)
 		if err != nil {
 			return View{}, err
 		}
@@ -1003,9 +1014,9 @@ func (o *OutputBatch) deviceDenseView() (View, error) {
 }
 
 // gather copies the samples into one block on the export stream, after the batch's work.
-func (d *deviceOutput) gather(per int) (*cuda.Block, error) {
+func (d *deviceOutput) gather(per, n int) (*cuda.Block, error) {
 	st, dev := d.st, d.st.ctx.Device
-	t := d.val.t
+	t := d.val.t[:n]
 	blk, err := st.ctx.DevPool.Get(max(per*len(t), 1), st.export)
 	if err != nil {
 		return nil, cudaError("gathering an output", err)

@@ -31,13 +31,15 @@ type HostBatchWorkspace struct {
 	Node      string
 	Size      int         // samples in the batch
 	In        [][]*Tensor // [input][sample]
+	ArgIn     [][]*Tensor // [argument input][sample], in the node's arg_inputs order
 	Epoch     int64
 	Iteration int64
 
-	b    *Batch
-	n    *Node
-	part *Partition
-	lim  *Limits
+	b          *Batch
+	n          *Node
+	part       *Partition
+	lim        *Limits
+	nodeReader int // the reader whose samples the node processes (-1: the epoch reader)
 }
 
 // Output gives sample i of output k its type and shape and returns the memory to fill.
@@ -72,6 +74,24 @@ func (hw *HostBatchWorkspace) Output(k, i int, dt DType, shape []int) ([]byte, e
 		return data, nil
 	}
 	return hw.b.crossBuffer(v, i, t, need)
+}
+
+// SampleWorkspace is what a per-sample operator would see of sample i (its inputs,
+// argument inputs and file), so that RunHostBatch reads per-sample arguments with the
+// Args getters (a.IntsAt(hw.SampleWorkspace(i), name, buf)) and names the sample's file
+// in errors (a.DataErrorf).
+func (hw *HostBatchWorkspace) SampleWorkspace(i int) *Workspace {
+	ws := &Workspace{Node: hw.Node, Sample: i, Epoch: hw.Epoch, Limits: hw.lim}
+	for _, in := range hw.In {
+		ws.In = append(ws.In, in[i])
+	}
+	for _, in := range hw.ArgIn {
+		ws.ArgIn = append(ws.ArgIn, in[i])
+	}
+	if hw.b != nil && i >= 0 && i < len(hw.b.refs) {
+		ws.Ref = hw.b.ref(hw.nodeReader, i)
+	}
+	return ws
 }
 
 // setSampleType fixes a run-time typed output's type and rank from its first sample;
@@ -165,14 +185,20 @@ func (w *worker) loadCross(b *Batch, phase, src int) {
 func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
 	for _, n := range p.Part.HostBatch[phase] {
 		hw := &HostBatchWorkspace{Node: n.Name, Size: len(b.refs), Epoch: b.Epoch, Iteration: b.Iteration,
-			b: b, n: n, part: p.Part, lim: &p.limits}
-		for _, d := range n.In {
+			b: b, n: n, part: p.Part, lim: &p.limits, nodeReader: p.nodeReader[n.ID]}
+		values := func(d *DataNode) []*Tensor {
 			ts := make([]*Tensor, len(b.refs))
 			cv := b.cross[p.Part.cross[d]].t
 			for i := range ts {
 				ts[i] = &cv[i]
 			}
-			hw.In = append(hw.In, ts)
+			return ts
+		}
+		for _, d := range n.In {
+			hw.In = append(hw.In, values(d))
+		}
+		for _, d := range n.ArgIn {
+			hw.ArgIn = append(hw.ArgIn, values(d))
 		}
 		if err := n.Op.(HostBatchOperator).RunHostBatch(hw); err != nil {
 			return sampleFailure(fmt.Errorf("%s: %w", describe(n.Name, n.OpName), err), 0)

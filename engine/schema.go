@@ -62,7 +62,10 @@ type Schema struct {
 	// OutputIf makes outputs conditional, like DALI operators whose outputs depend on
 	// their arguments (readers.coco's image_ids, random_bbox_crop's labels): output name
 	// -> the bool argument that must be true, "inputs>N" (the node has more than N
-	// inputs), or "given:a|b" (one of the arguments a, b is given: readers.video's labels). A node names the enabled outputs, in schema order.
+	// inputs), "given:a|b" (one of the arguments a, b is given: readers.video's labels),
+	// or "arg!=value" (a string argument differs from value: random_object_bbox's second
+	// box output, absent with format="box"). A node names the enabled outputs, in schema
+	// order.
 	OutputIf map[string]string `json:"output_if,omitempty"`
 	// InputLayouts and InputDtypes declare what input 0 (the data input) may be, as
 	// DALI's OpSchema::InputLayout does: one of these layouts (an input without a layout
@@ -90,6 +93,12 @@ func (s *Schema) EnabledOutputs(a *Args, numInputs int) []string {
 					out = append(out, name)
 					break
 				}
+			}
+			continue
+		}
+		if arg, val, ok := strings.Cut(cond, "!="); ok {
+			if a.String(arg) != val {
+				out = append(out, name)
 			}
 			continue
 		}

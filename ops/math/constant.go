@@ -42,10 +42,9 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 	} else {
 		vals = a.Floats("fdata")
 	}
+	// No value: an empty constant (DALI's np.int32([]) as a pipeline output), of shape [0]
+	// unless shape says another shape of no element.
 	n := max(len(vals), len(ivals))
-	if n == 0 {
-		return nil, a.Errorf("fdata", "needs at least one value")
-	}
 	if a.Has("dtype") {
 		dtype = a.DType("dtype")
 	}
@@ -67,6 +66,9 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 		}
 	}
 	if n != 1 && n != total {
+		if n == 0 {
+			return nil, a.Errorf("fdata", "needs at least one value for shape %v", shape)
+		}
 		return nil, a.Errorf("shape", "%v holds %d values, got %d", shape, total, n)
 	}
 	lay := a.String("layout")

@@ -141,6 +141,13 @@ class OpSchema:
             elif cond.startswith("inputs>"):
                 if num_inputs > int(cond[len("inputs>"):]):
                     out.append(name)
+            elif "!=" in cond:  # a string argument differs from a value
+                arg, val = cond.split("!=", 1)
+                v = args.get(arg)
+                if v is None and arg in self.args:
+                    v = self.args[arg].default
+                if v != val:
+                    out.append(name)
             else:
                 v = args.get(cond)
                 if v is None and cond in self.args:

@@ -145,9 +145,16 @@ class _Converted:
                 a = np.ascontiguousarray(a)
             arrays = [a]
             self.dense = True
-        if len(self._samples(arrays)) != batch_size:
-            raise ValueError("godali: %s: got a batch of %d samples; the pipeline's "
-                             "batch_size is %d" % (what, len(self._samples(arrays)), batch_size))
+        n = len(self._samples(arrays))
+        # batch_size is the pipeline's maximum (DALI's max_batch_size): an iteration has
+        # as many samples as its external sources give, 1 to batch_size.
+        if n > batch_size:
+            raise ValueError("godali: %s: got a batch of %d samples, more than the "
+                             "pipeline's max_batch_size (batch_size) %d"
+                             % (what, n, batch_size))
+        if n == 0:
+            raise ValueError("godali: %s: got an empty batch; a batch has 1 to "
+                             "max_batch_size (%d) samples" % (what, batch_size))
         types = {str(a.dtype) for a in arrays}
         if len(types) > 1:
             raise TypeError("godali: %s: samples have different types (%s)"
@@ -159,6 +166,9 @@ class _Converted:
         else:
             self.ndim = arrays[0].ndim if arrays else 0
         self.keep = data
+
+    def num_samples(self):
+        return len(self._samples(self.arrays))
 
     def _samples(self, arrays):
         return arrays[0] if self.dense else arrays
@@ -354,8 +364,16 @@ class _Group:
         return not self.no_copy
 
     def pull(self, bs):
-        """The source's next batch, converted per output; StopIteration at the end."""
-        unit = self.source.next_batch(self.batch, bs, self.iteration, self.epoch)
+        """The source's next batch, converted per output; StopIteration at the end.
+
+        Variable batch size (DALI's): a batch-mode source decides the size of its
+        iteration, and a per-sample source (batch=False) is polled that many times for it
+        (batch_size times when no batch-mode source gave the iteration a size)."""
+        it = self.iteration
+        sizes = _iteration_sizes(self.pipe)
+        if not self.batch and it in sizes:
+            bs = sizes[it]
+        unit = self.source.next_batch(self.batch, bs, it, self.epoch)
         self.iteration += 1
         k = self.num_outputs
         if k is None:
@@ -374,8 +392,19 @@ class _Group:
                                     "%d must be a tuple of %d items" % (k, i, k))
                 for j in range(k):
                     per_output[j].append(s[j])
-        return [_Converted(d, bs, self.dtypes[j], self.what(j))
+        conv = [_Converted(d, bs, self.dtypes[j], self.what(j))
                 for j, d in enumerate(per_output)]
+        counts = [c.num_samples() for c in conv]
+        if any(n != counts[0] for n in counts):
+            raise ValueError("godali: fn.external_source with num_outputs=%d: the source "
+                             "returned batches of different sizes %s; the outputs of one "
+                             "iteration must have the same number of samples"
+                             % (k, counts))
+        if self.batch and counts:
+            sizes.setdefault(it, counts[0])
+            for old in [x for x in sizes if x < it - 256]:  # long past: forget
+                del sizes[old]
+        return conv
 
     def resolve(self, conv):
         """Fills the dtype, ndim of nodes that did not declare them from converted data."""
@@ -423,8 +452,12 @@ def prepare(pipe, nodes):
     where they were not given. Returns False when a feed_input-only node still lacks them
     (the build waits for the first feed_input)."""
     ok = True
-    for g in groups(pipe, nodes):
-        if g.resolved():
+    gs = _batch_mode_first(groups(pipe, nodes))
+    # A per-sample source polled now needs its first iteration's size: the batch-mode
+    # sources give it, so they are polled first (their batch waits in pending).
+    sizes_needed = any(g.source is not None and not g.batch and not g.resolved() for g in gs)
+    for g in gs:
+        if g.resolved() and not (sizes_needed and g.batch and g.source is not None):
             continue
         if g.source is not None:
             if not g.pending and not g.exhausted:
@@ -433,6 +466,8 @@ def prepare(pipe, nodes):
                 except StopIteration:
                     g.exhausted = True
             if not g.pending:
+                if g.resolved():
+                    continue
                 raise ValueError("godali: %s: the source gave no data, so its dtype and ndim "
                                  "are unknown; give dtype= and ndim=" % g.what(0))
             g.resolve(g.pending[0])
@@ -459,7 +494,7 @@ def top_up(pipe):
         return
     depth = pipe._prefetch_queue_depth
     bs = pipe._batch_size
-    for g in gs:
+    for g in _batch_mode_first(gs):
         if g.source is None:
             if g.repeat_last and not g.fed and g.last is not None:
                 g.send(g.last, False)
@@ -499,8 +534,22 @@ def has_sources(pipe):
     return any(g.source is not None for g in groups(pipe))
 
 
+def _iteration_sizes(pipe):
+    """The batch sizes the batch-mode sources gave the epoch's iterations, by iteration."""
+    sizes = getattr(pipe, "_ext_sizes", None)
+    if sizes is None:
+        sizes = pipe._ext_sizes = {}
+    return sizes
+
+
+def _batch_mode_first(gs):
+    # The batch-mode sources decide an iteration's size; the per-sample ones follow it.
+    return sorted(gs, key=lambda g: not g.batch)
+
+
 def restart(pipe):
     """After the pipeline's reset: the sources' next epoch."""
+    _iteration_sizes(pipe).clear()
     for g in groups(pipe):
         if g.source is None:
             continue

@@ -253,3 +253,8 @@ class BatchInfo:
 
     def __repr__(self):
         return "BatchInfo(iteration=%d, epoch_idx=%d)" % (self.iteration, self.epoch_idx)
+
+
+# DALI's device_id for a pipeline without a GPU (Pipeline(device_id=CPU_ONLY_DEVICE_ID));
+# godali spells it device_id=None.
+CPU_ONLY_DEVICE_ID = None

@@ -20,6 +20,9 @@ from .. import types as _types
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
 
+# DALI's nvidia.dali.pipeline.DataNode (tests check isinstance(x, pipeline.DataNode)).
+DataNode = _graph.DataNode
+
 def do_not_convert(func=None):
     """DALI's marker for a function that enable_conditionals must not rewrite. godali
     rewrites only the @pipeline_def function's own `if` statements, never the functions
@@ -48,6 +51,9 @@ def _is_constant_like(o):
     from .. import types
     if isinstance(o, (bool, int, float, types.ScalarConstant)):
         return True
+    if isinstance(o, (list, tuple)) and o and all(
+            isinstance(x, (bool, int, float)) or _is_constant_like(x) for x in o):
+        return True  # a (nested) list of numbers: one constant
     mod = type(o).__module__ or ""
     return mod == "numpy" or (mod.startswith("numpy") and hasattr(o, "dtype"))
 
@@ -259,7 +265,10 @@ class Pipeline:
         """Sets the DataNodes the pipeline returns, in order."""
         flat = []
         for o in outputs:
-            if isinstance(o, (list, tuple)):
+            # A list holding DataNodes is a list of outputs; a list of numbers is one
+            # constant output (DALI: pipe.set_outputs(node, [35, 35])).
+            if isinstance(o, (list, tuple)) and any(isinstance(x, _graph.DataNode)
+                                                    for x in o):
                 flat.extend(o)
             else:
                 flat.append(o)

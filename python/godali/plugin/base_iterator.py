@@ -52,6 +52,17 @@ class NoDataError(RuntimeError, AssertionError):
     example LastBatchPolicy.DROP with a batch larger than the shard."""
 
 
+def _batch_len(outs, default):
+    """The number of samples of one pipeline's batch (its first output's): batch_size, or
+    fewer when external sources were fed a smaller batch."""
+    if not outs:
+        return default
+    try:
+        return len(outs[0])
+    except TypeError:
+        return default
+
+
 def _shard_range(n, i, k):
     return n * i // k, n * (i + 1) // k
 
@@ -387,30 +398,34 @@ class _GodaliBaseIterator:
                 except StopIteration:
                     self._end()
                 _prefetch(p)
-                keep.append(bs)
+                keep.append(_batch_len(outs[-1], bs))
                 continue
             try:
                 outs.append(p._epoch_outputs())
             except StopIteration:
                 self._end()
             keep.append(self._real_valid(j, p.batch_info) if self._meta is not None
-                        else bs)
+                        else _batch_len(outs[-1], bs))
 
+        # Each pipeline's batch may be smaller than batch_size (an external source's
+        # variable batch size): got holds the sizes, keep what of them is returned.
+        got = [_batch_len(o, bs) for o in outs]
         if size_mode:
             before = self._counter
-            self._counter += bs * self._num_gpus
+            self._counter += sum(got) + bs * (self._num_gpus - len(got))
             if self._counter > self._size:
                 if self._policy == LastBatchPolicy.DROP:
                     self._end()
                 # Samples still owed: whole pipelines first, the last one partially.
                 owed = self._size - before
-                keep = [max(0, min(bs, owed - j * bs)) for j in range(self._num_gpus)]
+                keep = [max(0, min(g, owed - j * bs)) for j, g in enumerate(got)]
                 if self._policy == LastBatchPolicy.PARTIAL:
                     # DALI returns only the pipelines that still owe samples.
                     n = max(1, sum(1 for k in keep if k > 0))
                     outs, keep = outs[:n], keep[:n]
         else:
-            if self._policy == LastBatchPolicy.DROP and any(k < bs for k in keep):
+            if self._policy == LastBatchPolicy.DROP and self._meta is not None and \
+                    any(k < bs for k in keep):
                 self._end()
             self._counter += sum(keep)
             if self._meta is not None and all(p.batch_info.last_in_epoch
@@ -419,7 +434,7 @@ class _GodaliBaseIterator:
                 self._ended = True
         self._batches += 1
         if self._policy != LastBatchPolicy.PARTIAL:
-            keep = [bs] * len(keep)
+            keep = got[:len(keep)]
         return outs, keep
 
     # -- the continuous stream (DALI's counters) ----------------------------------------
