@@ -148,7 +148,7 @@ func ParseRandomCrop(a *engine.Args) (*RandomCrop, error) {
 }
 
 func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 1 {
+	if in[0].DType != engine.UInt8 || (in[0].Shape != nil && len(in[0].Shape) != 1) { // unknown rank (readers.caffe: encoded or raw): checked per sample
 		return nil, d.args.Invalidf("input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", in[0].DType, in[0].Shape)
 	}
 	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
@@ -170,6 +170,9 @@ func (d *cpuDecoder) NewWorkerState() any { return &decoderState{dec: codec.NewD
 // options), refuses images over max_image_pixels, and returns the displayed size (width
 // and height swapped when the EXIF orientation transposes the image and it is applied).
 func (d *cpuDecoder) probe(ws *engine.Workspace, st *decoderState) (w, h int, err error) {
+	if len(ws.In[0].Shape) != 1 {
+		return 0, 0, d.args.DataErrorf(ws, "input must be encoded bytes (1-D), got shape %v (a raw image?)", ws.In[0].Shape)
+	}
 	info, err := st.dec.Probe(ws.In[0].Data)
 	if err != nil {
 		return 0, 0, err

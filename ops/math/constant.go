@@ -43,9 +43,6 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 		vals = a.Floats("fdata")
 	}
 	n := max(len(vals), len(ivals))
-	if n == 0 {
-		return nil, a.Errorf("fdata", "needs at least one value")
-	}
 	if a.Has("dtype") {
 		dtype = a.DType("dtype")
 	}
@@ -65,6 +62,9 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 		if total > 1<<28 {
 			return nil, a.Errorf("shape", "%v is too large for a constant", shape)
 		}
+	}
+	if n == 0 && total != 0 {
+		return nil, a.Errorf("fdata", "needs at least one value (none fits only a shape with no elements)")
 	}
 	if n != 1 && n != total {
 		return nil, a.Errorf("shape", "%v holds %d values, got %d", shape, total, n)
