@@ -1,7 +1,9 @@
 package image
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/imaging"
@@ -29,12 +31,15 @@ func init() {
 	engine.RegisterBackend("crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCrop(a) })
 
 	engine.RegisterSchema(&engine.Schema{
-		Name:      "flip",
-		Doc:       "Flips HWC images horizontally and/or vertically.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
+		Name: "flip",
+		Doc: "Flips samples of any type along the W (horizontal), H (vertical) and D (depthwise) axes of their " +
+			"layout (HWC, CHW, DHWC, CDHW, FHWC, FCHW, FDHWC, FCDHW, ...; no layout: HWC). Samples with no " +
+			"elements pass through.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: []engine.ArgSpec{
 			{Name: "horizontal", Type: engine.ArgInt, Default: 1, TensorInput: true, Doc: "flip horizontally when nonzero"},
 			{Name: "vertical", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flip vertically when nonzero"},
+			{Name: "depthwise", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flip along D (volumes) when nonzero"},
 		},
 	})
 	engine.RegisterBackend("flip", "cpu", func(a *engine.Args) (engine.Operator, error) { return &flipOp{args: a}, nil })
@@ -213,12 +218,42 @@ func (o *cropOp) Run(ws *engine.Workspace) error {
 
 type flipOp struct{ args *engine.Args }
 
+type flipState struct{ flip []bool }
+
 func (o *flipOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	return []engine.TensorMeta{in[0]}, nil
+	m := in[0]
+	if m.DType.Size() == 0 {
+		return nil, o.args.Invalidf("input must be a tensor of a numeric type, got %s", m.DType)
+	}
+	if m.Layout != "" {
+		if _, err := flipAxes(m.Layout, len(m.Layout)); err != nil {
+			return nil, o.args.Invalidf("%v", err)
+		}
+	}
+	return []engine.TensorMeta{m}, nil
 }
+
+// flipAxes finds the W, H and D axes of a layout ("" stands for HWC); -1 for an absent
+// one.
+func flipAxes(layout string, ndim int) ([3]int, error) {
+	if layout == "" {
+		if ndim != 3 {
+			return [3]int{}, fmt.Errorf("a %d-d input without a layout: give its layout (e.g. CHW, DHWC)", ndim)
+		}
+		layout = "HWC"
+	}
+	ax := [3]int{strings.IndexByte(layout, 'W'), strings.IndexByte(layout, 'H'), strings.IndexByte(layout, 'D')}
+	if ax[0] < 0 && ax[1] < 0 && ax[2] < 0 {
+		return ax, fmt.Errorf("layout %q has none of the W, H, D axes flip works on", layout)
+	}
+	return ax, nil
+}
+
+func (o *flipOp) NewWorkerState() any { return &flipState{} }
 
 func (o *flipOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].SetShape(ws.In[0].Shape...)
+	ws.Out[0].Layout = ws.In[0].Layout
 	return nil
 }
 
@@ -237,7 +272,31 @@ func (o *flipOp) Run(ws *engine.Workspace) error {
 	if err != nil {
 		return err
 	}
-	return imaging.Flip(ws.Out[0].Data, in.Data, in.Shape[1], in.Shape[0], in.Shape[2], fh, fv)
+	fd, err := o.args.BoolAt(ws, "depthwise")
+	if err != nil {
+		return err
+	}
+	ax, err := flipAxes(in.Layout, len(in.Shape))
+	if err != nil {
+		return o.args.DataErrorf(ws, "%v", err)
+	}
+	if numElements(in.Shape) == 0 {
+		return nil
+	}
+	if in.DType == engine.UInt8 && len(in.Shape) == 3 && ax[0] == 1 && ax[1] == 0 {
+		return imaging.Flip(ws.Out[0].Data, in.Data, in.Shape[1], in.Shape[0], in.Shape[2], fh, fv)
+	}
+	st := ws.State.(*flipState)
+	st.flip = st.flip[:0]
+	for range in.Shape {
+		st.flip = append(st.flip, false)
+	}
+	for k, on := range [3]bool{fh, fv, fd} {
+		if on && ax[k] >= 0 {
+			st.flip[ax[k]] = true
+		}
+	}
+	return imaging.FlipND(ws.Out[0].Data, in.Data, in.Shape, in.DType.Size(), st.flip)
 }
 
 type randomResizedCropOp struct {

@@ -60,7 +60,13 @@ type gpuFlip struct {
 	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
 
-func (o *gpuFlip) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
+// Infer: the gpu flip takes HWC uint8 images (the cpu one any layout and type).
+func (o *gpuFlip) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if err := engine.CheckInput(o.cpu.args, 0, in[0], hwc, u8); err != nil {
+		return nil, err
+	}
+	return o.cpu.Infer(in)
+}
 
 func (o *gpuFlip) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
