@@ -45,6 +45,8 @@ def _is_constant_like(o):
     from .. import types
     if isinstance(o, (bool, int, float, types.ScalarConstant)):
         return True
+    if isinstance(o, (list, tuple)):  # a list of numbers (e.g. a mean returned as is)
+        return bool(o) and all(isinstance(x, (bool, int, float)) for x in o)
     mod = type(o).__module__ or ""
     return mod == "numpy" or (mod.startswith("numpy") and hasattr(o, "dtype"))
 
@@ -256,7 +258,9 @@ class Pipeline:
         """Sets the DataNodes the pipeline returns, in order."""
         flat = []
         for o in outputs:
-            if isinstance(o, (list, tuple)):
+            # A list of DataNodes is spread (godali's convenience); a list of numbers
+            # is one constant output, as in DALI.
+            if isinstance(o, (list, tuple)) and o and all(isinstance(x, _graph.DataNode) for x in o):
                 flat.extend(o)
             else:
                 flat.append(o)
