@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/godali/godali/engine"
 )
@@ -94,7 +95,7 @@ func newReshape(a *engine.Args) (engine.Operator, error) {
 	if sd := a.Ints("src_dims"); sd != nil && a.Has("shape") {
 		return nil, a.Errorf("src_dims", "goes with rel_shape (or alone), not with shape")
 	} else if rs := a.Floats("rel_shape"); sd != nil && rs != nil && len(rs) != len(sd) {
-		return nil, a.Errorf("src_dims", "needs one entry per rel_shape extent (%d), got %d", len(rs), len(sd))
+		return nil, a.Errorf("src_dims", "``src_dims`` and ``rel_shape`` have different lengths: %d vs %d (one input dimension per rel_shape extent)", len(sd), len(rs))
 	}
 	return &reshapeOp{args: a}, nil
 }
@@ -121,7 +122,10 @@ func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, err
 			return 1, nil
 		}
 		if k < 0 || k >= len(in) {
-			return 0, fmt.Errorf("%s: output dimension %d takes input dimension %d, but the input is %d-D %v", o.where(), i, k, len(in), in)
+			if src == nil {
+				return 0, fmt.Errorf("%s: ``rel_shape`` has more elements (%d) than there are dimensions in the input (%d) %v; use ``src_dims`` to say which input dimension each extent scales", o.where(), len(rel), len(in), in)
+			}
+			return 0, fmt.Errorf("%s: src_dims[%d] = %d is out of bounds for the %d-D input %v", o.where(), i, k, len(in), in)
 		}
 		return in[k], nil
 	}
@@ -177,6 +181,9 @@ func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, err
 				rest *= d
 			}
 		}
+		if vol == 0 {
+			return nil, fmt.Errorf("%s: Cannot infer the size of dimension %d when the volume of the input is 0. Input shape: %s", o.where(), infer, shapeString(in))
+		}
 		if rest == 0 || vol%rest != 0 {
 			return nil, fmt.Errorf("%s: cannot infer extent %d of %v for an input of shape %v (%d elements)", o.where(), infer, out, in, vol)
 		}
@@ -187,9 +194,21 @@ func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, err
 		n *= d
 	}
 	if n != vol {
-		return nil, fmt.Errorf("%s: shape %v has %d elements, the input %v has %d; reshape keeps the elements", o.where(), out, n, in, vol)
+		return nil, fmt.Errorf("%s: The volume of the new shape should match the one of the original shape. Requested a shape with %d elements but the original shape has %d elements. (shape %v, input %v)", o.where(), n, vol, out, in)
 	}
 	return out, nil
+}
+
+// shapeString writes a shape as DALI does in messages: "320 x 0".
+func shapeString(s []int) string {
+	var b strings.Builder
+	for i, d := range s {
+		if i > 0 {
+			b.WriteString(" x ")
+		}
+		fmt.Fprint(&b, d)
+	}
+	return b.String()
 }
 
 func (o *reshapeOp) layout(inLayout string, inDims, outDims int) (string, error) {
