@@ -183,7 +183,7 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		for i, d := range n.In {
 			in[i] = d.Meta
 		}
-		if n.Device == "cpu" && len(in) > 0 && isSequence(in[0]) && TakesSequences(n.OpName) {
+		if n.Device == "cpu" && len(in) > 0 && isSequence(in[0]) && TakesSequences(n.OpName) && !takesWholeSequences(op) {
 			// Sequences go through the operator frame by frame (sequence.go): the schema's
 			// input declaration applies to a frame.
 			op = &frameOp{inner: op, name: n.OpName}

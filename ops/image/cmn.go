@@ -163,6 +163,9 @@ func (s *CMNSpec) inputLayout(layout string, ndim int) (string, error) {
 // output axis i.
 func (s *CMNSpec) outputLayout(in string, perm []int) (string, []int, error) {
 	o := s.OutLayout
+	if o[0] == 'F' && strings.IndexByte(in, 'F') < 0 {
+		o = o[1:] // a frame of a sequence (the graph runs sequences frame by frame)
+	}
 	if strings.IndexByte(in, 'D') >= 0 && strings.IndexByte(o, 'D') < 0 {
 		o = strings.Replace(o, "H", "DH", 1)
 	}
@@ -456,6 +459,10 @@ type cmnState struct {
 }
 
 func (o *cmnOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.spec.meta(in[0]) }
+
+// WholeSequences: with crop_d, a sequence without D is cropped along its frames, so it
+// is taken whole rather than frame by frame.
+func (o *cmnOp) WholeSequences() bool { return o.spec.cropD }
 func (o *cmnOp) NewWorkerState() any                                       { return &cmnState{} }
 
 func (o *cmnOp) Setup(ws *engine.Workspace) error {
