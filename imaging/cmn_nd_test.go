@@ -66,7 +66,9 @@ func TestCropMirrorNormalizeNDVolume(t *testing.T) {
 			}
 		}
 	}
-	read := func(b []byte, k int) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[k*4:]))) }
+	read := func(b []byte, k int) float64 {
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[k*4:])))
+	}
 	nd := NormalizeND{InShape: []int{d, h, w, c}, Start: []int{1, -1, 2}, Size: []int{2, 3, 5, c},
 		Perm: []int{3, 0, 1, 2}, ChanAxis: 3, MirrorAxis: 2, OutC: 4, Mean: []float32{1, 2, 3}, Std: []float32{2, 4, 8},
 		Scale: 1, Fill: []float32{-1, -2, -3}, Out: Float32}

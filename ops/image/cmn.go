@@ -463,7 +463,7 @@ func (o *cmnOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { ret
 // WholeSequences: with crop_d, a sequence without D is cropped along its frames, so it
 // is taken whole rather than frame by frame.
 func (o *cmnOp) WholeSequences() bool { return o.spec.cropD }
-func (o *cmnOp) NewWorkerState() any                                       { return &cmnState{} }
+func (o *cmnOp) NewWorkerState() any  { return &cmnState{} }
 
 func (o *cmnOp) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*cmnState)
