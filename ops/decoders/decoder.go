@@ -19,6 +19,7 @@ var decoderArgs = []engine.ArgSpec{
 	{Name: "use_fast_idct", Type: engine.ArgBool, Default: false, Doc: "use libjpeg-turbo's fast integer IDCT: quicker, slightly less accurate"},
 	{Name: "jpeg_fancy_upsampling", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; fancy upsampling is always on (matches PIL)"},
 	{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+	{Name: "memory_stats", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility (DALI's mixed decoder prints its allocation statistics); godali prints nothing"},
 }
 
 var RandomCropArgs = []engine.ArgSpec{

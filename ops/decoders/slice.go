@@ -37,6 +37,9 @@ type Slice struct {
 	policy     string
 	named      bool // the window comes from start/end/shape arguments, not from inputs
 	Fill       []float64
+	// Image says the input is a decoded image (decoders.image_slice): a window out of
+	// it is reported in the decoders' words.
+	Image bool
 }
 
 // SliceWindow is one sample's window, in elements, for every axis of the input:
@@ -268,6 +271,10 @@ func (s *Slice) Window(ws *engine.Workspace, shape []int, layout string, w *Slic
 	}
 	switch s.policy {
 	case "error":
+		if s.Image && len(shape) == 3 {
+			return a.DataErrorf(ws, "cropping window [%d..%d, %d..%d] is not valid for image dimensions [%d x %d] (out_of_bounds_policy \"error\"; use \"pad\" or \"trim_to_shape\")",
+				w.Start[0], w.Start[0]+w.Size[0], w.Start[1], w.Start[1]+w.Size[1], shape[0], shape[1])
+		}
 		return a.DataErrorf(ws, "Slice can't be placed out of bounds with current policy. Got: anchor %v, shape %v, input shape %v (out_of_bounds_policy \"error\"; use \"pad\" or \"trim_to_shape\")", w.Start, w.Size, shape)
 	case "trim_to_shape":
 		for d := range shape {
@@ -319,6 +326,7 @@ func newSliceDecoder(a *engine.Args) (engine.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.Image = true
 	f := s.Fill[0]
 	if !(f >= 0 && f <= 255) {
 		return nil, a.Errorf("fill_values", "expected a value in [0, 255], got %v", f)

@@ -229,3 +229,37 @@ def test_feed_input_layout_reaches_operators():
         np.testing.assert_array_equal(np.array(s[0].as_cpu()), a[:, 1:3].astype(np.float32))
         np.testing.assert_array_equal(np.array(f[0].as_cpu()), a[:, ::-1].astype(np.float32))
     p.close()
+
+
+# --- decoders.image_crop / image_slice --------------------------------------------------------
+
+def test_image_crop_decoder_matches_decode_then_crop(tmp_path):
+    from conftest import make_jpeg
+    files = [make_jpeg(str(tmp_path / ("c%d.jpg" % i)), h, w, seed=i)
+             for i, (h, w) in enumerate([(60, 80), (75, 50), (64, 64)])]
+    pipe = godali.Pipeline(batch_size=3, num_threads=2, seed=1)
+    with pipe:
+        enc, _ = fn.readers.file(files=files)
+        px = fn.random.uniform(range=[0.0, 1.0])
+        full = fn.decoders.image(enc, output_type=types.RGB)
+        pipe.set_outputs(full, px,
+                         fn.decoders.image_crop(enc, crop=(40, 30), crop_pos_x=px, crop_pos_y=0.25),
+                         fn.image_decoder_crop(enc),  # no crop: the whole image
+                         fn.decoders.image_slice(enc, start=[5, 7], end=[30, 40], axes=[0, 1]))
+    full, px, crop, whole, sl = pipe.run()
+    for i in range(3):
+        img = np.array(full[i])
+        h, w = img.shape[:2]
+        x = int(np.floor(float(np.array(px[i])) * (w - 30) + 0.5))
+        y = int(np.floor(0.25 * (h - 40) + 0.5))
+        # Decoding only the window gives exactly the pixels of the whole decode.
+        np.testing.assert_array_equal(np.array(crop[i]), img[y:y + 40, x:x + 30])
+        np.testing.assert_array_equal(np.array(whole[i]), img)
+        np.testing.assert_array_equal(np.array(sl[i]), img[5:30, 7:40])
+    pipe.close()
+    with pytest.raises(godali.DataError, match=r"cropping window \[.*\] is not valid for image dimensions \[60 x 80\]"):
+        _p = godali.Pipeline(batch_size=1, num_threads=1)
+        with _p:
+            enc, _ = fn.readers.file(files=files[:1])
+            _p.set_outputs(fn.decoders.image_crop(enc, crop_h=10, crop_w=1000))
+        _p.run()
