@@ -263,3 +263,30 @@ def test_image_crop_decoder_matches_decode_then_crop(tmp_path):
             enc, _ = fn.readers.file(files=files[:1])
             _p.set_outputs(fn.decoders.image_crop(enc, crop_h=10, crop_w=1000))
         _p.run()
+
+
+# --- random_resized_crop on any layout and type ----------------------------------------------
+
+@pytest.mark.parametrize("antialias", [False, True])
+def test_random_resized_crop_any_layout_matches_uint8_resize(antialias):
+    """A window of the whole image (area 1, the image's aspect ratio) resized by the generic
+    float path (CHW float32, FCHW int16, CFHW) must match the fixed-point HWC uint8 resize
+    (itself checked against PIL) within 1 level (fixed-point vs float weights)."""
+    rng = np.random.default_rng(7)
+    h, w = 48, 64
+    img = rng.integers(0, 255, (h, w, 3), dtype=np.uint8)
+    ratio = [w / h, w / h]
+    args = dict(size=(20, 36), random_area=[1.0, 1.0], random_aspect_ratio=ratio, antialias=antialias)
+    chw = np.ascontiguousarray(img.transpose(2, 0, 1))
+    (outs, lays) = _run([([img], dict(layout="HWC")), ([chw.astype(np.float32)], dict(layout="CHW")),
+                         ([chw[:, None].astype(np.int16)], dict(layout="CFHW")),
+                         ([chw[None].astype(np.float32)], dict(layout="FCHW"))],
+                        lambda a, b, c, d: (fn.random_resized_crop(a, **args), fn.random_resized_crop(b, **args),
+                                            fn.random_resized_crop(c, **args),
+                                            fn.random_resized_crop(d, dtype=types.UINT8, **args)))
+    ref = outs[0][0].astype(np.float64).transpose(2, 0, 1)
+    assert outs[1][0].dtype == np.float32 and outs[2][0].dtype == np.int16 and outs[3][0].dtype == np.uint8
+    np.testing.assert_allclose(outs[1][0], ref, atol=1)
+    np.testing.assert_allclose(outs[2][0][:, 0], ref, atol=1)
+    np.testing.assert_allclose(outs[3][0][0], ref, atol=1)
+    assert lays == ["HWC", "CHW", "CFHW", "FCHW"]
