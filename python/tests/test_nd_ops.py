@@ -290,3 +290,18 @@ def test_random_resized_crop_any_layout_matches_uint8_resize(antialias):
     np.testing.assert_allclose(outs[2][0][:, 0], ref, atol=1)
     np.testing.assert_allclose(outs[3][0][0], ref, atol=1)
     assert lays == ["HWC", "CHW", "CFHW", "FCHW"]
+
+
+def test_empty_constant_and_list_outputs():
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        x = types.Constant(np.array([], dtype=np.int32))
+        y = types.Constant(np.array([42], dtype=np.int32))
+        # a list of numbers returned as an output is one constant output, as in DALI
+        return fn.slice(x, 0, 0, axes=[0]), fn.slice(y, 1, 0, axes=[0]), [1.5, 2.5]
+    p = pipe()
+    a, b, c = p.run()
+    for i in range(2):
+        assert np.array(a[i]).shape == (0,) and np.array(b[i]).shape == (0,)
+        np.testing.assert_array_equal(np.array(c[i]), [1.5, 2.5])
+    p.close()
