@@ -155,6 +155,9 @@ func (s *CMNSpec) inputLayout(layout string, ndim int) (string, error) {
 			return layout, nil
 		}
 	}
+	if layout == "" {
+		return "", fmt.Errorf("input 0 has no layout and %d dimensions: it does not match any of the allowed layouts (a 3-d input without one is taken as HWC). Valid layouts are: %s", ndim, strings.Join(cmnLayouts, ", "))
+	}
 	return "", fmt.Errorf("The layout %q does not match any of the allowed layouts for input 0. Valid layouts are: %s", layout, strings.Join(cmnLayouts, ", "))
 }
 
@@ -208,8 +211,9 @@ func (s *CMNSpec) meta(in engine.TensorMeta) ([]engine.TensorMeta, error) {
 	for i := range lazy {
 		lazy[i] = -1
 	}
-	if in.Layout == "" && len(in.Shape) != 3 {
-		// The layout comes with the data (feed_input): checked per sample.
+	if in.Layout == "" && (len(in.Shape) == 4 || len(in.Shape) == 5) {
+		// A volume or sequence whose layout comes with the data (feed_input): checked
+		// per sample.
 		return []engine.TensorMeta{{DType: s.OutDType, Shape: lazy}}, nil
 	}
 	lay, err := s.inputLayout(in.Layout, len(in.Shape))
