@@ -129,6 +129,13 @@ func (b *Batch) allocateOutputs() error {
 
 // sampleBuffer returns the memory sample i of this output is written to.
 func (o *OutputBatch) sampleBuffer(i int, t *Tensor, need int) ([]byte, error) {
+	if o.Meta.DType == DTypeInvalid || o.typed {
+		// An output typed at run time (an operator taking a python_function's output):
+		// its first sample fixes the batch's type, as for host-batch outputs.
+		if err := o.setSampleType(i, t.DType, len(t.Shape)); err != nil {
+			return nil, err
+		}
+	}
 	o.shapes[i] = append(o.shapes[i][:0], t.Shape...)
 	if i == 0 && len(t.Layout) == len(t.Shape) {
 		o.runLayout = t.Layout

@@ -305,3 +305,27 @@ def test_empty_constant_and_list_outputs():
         assert np.array(a[i]).shape == (0,) and np.array(b[i]).shape == (0,)
         np.testing.assert_array_equal(np.array(c[i]), [1.5, 2.5])
     p.close()
+
+
+# --- cast and reshape after a python_function (types known only at run time) -----------------
+
+def test_cast_and_reshape_take_python_function_outputs():
+    rng = np.random.default_rng(8)
+    data = [rng.integers(0, 100, (4, 6, 3)).astype(np.int64) for _ in range(2)]
+    pipe = godali.Pipeline(batch_size=2, num_threads=1, device_id=None, exec_async=False,
+                           exec_pipelined=False)
+    with pipe:
+        x = fn.external_source(source=lambda: data, batch=True, layout="HWC")
+        y = fn.python_function(x, function=lambda a: a * 2)          # int64, known when run
+        shape = fn.python_function(x, function=lambda a: np.array([a.shape[0], -1], np.int32))
+        rel = fn.python_function(x, function=lambda a: np.float32([2, 0.5, 1]))
+        pipe.set_outputs(fn.cast(y, dtype=types.UINT8), fn.reshape(x, shape, layout="ab"),
+                         fn.reshape(x, rel_shape=rel), fn.reshape(y, shape=[24, 3]))
+    a, b, c, d = pipe.run()
+    for i, v in enumerate(data):
+        np.testing.assert_array_equal(np.array(a[i]), (v * 2).astype(np.uint8))
+        np.testing.assert_array_equal(np.array(b[i]), v.reshape(4, 18))
+        np.testing.assert_array_equal(np.array(c[i]), v.reshape(8, 3, 3))
+        np.testing.assert_array_equal(np.array(d[i]), (v * 2).reshape(24, 3))
+    assert b.layout() == "ab"
+    pipe.close()
