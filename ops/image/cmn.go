@@ -385,7 +385,7 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 		return err
 	}
 	if !s.PadOutOfBounds && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
-		return s.args.DataErrorf(ws, "%s Got: crop %dx%d at (%d, %d) of the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\" or \"trim_to_shape\")", outOfBoundsMessage, cw, ch, x, y, w, h)
+		return s.args.DataErrorf(ws, "%s Got: crop %dx%d at (%d, %d), which leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\" or \"trim_to_shape\")", outOfBoundsMessage, cw, ch, x, y, w, h)
 	}
 	*np = imaging.NormalizeParams{Mean: mean, Std: std, Scale: s.Scale, Shift: s.Shift, Out: s.Out,
 		CHW: s.CHW, PadChannels: s.Pad, Mirror: mirror, CropX: x, CropY: y, CropW: cw, CropH: ch}

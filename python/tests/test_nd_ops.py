@@ -329,3 +329,48 @@ def test_cast_and_reshape_take_python_function_outputs():
         np.testing.assert_array_equal(np.array(d[i]), (v * 2).reshape(24, 3))
     assert b.layout() == "ab"
     pipe.close()
+
+
+# --- crop on any layout and type -------------------------------------------------------------
+
+def _start(pos, extent, crop, truncate=False):
+    x = pos * (extent - crop)
+    return int(np.trunc(x)) if truncate else _round(x)
+
+
+def test_crop_volumes_sequences_types_and_policies():
+    rng = np.random.default_rng(9)
+    vol = [rng.integers(0, 255, (12, 20, 16, 2), dtype=np.uint8) for _ in range(2)]      # DHWC
+    seq = [rng.random((6, 3, 10, 14), dtype=np.float32) for _ in range(2)]               # FCHW
+    img = [rng.integers(0, 255, (20, 8, 3), dtype=np.uint8) for _ in range(2)]
+    (outs, lays) = _run([(vol, dict(layout="DHWC")), (seq, dict(layout="FCHW")), (img, dict(layout="HWC"))],
+                        lambda v, s, i: (
+        fn.crop(v, crop_d=5, crop_h=7, crop_w=9, crop_pos_z=0.2, crop_pos_y=0.7, crop_pos_x=0.4,
+                dtype=types.FLOAT),
+        fn.crop(s, crop=(4, 5, 6), crop_pos_z=1.0),                        # F cropped as depth
+        fn.crop(i, crop=(11, 9), out_of_bounds_policy="pad", fill_values=[1, 2, 3]),
+        fn.crop(i, crop=(11, 9), out_of_bounds_policy="pad", rounding="truncate"),
+        fn.crop(i, crop=(30, 4), out_of_bounds_policy="trim_to_shape"),
+    ))
+    for k in range(2):
+        v = vol[k]
+        z, y, x = _start(0.2, 12, 5), _start(0.7, 20, 7), _start(0.4, 16, 9)
+        np.testing.assert_array_equal(outs[0][k], v[z:z + 5, y:y + 7, x:x + 9].astype(np.float32))
+        s = seq[k]
+        f, y, x = _start(1.0, 6, 4), _start(0.5, 10, 5), _start(0.5, 14, 6)
+        np.testing.assert_array_equal(outs[1][k], s[f:f + 4, :, y:y + 5, x:x + 6])
+        i = img[k]
+        # W: 8 wide, 9 wanted at 0.5: start round(-0.5) = -1 (DALI's half away from zero):
+        # one padded column on the left; truncate gives 0: the padding on the right.
+        ref = np.empty((11, 9, 3), np.uint8)
+        ref[...] = [1, 2, 3]
+        ref[:, 1:9] = i[5:16]
+        np.testing.assert_array_equal(outs[2][k], ref)
+        ref = np.zeros((11, 9, 3), np.uint8)
+        ref[:, 0:8] = i[4:15]
+        np.testing.assert_array_equal(outs[3][k], ref)
+        y = _start(0.5, 20, 30)
+        np.testing.assert_array_equal(outs[4][k], i[max(y, 0):y + 30, _start(0.5, 8, 4):_start(0.5, 8, 4) + 4])
+    assert lays == ["DHWC", "FCHW", "HWC", "HWC", "HWC"]
+    with pytest.raises(ValueError, match='The layout "ABC" does not match any of the allowed layouts'):
+        _run([(img, dict(layout="ABC"))], lambda i: (fn.crop(i, crop=(2, 2)),))
