@@ -439,8 +439,9 @@ func godali_pipeline_output_info(h C.godali_pipeline_t, index C.int, out *C.goda
 		out.dtype.bits = C.uint8_t(bits)
 		out.dtype.lanes = 1
 		out.num_samples = C.int64_t(o.NumSamples())
-		for i := 0; i < len(o.Meta.Layout) && i < C.GODALI_MAX_LAYOUT-1; i++ { // the graph bounds it
-			out.layout[i] = C.char(o.Meta.Layout[i])
+		lay := o.Layout()
+		for i := 0; i < len(lay) && i < C.GODALI_MAX_LAYOUT-1; i++ { // the graph bounds it
+			out.layout[i] = C.char(lay[i])
 		}
 		return nil
 	})

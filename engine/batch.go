@@ -65,6 +65,18 @@ type OutputBatch struct {
 	typeMu sync.Mutex
 	typed  bool
 	ndim   int
+	// runLayout is sample 0's layout as its operator set it at run time, for outputs
+	// whose build-time layout is unknown (an external source fed with a layout).
+	runLayout string
+}
+
+// Layout is the output's layout: the build-time one, else the one its samples got when
+// they ran.
+func (o *OutputBatch) Layout() string {
+	if o.Meta.Layout != "" {
+		return o.Meta.Layout
+	}
+	return o.runLayout
 }
 
 // newBatch makes a batch of n samples: the pipeline's batch_size, or fewer when the
@@ -122,7 +134,17 @@ func (b *Batch) allocateOutputs() error {
 
 // sampleBuffer returns the memory sample i of this output is written to.
 func (o *OutputBatch) sampleBuffer(i int, t *Tensor, need int) ([]byte, error) {
+	if o.Meta.DType == DTypeInvalid || o.typed {
+		// An output typed at run time (an operator taking a python_function's output):
+		// its first sample fixes the batch's type, as for host-batch outputs.
+		if err := o.setSampleType(i, t.DType, len(t.Shape)); err != nil {
+			return nil, err
+		}
+	}
 	o.shapes[i] = append(o.shapes[i][:0], t.Shape...)
+	if i == 0 && len(t.Layout) == len(t.Shape) {
+		o.runLayout = t.Layout
+	}
 	if o.Dense {
 		if need != o.sampleBytes {
 			return nil, Errorf(StatusInternal, "output %q: sample shape %v differs from the build-time shape %v", o.Name, t.Shape, o.Meta.Shape)

@@ -43,6 +43,9 @@ type StreamBatch struct {
 type FeedSample struct {
 	Data  []byte
 	Shape []int
+	// Layout is the feed's layout (Feed.Layout), set by FeedInput: an external source
+	// declared without one gives its samples the layout they were fed with.
+	Layout string
 }
 
 // Feed is one batch fed to an external source.
@@ -173,6 +176,9 @@ func (p *Pipeline) FeedInput(name string, f *Feed) (err error) {
 		if err := p.copyFeed(f); err != nil {
 			return err
 		}
+	}
+	for i := range f.Samples {
+		f.Samples[i].Layout = f.Layout
 	}
 	return p.feeds.push(name, f)
 }

@@ -183,7 +183,7 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		for i, d := range n.In {
 			in[i] = d.Meta
 		}
-		if n.Device == "cpu" && len(in) > 0 && isSequence(in[0]) && TakesSequences(n.OpName) {
+		if n.Device == "cpu" && len(in) > 0 && isSequence(in[0]) && TakesSequences(n.OpName) && !takesWholeSequences(op) {
 			// Sequences go through the operator frame by frame (sequence.go): the schema's
 			// input declaration applies to a frame.
 			op = &frameOp{inner: op, name: n.OpName}
@@ -324,16 +324,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// DynamicInputs is implemented by operators whose Infer accepts inputs whose element
+// type and rank are known only at run time (DTypeInvalid, nil Shape: a python_function's
+// output) because they read them per sample (cast, reshape).
+type DynamicInputs interface {
+	TakesDynamicInputs() bool
+}
+
 // checkDynamicInputs refuses a node that needs at build time the type of data that is
 // known only at run time (a host-batch operator's output, e.g. python_function's); only
-// host-batch operators take such data.
+// host-batch operators and DynamicInputs ones take such data.
 func checkDynamicInputs(n *Node) error {
 	if _, ok := n.Op.(HostBatchOperator); ok {
 		return nil
 	}
+	if d, ok := n.Op.(DynamicInputs); ok && d.TakesDynamicInputs() {
+		return nil
+	}
 	for _, d := range append(append([]*DataNode{}, n.In...), n.ArgIn...) {
 		if _, ok := d.Producer.Op.(HostBatchOperator); ok && d.Meta.IsDynamic() {
-			return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function may take it (or do this step inside the function)",
+			return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function (or cast, reshape) may take it (or do this step inside the function)",
 				describe(n.Name, n.OpName), d.Name, d.Producer.Name, d.Producer.OpName)
 		}
 	}

@@ -44,7 +44,7 @@ func TestBuildRejectsBadDescriptions(t *testing.T) {
 			[]string{`"R"`, `"shard_id"`}},
 		{"bad cmn input", `{"batch_size": 2, "ops": [{"op": "random.coin_flip", "name": "c", "outputs": ["m"]},
 			{"op": "crop_mirror_normalize", "name": "n", "inputs": ["m"], "outputs": ["x"]}], "outputs": ["x"]}`,
-			[]string{`"n"`, "HWC uint8"}},
+			[]string{`"n"`, "allowed layouts", "HWC"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -42,9 +42,40 @@ type HostBatchWorkspace struct {
 	nodeReader int // the reader whose samples the node processes (-1: the epoch reader)
 }
 
+// Sample is sample i seen as a per-sample Workspace (its inputs and per-sample
+// arguments, its file for errors), so that Args' per-sample getters (IntAt, FloatsAt,
+// DataErrorf, ...) work from RunHostBatch. The view is for reading; it has no outputs.
+func (hw *HostBatchWorkspace) Sample(i int, ws *Workspace) *Workspace {
+	if ws == nil {
+		ws = &Workspace{}
+	}
+	ws.Node, ws.Sample, ws.Epoch, ws.Limits = hw.Node, i, hw.Epoch, hw.lim
+	ws.In, ws.ArgIn = ws.In[:0], ws.ArgIn[:0]
+	for _, in := range hw.In {
+		ws.In = append(ws.In, in[i])
+	}
+	for _, in := range hw.ArgIn {
+		ws.ArgIn = append(ws.ArgIn, in[i])
+	}
+	ws.Ref = nil
+	if i < len(hw.b.refs) {
+		ws.Ref = &hw.b.refs[i]
+	}
+	return ws
+}
+
 // Output gives sample i of output k its type and shape and returns the memory to fill.
 // Every sample of one output must have the same type and number of dimensions.
 func (hw *HostBatchWorkspace) Output(k, i int, dt DType, shape []int) ([]byte, error) {
+	if k < 0 || k >= len(hw.n.Out) {
+		return nil, Errorf(StatusInternal, "output %d out of range (%d outputs)", k, len(hw.n.Out))
+	}
+	return hw.OutputLayout(k, i, dt, shape, hw.n.Out[k].Meta.Layout)
+}
+
+// OutputLayout is Output for a sample whose layout is known only at run time (e.g. its
+// input's, fed with a layout).
+func (hw *HostBatchWorkspace) OutputLayout(k, i int, dt DType, shape []int, layout string) ([]byte, error) {
 	if k < 0 || k >= len(hw.n.Out) || i < 0 || i >= hw.Size {
 		return nil, Errorf(StatusInternal, "output %d sample %d out of range (%d outputs, %d samples)", k, i, len(hw.n.Out), hw.Size)
 	}
@@ -55,7 +86,7 @@ func (hw *HostBatchWorkspace) Output(k, i int, dt DType, shape []int) ([]byte, e
 	v := hw.part.cross[d]
 	t := &hw.b.cross[v].t[i]
 	t.DType = dt
-	t.Layout = d.Meta.Layout
+	t.Layout = layout
 	t.SetShape(shape...)
 	need, err := checkSampleSize(t, hw.lim)
 	if err != nil {

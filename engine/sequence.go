@@ -37,6 +37,18 @@ func TakesSequences(name string) bool {
 	return sequenceOps.names[name]
 }
 
+// WholeSequences is implemented by operators marked with MarkSequenceOps that, with
+// some arguments, take sequences whole (crop_mirror_normalize cropping along F): the
+// graph then gives them the sequence instead of running them frame by frame.
+type WholeSequences interface {
+	WholeSequences() bool
+}
+
+func takesWholeSequences(op Operator) bool {
+	w, ok := op.(WholeSequences)
+	return ok && w.WholeSequences()
+}
+
 // isSequence reports whether m describes sequences: a layout starting with "F" that names
 // every dimension.
 func isSequence(m TensorMeta) bool {

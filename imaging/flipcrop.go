@@ -100,3 +100,63 @@ func fillBytes(b []byte, v byte) {
 		b[i] = v
 	}
 }
+
+// FlipND mirrors a dense tensor of the given shape (elements of sz bytes) along the axes
+// with flip set, into dst (same size; dst must not overlap src). Trailing axes that are
+// not flipped move as one block.
+func FlipND(dst, src []byte, shape []int, sz int, flip []bool) error {
+	n := len(shape)
+	if len(flip) != n {
+		return fmt.Errorf("flip: %d flags for a %d-d tensor", len(flip), n)
+	}
+	if n > 16 {
+		return fmt.Errorf("flip: %d dimensions, at most 16", n)
+	}
+	total := sz
+	for _, e := range shape {
+		if e < 0 {
+			return fmt.Errorf("flip: negative extent in %v", shape)
+		}
+		total *= e
+	}
+	if len(src) < total || len(dst) < total {
+		return fmt.Errorf("flip: buffers of %d and %d bytes for shape %v", len(src), len(dst), shape)
+	}
+	k, block := n, sz
+	for k > 0 && !flip[k-1] {
+		k--
+		block *= shape[k]
+	}
+	if total == 0 {
+		return nil
+	}
+	if k == 0 {
+		copy(dst[:total], src[:total])
+		return nil
+	}
+	var idx, stride [16]int
+	stride[k-1] = 1
+	for d := k - 2; d >= 0; d-- {
+		stride[d] = stride[d+1] * shape[d+1]
+	}
+	outer := total / block
+	for o := 0; o < outer; o++ {
+		si := 0
+		for d := 0; d < k; d++ {
+			c := idx[d]
+			if flip[d] {
+				c = shape[d] - 1 - c
+			}
+			si += c * stride[d]
+		}
+		copy(dst[o*block:(o+1)*block], src[si*block:(si+1)*block])
+		for d := k - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return nil
+}

@@ -19,6 +19,7 @@ var decoderArgs = []engine.ArgSpec{
 	{Name: "use_fast_idct", Type: engine.ArgBool, Default: false, Doc: "use libjpeg-turbo's fast integer IDCT: quicker, slightly less accurate"},
 	{Name: "jpeg_fancy_upsampling", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; fancy upsampling is always on (matches PIL)"},
 	{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
+	{Name: "memory_stats", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility (DALI's mixed decoder prints its allocation statistics); godali prints nothing"},
 }
 
 var RandomCropArgs = []engine.ArgSpec{
@@ -148,7 +149,7 @@ func ParseRandomCrop(a *engine.Args) (*RandomCrop, error) {
 }
 
 func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 1 {
+	if in[0].DType != engine.UInt8 || (in[0].Shape != nil && len(in[0].Shape) != 1) { // unknown rank (readers.caffe: encoded or raw): checked per sample
 		return nil, d.args.Invalidf("input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", in[0].DType, in[0].Shape)
 	}
 	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
@@ -170,6 +171,9 @@ func (d *cpuDecoder) NewWorkerState() any { return &decoderState{dec: codec.NewD
 // options), refuses images over max_image_pixels, and returns the displayed size (width
 // and height swapped when the EXIF orientation transposes the image and it is applied).
 func (d *cpuDecoder) probe(ws *engine.Workspace, st *decoderState) (w, h int, err error) {
+	if len(ws.In[0].Shape) != 1 {
+		return 0, 0, d.args.DataErrorf(ws, "input must be encoded bytes (1-D), got shape %v (a raw image?)", ws.In[0].Shape)
+	}
 	info, err := st.dec.Probe(ws.In[0].Data)
 	if err != nil {
 		return 0, 0, err

@@ -1,127 +1,301 @@
 package decoders
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/imaging"
 )
 
-// SliceArgs are the arguments of DALI's slice operators (slice, decoders.image_slice)
-// that godali takes: the window comes from the anchor and shape inputs.
+// SliceArgs are the arguments of DALI's slice operators (slice, decoders.image_slice):
+// the window comes from the anchor and shape inputs, or from the named start / end /
+// shape arguments (absolute or rel_*), along the axes given by axis_names or axes.
 var SliceArgs = []engine.ArgSpec{
-	{Name: "normalized_anchor", Type: engine.ArgBool, Default: true, Doc: "the anchor input is relative to the image size (false: pixels)"},
-	{Name: "normalized_shape", Type: engine.ArgBool, Default: true, Doc: "the shape input is relative to the image size (false: pixels)"},
-	{Name: "axis_names", Type: engine.ArgString, Default: "WH", Doc: "order of the anchor and shape values: WH (x, y, as random_bbox_crop gives them) or HW"},
-	{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "a window leaving the image: error, pad (with fill_values) or trim_to_shape"},
-	{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value (one byte value)"},
+	{Name: "normalized_anchor", Type: engine.ArgBool, Default: true, Doc: "a floating-point anchor input is relative to the extent (false: absolute); an integer one is always absolute"},
+	{Name: "normalized_shape", Type: engine.ArgBool, Default: true, Doc: "a floating-point shape input is relative to the extent (false: absolute); an integer one is always absolute"},
+	{Name: "axis_names", Type: engine.ArgString, Default: "WH", Doc: "the axes the anchor and shape values refer to, in their order, as layout letters; written explicitly it wins over axes (default WH: (x, y), as random_bbox_crop gives them)"},
+	{Name: "axes", Type: engine.ArgIntList, Default: []int64{1, 0}, TensorInput: true, Doc: "the axes the anchor and shape values refer to, as indices (negative count from the end; empty: all); used when axis_names is not given; may come per sample"},
+	{Name: "start", Type: engine.ArgFloatList, TensorInput: true, Doc: "absolute start of the window, one value per axis (instead of the anchor input)"},
+	{Name: "rel_start", Type: engine.ArgFloatList, TensorInput: true, Doc: "start relative to the extent, one value per axis"},
+	{Name: "end", Type: engine.ArgFloatList, TensorInput: true, Doc: "absolute end (exclusive) of the window, one value per axis"},
+	{Name: "rel_end", Type: engine.ArgFloatList, TensorInput: true, Doc: "end relative to the extent"},
+	{Name: "shape", Type: engine.ArgFloatList, TensorInput: true, Doc: "absolute extent of the window, one value per axis"},
+	{Name: "rel_shape", Type: engine.ArgFloatList, TensorInput: true, Doc: "extent relative to the input's extent"},
+	{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "a window leaving the input: error, pad (with fill_values) or trim_to_shape"},
+	{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value: one, or one per channel (the layout's C, else the last axis)"},
 }
 
-// Slice is a parsed slice specification.
+// Slice is a parsed slice specification (DALI's SliceAttr): per sample it gives the
+// window of an N-dimensional input.
 type Slice struct {
 	args       *engine.Args
 	normAnchor bool
 	normShape  bool
-	hw         bool
 	policy     string
-	Fill       byte
+	named      bool // the window comes from start/end/shape arguments, not from inputs
+	Fill       []float64
+	// Image says the input is a decoded image (decoders.image_slice): a window out of
+	// it is reported in the decoders' words.
+	Image bool
 }
+
+// SliceWindow is one sample's window, in elements, for every axis of the input:
+// start may be negative and start+size may pass the extent when OutOfBounds (policy
+// "pad").
+type SliceWindow struct {
+	Start, Size []int
+	OutOfBounds bool
+	axes        []int
+	anchor, sh  []float64
+	named       [6][]float64
+}
+
+var sliceStartArgs = []string{"start", "rel_start"}
+var sliceEndArgs = []string{"end", "rel_end", "shape", "rel_shape"}
 
 // ParseSlice checks SliceArgs.
 func ParseSlice(a *engine.Args) (*Slice, error) {
-	s := &Slice{args: a, normAnchor: a.Bool("normalized_anchor"), normShape: a.Bool("normalized_shape"), policy: a.String("out_of_bounds_policy")}
-	switch a.String("axis_names") {
-	case "WH":
-	case "HW":
-		s.hw = true
-	default:
-		return nil, a.Errorf("axis_names", "expected WH or HW, got %q", a.String("axis_names"))
-	}
+	s := &Slice{args: a, normAnchor: a.Bool("normalized_anchor"), normShape: a.Bool("normalized_shape"), policy: a.String("out_of_bounds_policy"), Fill: a.Floats("fill_values")}
 	switch s.policy {
 	case "error", "pad", "trim_to_shape":
 	default:
 		return nil, a.Errorf("out_of_bounds_policy", "expected error, pad or trim_to_shape, got %q", s.policy)
 	}
-	if f := a.Floats("fill_values"); len(f) > 0 {
-		if !(f[0] >= 0 && f[0] <= 255) {
-			return nil, a.Errorf("fill_values", "expected a value in [0, 255], got %v", f[0])
-		}
-		s.Fill = byte(f[0])
+	if len(s.Fill) == 0 {
+		s.Fill = []float64{0}
 	}
+	var starts, ends []string
+	for _, n := range sliceStartArgs {
+		if a.Given(n) {
+			starts = append(starts, n)
+		}
+	}
+	for _, n := range sliceEndArgs {
+		if a.Given(n) {
+			ends = append(ends, n)
+		}
+	}
+	if len(starts) > 1 {
+		return nil, a.Errorf("start", `"start" and "rel_start" arguments are mutually exclusive`)
+	}
+	if len(ends) > 1 {
+		return nil, a.Errorf(ends[0], `"end", "rel_end", "shape", and "rel_shape" arguments are mutually exclusive`)
+	}
+	s.named = len(starts)+len(ends) > 0
 	return s, nil
 }
 
-// CheckInputs checks the anchor and shape inputs' metadata at build time.
+// CheckInputs checks, at build time, that the window comes either from the anchor and
+// shape inputs (in[1], in[2]) or from named arguments, and the inputs' metadata.
 func (s *Slice) CheckInputs(in []engine.TensorMeta) error {
+	switch {
+	case len(in) == 2:
+		return s.args.Invalidf("give both the anchor and the shape inputs, or neither")
+	case s.named && len(in) == 3:
+		return s.args.Invalidf("the window is given twice: by the anchor and shape inputs and by named arguments (start, end, shape, rel_*); use one")
+	case !s.named && len(in) == 1:
+		return s.args.Invalidf("no window: give the anchor and shape inputs, or the start/rel_start and end/rel_end/shape/rel_shape arguments")
+	}
 	for k, name := range []string{"anchor", "shape"} {
+		if k+1 >= len(in) {
+			break
+		}
 		m := in[k+1]
-		if m.DType.Size() == 0 || len(m.Shape) != 1 || (m.Shape[0] != 2 && m.Shape[0] != -1) {
-			return s.args.Invalidf("%s (input %d) must hold 2 numbers per sample (e.g. from random_bbox_crop), got %s %v", name, k+1, m.DType, m.Shape)
+		if m.DType.Size() == 0 || m.DType == engine.Bool || len(m.Shape) > 1 {
+			return s.args.Invalidf("%s (input %d) must hold numbers, one per sliced axis, got %s %v", name, k+1, m.DType, m.Shape)
 		}
 	}
 	return nil
 }
 
-// Window returns the slice of a w x h image the sample's anchor and shape inputs
-// (ws.In[1], ws.In[2]) describe, in pixels, as DALI computes it: start =
-// round(anchor), end = round(anchor + shape) (relative values scaled by the image
-// size first). pad reports that the window leaves the image and is to be padded;
-// under trim_to_shape it is cut to the image, under error that is an error.
-func (s *Slice) Window(ws *engine.Workspace, w, h int) (r codec.Rect, pad bool, err error) {
-	var v [2][2]float64 // anchor, shape; each (x, y)
-	for k := 0; k < 2; k++ {
-		t := ws.In[k+1]
-		if t.NumBytes() != 2*t.DType.Size() || len(t.Data) < t.NumBytes() {
-			return r, false, s.args.DataErrorf(ws, "%s has shape %v; expected 2 numbers", []string{"anchor", "shape"}[k], t.Shape)
+// sliceAxes resolves the sliced axes of a sample: explicit axis_names, else axes
+// (given or per sample), else the default axis_names when the layout has them, else
+// the default axes. An empty list means every axis.
+func (s *Slice) sliceAxes(ws *engine.Workspace, ndim int, layout string, w *SliceWindow) error {
+	a := s.args
+	names := a.String("axis_names")
+	useNames := a.Has("axis_names") || (!a.Given("axes") && layout != "" && strings.ContainsRune(layout, 'W') && strings.ContainsRune(layout, 'H'))
+	w.axes = w.axes[:0]
+	if useNames {
+		if names != "" && len(layout) != ndim {
+			return a.ArgDataErrorf(ws, "axis_names", "the input has no layout to look up %q in; use axes", names)
 		}
-		a, b := engine.ReadScalar(t.Data, t.DType), engine.ReadScalar(t.Data[t.DType.Size():], t.DType)
-		if s.hw {
-			a, b = b, a
+		for _, c := range names {
+			d := strings.IndexRune(layout, c)
+			if d < 0 {
+				return a.ArgDataErrorf(ws, "axis_names", "axis %q is not in the input layout %q", string(c), layout)
+			}
+			w.axes = append(w.axes, d)
 		}
-		v[k] = [2]float64{a, b}
-	}
-	ext := [2]float64{float64(w), float64(h)}
-	var start, end [2]int
-	for d := 0; d < 2; d++ {
-		a, sh := v[0][d], v[1][d]
-		if s.normAnchor {
-			a *= ext[d]
+	} else {
+		ax, err := a.IntsAt(ws, "axes", w.axes)
+		if err != nil {
+			return err
 		}
-		if s.normShape {
-			sh *= ext[d]
-		}
-		lo, hi := math.Round(a), math.Round(a+sh)
-		if math.IsNaN(lo) || math.IsNaN(hi) || math.Abs(lo) > 1<<30 || math.Abs(hi) > 1<<30 || hi < lo {
-			return r, false, s.args.DataErrorf(ws, "slice anchor %v and shape %v do not describe a window of the %dx%d image", v[0], v[1], w, h)
-		}
-		start[d], end[d] = int(lo), int(hi)
-	}
-	out := start[0] < 0 || start[1] < 0 || end[0] > w || end[1] > h
-	if out {
-		switch s.policy {
-		case "error":
-			return r, false, s.args.DataErrorf(ws, "the slice [%d, %d) x [%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\" or \"trim_to_shape\")", start[0], end[0], start[1], end[1], w, h)
-		case "trim_to_shape":
-			start[0], start[1] = max(start[0], 0), max(start[1], 0)
-			end[0], end[1] = min(end[0], w), min(end[1], h)
-			end[0], end[1] = max(end[0], start[0]), max(end[1], start[1])
-			out = false
+		w.axes = ax
+		for i, d := range w.axes {
+			if d < -ndim || d >= ndim {
+				return a.ArgDataErrorf(ws, "axes", "Axis %d out of range. Expected range is [%d, %d] for a %dD input", d, -ndim, ndim-1, ndim)
+			}
+			if d < 0 {
+				w.axes[i] = d + ndim
+			}
 		}
 	}
-	r = codec.Rect{X: start[0], Y: start[1], W: end[0] - start[0], H: end[1] - start[1]}
-	if r.W < 1 || r.H < 1 {
-		return r, false, s.args.DataErrorf(ws, "the slice [%d, %d) x [%d, %d) of the %dx%d image is empty", start[0], end[0], start[1], end[1], w, h)
+	if len(w.axes) == 0 {
+		for d := 0; d < ndim; d++ {
+			w.axes = append(w.axes, d)
+		}
 	}
-	return r, out, nil
+	return nil
 }
+
+// readInput reads the positional anchor or shape input of a sample.
+func (s *Slice) readInput(ws *engine.Workspace, k int, naxes int, buf []float64) ([]float64, error) {
+	t := ws.In[k]
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	sz := t.DType.Size()
+	if sz == 0 || len(t.Data) < n*sz || n != naxes {
+		return nil, s.args.DataErrorf(ws, "the %s input has shape %v; expected %d numbers, one per sliced axis", []string{"", "anchor", "shape"}[k], t.Shape, naxes)
+	}
+	buf = buf[:0]
+	for i := 0; i < n; i++ {
+		buf = append(buf, engine.ReadScalar(t.Data[i*sz:], t.DType))
+	}
+	return buf, nil
+}
+
+// Window computes a sample's window of an input of the given shape and layout, as
+// DALI does: from the inputs, start = round(anchor) and end = round(anchor + shape)
+// when both are relative (scaled by the extent), else start + round(shape); from the
+// named arguments, start = round(start or rel_start * extent) and end = round(end, or
+// rel_end * extent, or start + shape, or start + rel_shape * extent), the axes not
+// listed taken whole. Out of the input, the policy decides: an error, a padded window,
+// or one trimmed to the input.
+func (s *Slice) Window(ws *engine.Workspace, shape []int, layout string, w *SliceWindow) error {
+	ndim := len(shape)
+	if err := s.sliceAxes(ws, ndim, layout, w); err != nil {
+		return err
+	}
+	w.Start, w.Size = w.Start[:0], w.Size[:0]
+	for _, e := range shape {
+		w.Start = append(w.Start, 0)
+		w.Size = append(w.Size, e)
+	}
+	a := s.args
+	var err error
+	names := [6]string{"start", "rel_start", "end", "rel_end", "shape", "rel_shape"}
+	if s.named {
+		for k, n := range names {
+			w.named[k] = w.named[k][:0]
+			if !a.Given(n) {
+				continue
+			}
+			if w.named[k], err = a.FloatsAt(ws, n, w.named[k]); err != nil {
+				return err
+			}
+			if len(w.named[k]) != len(w.axes) {
+				return a.ArgDataErrorf(ws, n, "expected %d values (one per sliced axis %v), got %d", len(w.axes), w.axes, len(w.named[k]))
+			}
+		}
+	} else {
+		if w.anchor, err = s.readInput(ws, 1, len(w.axes), w.anchor); err != nil {
+			return err
+		}
+		if w.sh, err = s.readInput(ws, 2, len(w.axes), w.sh); err != nil {
+			return err
+		}
+	}
+	// Integer anchors and shapes are absolute whatever normalized_* say (DALI).
+	normAnchor := s.normAnchor && !s.named && ws.In[1].DType.IsFloat()
+	normShape := s.normShape && !s.named && ws.In[2].DType.IsFloat()
+	for i, d := range w.axes {
+		ext := float64(shape[d])
+		var lo, hi float64
+		if s.named {
+			lo, hi = 0, ext
+			switch {
+			case len(w.named[0]) > 0:
+				lo = w.named[0][i]
+			case len(w.named[1]) > 0:
+				lo = w.named[1][i] * ext
+			}
+			switch {
+			case len(w.named[2]) > 0:
+				hi = w.named[2][i]
+			case len(w.named[3]) > 0:
+				hi = w.named[3][i] * ext
+			case len(w.named[4]) > 0:
+				hi = lo + w.named[4][i]
+			case len(w.named[5]) > 0:
+				hi = lo + w.named[5][i]*ext
+			}
+			lo, hi = math.Round(lo), math.Round(hi)
+		} else {
+			an, sh := w.anchor[i], w.sh[i]
+			if normAnchor {
+				an *= ext
+			}
+			if normShape {
+				sh *= ext
+			}
+			lo = math.Round(an)
+			if normAnchor && normShape {
+				hi = math.Round(an + sh)
+			} else {
+				hi = lo + math.Round(sh)
+			}
+		}
+		if math.IsNaN(lo) || math.IsNaN(hi) || math.Abs(lo) > 1<<40 || math.Abs(hi) > 1<<40 {
+			return a.DataErrorf(ws, "the slice of axis %d ([%g, %g)) is not a window of the input %v", d, lo, hi, shape)
+		}
+		if hi < lo {
+			return a.DataErrorf(ws, "the slice of axis %d has a negative extent ([%g, %g)) for the input %v", d, lo, hi, shape)
+		}
+		w.Start[d], w.Size[d] = int(lo), int(hi-lo)
+	}
+	w.OutOfBounds = false
+	for d := range shape {
+		if w.Start[d] < 0 || w.Start[d]+w.Size[d] > shape[d] {
+			w.OutOfBounds = true
+		}
+	}
+	if !w.OutOfBounds {
+		return nil
+	}
+	switch s.policy {
+	case "error":
+		if s.Image && len(shape) == 3 {
+			return a.DataErrorf(ws, "cropping window [%d..%d, %d..%d] is not valid for image dimensions [%d x %d] (out_of_bounds_policy \"error\"; use \"pad\" or \"trim_to_shape\")",
+				w.Start[0], w.Start[0]+w.Size[0], w.Start[1], w.Start[1]+w.Size[1], shape[0], shape[1])
+		}
+		return a.DataErrorf(ws, "Slice can't be placed out of bounds with current policy. Got: anchor %v, shape %v, input shape %v (out_of_bounds_policy \"error\"; use \"pad\" or \"trim_to_shape\")", w.Start, w.Size, shape)
+	case "trim_to_shape":
+		for d := range shape {
+			lo, hi := max(w.Start[d], 0), min(w.Start[d]+w.Size[d], shape[d])
+			w.Start[d], w.Size[d] = lo, max(hi-lo, 0)
+		}
+		w.OutOfBounds = false
+	}
+	return nil
+}
+
+// String describes a window for messages.
+func (w *SliceWindow) String() string { return fmt.Sprintf("start %v size %v", w.Start, w.Size) }
 
 func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "decoders.image_slice",
 		Doc: "Decodes the window of each image given by the anchor and shape inputs (e.g. from random_bbox_crop: " +
-			"relative (x, y) values by default), decoding only that region when it lies inside the image.",
-		MinInputs: 3, MaxInputs: 3, Outputs: []string{"images"},
+			"relative (x, y) values by default) or the named start/end/shape arguments, decoding only that " +
+			"region when it lies inside the image.",
+		MinInputs: 1, MaxInputs: 3, Outputs: []string{"images"},
 		Args: append(append([]engine.ArgSpec{}, decoderArgs...), SliceArgs...),
 	})
 	engine.RegisterBackend("decoders.image_slice", "cpu", newSliceDecoder)
@@ -130,10 +304,12 @@ func init() {
 type sliceDecoder struct {
 	*cpuDecoder
 	slice *Slice
+	fill  byte
 }
 
 type sliceState struct {
 	decoderState
+	win     SliceWindow
 	pad     bool
 	roi     codec.Rect
 	full    []byte // the whole decoded image, for windows padded past its edges
@@ -150,7 +326,12 @@ func newSliceDecoder(a *engine.Args) (engine.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sliceDecoder{cpuDecoder: d.(*cpuDecoder), slice: s}, nil
+	s.Image = true
+	f := s.Fill[0]
+	if !(f >= 0 && f <= 255) {
+		return nil, a.Errorf("fill_values", "expected a value in [0, 255], got %v", f)
+	}
+	return &sliceDecoder{cpuDecoder: d.(*cpuDecoder), slice: s, fill: byte(f)}, nil
 }
 
 func (d *sliceDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
@@ -174,9 +355,18 @@ func (d *sliceDecoder) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	data, info := ws.In[0].Data, st.info
-	r, pad, err := d.slice.Window(ws, w, h)
-	if err != nil {
+	// The channel axis is whole: one channel stands in for it (a relative window of it
+	// is then [0, 1)).
+	if err := d.slice.Window(ws, []int{h, w, 1}, "HWC", &st.win); err != nil {
 		return err
+	}
+	if st.win.Start[2] != 0 || st.win.Size[2] != 1 {
+		return d.slice.args.DataErrorf(ws, "decoders.image_slice cuts height and width only; the window of the channel axis must be whole")
+	}
+	r := codec.Rect{X: st.win.Start[1], Y: st.win.Start[0], W: st.win.Size[1], H: st.win.Size[0]}
+	pad := st.win.OutOfBounds
+	if r.W < 1 || r.H < 1 {
+		return d.slice.args.DataErrorf(ws, "the slice %s of the %dx%d image is empty", st.win.String(), w, h)
 	}
 	st.roi, st.pad = r, pad
 	if ws.Limits.MaxImagePixels > 0 && int64(r.W)*int64(r.H) > ws.Limits.MaxImagePixels {
@@ -213,5 +403,5 @@ func (d *sliceDecoder) Run(ws *engine.Workspace) error {
 	if err != nil {
 		return err
 	}
-	return imaging.Crop(ws.Out[0].Data, st.full, st.fw, st.fh, c, st.roi.X, st.roi.Y, st.roi.W, st.roi.H, d.slice.Fill)
+	return imaging.Crop(ws.Out[0].Data, st.full, st.fw, st.fh, c, st.roi.X, st.roi.Y, st.roi.W, st.roi.H, d.fill)
 }

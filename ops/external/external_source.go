@@ -73,6 +73,10 @@ func (e *externalSource) Setup(ws *engine.Workspace) error {
 		return engine.Errorf(engine.StatusInternal, "external source %q: no fed sample for sample %d", ws.Node, ws.Sample)
 	}
 	ws.Out[0].SetShape(s.Shape...)
+	ws.Out[0].Layout = e.meta.Layout
+	if e.meta.Layout == "" {
+		ws.Out[0].Layout = s.Layout // feed_input(..., layout=...)
+	}
 	return nil
 }
 

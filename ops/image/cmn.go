@@ -1,6 +1,9 @@
 package image
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/imaging"
 )
@@ -9,24 +12,28 @@ func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "crop_mirror_normalize",
 		Doc: "Crops, mirrors, normalizes (out = scale * (in - mean) / std + shift) and changes the " +
-			"layout and type of HWC uint8 images in one pass. A resize feeding it is fused in.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
+			"layout and type of images (HWC, CHW), volumes (DHWC, CDHW) and sequences of them (F first) in " +
+			"one pass; no layout means HWC. HWC uint8 images take a fused fast path, and a resize feeding " +
+			"them is fused in.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: []engine.ArgSpec{
 			{Name: "crop", Type: engine.ArgFloatList, TensorInput: true, Doc: "crop size (height, width); default: no crop"},
 			{Name: "crop_h", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop height (alternative to crop)"},
 			{Name: "crop_w", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop width (alternative to crop)"},
 			{Name: "crop_pos_x", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position of the crop in [0, 1]; start = round(pos * (width - crop_w))"},
 			{Name: "crop_pos_y", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position of the crop in [0, 1]"},
+			{Name: "crop_d", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "crop depth of volumes (the D axis; F for sequences without D); 0: whole"},
+			{Name: "crop_pos_z", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "depthwise position of the crop in [0, 1]"},
 			{Name: "mirror", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flip horizontally when nonzero; per sample from random.coin_flip"},
 			{Name: "mean", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "per-channel mean (a scalar applies to all)"},
 			{Name: "std", Type: engine.ArgFloatList, Default: []float64{1}, TensorInput: true, Doc: "per-channel standard deviation"},
 			{Name: "scale", Type: engine.ArgFloat, Default: 1.0, Doc: "multiplies the normalized value"},
 			{Name: "shift", Type: engine.ArgFloat, Default: 0.0, Doc: "added after scaling"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "FLOAT, FLOAT16, UINT8 or INT8"},
-			{Name: "output_layout", Type: engine.ArgString, Default: "CHW", Doc: "CHW or HWC"},
+			{Name: "output_layout", Type: engine.ArgString, Default: "CHW", Doc: "the output's layout: a permutation of the input's (CHW, HWC, CDHW, FCHW, ...); the input's F is kept first when left out"},
 			{Name: "pad_output", Type: engine.ArgBool, Default: false, Doc: "pad channels to the next power of two with zeros"},
-			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "error, or pad (with fill_values) when the crop leaves the image"},
-			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value (only 0)"},
+			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "a crop leaving the input: error, pad (with fill_values) or trim_to_shape"},
+			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "output value of the padding: one, or one per channel"},
 			cropRoundingArg,
 		},
 	})
@@ -44,9 +51,14 @@ type CMNSpec struct {
 	CHW            bool
 	Pad            bool
 	PadOutOfBounds bool
+	Trim           bool      // out_of_bounds_policy trim_to_shape
+	Fill           []float32 // fill_values
+	OutLayout      string
+	cropD          bool // crop_d given: the generic path
 	dynCrop        bool // the crop size comes from pipeline values
 	dynNorm        bool // mean or std comes from pipeline values
 	rounding       cropRounding
+	read           func(src []byte, k int) float64 // the input's elements (generic path)
 }
 
 func newCMN(a *engine.Args) (*cmnOp, error) {
@@ -93,25 +105,24 @@ func newCMN(a *engine.Args) (*cmnOp, error) {
 	default:
 		return nil, a.Errorf("dtype", "expected FLOAT, FLOAT16, UINT8 or INT8, got %s", s.OutDType)
 	}
-	switch a.String("output_layout") {
-	case "CHW":
-		s.CHW = true
-	case "HWC":
-	default:
-		return nil, a.Errorf("output_layout", "expected CHW or HWC, got %q", a.String("output_layout"))
+	s.OutLayout = a.String("output_layout")
+	s.CHW = s.OutLayout == "CHW"
+	if s.OutLayout == "" || strings.Count(s.OutLayout, "C") != 1 {
+		return nil, a.Errorf("output_layout", "expected a layout with one C (CHW, HWC, CDHW, FCHW, ...), got %q", s.OutLayout)
 	}
 	switch a.String("out_of_bounds_policy") {
 	case "error":
 	case "pad":
 		s.PadOutOfBounds = true
+	case "trim_to_shape":
+		s.Trim = true
 	default:
-		return nil, a.Errorf("out_of_bounds_policy", "expected error or pad, got %q", a.String("out_of_bounds_policy"))
+		return nil, a.Errorf("out_of_bounds_policy", "expected error, pad or trim_to_shape, got %q", a.String("out_of_bounds_policy"))
 	}
 	for _, f := range a.Floats("fill_values") {
-		if f != 0 {
-			return nil, a.Errorf("fill_values", "only 0 is supported, got %v", a.Floats("fill_values"))
-		}
+		s.Fill = append(s.Fill, float32(f))
 	}
+	s.cropD = a.Given("crop_d")
 	var err error
 	if s.rounding, err = parseCropRounding(a); err != nil {
 		return nil, err
@@ -130,7 +141,92 @@ func (s *CMNSpec) outChannels(c int) int {
 	return c
 }
 
+// cmnLayouts are the input layouts crop_mirror_normalize takes (DALI's).
+var cmnLayouts = []string{"HWC", "CHW", "FHWC", "FCHW", "CFHW", "DHWC", "CDHW", "FDHWC", "FCDHW", "CFDHW"}
+
+// inputLayout is the layout the sample is processed as: its own, or HWC for a 3-d
+// sample without one.
+func (s *CMNSpec) inputLayout(layout string, ndim int) (string, error) {
+	if layout == "" && ndim == 3 {
+		layout = "HWC"
+	}
+	for _, l := range cmnLayouts {
+		if l == layout {
+			return layout, nil
+		}
+	}
+	if layout == "" {
+		return "", fmt.Errorf("input 0 has no layout and %d dimensions: it does not match any of the allowed layouts (a 3-d input without one is taken as HWC). Valid layouts are: %s", ndim, strings.Join(cmnLayouts, ", "))
+	}
+	return "", fmt.Errorf("The layout %q does not match any of the allowed layouts for input 0. Valid layouts are: %s", layout, strings.Join(cmnLayouts, ", "))
+}
+
+// outputLayout is output_layout for an input of layout in (its F kept first and its D
+// kept before H when output_layout leaves them out), with perm[i] the input axis of
+// output axis i.
+func (s *CMNSpec) outputLayout(in string, perm []int) (string, []int, error) {
+	o := s.OutLayout
+	if o[0] == 'F' && strings.IndexByte(in, 'F') < 0 {
+		o = o[1:] // a frame of a sequence (the graph runs sequences frame by frame)
+	}
+	if strings.IndexByte(in, 'D') >= 0 && strings.IndexByte(o, 'D') < 0 {
+		o = strings.Replace(o, "H", "DH", 1)
+	}
+	if in[0] == 'F' && strings.IndexByte(o, 'F') < 0 {
+		o = "F" + o
+	}
+	perm = perm[:0]
+	for i := 0; i < len(o); i++ {
+		j := strings.IndexByte(in, o[i])
+		if j < 0 || strings.IndexByte(o[i+1:], o[i]) >= 0 {
+			break
+		}
+		perm = append(perm, j)
+	}
+	if len(o) != len(in) || len(perm) != len(in) {
+		return "", nil, s.args.Errorf("output_layout", "%q is not a permutation of the input layout %q", s.OutLayout, in)
+	}
+	return o, perm, nil
+}
+
+// fast reports whether samples of this layout and type take the fused HWC uint8 kernel.
+func (s *CMNSpec) fast(layout string, dt engine.DType) bool {
+	if layout != "HWC" || dt != engine.UInt8 || s.cropD || s.Trim || (s.OutLayout != "HWC" && s.OutLayout != "CHW") {
+		return false
+	}
+	for _, f := range s.Fill {
+		if f != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *CMNSpec) meta(in engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if in.Shape == nil || in.DType.Size() == 0 || in.DType == engine.Bool {
+		return nil, s.args.Invalidf("input 0 must be images of known rank and a numeric type, got %s %v", in.DType, in.Shape)
+	}
+	s.read = readerOf(in.DType)
+	lazy := make([]int, len(in.Shape))
+	for i := range lazy {
+		lazy[i] = -1
+	}
+	if in.Layout == "" && (len(in.Shape) == 4 || len(in.Shape) == 5) {
+		// A volume or sequence whose layout comes with the data (feed_input): checked
+		// per sample.
+		return []engine.TensorMeta{{DType: s.OutDType, Shape: lazy}}, nil
+	}
+	lay, err := s.inputLayout(in.Layout, len(in.Shape))
+	if err != nil {
+		return nil, s.args.Invalidf("%v", err)
+	}
+	outLay, _, err := s.outputLayout(lay, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !s.fast(lay, in.DType) {
+		return []engine.TensorMeta{{DType: s.OutDType, Layout: outLay, Shape: lazy}}, nil
+	}
 	c := in.Shape[2]
 	for _, l := range [][]float32{s.Mean, s.Std} {
 		if !s.dynNorm && len(l) != 1 && c > 0 && len(l) != c {
@@ -154,6 +250,113 @@ func (s *CMNSpec) meta(in engine.TensorMeta) ([]engine.TensorMeta, error) {
 	return []engine.TensorMeta{m}, nil
 }
 
+// readerOf reads element k of a tensor of type dt as float64.
+func readerOf(dt engine.DType) func(src []byte, k int) float64 {
+	sz := dt.Size()
+	return func(src []byte, k int) float64 { return engine.ReadScalar(src[k*sz:], dt) }
+}
+
+// outOfBoundsMessage is DALI's wording for a window leaving the input.
+const outOfBoundsMessage = "Slice can't be placed out of bounds with current policy."
+
+// paramsND fills the generic description of one sample (any layout and type).
+func (s *CMNSpec) paramsND(ws *engine.Workspace, st *cmnState) error {
+	a := s.args
+	in := ws.In[0]
+	lay, err := s.inputLayout(in.Layout, len(in.Shape))
+	if err != nil {
+		return a.DataErrorf(ws, "%v", err)
+	}
+	outLay, perm, err := s.outputLayout(lay, st.nd.Perm)
+	if err != nil {
+		return err
+	}
+	nd := &st.nd
+	n := len(in.Shape)
+	nd.Perm, nd.InShape = perm, in.Shape
+	nd.Start, nd.Size = nd.Start[:0], nd.Size[:0]
+	for _, e := range in.Shape {
+		nd.Start = append(nd.Start, 0)
+		nd.Size = append(nd.Size, e)
+	}
+	cw, ch := s.CropW, s.CropH
+	if s.dynCrop {
+		if cw, ch, err = cropSizeAt(a, ws); err != nil {
+			return err
+		}
+	}
+	cd := 0.0
+	if s.cropD {
+		if cd, err = a.FloatAt(ws, "crop_d"); err != nil {
+			return err
+		}
+		if !(cd >= 0 && cd < 1<<30) {
+			return a.ArgDataErrorf(ws, "crop_d", "expected a non-negative depth, got %g", cd)
+		}
+	}
+	wAx, hAx, dAx := strings.IndexByte(lay, 'W'), strings.IndexByte(lay, 'H'), strings.IndexByte(lay, 'D')
+	if dAx < 0 && s.cropD {
+		dAx = strings.IndexByte(lay, 'F') // a sequence cropped along its frames
+	}
+	for _, c := range [3]struct {
+		ax   int
+		crop int
+		pos  string
+	}{{wAx, cw, "crop_pos_x"}, {hAx, ch, "crop_pos_y"}, {dAx, int(cd), "crop_pos_z"}} {
+		if c.ax < 0 || c.crop <= 0 {
+			continue
+		}
+		p, err := a.FloatAt(ws, c.pos)
+		if err != nil {
+			return err
+		}
+		nd.Start[c.ax], nd.Size[c.ax] = s.rounding.start(p, in.Shape[c.ax]-c.crop), c.crop
+	}
+	for j := 0; j < n; j++ {
+		if nd.Start[j] >= 0 && nd.Start[j]+nd.Size[j] <= in.Shape[j] {
+			continue
+		}
+		switch {
+		case s.Trim:
+			lo, hi := max(nd.Start[j], 0), min(nd.Start[j]+nd.Size[j], in.Shape[j])
+			nd.Start[j], nd.Size[j] = lo, max(hi-lo, 0)
+		case !s.PadOutOfBounds:
+			return a.DataErrorf(ws, "%s Got: start %v, shape %v for the input of shape %v (out_of_bounds_policy \"error\"; use \"pad\" or \"trim_to_shape\")", outOfBoundsMessage, nd.Start, nd.Size, in.Shape)
+		}
+	}
+	cAx := strings.IndexByte(lay, 'C')
+	c := in.Shape[cAx]
+	nd.ChanAxis, nd.OutC = cAx, s.outChannels(c)
+	nd.Mean, nd.Std = s.Mean, s.Std
+	if s.dynNorm {
+		if nd.Mean, nd.Std, err = s.normAt(ws, c); err != nil {
+			return err
+		}
+	}
+	for _, l := range [][]float32{nd.Mean, nd.Std} {
+		if len(l) > 1 && len(l) != c {
+			return a.DataErrorf(ws, "mean and std need 1 or %d values (one per channel), got %d", c, len(l))
+		}
+	}
+	if len(s.Fill) > 1 && len(s.Fill) < c {
+		return a.ArgDataErrorf(ws, "fill_values", "needs 1 or at least %d values (one per channel), got %d", c, len(s.Fill))
+	}
+	mirror, err := a.BoolAt(ws, "mirror")
+	if err != nil {
+		return err
+	}
+	nd.MirrorAxis = -1
+	if mirror {
+		nd.MirrorAxis = wAx
+	}
+	nd.Scale, nd.Shift, nd.Fill, nd.Out = s.Scale, s.Shift, s.Fill, s.Out
+	out := ws.Out[0]
+	st.shape = nd.OutShape(st.shape[:0])
+	out.SetShape(st.shape...)
+	out.Layout = outLay
+	return nil
+}
+
 // params fills the normalization of one sample whose (resized) input is w x h.
 func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizeParams) error {
 	cw, ch := s.CropW, s.CropH
@@ -166,7 +369,7 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 	mean, std := s.Mean, s.Std
 	if s.dynNorm {
 		var err error
-		if mean, std, err = s.normAt(ws); err != nil {
+		if mean, std, err = s.normAt(ws, ws.In[0].Shape[2]); err != nil {
 			return err
 		}
 	}
@@ -182,7 +385,7 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 		return err
 	}
 	if !s.PadOutOfBounds && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
-		return s.args.DataErrorf(ws, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
+		return s.args.DataErrorf(ws, "%s Got: crop %dx%d at (%d, %d), which leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\" or \"trim_to_shape\")", outOfBoundsMessage, cw, ch, x, y, w, h)
 	}
 	*np = imaging.NormalizeParams{Mean: mean, Std: std, Scale: s.Scale, Shift: s.Shift, Out: s.Out,
 		CHW: s.CHW, PadChannels: s.Pad, Mirror: mirror, CropX: x, CropY: y, CropW: cw, CropH: ch}
@@ -190,13 +393,9 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 }
 
 // normAt reads this sample's mean and std (either may be constant) and checks them
-// against the sample's channel count.
-func (s *CMNSpec) normAt(ws *engine.Workspace) ([]float32, []float32, error) {
+// against the sample's channel count c.
+func (s *CMNSpec) normAt(ws *engine.Workspace, c int) ([]float32, []float32, error) {
 	a := s.args
-	c := 0
-	if in := ws.In[0]; len(in.Shape) == 3 {
-		c = in.Shape[2]
-	}
 	var out [2][]float32
 	for k, name := range []string{"mean", "std"} {
 		v, err := a.FloatsAt(ws, name, nil)
@@ -247,21 +446,40 @@ func (s *CMNSpec) setShape(t *engine.Tensor, cw, ch, c int) {
 	oc := s.outChannels(c)
 	if s.CHW {
 		t.SetShape(oc, ch, cw)
+		t.Layout = "CHW"
 	} else {
 		t.SetShape(ch, cw, oc)
+		t.Layout = "HWC"
 	}
 }
 
 type cmnOp struct{ spec *CMNSpec }
 
-type cmnState struct{ np imaging.NormalizeParams }
+type cmnState struct {
+	np      imaging.NormalizeParams
+	generic bool // this sample takes the N-d path (nd)
+	nd      imaging.NormalizeND
+	shape   []int
+}
 
 func (o *cmnOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.spec.meta(in[0]) }
-func (o *cmnOp) NewWorkerState() any                                       { return &cmnState{} }
+
+// WholeSequences: with crop_d, a sequence without D is cropped along its frames, so it
+// is taken whole rather than frame by frame.
+func (o *cmnOp) WholeSequences() bool { return o.spec.cropD }
+func (o *cmnOp) NewWorkerState() any  { return &cmnState{} }
 
 func (o *cmnOp) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*cmnState)
 	in := ws.In[0]
+	lay := in.Layout
+	if lay == "" && len(in.Shape) == 3 {
+		lay = "HWC"
+	}
+	st.generic = !o.spec.fast(lay, in.DType)
+	if st.generic {
+		return o.spec.paramsND(ws, st)
+	}
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	if err := o.spec.params(ws, w, h, &st.np); err != nil {
 		return err
@@ -273,6 +491,9 @@ func (o *cmnOp) Setup(ws *engine.Workspace) error {
 func (o *cmnOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*cmnState)
 	in := ws.In[0]
+	if st.generic {
+		return imaging.CropMirrorNormalizeND(ws.Out[0].Data, in.Data, o.spec.read, &st.nd)
+	}
 	return imaging.CropMirrorNormalize(ws.Out[0].Data, in.Data, in.Shape[1], in.Shape[0], in.Shape[2], &st.np)
 }
 
@@ -280,7 +501,7 @@ func (o *cmnOp) Run(ws *engine.Workspace) error {
 // cropped, mirrored output.
 func (o *cmnOp) Fuse(p engine.Operator) (engine.Operator, bool) {
 	r, ok := p.(*resizeOp)
-	if !ok || r.dynamic {
+	if !ok || r.dynamic || !o.spec.fast("HWC", engine.UInt8) {
 		return nil, false
 	}
 	return &resizeCMNOp{resize: r, cmn: o}, true

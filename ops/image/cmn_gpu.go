@@ -35,7 +35,16 @@ type gpuCMN struct {
 	channels []int
 }
 
-func (o *gpuCMN) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
+// Infer: the gpu variant takes what the fused kernel does, HWC uint8 images.
+func (o *gpuCMN) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if err := engine.CheckInput(o.cpu.spec.args, 0, in[0], hwc, u8); err != nil {
+		return nil, err
+	}
+	if !o.cpu.spec.fast("HWC", engine.UInt8) {
+		return nil, o.cpu.spec.args.Invalidf("on the gpu: crop_d, trim_to_shape, nonzero fill_values and output layouts other than HWC/CHW are cpu only")
+	}
+	return o.cpu.Infer(in)
+}
 
 func (o *gpuCMN) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]

@@ -26,7 +26,16 @@ type gpuCrop struct {
 	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
 
-func (o *gpuCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
+// Infer: the gpu variant crops HWC uint8 images (the cpu one any layout and type).
+func (o *gpuCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if err := engine.CheckInput(o.cpu.args, 0, in[0], hwc, u8); err != nil {
+		return nil, err
+	}
+	if !o.cpu.fast("HWC", engine.UInt8) {
+		return nil, o.cpu.args.Invalidf("on the gpu: crop depth, trim_to_shape, per-channel or non-byte fill_values and dtype other than UINT8 are cpu only")
+	}
+	return o.cpu.Infer(in)
+}
 
 func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
@@ -40,7 +49,7 @@ func (o *gpuCrop) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	if !o.cpu.pad && (x < 0 || y < 0 || x+cw > w || y+ch > h) {
-		return o.cpu.args.DataErrorf(ws, "crop %dx%d at (%d, %d) leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", cw, ch, x, y, w, h)
+		return o.cpu.args.DataErrorf(ws, "%s Got: crop %dx%d at (%d, %d), which leaves the %dx%d image (out_of_bounds_policy=\"error\"; use \"pad\")", outOfBoundsMessage, cw, ch, x, y, w, h)
 	}
 	ws.Out[0].SetShape(ch, cw, c)
 	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, X: x, Y: y,
@@ -60,7 +69,13 @@ type gpuFlip struct {
 	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
 
-func (o *gpuFlip) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) { return o.cpu.Infer(in) }
+// Infer: the gpu flip takes HWC uint8 images (the cpu one any layout and type).
+func (o *gpuFlip) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	if err := engine.CheckInput(o.cpu.args, 0, in[0], hwc, u8); err != nil {
+		return nil, err
+	}
+	return o.cpu.Infer(in)
+}
 
 func (o *gpuFlip) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]

@@ -100,8 +100,16 @@ type gpuRandomResizedCrop struct {
 	plan gpuPlan[kernels.ResizeSample, *kernels.ResizeSample]
 }
 
+// Infer: the gpu variant resizes HWC uint8 images (the cpu one any layout and type).
 func (o *gpuRandomResizedCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	return o.cpu.Infer(in)
+	if err := engine.CheckInput(o.cpu.args, 0, in[0], hwc, u8); err != nil {
+		return nil, err
+	}
+	m, err := o.cpu.Infer(in)
+	if err == nil && o.cpu.out != engine.UInt8 {
+		return nil, o.cpu.args.Errorf("dtype", "the gpu variant outputs UINT8 only")
+	}
+	return m, err
 }
 
 func (o *gpuRandomResizedCrop) Setup(ws *engine.Workspace) error {

@@ -65,6 +65,9 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 			return nil, a.Errorf("shape", "%v is too large for a constant", shape)
 		}
 	}
+	if n == 0 && total != 0 {
+		return nil, a.Errorf("fdata", "needs at least one value (none fits only a shape with no elements)")
+	}
 	if n != 1 && n != total {
 		if n == 0 {
 			return nil, a.Errorf("fdata", "needs at least one value for shape %v", shape)

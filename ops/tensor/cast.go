@@ -52,6 +52,10 @@ func (o *castOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	return []engine.TensorMeta{m}, nil
 }
 
+// TakesDynamicInputs: cast reads its input's type per sample, so it may follow a
+// python_function (whose output type is known only when it runs).
+func (o *castOp) TakesDynamicInputs() bool { return true }
+
 func (o *castOp) Setup(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
 	out.DType = o.dtype

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/godali/godali/engine"
 )
@@ -16,8 +17,9 @@ func init() {
 			"src_dims alone (a permutation-free selection; -1 inserts a unit dimension). One " +
 			"negative extent receives what the volume needs. The layout is kept when the number " +
 			"of dimensions is, else reset, unless layout is given; layout alone keeps the shape " +
-			"and relabels the dimensions (DALI's reshape(layout=...)).",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+			"and relabels the dimensions (DALI's reshape(layout=...)). The shape may also come as a second " +
+			"input (integers, one per output dimension, per sample).",
+		MinInputs: 1, MaxInputs: 2, Outputs: []string{"output"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "the output shape; one extent may be negative (inferred)"},
 			{Name: "rel_shape", Type: engine.ArgFloatList, TensorInput: true, Doc: "the output shape relative to the input's (exclusive with shape)"},
@@ -67,15 +69,13 @@ func copyRun(ws *engine.Workspace) error {
 }
 
 type reshapeOp struct {
-	args *engine.Args
+	args       *engine.Args
+	shapeInput bool // the shape comes as input 1
 }
 
 func newReshape(a *engine.Args) (engine.Operator, error) {
 	if a.Given("shape") && a.Given("rel_shape") {
 		return nil, a.Errorf("shape", "give shape or rel_shape, not both")
-	}
-	if !a.Given("shape") && !a.Given("rel_shape") && !a.Has("src_dims") && !a.Given("layout") {
-		return nil, a.Errorf("shape", "give shape, rel_shape, src_dims or layout")
 	}
 	neg := 0
 	for _, d := range a.Ints("shape") {
@@ -94,7 +94,7 @@ func newReshape(a *engine.Args) (engine.Operator, error) {
 	if sd := a.Ints("src_dims"); sd != nil && a.Has("shape") {
 		return nil, a.Errorf("src_dims", "goes with rel_shape (or alone), not with shape")
 	} else if rs := a.Floats("rel_shape"); sd != nil && rs != nil && len(rs) != len(sd) {
-		return nil, a.Errorf("src_dims", "needs one entry per rel_shape extent (%d), got %d", len(rs), len(sd))
+		return nil, a.Errorf("src_dims", "``src_dims`` and ``rel_shape`` have different lengths: %d vs %d (one input dimension per rel_shape extent)", len(sd), len(rs))
 	}
 	return &reshapeOp{args: a}, nil
 }
@@ -121,7 +121,10 @@ func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, err
 			return 1, nil
 		}
 		if k < 0 || k >= len(in) {
-			return 0, fmt.Errorf("%s: output dimension %d takes input dimension %d, but the input is %d-D %v", o.where(), i, k, len(in), in)
+			if src == nil {
+				return 0, fmt.Errorf("%s: ``rel_shape`` has more elements (%d) than there are dimensions in the input (%d) %v; use ``src_dims`` to say which input dimension each extent scales", o.where(), len(rel), len(in), in)
+			}
+			return 0, fmt.Errorf("%s: src_dims[%d] = %d is out of bounds for the %d-D input %v", o.where(), i, k, len(in), in)
 		}
 		return in[k], nil
 	}
@@ -177,6 +180,9 @@ func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, err
 				rest *= d
 			}
 		}
+		if vol == 0 {
+			return nil, fmt.Errorf("%s: Cannot infer the size of dimension %d when the volume of the input is 0. Input shape: %s", o.where(), infer, shapeString(in))
+		}
 		if rest == 0 || vol%rest != 0 {
 			return nil, fmt.Errorf("%s: cannot infer extent %d of %v for an input of shape %v (%d elements)", o.where(), infer, out, in, vol)
 		}
@@ -187,15 +193,27 @@ func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, err
 		n *= d
 	}
 	if n != vol {
-		return nil, fmt.Errorf("%s: shape %v has %d elements, the input %v has %d; reshape keeps the elements", o.where(), out, n, in, vol)
+		return nil, fmt.Errorf("%s: The volume of the new shape should match the one of the original shape. Requested a shape with %d elements but the original shape has %d elements. (shape %v, input %v)", o.where(), n, vol, out, in)
 	}
 	return out, nil
+}
+
+// shapeString writes a shape as DALI does in messages: "320 x 0".
+func shapeString(s []int) string {
+	var b strings.Builder
+	for i, d := range s {
+		if i > 0 {
+			b.WriteString(" x ")
+		}
+		fmt.Fprint(&b, d)
+	}
+	return b.String()
 }
 
 func (o *reshapeOp) layout(inLayout string, inDims, outDims int) (string, error) {
 	if o.args.Has("layout") {
 		l := o.args.String("layout")
-		if l != "" && len(l) != outDims {
+		if l != "" && outDims >= 0 && len(l) != outDims { // unknown rank (-1): checked per sample
 			return "", fmt.Errorf("%s: argument \"layout\": %q has %d names, the output has %d dimensions", o.where(), l, len(l), outDims)
 		}
 		return l, nil
@@ -206,10 +224,42 @@ func (o *reshapeOp) layout(inLayout string, inDims, outDims int) (string, error)
 	return "", nil
 }
 
+// TakesDynamicInputs: reshape reads its input's type and shape per sample, so it may
+// follow a python_function (the data or the shape input, or a per-sample shape).
+func (o *reshapeOp) TakesDynamicInputs() bool { return true }
+
 func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	a := o.args
 	m := engine.TensorMeta{DType: in[0].DType}
 	nd := -1
+	if len(in) == 2 {
+		o.shapeInput = true
+		if a.Given("shape") || a.Given("rel_shape") || a.Has("src_dims") {
+			return nil, a.Invalidf("the shape is given twice: by input 1 and by shape/rel_shape/src_dims; use one")
+		}
+		if s := in[1].Shape; len(s) == 1 && s[0] >= 0 {
+			nd = s[0]
+		}
+		if nd >= 0 {
+			m.Shape = make([]int, nd)
+			for i := range m.Shape {
+				m.Shape[i] = -1
+			}
+		}
+		inDims := -1
+		if in[0].Shape != nil {
+			inDims = len(in[0].Shape)
+		}
+		l, err := o.layout(in[0].Layout, inDims, nd)
+		if err != nil {
+			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
+		}
+		m.Layout = l
+		return []engine.TensorMeta{m}, nil
+	}
+	if !a.Given("shape") && !a.Given("rel_shape") && !a.Has("src_dims") && !a.Given("layout") {
+		return nil, a.Errorf("shape", "give shape, rel_shape, src_dims or layout (or the shape as input 1)")
+	}
 	switch {
 	case a.Has("shape"):
 		nd = len(a.Ints("shape"))
@@ -234,7 +284,7 @@ func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		for i := range m.Shape {
 			m.Shape[i] = -1
 		}
-		if a.Has("shape") {
+		if a.Has("shape") && !in[0].IsDynamic() { // a dynamic input's element size is unknown: no dense output
 			for i, d := range a.Ints("shape") {
 				if d >= 0 {
 					m.Shape[i] = int(d)
@@ -258,6 +308,21 @@ func (o *reshapeOp) Setup(ws *engine.Workspace) error {
 	a := o.args
 	shape := a.Ints("shape")
 	rel := a.Floats("rel_shape")
+	if o.shapeInput {
+		t := ws.In[1]
+		n := 1
+		for _, d := range t.Shape {
+			n *= d
+		}
+		sz := t.DType.Size()
+		if sz == 0 || t.DType.IsFloat() || len(t.Shape) > 1 || len(t.Data) < n*sz {
+			return a.DataErrorf(ws, "the shape input must hold integers, one per output dimension; got %s %v", t.DType, t.Shape)
+		}
+		shape = make([]int64, n)
+		for i := range shape {
+			shape[i] = int64(engine.ReadScalar(t.Data[i*sz:], t.DType))
+		}
+	}
 	if a.AnyPerSample("shape") {
 		v, err := a.FloatsAt(ws, "shape", nil)
 		if err != nil {

@@ -120,9 +120,10 @@ def _dl_of(arr, what):
 class _Converted:
     """One output's batch, ready for the library."""
 
-    __slots__ = ("dense", "arrays", "dtype", "ndim", "keep")
+    __slots__ = ("dense", "arrays", "dtype", "ndim", "keep", "layout")
 
     def __init__(self, data, batch_size, dtype, what):
+        self.layout = None  # feed_input(layout=...): the layout this batch is fed with
         np = _np()
         if data is None or isinstance(data, dict):
             raise TypeError("godali: %s: a batch must be a list of samples or an array whose "
@@ -419,7 +420,8 @@ class _Group:
     def send(self, conv, from_source):
         p = self.pipe
         for j, c in enumerate(conv):
-            c.feed(p._lib, p._handle, self.nodes[j].name, self.layouts[j],
+            lay = c.layout or self.layouts[j]  # feed_input(layout=) wins
+            c.feed(p._lib, p._handle, self.nodes[j].name, lay,
                    self.copy_for(from_source), self.what(j))
         self.fed = True
         if self.repeat_last:
@@ -590,6 +592,7 @@ def feed_input(pipe, name, data, layout=None, no_copy=None):
             if n.name == name:
                 conv = _Converted(data, pipe._batch_size, g.dtypes[j], g.what(j))
                 lay = layout if layout is not None else g.layouts[j]
+                conv.layout = lay
                 if not pipe._handle:
                     if len(g.nodes) != 1:
                         raise ValueError("godali: feed_input(%r): build the pipeline before "

@@ -29,6 +29,7 @@ LEGACY_OPS_NAMES = {
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
     "ImageDecoderCrop": "decoders.image_crop",
     "ImageDecoderSlice": "decoders.image_slice",
+    "ImageDecoderCrop": "decoders.image_crop",
     "CoinFlip": "random.coin_flip",
     "Uniform": "random.uniform",
     "NormalDistribution": "random.normal",

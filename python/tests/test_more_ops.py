@@ -219,12 +219,16 @@ def test_color_space_conversion_matches_bt601(jpegs):
 
 # --- pad ---------------------------------------------------------------------------------------
 
-def _pad_ref(x, axes, shape=None, align=None, fill=0):
+def _pad_ref(x, axes, shape=None, align=None, fill=0, batch_max=None):
+    """DALI's pad: an axis grows to shape[j] (never shrinks), or where shape is absent or
+    -1 to the batch's largest extent (batch_max), then to a multiple of align."""
     out = list(x.shape)
     for j, d in enumerate(axes):
         e = x.shape[d]
-        if shape is not None:
+        if shape is not None and int(shape[j]) >= 0:
             e = max(e, int(shape[j]))
+        elif batch_max is not None:
+            e = batch_max[d]
         if align is not None:
             a = align[0] if len(align) == 1 else align[j]
             e = -(-e // a) * a
@@ -242,17 +246,23 @@ def test_pad_matches_numpy(jpegs):
                 fn.pad(img, axis_names="WH", shape=[64, 50]),
                 fn.pad(img, axis_names="HW", align=[16]),
                 fn.pad(img, axes=[0, 1], shape=s, align=[1, 8], fill_value=300),
-                fn.pad(img, axes=[-1], shape=[4], fill_value=255))
+                fn.pad(img, axes=[-1], shape=[4], fill_value=255),
+                fn.pad(img),  # every axis to the batch's largest extent
+                fn.pad(img, axes=[0, 1], shape=[-1, 40], fill_value=3))
 
-    imgs, ss, a, b, c, d, e = _run(jpegs, graph)
+    imgs, ss, a, b, c, d, e, f, g = _run(jpegs, graph)
+    big = np.max([im.shape for im in imgs], axis=0)
+    assert len({im.shape for im in imgs}) > 1  # the batch max matters
     for i, img in enumerate(imgs):
         np.testing.assert_array_equal(a[i], _pad_ref(img, [0, 1], [60, 72], fill=7))
         np.testing.assert_array_equal(b[i], _pad_ref(img, [1, 0], [64, 50]))
-        np.testing.assert_array_equal(c[i], _pad_ref(img, [0, 1], align=[16]))
+        np.testing.assert_array_equal(c[i], _pad_ref(img, [0, 1], align=[16], batch_max=big))
         np.testing.assert_array_equal(d[i], _pad_ref(img, [0, 1], ss[i], align=[1, 8], fill=255))  # saturated
         np.testing.assert_array_equal(e[i], _pad_ref(img, [2], [4], fill=255))
-    with pytest.raises(Exception, match="shape"):
-        _run(jpegs, lambda img: (fn.pad(img),))
+        np.testing.assert_array_equal(f[i], _pad_ref(img, [0, 1, 2], batch_max=big))
+        np.testing.assert_array_equal(g[i], _pad_ref(img, [0, 1], [-1, 40], fill=3, batch_max=big))
+    with pytest.raises(Exception, match="align"):
+        _run(jpegs, lambda img: (fn.pad(img, align=[0]),))
 
 
 # --- erase -------------------------------------------------------------------------------------
