@@ -173,11 +173,17 @@ func (d *sliceDecoder) Setup(ws *engine.Workspace) error {
 	if err != nil {
 		return err
 	}
-	data, info := ws.In[0].Data, st.info
 	r, pad, err := d.slice.Window(ws, w, h)
 	if err != nil {
 		return err
 	}
+	return d.setupWindow(ws, st, r, pad)
+}
+
+// setupWindow sets the output shape for the window r of the probed image (pad: r leaves
+// the image, which is decoded whole and padded).
+func (d *sliceDecoder) setupWindow(ws *engine.Workspace, st *sliceState, r codec.Rect, pad bool) error {
+	data, info := ws.In[0].Data, st.info
 	st.roi, st.pad = r, pad
 	if ws.Limits.MaxImagePixels > 0 && int64(r.W)*int64(r.H) > ws.Limits.MaxImagePixels {
 		return engine.Errorf(engine.StatusData, "slice is %dx%d pixels, more than max_image_pixels=%d", r.W, r.H, ws.Limits.MaxImagePixels)
