@@ -1,11 +1,15 @@
 package image
 
-import "github.com/godali/godali/engine"
+import (
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/imaging"
+)
 
 // resize_crop_mirror and fast_resize_crop_mirror (DALI's legacy alias, antialias off by
-// default): resize, then crop, then flip horizontally, in one pass: the crop window is
-// taken back through the resize to a region of the input, which is resized straight to
-// the window's size, so the result is the same as resize + crop + flip.
+// default): resize, then crop, then flip, with the results of resize + crop + flip bit for
+// bit. (Resizing only the input region the window shows, as DALI does, would save work
+// but can differ by 2 levels: the separable resize rounds between its passes, and their
+// order depends on the sizes.)
 func init() {
 	base, _ := engine.LookupSchema("resize") // resize.go's init runs first (file order)
 	for _, name := range []string{"resize_crop_mirror", "fast_resize_crop_mirror"} {
@@ -22,11 +26,11 @@ func init() {
 			engine.ArgSpec{Name: "crop_w", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "window width (alternative to crop)"},
 			engine.ArgSpec{Name: "crop_pos_x", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "horizontal position of the window in [0, 1]"},
 			engine.ArgSpec{Name: "crop_pos_y", Type: engine.ArgFloat, Default: 0.5, TensorInput: true, Doc: "vertical position of the window in [0, 1]"},
-			engine.ArgSpec{Name: "mirror", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flip the result horizontally when nonzero; may come per sample"},
+			engine.ArgSpec{Name: "mirror", Type: engine.ArgInt, Default: 0, TensorInput: true, Doc: "flips of the result, a bit mask: 1 horizontal, 2 vertical, 3 both; may come per sample"},
 		)
 		doc := "Resizes HWC uint8 images (arguments as resize), crops the window crop at " +
-			"crop_pos_x/crop_pos_y from the result and flips it horizontally where mirror is " +
-			"nonzero, as DALI's resize_crop_mirror, in one resampling of the input region the window shows."
+			"crop_pos_x/crop_pos_y from the result and flips it as mirror says (1 horizontally, 2 " +
+			"vertically, 3 both), as DALI's resize_crop_mirror (the same results as resize + crop + flip)."
 		if name == "fast_resize_crop_mirror" {
 			doc = "DALI's legacy alias of resize_crop_mirror, with antialias off by default. " + doc
 		}
@@ -48,7 +52,9 @@ type resizeCropMirrorOp struct {
 
 type resizeCropMirrorState struct {
 	resizeState
-	fullW int // the width of the whole resized image: it picks the filter
+	fullW, fullH int    // the whole resized image
+	x, y         int    // the window's corner in it
+	full         []byte // the whole resized image, when a window is taken
 }
 
 func newResizeCropMirror(a *engine.Args) (*resizeCropMirrorOp, error) {
@@ -119,7 +125,7 @@ func (o *resizeCropMirrorOp) Setup(ws *engine.Workspace) error {
 	if ow == 0 || oh == 0 {
 		return a.DataErrorf(ws, "empty input region %v of a %dx%d image", roi, w, h)
 	}
-	st.fullW, st.roi = ow, roi
+	st.roi = roi
 	cw, ch := ow, oh
 	if o.crop {
 		if cw, ch = o.cw, o.ch; o.dynCrop {
@@ -137,10 +143,9 @@ func (o *resizeCropMirrorOp) Setup(ws *engine.Workspace) error {
 		if err != nil {
 			return err
 		}
-		x, y = min(max(x, 0), ow-cw), min(max(y, 0), oh-ch)
-		sx, sy := (roi[2]-roi[0])/float64(ow), (roi[3]-roi[1])/float64(oh)
-		st.roi = [4]float64{roi[0] + float64(x)*sx, roi[1] + float64(y)*sy, roi[0] + float64(x+cw)*sx, roi[1] + float64(y+ch)*sy}
+		st.x, st.y = min(max(x, 0), ow-cw), min(max(y, 0), oh-ch)
 	}
+	st.fullW, st.fullH = ow, oh
 	ws.Out[0].SetShape(ch, cw, c)
 	return nil
 }
@@ -150,18 +155,41 @@ func (o *resizeCropMirrorOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*resizeCropMirrorState)
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	oh, ow := out.Shape[0], out.Shape[1]
-	if err := st.plan.Init(w, h, st.roi, ow, oh, o.spec.Interp(w, st.fullW), o.spec.Antialias); err != nil {
+	if err := st.plan.Init(w, h, st.roi, st.fullW, st.fullH, o.spec.Interp(w, st.fullW), o.spec.Antialias); err != nil {
 		return o.args.DataErrorf(ws, "%v", err)
 	}
-	if err := st.plan.Resize(out.Data, in.Data, c, &st.scratch); err != nil {
+	dst := out.Data
+	if ow != st.fullW || oh != st.fullH {
+		if n := st.fullW * st.fullH * c; cap(st.full) < n {
+			st.full = make([]byte, n)
+		} else {
+			st.full = st.full[:n]
+		}
+		dst = st.full
+	}
+	if err := st.plan.Resize(dst, in.Data, c, &st.scratch); err != nil {
 		return err
+	}
+	if ow != st.fullW || oh != st.fullH {
+		if err := imaging.Crop(out.Data, st.full, st.fullW, st.fullH, c, st.x, st.y, ow, oh, 0); err != nil {
+			return err
+		}
 	}
 	mirror, err := o.args.IntAt(ws, "mirror")
 	if err != nil {
 		return err
 	}
-	if mirror != 0 {
+	if mirror&1 != 0 {
 		mirrorRows(out.Data, ow, oh, c)
+	}
+	if mirror&2 != 0 {
+		row := ow * c
+		for y, z := 0, oh-1; y < z; y, z = y+1, z-1 {
+			a, b := out.Data[y*row:(y+1)*row], out.Data[z*row:(z+1)*row]
+			for i := range a {
+				a[i], b[i] = b[i], a[i]
+			}
+		}
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ func newCaffeReader(c2 bool) engine.Factory {
 			r.label = r.labelType != noLabel
 		}
 		if r.image {
-			r.outs = append(r.outs, engine.TensorMeta{DType: engine.UInt8})
+			r.outs = append(r.outs, engine.TensorMeta{DType: engine.UInt8, Shape: []int{-1}}) // encoded bytes, 1-D
 		}
 		if r.label {
 			m := engine.TensorMeta{DType: engine.Int32, Shape: []int{1}}
