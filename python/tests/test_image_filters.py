@@ -265,3 +265,55 @@ def test_image_crop_window_too_large_names_crop(jpegs):
     with pytest.raises(Exception, match='argument "crop"'):
         pipe.run()
     pipe.close()
+
+
+# --- tensor_resize ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["tensor_resize", "experimental.tensor_resize"])
+@pytest.mark.parametrize("mode, interp", [("bilinear", types.INTERP_LINEAR), ("nearest-exact", types.INTERP_NN)])
+@pytest.mark.parametrize("size", [(7, 11), (3, 5), (16, 4)])
+def test_tensor_resize_vs_torch_interpolate(name, mode, interp, size):
+    # torch's half-pixel sampling (align_corners=False) without antialiasing is DALI's
+    # tensor_resize with sizes and antialias=False; "nearest-exact" is its NN rounding
+    torch = pytest.importorskip("torch")
+    op = fn.experimental.tensor_resize if name.startswith("experimental") else fn.tensor_resize
+    data = [RNG.normal(size=(2, 6, 9)).astype(np.float32), RNG.normal(size=(1, 4, 13)).astype(np.float32)]
+    (got,) = _run(lambda x: op(x, sizes=list(size), axes=[1, 2], interp_type=interp, antialias=False), data,
+                  layout="CHW")
+    for d, g in zip(data, got):
+        kw = dict(align_corners=False) if mode == "bilinear" else {}
+        want = torch.nn.functional.interpolate(torch.from_numpy(d)[None], size=size, mode=mode, **kw)[0].numpy()
+        assert g.shape == want.shape
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_resize_scales_alignment_and_uint8():
+    # scales 0.6 of 4 elements: 2 outputs showing 4 / 3.33 of the input; alignment 0/1 puts
+    # that region at the start/end: sample points (d + .5) / .6 - .5 + alignment * (4 - 2 / .6)
+    data = [np.array([[0, 10, 20, 30]], np.uint8)]
+    for align in (0.0, 0.5, 1.0):
+        (got,) = _run(lambda x: fn.tensor_resize(x, scales=[0.6], axes=[1], alignment=align, antialias=False),
+                      data, layout="HW")
+        pts = (np.arange(2) + 0.5) / 0.6 - 0.5 + align * (4 - 2 / 0.6)
+        want = np.round(np.interp(pts, np.arange(4), [0, 10, 20, 30]))
+        assert got[0].dtype == np.uint8
+        np.testing.assert_array_equal(got[0][0], want)
+
+
+def test_tensor_resize_needs_sizes_or_scales():
+    with pytest.raises(Exception, match='argument "sizes"'):
+        _run(lambda x: fn.tensor_resize(x), IMAGES[:1])
+
+
+# --- dump_image ------------------------------------------------------------------------
+
+def test_dump_image_passes_through_and_writes_ppm(tmp_path, monkeypatch):
+    from PIL import Image
+    monkeypatch.chdir(tmp_path)
+    (got,) = _run(lambda x: fn.dump_image(x, suffix="_t"), IMAGES[:2], threads=1)
+    # the pipeline may run ahead (prefetch): the first batch is positions 0 and 1
+    files = [tmp_path / ("dump_e0_%d_t.ppm" % i) for i in range(2)]
+    for img, g in zip(IMAGES[:2], got):
+        np.testing.assert_array_equal(g, img)
+    for img, f in zip(IMAGES[:2], files):
+        np.testing.assert_array_equal(np.asarray(Image.open(f)), img)
