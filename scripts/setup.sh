@@ -10,7 +10,10 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 want=(libjpeg62-turbo-dev cmake pkg-config python3-torch python3-torchvision
       python3-pil python3-numpy python3-pytest python3-pip python3-venv
       python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf nginx
-      ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev python3-av)
+      ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev python3-av
+      python3-opencv python3-scipy)
+# OpenCV (python3-opencv) and SciPy: independent references of the image filter tests
+# (laplacian, water, ...; python/tests/test_image_filters.py).
 # FFmpeg: the video operators compile against its headers (libav*-dev) and open its
 # libraries at run time; the tests make their videos with the ffmpeg command and compare
 # with it and with PyAV (python3-av).

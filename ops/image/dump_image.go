@@ -7,70 +7,81 @@ import (
 	"github.com/godali/godali/engine"
 )
 
-// dump_image is DALI's debugging operator: it writes each HWC uint8 sample to a PNM
-// file (P6 for 3 channels, P5 for 1) in the working directory and passes it through.
 func init() {
 	engine.RegisterSchema(&engine.Schema{
-		Name:      "dump_image",
-		Doc:       "Writes each image of the batch to <suffix>-<sample index>.ppm (PNM: P6 for 3 channels, P5 for 1) in the working directory, and passes the images through (DALI's fn.dump_image, for debugging). Each batch overwrites the previous one's files.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
-		InputLayouts: []string{"HWC"}, InputDtypes: []engine.DType{engine.UInt8},
+		Name: "dump_image",
+		Doc: "Passes uint8 images through unchanged and writes each to the current directory as " +
+			"a binary PPM (3 channels) or PGM (1 channel), for debugging, as DALI's dump_image: " +
+			"<index in the batch>-<suffix>-0.ppm (or .pgm), DALI's names: each batch overwrites the " +
+			"previous one's files. A file that cannot be written is an error naming it.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true, InputDtypes: u8,
 		Args: []engine.ArgSpec{
-			{Name: "suffix", Type: engine.ArgString, Default: "", Doc: "the start of the file names"},
-			{Name: "input_layout", Type: engine.ArgString, Default: "HWC", Doc: "the images' layout; only HWC is supported (as in DALI)"},
+			{Name: "input_layout", Type: engine.ArgString, Default: "HWC", Doc: "layout of the images: HWC or CHW"},
+			{Name: "suffix", Type: engine.ArgString, Default: "", Doc: "added to the file names, before the extension"},
 		},
 	})
 	engine.RegisterBackend("dump_image", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		if l := a.String("input_layout"); l != "HWC" {
-			return nil, a.Errorf("input_layout", "only HWC is supported, got %q", l)
+		if l := a.String("input_layout"); l != "HWC" && l != "CHW" {
+			return nil, a.Errorf("input_layout", "expected HWC or CHW, got %q", l)
 		}
-		return &dumpImageOp{args: a, suffix: a.String("suffix")}, nil
+		return &dumpImageOp{args: a, chw: a.String("input_layout") == "CHW"}, nil
 	})
 }
 
 type dumpImageOp struct {
-	args   *engine.Args
-	suffix string
+	args *engine.Args
+	chw  bool
 }
 
+type dumpImageState struct{ buf []byte }
+
 func (o *dumpImageOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if c := in[0].Shape[2]; c != 1 && c != 3 && c >= 0 {
-		return nil, o.args.Invalidf("PNM files hold 1 or 3 channels, the images have %d", c)
+	if len(in[0].Shape) != 3 {
+		return nil, o.args.Invalidf("input must be 3-D images (%s), got shape %v", o.args.String("input_layout"), in[0].Shape)
 	}
 	return []engine.TensorMeta{in[0]}, nil
 }
 
+func (o *dumpImageOp) NewWorkerState() any { return &dumpImageState{} }
+
 func (o *dumpImageOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].SetShape(ws.In[0].Shape...)
+	ws.Out[0].Layout = ws.In[0].Layout
 	return nil
 }
 
 func (o *dumpImageOp) Run(ws *engine.Workspace) error {
-	in := ws.In[0]
+	in, out := ws.In[0], ws.Out[0]
+	n := in.NumBytes()
+	copy(out.Data, in.Data[:n])
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
+	if o.chw {
+		c, h, w = in.Shape[0], in.Shape[1], in.Shape[2]
+	}
 	if c != 1 && c != 3 {
-		return o.args.DataErrorf(ws, "PNM files hold 1 or 3 channels, the image has %d", c)
+		return o.args.DataErrorf(ws, "dump_image writes images of 1 or 3 channels, got %d (shape %v)", c, in.Shape)
 	}
-	pix := in.Data[:h*w*c]
-	copy(ws.Out[0].Data, pix)
-	path := fmt.Sprintf("%s-%d.ppm", o.suffix, ws.Sample)
-	magic := "P6"
+	magic, ext := "P6", "ppm"
 	if c == 1 {
-		magic = "P5"
+		magic, ext = "P5", "pgm"
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return o.args.DataErrorf(ws, "dump_image: %v", err)
+	st := ws.State.(*dumpImageState)
+	st.buf = fmt.Appendf(st.buf[:0], "%s\n%d %d\n255\n", magic, w, h)
+	if o.chw {
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				for k := 0; k < c; k++ {
+					st.buf = append(st.buf, in.Data[(k*h+y)*w+x])
+				}
+			}
+		}
+	} else {
+		st.buf = append(st.buf, in.Data[:n]...)
 	}
-	_, err = fmt.Fprintf(f, "%s\n%d %d\n255\n", magic, w, h)
-	if err == nil {
-		_, err = f.Write(pix)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return o.args.DataErrorf(ws, "dump_image: writing %s: %v", path, err)
+	// DALI's CPU name: the sample's index in the batch, the suffix, the input's index.
+	name := fmt.Sprintf("%d-%s-0.%s", ws.Sample, o.args.String("suffix"), ext)
+	if err := os.WriteFile(name, st.buf, 0o644); err != nil {
+		return o.args.DataErrorf(ws, "writing %s: %v", name, err)
 	}
 	return nil
 }

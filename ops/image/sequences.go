@@ -8,5 +8,6 @@ import "github.com/godali/godali/engine"
 func init() {
 	engine.MarkSequenceOps("resize", "crop", "flip", "crop_mirror_normalize", "random_resized_crop",
 		"brightness_contrast", "brightness", "contrast", "hsv", "hue", "saturation", "color_twist",
-		"color_space_conversion", "rotate", "warp_affine", "gaussian_blur")
+		"color_space_conversion", "rotate", "warp_affine", "gaussian_blur",
+		"laplacian", "resize_crop_mirror", "fast_resize_crop_mirror")
 }

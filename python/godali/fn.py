@@ -40,12 +40,6 @@ def _ensure():
                     sch = _graph.schemas()
                     readers._add("video_resize", make_video_resize(
                         sch, readers._members["video"], root._members["resize"], root._members["cast"]))
-                exp = root._members.get("experimental")
-                if exp is not None and "resize" in root._members and \
-                        "tensor_resize" not in exp._members:
-                    # DALI's experimental.tensor_resize, for the axes resize covers.
-                    from ._tensor_resize import make_tensor_resize
-                    exp._add("tensor_resize", make_tensor_resize(root._members["resize"]))
                 if "_select" in _graph.schemas().ops:
                     # DALI's explicit conditional operators (what `if` on data calls).
                     from . import _conditionals

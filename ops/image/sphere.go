@@ -1,0 +1,38 @@
+package image
+
+import (
+	"math"
+
+	"github.com/godali/godali/engine"
+)
+
+func init() {
+	engine.RegisterSchema(&engine.Schema{
+		Name: "sphere",
+		Doc: "Bulges HWC images as if mapped on a sphere, as DALI's sphere: with the centre " +
+			"(cx, cy) = (w / 2, h / 2) (integer division) and d = max(cx, cy), output pixel " +
+			"(x, y) shows the input at (cx + r * (x - cx), cy + r * (y - cy)) where r is the " +
+			"distance of (x, y) from the centre divided by d; fill_value outside. uint8 or float images.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
+		InputLayouts: hwc, InputDtypes: displaceDTypes, InputDoc: fromDecoder,
+		Args: displaceArgs(),
+	})
+	engine.RegisterBackend("sphere", "cpu", func(a *engine.Args) (engine.Operator, error) {
+		o, err := newDisplaceOp(a, "sphere")
+		if err != nil {
+			return nil, err
+		}
+		o.mapFor = sphereMap
+		return o, nil
+	})
+}
+
+func sphereMap(w, h int) func(x, y int) (float64, float64) {
+	cx, cy := w/2, h/2
+	d := float64(max(cx, cy, 1))
+	return func(x, y int) (float64, float64) {
+		dx, dy := float64(x-cx), float64(y-cy)
+		r := math.Sqrt(dx*dx+dy*dy) / d
+		return float64(cx) + r*dx, float64(cy) + r*dy
+	}
+}
