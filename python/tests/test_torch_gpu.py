@@ -44,6 +44,9 @@ VAL = T.Compose([T.Resize(36), T.CenterCrop(32), T.ToTensor(), T.Normalize(MEAN,
 # ColorJitter has no GPU operator: decode and jitter on the CPU, the rest on the GPU.
 JITTER = T.Compose([T.Resize((40, 44)), T.ColorJitter(0.3, 0.3, 0.3, 0.05), T.RandomCrop(30),
                     T.RandomGrayscale(0.5), T.RandomVerticalFlip(), T.PILToTensor()])
+# Varying sizes: crop(random_offset) and random_resized_crop (not the first step).
+VARYING = T.Compose([T.Resize(40), T.RandomCrop(36), T.RandomResizedCrop(24),
+                     T.RandomHorizontalFlip(), T.PILToTensor()])
 PAD_F16 = T.Compose([T.Resize((40, 41)), T.CenterCrop((47, 44)), T.PILToTensor(),
                      T.ConvertImageDtype(torch.float16)])
 
@@ -64,6 +67,8 @@ def test_gpu_placement_of_the_translation():
     used_v, from_v = gt.gpu_placement(VAL)
     # the CenterCrop folds into crop_mirror_normalize
     assert used_v == ["decoders.image", "resize", "crop_mirror_normalize"]
+    assert gt.gpu_placement(VARYING)[0] == ["decoders.image", "resize", "crop",
+                                            "random_resized_crop", "crop_mirror_normalize"]
     used_j, from_j = gt.gpu_placement(JITTER)
     assert used_j == ["decoders.image", "resize", "_tv_color_jitter", "crop", "hsv", "flip",
                       "crop_mirror_normalize"]
@@ -139,6 +144,12 @@ def _batches(loader, gpu, n=3, checkpoint=None):
         _, gpu_from = gt.gpu_placement(loader._transform, loader._approx)
         place = (0, gpu_from)
     pipe = loader._make_pipeline(0, checkpoint, gpu=place)
+    if gpu:
+        # the placement as built: CPU up to gpu_from, then the GPU (nvJPEG when 0)
+        ops = [o for o in pipe.description()["ops"] if o.get("device") != "cpu"]
+        want = "mixed" if place[1] == 0 else "gpu"
+        assert ops and all(o["device"] in ("mixed", "gpu") for o in ops), ops
+        assert ops[0]["device"] == want or ops[0]["op"] == "_to_gpu", ops[0]
     out = []
     try:
         for _ in range(n):
@@ -164,7 +175,8 @@ def _levels(x, tf):
 
 
 @needs_cuda_flavour
-@pytest.mark.parametrize("name,tf", [("val", VAL), ("jitter", JITTER), ("pad_f16", PAD_F16)])
+@pytest.mark.parametrize("name,tf", [("val", VAL), ("jitter", JITTER), ("varying", VARYING),
+                                     ("pad_f16", PAD_F16)])
 def test_gpu_pipeline_matches_the_cpu_one(folder, name, tf):
     ds = gt.ImageFolder(folder, transform=tf)
     loader = gt.DataLoader(ds, batch_size=3, shuffle=True, seed=11)
