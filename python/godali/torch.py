@@ -1149,7 +1149,8 @@ class DataLoader:
         depth = self._queue_depth or \
             (max(2, int(self.prefetch_factor)) if self.prefetch_factor else 2)
         pipe = _Pipeline(batch_size=self.batch_size, num_threads=threads,
-                         device_id=None if gpu is None else gpu[0], seed=seed + self.shard_id, prefetch_queue_depth=depth,
+                         device_id=None if gpu is None else gpu[0],
+                         seed=seed + self.shard_id, prefetch_queue_depth=depth,
                          first_epoch=epoch, enable_checkpointing=True,
                          checkpoint=checkpoint, on_error=self._on_error)
         rargs = {"pad_last_batch": True, "seed": order_seed, "name": "Reader"}
