@@ -15,6 +15,9 @@ import (
 // reports bad data with Args.DataErrorf.
 
 // Describe names a node and its operator in messages: node "x" (op).
+//
+// Deprecated: operators use Args.Where (and Args.Invalidf, DataErrorf, ...), which name
+// their own node; nothing in the repository calls Describe any more.
 func Describe(node, op string) string { return describe(node, op) }
 
 // WriteScalar stores v in b as one value of type d (plain Go conversion: integers
@@ -346,6 +349,60 @@ func (a *Args) FloatsNAt(ws *Workspace, name string, n int, buf []float64) ([]fl
 		return nil, a.Errorf(name, "expected one value or %d, got %v", n, v)
 	}
 	return nil, a.ArgDataErrorf(ws, name, "expected one value or %d, got %v", n, v)
+}
+
+// --- arguments broadcast to a shape ----------------------------------------------------------
+
+// ArgShapeAt is the shape of a per-sample argument's value for the workspace's sample;
+// ok=false when the argument is a constant. An operator may derive from it what the
+// value spans (normalize: the axes where it has extent 1 are reduced).
+func (a *Args) ArgShapeAt(ws *Workspace, name string) (shape []int, ok bool) {
+	i, ok := a.perInput[name]
+	if !ok {
+		return nil, false
+	}
+	return ws.ArgIn[i].Shape, true
+}
+
+// FloatsBroadcastAt reads a numeric argument for the workspace's sample as one value per
+// element of shape (C order), appended to buf[:0]: one value (a constant, or a
+// per-sample value with one element) fills every element; a per-sample value of exactly
+// shape, and a constant list of as many values as shape has elements, give theirs. Any
+// other value is an error naming the argument (Errorf for a constant, ArgDataErrorf for
+// a sample's value).
+func (a *Args) FloatsBroadcastAt(ws *Workspace, name string, shape []int, buf []float64) ([]float64, error) {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	i, ok := a.perInput[name]
+	if !ok {
+		v, _ := a.FloatsAt(nil, name, nil)
+		out, ok := Broadcast(buf, v, n)
+		if !ok {
+			return nil, a.Errorf(name, "expected one value or %d (shape %v), got %d", n, shape, len(v))
+		}
+		return out, nil
+	}
+	t, k, err := a.perSampleList(ws, name, i)
+	if err != nil {
+		return nil, err
+	}
+	out := buf[:0]
+	switch {
+	case k == 1:
+		v := t.at(0)
+		for range n {
+			out = append(out, v)
+		}
+	case slices.Equal(t.Shape, shape):
+		for j := range n {
+			out = append(out, t.at(j))
+		}
+	default:
+		return nil, a.ArgDataErrorf(ws, name, "shape %v does not broadcast to %v (expected one value or that shape)", t.Shape, shape)
+	}
+	return out, nil
 }
 
 // --- input checks ---------------------------------------------------------------------------

@@ -220,3 +220,45 @@ func TestLayoutLongerThanTheABIRefused(t *testing.T) {
 		t.Errorf("layout of %d letters: %v", len(long), err)
 	}
 }
+
+func TestFloatsBroadcastAt(t *testing.T) {
+	// Constants: one value fills the shape; a list of as many values as elements is kept.
+	a := helperArgs(t, `{"f": 1.5, "fl": [1, 2, 3]}`)
+	buf := make([]float64, 0, 8)
+	v, err := a.FloatsBroadcastAt(&Workspace{}, "f", []int{2, 1, 2}, buf)
+	if err != nil || len(v) != 4 || v[0] != 1.5 || v[3] != 1.5 || &v[:1][0] != &buf[:1][0] {
+		t.Errorf("constant scalar: %v, %v (want 4 x 1.5 in buf)", v, err)
+	}
+	if v, err := a.FloatsBroadcastAt(&Workspace{}, "fl", []int{1, 3}, nil); err != nil || len(v) != 3 || v[2] != 3 {
+		t.Errorf("constant list of 3 to [1 3]: %v, %v", v, err)
+	}
+	if _, err := a.FloatsBroadcastAt(&Workspace{}, "fl", []int{2}, nil); err == nil || StatusOf(err) != StatusInvalidPipeline || !strings.Contains(err.Error(), `"fl"`) {
+		t.Errorf("constant list of 3 to [2]: %v", err)
+	}
+	if _, ok := a.ArgShapeAt(&Workspace{}, "f"); ok {
+		t.Errorf("ArgShapeAt of a constant: ok")
+	}
+
+	// Per sample: one element fills; exactly the shape gives its elements in C order.
+	a = helperArgs(t, `{}`, "f", "fl")
+	ws := &Workspace{Ref: &SampleRef{Path: "dir/x.jpg"}, ArgIn: []*Tensor{
+		f32Tensor([]int{1, 1}, 0.5), f32Tensor([]int{2, 1, 3}, 1, 2, 3, 4, 5, 6),
+	}}
+	if v, err := a.FloatsBroadcastAt(ws, "f", []int{3}, nil); err != nil || len(v) != 3 || v[1] != 0.5 {
+		t.Errorf("per-sample one value: %v, %v", v, err)
+	}
+	v, err = a.FloatsBroadcastAt(ws, "fl", []int{2, 1, 3}, nil)
+	if err != nil || len(v) != 6 || v[0] != 1 || v[4] != 5 {
+		t.Errorf("per-sample of the shape: %v, %v", v, err)
+	}
+	if s, ok := a.ArgShapeAt(ws, "fl"); !ok || len(s) != 3 || s[2] != 3 {
+		t.Errorf("ArgShapeAt = %v, %v", s, ok)
+	}
+	// Same element count, other shape: refused (no silent reshaping).
+	_, err = a.FloatsBroadcastAt(ws, "fl", []int{3, 2}, nil)
+	checkSampleErr(t, err, `argument "fl"`, "[2 1 3] does not broadcast to [3 2]")
+	// A value whose data is shorter than its shape says: an error, not a read past it.
+	ws.ArgIn[1] = &Tensor{Data: make([]byte, 8), Shape: []int{2, 1, 3}, DType: Float32}
+	_, err = a.FloatsBroadcastAt(ws, "fl", []int{2, 1, 3}, nil)
+	checkSampleErr(t, err, `argument "fl"`)
+}

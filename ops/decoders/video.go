@@ -72,7 +72,7 @@ func newVideoDecoder(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("fill_value", "expected 1 or 3 values, got %d", len(fill))
 	}
 	if err := video.Load(); err != nil {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: %v", engine.Describe(a.Node, a.Schema.Name), err)
+		return nil, a.Invalidf("%v", err)
 	}
 	return d, nil
 }

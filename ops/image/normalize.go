@@ -3,6 +3,7 @@ package image
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/godali/godali/engine"
 )
@@ -40,7 +41,6 @@ type normalizeOp struct {
 	mean, std           float64
 	meanGiven, stdGiven bool
 	meanPer, stdPer     bool
-	meanInput, stdInput int
 	axes                []int // reduced dimensions (nil: inferred per sample)
 	axesGiven           bool
 	ndim                int
@@ -76,8 +76,7 @@ func newNormalize(a *engine.Args) (engine.Operator, error) {
 	if o.ddof < 0 {
 		return nil, a.Errorf("ddof", "must be >= 0, got %d", o.ddof)
 	}
-	o.meanInput, o.meanPer = a.IsPerSample("mean")
-	o.stdInput, o.stdPer = a.IsPerSample("stddev")
+	o.meanPer, o.stdPer = a.AnyPerSample("mean"), a.AnyPerSample("stddev")
 	o.meanGiven = a.Has("mean") || o.meanPer
 	o.stdGiven = a.Has("stddev") || o.stdPer
 	if a.Has("stddev") && o.std <= 0 {
@@ -122,14 +121,14 @@ func (o *normalizeOp) Setup(ws *engine.Workspace) error {
 	default:
 		// Without axes, a per-sample mean or stddev of the input's rank names the reduced
 		// axes by its extents of 1; otherwise every axis is reduced.
-		var ref *engine.Tensor
-		if o.meanPer && len(ws.ArgIn[o.meanInput].Shape) == n {
-			ref = ws.ArgIn[o.meanInput]
-		} else if o.stdPer && len(ws.ArgIn[o.stdInput].Shape) == n {
-			ref = ws.ArgIn[o.stdInput]
+		var ref []int
+		if s, ok := o.args.ArgShapeAt(ws, "mean"); ok && len(s) == n {
+			ref = s
+		} else if s, ok := o.args.ArgShapeAt(ws, "stddev"); ok && len(s) == n {
+			ref = s
 		}
 		for d := range reduced {
-			reduced[d] = ref == nil || (ref.Shape[d] == 1 && in.Shape[d] != 1)
+			reduced[d] = ref == nil || (ref[d] == 1 && in.Shape[d] != 1)
 		}
 	}
 	st.stat = append(st.stat[:0], in.Shape...)
@@ -144,17 +143,11 @@ func (o *normalizeOp) Setup(ws *engine.Workspace) error {
 		st.stride[d] = nstat
 		nstat *= st.stat[d]
 	}
-	for _, p := range []struct {
-		per  bool
-		idx  int
-		name string
-	}{{o.meanPer, o.meanInput, "mean"}, {o.stdPer, o.stdInput, "stddev"}} {
-		if !p.per {
-			continue
-		}
-		t := ws.ArgIn[p.idx]
-		if k := numElements(t.Shape); k != 1 && !equalShape(t.Shape, st.stat) {
-			return o.args.DataErrorf(ws, "argument %q: per-sample shape %v does not broadcast: expected a scalar or shape %v (the input %v with reduced axes 1)", p.name, t.Shape, st.stat, in.Shape)
+	// A per-sample mean or stddev is one value or one per statistic (FloatsBroadcastAt
+	// reads it in Run); said here, before the output is allocated, with the input's shape.
+	for _, name := range []string{"mean", "stddev"} {
+		if s, ok := o.args.ArgShapeAt(ws, name); ok && numElements(s) != 1 && !slices.Equal(s, st.stat) {
+			return o.args.DataErrorf(ws, "argument %q: per-sample shape %v does not broadcast: expected a scalar or shape %v (the input %v with reduced axes 1)", name, s, st.stat, in.Shape)
 		}
 	}
 	st.mean = growF64(st.mean, nstat)
@@ -162,18 +155,6 @@ func (o *normalizeOp) Setup(ws *engine.Workspace) error {
 	st.acc = growF64(st.acc, nstat)
 	ws.Out[0].SetShape(in.Shape...)
 	return nil
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func growF64(s []float64, n int) []float64 {
@@ -210,21 +191,6 @@ func (st *normalizeState) forEach(shape []int, fn func(i, s int)) {
 	}
 }
 
-// fillArg fills dst from a per-sample argument (a scalar or one value per statistic).
-func fillArg(dst []float64, t *engine.Tensor) {
-	sz := t.DType.Size()
-	if numElements(t.Shape) == 1 {
-		v := engine.ReadScalar(t.Data, t.DType)
-		for i := range dst {
-			dst[i] = v
-		}
-		return
-	}
-	for i := range dst {
-		dst[i] = engine.ReadScalar(t.Data[i*sz:], t.DType)
-	}
-}
-
 func (o *normalizeOp) Run(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
 	st := ws.State.(*normalizeState)
@@ -243,9 +209,12 @@ func (o *normalizeOp) Run(ws *engine.Workspace) error {
 		count = total / nstat
 	}
 
+	var err error
 	switch {
 	case o.meanPer:
-		fillArg(st.mean, ws.ArgIn[o.meanInput])
+		if st.mean, err = o.args.FloatsBroadcastAt(ws, "mean", st.stat, st.mean); err != nil {
+			return err
+		}
 	case o.meanGiven:
 		for i := range st.mean {
 			st.mean[i] = o.mean
@@ -265,7 +234,9 @@ func (o *normalizeOp) Run(ws *engine.Workspace) error {
 	switch {
 	case o.stdPer || o.stdGiven:
 		if o.stdPer {
-			fillArg(st.inv, ws.ArgIn[o.stdInput])
+			if st.inv, err = o.args.FloatsBroadcastAt(ws, "stddev", st.stat, st.inv); err != nil {
+				return err
+			}
 		} else {
 			for i := range st.inv {
 				st.inv[i] = o.std

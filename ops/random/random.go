@@ -110,9 +110,7 @@ func init() {
 		}
 		o := &randomOp{args: a, dtype: a.DType("dtype"), p0: a.Float("mean"), p1: a.Float("stddev"), saturate: true,
 			draw: func(r *engine.RNG, mean, sd float64) float64 { return mean + sd*r.Normal() }}
-		_, m := a.IsPerSample("mean")
-		_, s := a.IsPerSample("stddev")
-		if m || s {
+		if a.AnyPerSample("mean", "stddev") {
 			o.params = func(ws *engine.Workspace) (float64, float64, error) {
 				mean, err := a.FloatAt(ws, "mean")
 				if err != nil {
@@ -239,7 +237,7 @@ func (o *randomOp) shape() []int {
 }
 
 func (o *randomOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	_, perSample := o.args.IsPerSample("shape")
+	perSample := o.args.AnyPerSample("shape")
 	if len(in) > 0 {
 		if o.args.Given("shape") {
 			return nil, o.args.Errorf("shape", "give shape or an input (shape_like), not both")

@@ -143,7 +143,7 @@ func (r *caffeReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 			err = r.parse2(v, &p)
 		}
 		if err != nil {
-			return nil, engine.Errorf(engine.StatusData, "%s: %s, first record: %v", engine.Describe(a.Node, a.Schema.Name), r.path, err)
+			return nil, listErrorf(a, "%s, first record: %v", r.path, err)
 		}
 		for i := range r.outs {
 			if r.outs[i].DType == engine.DTypeInvalid {
@@ -160,16 +160,16 @@ func (r *caffeReader) Open() error {
 	}
 	a := r.Args()
 	if _, err := os.Stat(r.path); err != nil {
-		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"path\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), r.path, err)
+		return unreadable(a, "path", r.path, err)
 	}
 	if r.db == nil {
 		db, err := lmdb.Open(r.path)
 		var pe *fs.PathError
 		if errors.As(err, &pe) && (pe.Op == "open" || pe.Op == "stat") {
-			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"path\": %q is not a readable LMDB database: %v", engine.Describe(a.Node, a.Schema.Name), r.path, err)
+			return argPathErrorf(a, "path", r.path, "is not a readable LMDB database: %v", err)
 		}
 		if err != nil { // a malformed or unreadable data file: the message names it
-			return engine.Errorf(engine.StatusData, "%s: %v", engine.Describe(a.Node, a.Schema.Name), err)
+			return listErrorf(a, "%v", err)
 		}
 		r.db = db
 	}

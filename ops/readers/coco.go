@@ -114,35 +114,34 @@ func (r *cocoReader) Open() error {
 		return nil
 	}
 	a := r.args
-	where := engine.Describe(a.Node, a.Schema.Name)
 	root, ann := a.String("file_root"), a.String("annotations_file")
 	if !remote.IsRemote(root) {
-		if err := checkDir(where, "file_root", root); err != nil {
+		if err := checkDir(a, "file_root", root); err != nil {
 			return err
 		}
 	}
 	f, err := r.io.open(ann)
 	if err != nil {
-		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"annotations_file\": %q cannot be read: %v", where, ann, err)
+		return unreadable(a, "annotations_file", ann, err)
 	}
 	defer f.Close()
 	file, err := coco.Parse(io.NewSectionReader(f, 0, f.Size()))
 	if err != nil {
-		return engine.Errorf(engine.StatusData, "%s: annotations_file %q: %v", where, ann, err)
+		return listErrorf(a, "annotations_file %q: %v", ann, err)
 	}
 	samples, err := file.Samples(r.opt)
 	if err != nil {
 		if errors.Is(err, formats.ErrMalformed) {
-			return engine.Errorf(engine.StatusData, "%s: annotations_file %q: %v", where, ann, err)
+			return listErrorf(a, "annotations_file %q: %v", ann, err)
 		}
-		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"images\": %v", where, err)
+		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"images\": %v", a.Where(), err)
 	}
 	scope := newListScope(a, "annotations_file", ann, root)
 	entries := make([]engine.SampleRef, len(samples))
 	for i, s := range samples {
 		p := joinPath(root, s.FileName)
 		if err := scope.check(s.FileName, p); err != nil {
-			return engine.Errorf(engine.StatusData, "%s: %v", where, err)
+			return listErrorf(a, "%v", err)
 		}
 		entries[i] = engine.SampleRef{Path: p}
 	}

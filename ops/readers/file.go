@@ -93,13 +93,13 @@ func (r *fileReader) Open() error {
 	// Paths the description names must exist: a wrong one is the caller's argument, not
 	// a bad sample.
 	if root != "" && !remote.IsRemote(root) {
-		if err := checkDir(engine.Describe(a.Node, a.Schema.Name), "file_root", root); err != nil {
+		if err := checkDir(a, "file_root", root); err != nil {
 			return err
 		}
 	}
 	if a.Has("file_list") && !remote.IsRemote(a.String("file_list")) {
 		if _, err := os.Stat(a.String("file_list")); err != nil {
-			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_list\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), a.String("file_list"), err)
+			return unreadable(a, "file_list", a.String("file_list"), err)
 		}
 	}
 	var err error
@@ -129,10 +129,10 @@ func (r *fileReader) Open() error {
 		}
 	}
 	if err != nil {
-		return &engine.Error{Status: engine.StatusData, Msg: engine.Describe(a.Node, a.Schema.Name), Err: err}
+		return &engine.Error{Status: engine.StatusData, Msg: a.Where(), Err: err}
 	}
 	if len(entries) == 0 {
-		return engine.Errorf(engine.StatusData, "%s: no files found (file_root=%q, file_list=%q, filters %v)", engine.Describe(a.Node, a.Schema.Name), root, a.String("file_list"), a.Strings("file_filters"))
+		return listErrorf(a, "no files found (file_root=%q, file_list=%q, filters %v)", root, a.String("file_list"), a.Strings("file_filters"))
 	}
 	for _, e := range entries {
 		if remote.IsRemote(e.Path) {
@@ -338,19 +338,6 @@ func relToRoot(root string) func(string) string {
 		}
 		return p
 	}
-}
-
-// checkDir fails with an InvalidArgument status naming node where and argument arg when
-// the local directory dir cannot be read or is not a directory.
-func checkDir(where, arg, dir string) error {
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		why := "is not a directory"
-		if err != nil {
-			why = "cannot be read: " + err.Error()
-		}
-		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument %q: %q %s", where, arg, dir, why)
-	}
-	return nil
 }
 
 // openSample opens the sample's file, refusing one over the pipeline's max_file_bytes.

@@ -88,7 +88,7 @@ func (r *readerIO) src(path string) (source.Source, error) {
 	if dir != "" {
 		c, err := remote.OpenCache(dir, size)
 		if err != nil {
-			r.err = engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"cache_dir\": %q: %v", engine.Describe(a.Node, a.Schema.Name), dir, err)
+			r.err = argPathErrorf(a, "cache_dir", dir, "%v", err)
 			return nil, r.err
 		}
 		opts.Cache = c

@@ -71,12 +71,12 @@ func (r *mxnetReader) Open() error {
 	for i, p := range r.paths {
 		size, err := r.src.Stat(p)
 		if err != nil {
-			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"path\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
+			return unreadable(a, "path", p, err)
 		}
 		idx := a.Strings("index_path")[i]
 		b, err := source.ReadFile(r.src, idx, 0)
 		if err != nil {
-			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"index_path\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), idx, err)
+			return unreadable(a, "index_path", idx, err)
 		}
 		ie, err := recordio.ReadIndex(bytes.NewReader(b))
 		var recs []recordio.Record
@@ -85,7 +85,7 @@ func (r *mxnetReader) Open() error {
 			recs, keys, err = recordio.Extents(ie, size)
 		}
 		if err != nil {
-			return engine.Errorf(engine.StatusData, "%s: %s: %v", engine.Describe(a.Node, a.Schema.Name), idx, err)
+			return listErrorf(a, "%s: %v", idx, err)
 		}
 		for j, rec := range recs {
 			r.records = append(r.records, mxRecord{file: i, rec: rec})

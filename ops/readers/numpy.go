@@ -157,10 +157,10 @@ func (r *numpyReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 		first := r.Samples()[0].Path
 		h, err := r.header(first)
 		if err != nil {
-			return nil, engine.Errorf(engine.StatusData, "%s: %s: %v", engine.Describe(a.Node, a.Schema.Name), first, err)
+			return nil, listErrorf(a, "%s: %v", first, err)
 		}
 		if r.dtype, err = npyDType(h.DType); err != nil {
-			return nil, engine.Errorf(engine.StatusData, "%s: %s: %v", engine.Describe(a.Node, a.Schema.Name), first, err)
+			return nil, listErrorf(a, "%s: %v", first, err)
 		}
 		r.ndim, r.typed = len(h.Shape), true
 		for _, ax := range a.Ints("roi_axes") {
@@ -212,9 +212,6 @@ func (r *numpyReader) Open() error {
 	}
 	a := r.Args()
 	root := a.String("file_root")
-	bad := func(arg, p string, err error) error {
-		return engine.Errorf(engine.StatusInvalidArgument, "%s: argument %q: %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), arg, p, err)
-	}
 	var paths []string
 	switch {
 	case a.Has("files"):
@@ -228,7 +225,7 @@ func (r *numpyReader) Open() error {
 		list := a.String("file_list")
 		data, err := r.io.readAll(list, 1<<30)
 		if err != nil {
-			return bad("file_list", list, err)
+			return unreadable(a, "file_list", list, err)
 		}
 		scope := newListScope(a, "file_list", list, root)
 		sc := bufio.NewScanner(bytes.NewReader(data))
@@ -239,12 +236,12 @@ func (r *numpyReader) Open() error {
 			}
 			p := joinPath(scope.root, s)
 			if err := scope.check(s, p); err != nil {
-				return engine.Errorf(engine.StatusInvalidArgument, "%s: line %d: %v", engine.Describe(a.Node, a.Schema.Name), line, err)
+				return engine.Errorf(engine.StatusInvalidArgument, "%s: line %d: %v", a.Where(), line, err)
 			}
 			paths = append(paths, p)
 		}
 		if err := sc.Err(); err != nil {
-			return bad("file_list", list, err)
+			return unreadable(a, "file_list", list, err)
 		}
 	default:
 		if !remote.IsRemote(root) {
@@ -252,7 +249,7 @@ func (r *numpyReader) Open() error {
 				if err == nil {
 					err = errors.New("not a directory")
 				}
-				return bad("file_root", root, err)
+				return unreadable(a, "file_root", root, err)
 			}
 		}
 		filter := a.String("file_filter")
@@ -269,7 +266,7 @@ func (r *numpyReader) Open() error {
 			})
 		}
 		if err != nil {
-			return &engine.Error{Status: engine.StatusData, Msg: engine.Describe(a.Node, a.Schema.Name) + ": file_root", Err: err}
+			return &engine.Error{Status: engine.StatusData, Msg: a.Where() + ": file_root", Err: err}
 		}
 		sort.Strings(paths)
 	}
@@ -379,7 +376,7 @@ func (r *numpyReader) region(ws *engine.Workspace, st *numpyState, h npy.Header)
 			return nil, err
 		}
 		if len(v) != len(axes) {
-			return nil, engine.Errorf(engine.StatusData, "%s: argument %q: %d values for %d region axes %v", engine.Describe(a.Node, a.Schema.Name), name, len(v), len(axes), axes)
+			return nil, a.ArgDataErrorf(ws, name, "%d values for %d region axes %v", len(v), len(axes), axes)
 		}
 		return v, nil
 	}
@@ -426,16 +423,16 @@ func (r *numpyReader) region(ws *engine.Workspace, st *numpyState, h npy.Header)
 	for d := 0; d < n; d++ {
 		lo, hi := int64(math.Round(startF[d])), int64(math.Round(endF[d]))
 		if math.IsNaN(startF[d]) || math.IsNaN(endF[d]) || math.Abs(startF[d]) > 1<<52 || math.Abs(endF[d]) > 1<<52 {
-			return engine.Errorf(engine.StatusData, "%s: region [%v, %v) of dimension %d is not a valid range", engine.Describe(a.Node, a.Schema.Name), startF[d], endF[d], d)
+			return a.DataErrorf(ws, "region [%v, %v) of dimension %d is not a valid range", startF[d], endF[d], d)
 		}
 		if hi < lo {
-			return engine.Errorf(engine.StatusData, "%s: region of dimension %d ends (%d) before it starts (%d)", engine.Describe(a.Node, a.Schema.Name), d, hi, lo)
+			return a.DataErrorf(ws, "region of dimension %d ends (%d) before it starts (%d)", d, hi, lo)
 		}
 		ext := h.Shape[d]
 		if lo < 0 || hi > ext {
 			switch r.policy {
 			case "error":
-				return engine.Errorf(engine.StatusData, "%s: region [%d, %d) of dimension %d leaves the array of shape %v (out_of_bounds_policy=\"error\"; use \"trim_to_shape\" or \"pad\")", engine.Describe(a.Node, a.Schema.Name), lo, hi, d, h.Shape)
+				return a.DataErrorf(ws, "region [%d, %d) of dimension %d leaves the array of shape %v (out_of_bounds_policy=\"error\"; use \"trim_to_shape\" or \"pad\")", lo, hi, d, h.Shape)
 			case "trim_to_shape":
 				lo, hi = min(max(lo, 0), ext), min(max(hi, 0), ext)
 			case "pad":

@@ -79,14 +79,13 @@ func (r *sequenceReader) Open() error {
 		return nil
 	}
 	a := r.args
-	where := engine.Describe(a.Node, a.Schema.Name)
 	root := a.String("file_root")
-	if err := checkDir(where, "file_root", root); err != nil {
+	if err := checkDir(a, "file_root", root); err != nil {
 		return err
 	}
 	refs, err := scanImageFolder(source.Local{}, root, []string{"*"}, nil, true)
 	if err != nil {
-		return engine.Errorf(engine.StatusData, "%s: %v", where, err)
+		return listErrorf(a, "%v", err)
 	}
 	// scanImageFolder gives the files by stream (label), each stream's sorted.
 	var samples []engine.SampleRef
@@ -110,7 +109,7 @@ func (r *sequenceReader) Open() error {
 		i = j
 	}
 	if len(samples) == 0 {
-		return engine.Errorf(engine.StatusData, "%s: no sequence of %d frames (stride %d) fits in the %d streams of %s", where, r.seqLen, r.stride, len(r.streams), root)
+		return listErrorf(a, "no sequence of %d frames (stride %d) fits in the %d streams of %s", r.seqLen, r.stride, len(r.streams), root)
 	}
 	return r.SetSamples(samples, "sequences")
 }

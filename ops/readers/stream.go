@@ -127,7 +127,7 @@ func (b *Base) CheckEpoch(epoch int64, batchSize int) error {
 		return nil
 	}
 	if _, _, err := b.spans.span(b, epoch, batchSize); err != nil {
-		return engine.Errorf(engine.StatusInvalidArgument, "%s: epoch %d: %v", engine.Describe(b.args.Node, b.args.Schema.Name), epoch, err)
+		return engine.Errorf(engine.StatusInvalidArgument, "%s: epoch %d: %v", b.args.Where(), epoch, err)
 	}
 	return nil
 }

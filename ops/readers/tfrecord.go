@@ -199,29 +199,29 @@ func (r *tfrecordReader) Open() error {
 	for fi, p := range r.paths {
 		size, err := r.io.size(p)
 		if err != nil {
-			return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"path\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
+			return unreadable(a, "path", p, err)
 		}
 		var recs []tfrecord.Record
 		if len(r.index) > 0 {
 			b, err := r.io.readAll(r.index[fi], 1<<30)
 			if err != nil {
-				return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"index_path\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), r.index[fi], err)
+				return unreadable(a, "index_path", r.index[fi], err)
 			}
 			if recs, err = tfrecord.ReadIndex(bytes.NewReader(b)); err == nil {
 				err = tfrecord.CheckIndex(recs, size)
 			}
 			if err != nil {
-				return engine.Errorf(engine.StatusData, "%s: index %s of %s: %v", engine.Describe(a.Node, a.Schema.Name), r.index[fi], p, err)
+				return listErrorf(a, "index %s of %s: %v", r.index[fi], p, err)
 			}
 		} else {
 			f, err := r.io.open(p)
 			if err != nil {
-				return engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"path\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
+				return unreadable(a, "path", p, err)
 			}
 			recs, err = tfrecord.Records(scanner(p, f), size, false)
 			f.Close()
 			if err != nil {
-				return engine.Errorf(engine.StatusData, "%s: %s: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
+				return listErrorf(a, "%s: %v", p, err)
 			}
 		}
 		for i, rec := range recs {

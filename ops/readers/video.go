@@ -140,7 +140,7 @@ func newVideoReader(a *engine.Args) (engine.Operator, error) {
 	r.labels = a.Has("labels") || a.Has("file_root") || a.Has("file_list")
 	// The libraries are needed from the build on: say now what is missing.
 	if err := video.Load(); err != nil {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: %v", engine.Describe(a.Node, a.Schema.Name), err)
+		return nil, a.Invalidf("%v", err)
 	}
 	if root := a.String("file_root"); root != "" {
 		r.DigestPath = relToRoot(root)
@@ -167,14 +167,13 @@ func (r *videoReader) Open() error {
 		return nil
 	}
 	a := r.args
-	where := engine.Describe(a.Node, a.Schema.Name)
-	files, err := r.listFiles(where)
+	files, err := r.listFiles()
 	if err != nil {
 		return err
 	}
 	for i := range files {
 		if remote.IsRemote(files[i].path) {
-			return engine.Errorf(engine.StatusInvalidArgument, "%s: %s: readers.video reads local files only", where, files[i].path)
+			return engine.Errorf(engine.StatusInvalidArgument, "%s: %s: readers.video reads local files only", a.Where(), files[i].path)
 		}
 	}
 	// Indexing reads every packet of every file: in parallel, one file per goroutine.
@@ -197,7 +196,7 @@ func (r *videoReader) Open() error {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return engine.Errorf(engine.StatusData, "%s: %s: %v", where, files[i].path, err)
+			return listErrorf(a, "%s: %v", files[i].path, err)
 		}
 	}
 	r.files = files
@@ -207,7 +206,7 @@ func (r *videoReader) Open() error {
 		f := &files[fi]
 		lo, hi, err := r.frameRange(f)
 		if err != nil {
-			return engine.Errorf(engine.StatusData, "%s: %s: %v", where, f.path, err)
+			return listErrorf(a, "%s: %v", f.path, err)
 		}
 		s := lo
 		for ; s < hi && s+total <= hi; s += r.step {
@@ -232,7 +231,7 @@ func (r *videoReader) Open() error {
 		}
 	}
 	if len(refs) == 0 {
-		return engine.Errorf(engine.StatusData, "%s: no sequence of %d frames (stride %d) fits in the %d videos; check sequence_length and the videos' lengths (or set pad_sequences)", where, r.seqLen, r.stride, len(files))
+		return listErrorf(a, "no sequence of %d frames (stride %d) fits in the %d videos; check sequence_length and the videos' lengths (or set pad_sequences)", r.seqLen, r.stride, len(files))
 	}
 	return r.SetSamples(refs, "sequences")
 }
@@ -296,7 +295,7 @@ func frameRate(f *videoFile) float64 {
 	return 1
 }
 
-func (r *videoReader) listFiles(where string) ([]videoFile, error) {
+func (r *videoReader) listFiles() ([]videoFile, error) {
 	a := r.args
 	var out []videoFile
 	switch {
@@ -311,12 +310,12 @@ func (r *videoReader) listFiles(where string) ([]videoFile, error) {
 		}
 	case a.Has("file_root"):
 		root := a.String("file_root")
-		if err := checkDir(where, "file_root", root); err != nil {
+		if err := checkDir(a, "file_root", root); err != nil {
 			return nil, err
 		}
 		refs, err := scanImageFolder(source.Local{}, root, []string{"*"}, nil, true)
 		if err != nil {
-			return nil, engine.Errorf(engine.StatusData, "%s: %v", where, err)
+			return nil, listErrorf(a, "%v", err)
 		}
 		for _, ref := range refs {
 			out = append(out, videoFile{path: ref.Path, label: ref.Label})
@@ -325,11 +324,11 @@ func (r *videoReader) listFiles(where string) ([]videoFile, error) {
 		list := a.String("file_list")
 		var err error
 		if out, err = readVideoList(list); err != nil {
-			return nil, engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_list\": %v", where, err)
+			return nil, engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"file_list\": %v", a.Where(), err)
 		}
 	}
 	if len(out) == 0 {
-		return nil, engine.Errorf(engine.StatusData, "%s: no video files found", where)
+		return nil, listErrorf(a, "no video files found")
 	}
 	return out, nil
 }

@@ -174,8 +174,8 @@ func (r *webdatasetReader) Open() error {
 				case "skip":
 					continue
 				case "error":
-					return engine.Errorf(engine.StatusData, "%s: sample %q of %s has no component for output %d (extensions %q); missing_component_behavior=\"error\"",
-						engine.Describe(a.Node, a.Schema.Name), s.Key, p, missing, a.Strings("ext")[missing])
+					return listErrorf(a, "sample %q of %s has no component for output %d (extensions %q); missing_component_behavior=\"error\"",
+						s.Key, p, missing, a.Strings("ext")[missing])
 				}
 			}
 			samples = append(samples, ws)
@@ -202,12 +202,12 @@ func (r *webdatasetReader) scan(p string) ([]tar.Sample, error) {
 	a := r.args
 	f, err := r.io.open(p)
 	if err != nil {
-		return nil, engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"paths\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
+		return nil, unreadable(a, "paths", p, err)
 	}
 	defer f.Close()
 	list, err := tar.Samples(scanner(p, f), f.Size(), tar.Options{CaseInsensitive: r.fold})
 	if err != nil {
-		return nil, engine.Errorf(engine.StatusData, "%s: archive %s: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
+		return nil, listErrorf(a, "archive %s: %v", p, err)
 	}
 	return list, nil
 }
@@ -218,18 +218,18 @@ func (r *webdatasetReader) readIndex(si int) ([]tar.Sample, error) {
 	p, ip := r.paths[si], r.index[si]
 	b, err := r.io.readAll(ip, 1<<30)
 	if err != nil {
-		return nil, engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"index_paths\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), ip, err)
+		return nil, unreadable(a, "index_paths", ip, err)
 	}
 	list, err := tar.ReadIndex(bytes.NewReader(b))
 	if err != nil {
-		return nil, engine.Errorf(engine.StatusData, "%s: index %s: %v", engine.Describe(a.Node, a.Schema.Name), ip, err)
+		return nil, listErrorf(a, "index %s: %v", ip, err)
 	}
 	size, err := r.io.size(p)
 	if err != nil {
-		return nil, engine.Errorf(engine.StatusInvalidArgument, "%s: argument \"paths\": %q cannot be read: %v", engine.Describe(a.Node, a.Schema.Name), p, err)
+		return nil, unreadable(a, "paths", p, err)
 	}
 	if err := tar.CheckIndex(list, size); err != nil {
-		return nil, engine.Errorf(engine.StatusData, "%s: index %s does not match archive %s: %v", engine.Describe(a.Node, a.Schema.Name), ip, p, err)
+		return nil, listErrorf(a, "index %s does not match archive %s: %v", ip, p, err)
 	}
 	return list, nil
 }

@@ -17,7 +17,7 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("sequence_rearrange", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		if _, per := a.IsPerSample("new_order"); !per && len(a.Ints("new_order")) == 0 {
+		if !a.AnyPerSample("new_order") && len(a.Ints("new_order")) == 0 {
 			return nil, a.Errorf("new_order", "must not be empty")
 		}
 		return &rearrangeOp{args: a}, nil
@@ -56,7 +56,7 @@ func (o *rearrangeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 	m := engine.TensorMeta{DType: in[0].DType, Layout: in[0].Layout, Shape: append([]int(nil), in[0].Shape...)}
 	if len(m.Shape) > 0 {
 		m.Shape[0] = -1
-		if _, per := o.args.IsPerSample("new_order"); !per {
+		if !o.args.AnyPerSample("new_order") {
 			m.Shape[0] = len(o.args.Ints("new_order"))
 		}
 	}
@@ -66,19 +66,12 @@ func (o *rearrangeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 func (o *rearrangeOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	if len(in.Shape) < 1 {
-		return engine.Errorf(engine.StatusData, "sequence_rearrange: expected a sequence, got a scalar")
+		return o.args.DataErrorf(ws, "expected a sequence, got a scalar")
 	}
 	st := ws.State.(*rearrangeState)
-	if _, per := o.args.IsPerSample("new_order"); per {
-		var err error
-		if st.buf, err = o.args.FloatsAt(ws, "new_order", st.buf); err != nil {
-			return err
-		}
-	} else {
-		st.buf = st.buf[:0]
-		for _, v := range o.args.Ints("new_order") {
-			st.buf = append(st.buf, float64(v))
-		}
+	var err error
+	if st.buf, err = o.args.FloatsAt(ws, "new_order", st.buf); err != nil { // the constant, or this sample's
+		return err
 	}
 	if len(st.buf) == 0 {
 		return o.args.Errorf("new_order", "must not be empty")

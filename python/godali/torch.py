@@ -357,9 +357,11 @@ class _Translator:
     pipeline. Images are HWC uint8 until the tensor conversion, which becomes the final
     crop_mirror_normalize (ToTensor's /255 and Normalize fold into its mean and std)."""
 
-    def __init__(self, transforms, approximate):
+    def __init__(self, transforms, approximate, gpu_from=None):
         self.ts = transforms
         self.approx = approximate
+        self.gpu_from = gpu_from  # index in self.used of the first image operator on the GPU
+        self.used = []         # the image operators added, in graph order (decoder first)
         self.size = None       # (h, w) when every image has the same, known size
         self.tensor = None     # None (PIL image), "uint8" or a float dtype name
         self.mean = 0.0        # the output is (x - mean) / std, x the uint8 value
@@ -367,6 +369,27 @@ class _Translator:
         self.mean_c = None     # per-channel, after a Normalize
         self.std_c = None
         self.geo = []          # pending geometric steps (kind, args) for the tail fold
+
+    def _op(self, name, images, **kw):
+        """Adds image operator `name` (fn's dotted name, or an internal "_" one) on
+        `images`. Operators from index gpu_from on run on the GPU: the decoder as "mixed"
+        (nvJPEG) when gpu_from is 0, else the images move there (.gpu()) before that
+        operator. Arguments and random draws are the CPU operator's either way."""
+        k = len(self.used)
+        self.used.append(name)
+        if self.gpu_from is not None and k >= self.gpu_from:
+            if k == 0:
+                kw["device"] = "mixed"
+            else:
+                if k == self.gpu_from:
+                    images = images.gpu()
+                kw["device"] = "gpu"
+        if name.startswith("_"):
+            return _internal_op(name)(images, **kw)
+        op = _fn
+        for part in name.split("."):
+            op = getattr(op, part)
+        return op(images, **kw)
 
     # The tail of the graph: crop/flip steps that commute with normalisation are kept
     # pending, so that a final CenterCrop and horizontal flip fold into
@@ -376,7 +399,7 @@ class _Translator:
         if ts and type(ts[0]).__name__ == "RandomResizedCrop":
             images = self._rrc(jpegs, ts.pop(0), decode=True)
         else:
-            images = _fn.decoders.image(jpegs, output_type=_types.RGB)
+            images = self._op("decoders.image", jpegs, output_type=_types.RGB)
         for t in ts:
             images = self._one(images, t)
         if self.tensor is None:
@@ -389,9 +412,9 @@ class _Translator:
     def _flush(self, images):
         for kind, a in self.geo:
             if kind == "crop":
-                images = _fn.crop(images, **a)
+                images = self._op("crop", images, **a)
             elif kind == "flip":
-                images = _fn.flip(images, **a)
+                images = self._op("flip", images, **a)
         self.geo = []
         return images
 
@@ -418,18 +441,18 @@ class _Translator:
         if decode:
             # torchvision's get_params: 10 attempts, then a center crop with the ratio
             # clamped; the decoder implements exactly that and decodes only the window.
-            images = _fn.decoders.image_random_crop(
-                images, output_type=_types.RGB, random_area=scale,
-                random_aspect_ratio=ratio, num_attempts=10)
+            images = self._op(
+                "decoders.image_random_crop", images, output_type=_types.RGB,
+                random_area=scale, random_aspect_ratio=ratio, num_attempts=10)
             # PIL images are always resized with antialiasing (torchvision ignores
             # antialias for them).
-            images = _fn.resize(images, resize_x=w, resize_y=h, interp_type=interp,
-                                antialias=True)
+            images = self._op("resize", images, resize_x=w, resize_y=h,
+                              interp_type=interp, antialias=True)
         else:
             images = self._flush(images)
-            images = _fn.random_resized_crop(images, size=[h, w], random_area=scale,
-                                             random_aspect_ratio=ratio, num_attempts=10,
-                                             interp_type=interp, antialias=True)
+            images = self._op("random_resized_crop", images, size=[h, w],
+                              random_area=scale, random_aspect_ratio=ratio,
+                              num_attempts=10, interp_type=interp, antialias=True)
         self.size = (h, w)
         return images
 
@@ -451,15 +474,15 @@ class _Translator:
                     raise ValueError("godali.torch: Resize: max_size = %d must be strictly "
                                      "greater than the requested size %d" % (max_size, size))
                 kw["max_size"] = [int(max_size), int(max_size)]
-            images = _fn.resize(images, interp_type=interp, antialias=True, **kw)
+            images = self._op("resize", images, interp_type=interp, antialias=True, **kw)
             self.size = None
         else:
             if max_size is not None:
                 raise ValueError("godali.torch: Resize: max_size is only supported when "
                                  "size is an int (as torchvision)")
             h, w = _pair(size, "Resize")
-            images = _fn.resize(images, resize_x=w, resize_y=h, interp_type=interp,
-                                antialias=True)
+            images = self._op("resize", images, resize_x=w, resize_y=h,
+                              interp_type=interp, antialias=True)
             self.size = (h, w)
         return images
 
@@ -509,13 +532,13 @@ class _Translator:
                 kw = {"out_of_bounds_policy": "pad", "fill_values": [fill]}
             # random_offset: torchvision's offsets, uniform integers in [0, W - w] and
             # [0, H - h] (an image smaller than the crop is an error, as in torchvision).
-            images = _fn.crop(images, crop=[th, tw], random_offset=True, **kw)
+            images = self._op("crop", images, crop=[th, tw], random_offset=True, **kw)
             self.size = (th, tw)
             return images
         h, w = self.size
         if left or top or right or bottom:
             H, W = h + top + bottom, w + left + right
-            images = _fn.crop(images, crop=[H, W], out_of_bounds_policy="pad",
+            images = self._op("crop", images, crop=[H, W], out_of_bounds_policy="pad",
                               fill_values=[fill],
                               crop_pos_x=left / (left + right) if left + right else 0.5,
                               crop_pos_y=top / (top + bottom) if top + bottom else 0.5)
@@ -525,7 +548,7 @@ class _Translator:
             # vertically): the padded image is w + 2 * (tw - w) wide.
             px, py = max(0, tw - w), max(0, th - h)
             H, W = h + 2 * py, w + 2 * px
-            images = _fn.crop(images, crop=[H, W], out_of_bounds_policy="pad",
+            images = self._op("crop", images, crop=[H, W], out_of_bounds_policy="pad",
                               fill_values=[fill], crop_pos_x=0.5, crop_pos_y=0.5)
             h, w = H, W
         if h < th or w < tw:
@@ -539,7 +562,7 @@ class _Translator:
             else:
                 pos["crop_pos_" + dim] = _fn.random.uniform(
                     values=[k / d for k in range(d + 1)])
-        images = _fn.crop(images, crop=[th, tw], **pos)
+        images = self._op("crop", images, crop=[th, tw], **pos)
         self.size = (th, tw)
         return images
 
@@ -584,9 +607,10 @@ class _Translator:
                                "parity of the input kept), which may be one pixel larger "
                                "than PIL's")
             self.size = None
-            return _fn.rotate(images, angle=angle, fill_value=fill, interp_type=interp)
-        return _fn.rotate(images, angle=angle, keep_size=True, fill_value=fill,
-                          interp_type=interp)
+            return self._op("rotate", images, angle=angle, fill_value=fill,
+                            interp_type=interp)
+        return self._op("rotate", images, angle=angle, keep_size=True, fill_value=fill,
+                        interp_type=interp)
 
     # -- colour -----------------------------------------------------------------------
 
@@ -602,7 +626,7 @@ class _Translator:
                 kw[name] = [float(r[0]), float(r[1])]
         if not kw:
             return images
-        return _internal_op("_tv_color_jitter")(images, **kw)
+        return self._op("_tv_color_jitter", images, **kw)
 
     def _uniform(self, r):
         lo, hi = float(r[0]), float(r[1])
@@ -616,17 +640,17 @@ class _Translator:
         if p <= 0:
             return images
         if p >= 1:
-            return _fn.hsv(images, saturation=0.0)
+            return self._op("hsv", images, saturation=0.0)
         # saturation 0 gives every channel the luma 0.299 R + 0.587 G + 0.114 B: PIL's "L".
         sat = _fn.random.choice([0.0, 1.0], p=[p, 1.0 - p], dtype=_types.FLOAT)
-        return _fn.hsv(images, saturation=sat)
+        return self._op("hsv", images, saturation=sat)
 
     def _t_Grayscale(self, images, t):
         if int(t.num_output_channels) != 3:
             raise _unsupported("Grayscale(num_output_channels=%d)" % t.num_output_channels,
                                "only 3 output channels")
         images = self._flush(images)
-        return _fn.hsv(images, saturation=0.0)
+        return self._op("hsv", images, saturation=0.0)
 
     def _t_GaussianBlur(self, images, t):
         images = self._flush(images)
@@ -634,7 +658,7 @@ class _Translator:
         lo, hi = [float(s) for s in t.sigma]
         sigma = lo if lo == hi else _fn.random.uniform(range=[lo, hi])
         # torchvision's kernel_size is (x, y); godali's window_size is (height, width).
-        return _fn.gaussian_blur(images, window_size=[ky, kx], sigma=sigma)
+        return self._op("gaussian_blur", images, window_size=[ky, kx], sigma=sigma)
 
     # -- AutoAugment family -----------------------------------------------------------
 
@@ -651,8 +675,8 @@ class _Translator:
                                "not like PIL's bilinear transform near the border")
         fill = _one_fill(t.fill, what)
         policy["torchvision"] = True
-        op = _internal_op("_auto_aug")
-        return op(images, policy=_json.dumps(policy), fill_value=fill, interp_type=interp)
+        return self._op("_auto_aug", images, policy=_json.dumps(policy), fill_value=fill,
+                        interp_type=interp)
 
     def _t_AutoAugment(self, images, t):
         name = getattr(t.policy, "value", str(t.policy))
@@ -745,7 +769,9 @@ class _Translator:
         # A trailing (CenterCrop, horizontal flip) folds into crop_mirror_normalize, which
         # crops first and mirrors the window.
         geo = list(self.geo)
-        if geo and geo[-1][0] == "flip" and geo[-1][1]["vertical"] == 0:
+        # (a flip's "vertical" is 0, 1 or a coin flip's DataNode, which has no truth value)
+        if geo and geo[-1][0] == "flip" and isinstance(geo[-1][1]["vertical"], int) and \
+                geo[-1][1]["vertical"] == 0:
             kw["mirror"] = geo.pop()[1]["horizontal"]
         if geo and geo[-1][0] == "crop":
             a = geo.pop()[1]
@@ -760,14 +786,38 @@ class _Translator:
                  "float16": _types.FLOAT16}[self.tensor]
         mean = self.mean_c or [self.mean]
         std = self.std_c or [self.std]
-        return _fn.crop_mirror_normalize(images, dtype=dtype, output_layout="CHW",
-                                         mean=mean, std=std, **kw)
+        return self._op("crop_mirror_normalize", images, dtype=dtype, output_layout="CHW",
+                        mean=mean, std=std, **kw)
 
 
-def translate(transform, jpegs, approximate=False):
+def translate(transform, jpegs, approximate=False, gpu_from=None):
     """Adds to the current pipeline the operators that apply the torchvision `transform`
-    to the encoded images `jpegs` (a DataNode); returns the images DataNode."""
-    return _Translator(_flatten(transform), approximate).run(jpegs)
+    to the encoded images `jpegs` (a DataNode); returns the images DataNode.
+
+    gpu_from (see gpu_placement): the image operators from that index on run on the GPU
+    (0: the decoder too, as device "mixed"); None: all on the CPU."""
+    return _Translator(_flatten(transform), approximate, gpu_from).run(jpegs)
+
+
+def gpu_placement(transform, approximate=False):
+    """Where the translation of `transform` can run on the GPU: (operators, gpu_from).
+
+    operators lists the image operators of the translation in graph order, the decoder
+    first; gpu_from is the index of the first one of the GPU part: every operator after
+    the last one without a GPU variant (0: all of them, decoding with nvJPEG), None when
+    this process has no GPU operators (the CPU flavour). The GPU variants compute what the
+    CPU ones do, from the same random draws (docs/cuda.md): only nvJPEG's IDCT and the CPU
+    random-crop decoder's DCT-domain downscaling differ (docs/pytorch.md#gpu)."""
+    from . import _graph
+    used = _check_translation(transform, approximate)
+    ops = _graph.schemas().ops
+    if "_to_gpu" not in ops:
+        return used, None
+    gpu_from = 0
+    for k, name in enumerate(used):
+        if ("mixed" if k == 0 else "gpu") not in ops[name].devices:
+            gpu_from = k + 1
+    return used, gpu_from
 
 
 # --- DataLoader ------------------------------------------------------------------------
@@ -947,7 +997,13 @@ class DataLoader:
     incomplete batch is dropped. prefetch_factor: batches prepared ahead
     (prefetch_queue_depth). pin_memory: host batches are pinned when CUDA is available.
     persistent_workers, timeout, multiprocessing_context and pin_memory_device are accepted
-    and have no effect. Custom collate_fn, batch_sampler, other samplers and
+    and have no effect. device (godali only, as seed): "cpu" (default: host tensors, as
+    torch's DataLoader) or "cuda"/"cuda:N": the batches are CUDA tensors on that device.
+    With the CUDA flavour of godali the images are decoded there (nvJPEG) and the
+    transform runs on the GPU from the last step without a GPU operator on (all of it for
+    the standard ImageNet transforms; see gpu_placement and docs/pytorch.md#gpu); with the
+    CPU flavour the batches are decoded on the CPU and copied from pinned memory, which
+    the log says once. Custom collate_fn, batch_sampler, other samplers and
     worker_init_fn raise UnsupportedArgumentError naming them; other datasets
     UnsupportedDatasetError; transforms godali cannot run exactly
     UnsupportedTransformError (all when the loader is created).
@@ -966,7 +1022,7 @@ class DataLoader:
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False,
                  timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None,
                  *, prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 seed=None):
+                 seed=None, device=None):
         _check_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
                          drop_last, timeout, prefetch_factor, persistent_workers)
         if collate_fn is not None and collate_fn is not _default_collate():
@@ -1035,7 +1091,12 @@ class DataLoader:
         self._queue_depth = None     # godali's ImageFolderLoader sets it
         self._on_error = "raise"
         # Transforms godali cannot run exactly are refused now, not at the first batch.
-        _check_translation(src.transform, src.approximate)
+        self.device = _torch_device(device)
+        self._gpu = None             # (device index, gpu_from) when the GPU runs the transform
+        if self.device.type == "cuda":
+            self._gpu = _gpu_for(self.device, src.transform, src.approximate)
+        else:
+            _check_translation(src.transform, src.approximate)
         if seed is None:
             g = generator
             seed = int(_torch.empty((), dtype=_torch.int64).random_(generator=g).item()) \
@@ -1077,14 +1138,18 @@ class DataLoader:
         finally:
             s.epoch = old
 
-    def _make_pipeline(self, epoch, checkpoint=None, indices=None, seed=None, order_seed=None):
-        # seed, order_seed: a state's being checked (default: the loader's).
+    def _make_pipeline(self, epoch, checkpoint=None, indices=None, seed=None, order_seed=None,
+                       gpu=False):
+        # seed, order_seed: a state's being checked (default: the loader's). gpu: (device
+        # index, gpu_from) to place the transform on the GPU (default: self._gpu).
+        gpu = self._gpu if gpu is False else gpu
         seed = self._seed if seed is None else seed
         order_seed = self._order_seed if order_seed is None else order_seed
         threads = max(1, self.num_workers)
         depth = self._queue_depth or \
             (max(2, int(self.prefetch_factor)) if self.prefetch_factor else 2)
-        pipe = _Pipeline(batch_size=self.batch_size, num_threads=threads, device_id=None,
+        pipe = _Pipeline(batch_size=self.batch_size, num_threads=threads,
+                         device_id=None if gpu is None else gpu[0],
                          seed=seed + self.shard_id, prefetch_queue_depth=depth,
                          first_epoch=epoch, enable_checkpointing=True,
                          checkpoint=checkpoint, on_error=self._on_error)
@@ -1106,7 +1171,8 @@ class DataLoader:
                          labels=[int(c) for _, c in samples])
         with pipe:
             jpegs, labels = _fn.readers.file(**rargs)
-            images = translate(self._transform, jpegs, self._approx)
+            images = translate(self._transform, jpegs, self._approx,
+                               None if gpu is None else gpu[1])
             pipe.set_outputs(images, labels)
         try:
             pipe.build()
@@ -1273,6 +1339,72 @@ class DataLoader:
             self.dataset, self.batch_size, self.shuffle, self.shard_id, self.num_shards)
 
 
+def _pinned(obj):
+    """The tensors in obj (a tensor, or lists, tuples and dicts of them, as default_collate
+    makes) in pinned memory."""
+    if isinstance(obj, _torch.Tensor):
+        return obj.pin_memory()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_pinned(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _pinned(v) for k, v in obj.items()}
+    return obj
+
+
+def _moved(obj, device):
+    """_pinned's structures with their tensors copied to device (asynchronously)."""
+    if isinstance(obj, _torch.Tensor):
+        return obj.to(device, non_blocking=True)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_moved(o, device) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _moved(v, device) for k, v in obj.items()}
+    return obj
+
+
+def _torch_device(device):
+    """DataLoader's device=: "cpu" (None) or a CUDA device of this process's torch."""
+    if device is None:
+        return _torch.device("cpu")
+    try:
+        dev = _torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError("godali.torch.DataLoader: device must be 'cpu' or 'cuda[:N]', not %r"
+                         % (device,)) from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError("godali.torch.DataLoader: device must be 'cpu' or 'cuda[:N]', not %r"
+                         % (device,))
+    if dev.type == "cuda":
+        if not _torch.cuda.is_available():
+            raise RuntimeError("godali.torch.DataLoader: device=%r, but torch sees no CUDA "
+                               "device" % (device,))
+        if dev.index is None:
+            dev = _torch.device("cuda", _torch.cuda.current_device())
+    return dev
+
+
+_cpu_fallback_said = False
+
+
+def _gpu_for(device, transform, approximate):
+    """(device index, gpu_from) to run the translation of transform on the CUDA device,
+    or None when this process loaded the CPU flavour of godali (decode on the CPU, copy
+    the batches from pinned memory: logged once per process)."""
+    global _cpu_fallback_said
+    _, gpu_from = gpu_placement(transform, approximate)
+    if gpu_from is not None:
+        return device.index, gpu_from
+    if not _cpu_fallback_said:
+        _cpu_fallback_said = True
+        from . import _lib
+        _log.warning("DataLoader(device=%r): godali's %s flavour is loaded (%s), which has no "
+                  "GPU operators: images are decoded and transformed on the CPU and the "
+                  "batches copied to the GPU from pinned memory (load libgodali_cuda.so for "
+                  "GPU decoding: docs/pytorch.md#gpu)", str(device), _lib.get().flavour,
+                  _lib.get().path)
+    return None
+
+
 def _default_collate():
     try:
         from torch.utils.data import default_collate
@@ -1296,7 +1428,11 @@ class _LoaderIter:
         loader._pipe_at = None  # in use: not at the start of an epoch any more
         if loader._dist is None:
             loader._epoch = epoch + 1
-        self._to_pin = loader.pin_memory and _torch.cuda.is_available()
+        # device "cuda": the images come from the GPU, the labels (and, decoded on the CPU,
+        # the images) are copied there from pinned memory.
+        self._to_device = loader.device if loader.device.type == "cuda" else None
+        self._to_pin = self._to_device is not None or \
+            (loader.pin_memory and _torch.cuda.is_available())
         self._collate = _default_collate() if loader._target_transform is not None else None
 
     def _invalidate(self):
@@ -1351,12 +1487,16 @@ class _LoaderIter:
         if keep < bs:
             x, y = x[:keep], y[:keep]
         y = y.to(_torch.int64)
-        if self._to_pin:
-            x = x if x.is_pinned() else x.pin_memory()
-            y = y.pin_memory()
         if self._collate is not None:
             tt = ld._target_transform
             y = self._collate([tt(int(v)) for v in y.tolist()])
+        if self._to_pin:
+            if not x.is_cuda:  # decoded on the GPU: already there
+                x = x if x.is_pinned() else x.pin_memory()
+            y = _pinned(y)
+        if self._to_device is not None:
+            x = x.to(self._to_device, non_blocking=True)  # nothing to do when there
+            y = _moved(y, self._to_device)
         self._done += 1
         if self._done >= self._steps:
             self._finish()
@@ -1383,11 +1523,14 @@ class _LoaderIter:
 
 def _check_translation(transform, approximate):
     """Translates `transform` into a throwaway graph (never built): raises the
-    UnsupportedTransformError the loader would raise at its first batch."""
+    UnsupportedTransformError the loader would raise at its first batch; returns the
+    image operators of the translation, in graph order."""
     pipe = _Pipeline(batch_size=1, num_threads=1, device_id=None)
     with pipe:
         jpegs, _ = _fn.readers.file(file_root=".", files=["_"], labels=[0])
-        translate(transform, jpegs, approximate)
+        tr = _Translator(_flatten(transform), approximate)
+        tr.run(jpegs)
+    return tr.used
 
 
 # --- install(): torch.utils.data.DataLoader served by godali where it can -------------
@@ -1415,7 +1558,7 @@ def _dispatch(orig, args, kwargs):
     extra = given.pop("kwargs", None) or {}
     given.update(extra)
     dataset = given.get("dataset")
-    known = set(inspect.signature(DataLoader.__init__).parameters) - {"self", "seed"}
+    known = set(inspect.signature(DataLoader.__init__).parameters) - {"self", "seed", "device"}
     unknown = sorted(set(given) - known)
     if unknown:
         reason = "argument %s is not one godali takes" % ", ".join(unknown)

@@ -125,6 +125,26 @@ def test_normalize_matches_dalis_formula(jpegs):
         assert abs(o_all[i].mean()) < 1e-4 and abs(o_all[i].std() - 1) < 1e-4
 
 
+def test_normalize_per_sample_stddev_scalar_and_bad_shape(jpegs):
+    def graph(img):
+        s = fn.random.uniform(range=[20, 60], shape=[1])
+        return (img, s, fn.normalize(img, mean=90.0, stddev=s))
+
+    imgs, ss, out = _run(jpegs, graph)
+    for i, img in enumerate(imgs):
+        # a one-element stddev of another rank than the input: every axis is reduced
+        _check_float(out[i], _norm_ref(img, (0, 1, 2), mean=90.0, std=_scalar(ss[i])),
+                     "per-sample scalar stddev")
+
+    # a per-sample mean of the input's rank must be 1 or the input's extent on each axis
+    def bad(img):
+        return (fn.normalize(img, mean=fn.random.uniform(range=[0, 1], shape=[2, 1, 3])),)
+    with pytest.raises(godali.DataError) as e:
+        _run(jpegs, bad)
+    assert "m0.jpg" in str(e.value)
+    assert 'argument "mean": per-sample shape [2 1 3] does not broadcast' in str(e.value)
+
+
 def test_normalize_constant_sample_gives_shift_and_refuses_batch(jpegs):
     def graph(img):
         grey = fn.brightness_contrast(img, contrast=0.0)

@@ -136,6 +136,24 @@ def test_flips_with_p0_and_p1(folder):
                                       T.RandomHorizontalFlip(1.0), T.ToTensor()]), atol=1e-6)
 
 
+def test_random_vertical_flip_before_the_tensor_conversion(folder):
+    # A coin-flipped vertical flip as the last image step (it used to fail at the
+    # construction: the translation tested the coin's DataNode for truth).
+    base = [T.Resize((36, 40))]
+    tf = T.Compose(base + [T.RandomVerticalFlip(0.5), T.PILToTensor()])
+    ref = ImageFolder(folder, transform=T.Compose(base + [T.PILToTensor()]))
+    got = torch.cat([x for x, _ in DataLoader(ImageFolder(folder, transform=tf),
+                                              batch_size=4, seed=2)])
+    flipped = 0
+    for i in range(len(ref)):
+        r = ref[i][0]
+        if torch.equal(got[i], r.flip(1)):
+            flipped += 1
+        else:
+            assert torch.equal(got[i], r), ref.samples[i][0]
+    assert 0 < flipped < len(ref)  # seed 2 draws both
+
+
 def test_rotation_fixed_angle(folder):
     base = [T.Resize((40, 40))]
     compare(folder, T.Compose(base + [T.RandomRotation((30, 30)), T.PILToTensor()]))

@@ -237,8 +237,11 @@ class ImageFolderLoader:
     rank gets ceil(n / k) samples per epoch (floor(n / k) with drop_last), padded with
     repeats of the first ones, so every rank runs len(loader) steps.
 
-    device="cuda": batches are copied from pinned memory with .cuda(non_blocking=True)
-    (GPU decoding is the DALI-style pipeline's: decoders.image(device="mixed")).
+    device="cuda" (or "cuda:N"): the batches are CUDA tensors on that device. With the
+    CUDA flavour of godali the images are decoded on the GPU (nvJPEG, device "mixed") and
+    resized, cropped, flipped and normalised there, from the same random draws as on the
+    CPU; with the CPU flavour they are decoded on the CPU and copied from pinned memory,
+    which the log says once (godali.torch.DataLoader's device=, docs/pytorch.md#gpu).
     """
 
     def __init__(self, root, batch_size, train=True, image_size=224, device="cpu",
@@ -292,7 +295,8 @@ class ImageFolderLoader:
                                                  seed=self.seed, drop_last=bool(drop_last))
         self._loader = gtorch.DataLoader(self.dataset, batch_size=batch_size,
                                          sampler=self.sampler, num_workers=workers,
-                                         drop_last=drop_last, seed=self.seed)
+                                         drop_last=drop_last, seed=self.seed,
+                                         device=self.device)
         self._loader._queue_depth = int(prefetch_queue_depth)
         self._loader._on_error = on_error
         self.batch_size = self._loader.batch_size
@@ -318,13 +322,7 @@ class ImageFolderLoader:
     def __iter__(self):
         it = iter(self._loader)
         self.sampler.set_epoch(self.sampler.epoch + 1)  # the next iteration's epoch
-        to_cuda = self.device.type == "cuda"
-        for x, y in it:
-            if to_cuda:
-                x = (x if x.is_pinned() else x.pin_memory()).to(self.device,
-                                                                non_blocking=True)
-                y = y.pin_memory().to(self.device, non_blocking=True)
-            yield x, y
+        yield from it  # on self.device: the DataLoader puts them there
 
     def close(self):
         """Stops the pipeline's threads now (also done when the loader is collected)."""
