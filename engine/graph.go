@@ -326,12 +326,14 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // checkDynamicInputs refuses a node that needs at build time the type of data that is
 // known only at run time (a host-batch operator's output, e.g. python_function's); only
-// host-batch operators take such data.
+// host-batch operators take such data as inputs. Argument inputs may be dynamic: the
+// argument helpers (FloatAt, FloatsAt, ...) read each sample's value by its run-time
+// type and refuse a sample that does not fit, as DALI does.
 func checkDynamicInputs(n *Node) error {
 	if _, ok := n.Op.(HostBatchOperator); ok {
 		return nil
 	}
-	for _, d := range append(append([]*DataNode{}, n.In...), n.ArgIn...) {
+	for _, d := range n.In {
 		if _, ok := d.Producer.Op.(HostBatchOperator); ok && d.Meta.IsDynamic() {
 			return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function may take it (or do this step inside the function)",
 				describe(n.Name, n.OpName), d.Name, d.Producer.Name, d.Producer.OpName)

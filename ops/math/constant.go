@@ -42,10 +42,7 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 	} else {
 		vals = a.Floats("fdata")
 	}
-	n := max(len(vals), len(ivals))
-	if n == 0 {
-		return nil, a.Errorf("fdata", "needs at least one value")
-	}
+	n := max(len(vals), len(ivals)) // 0: an empty tensor (shape [0], or a shape of volume 0)
 	if a.Has("dtype") {
 		dtype = a.DType("dtype")
 	}

@@ -115,6 +115,15 @@ def test_constant_forms():
     assert isinstance(types.Constant(3), types.ScalarConstant)
 
 
+def test_empty_constant():
+    # DALI's types.Constant([]): an empty float tensor of shape [0] in every sample; a
+    # shape of volume 0 is as good.
+    got = _run(lambda: [types.Constant([]), types.Constant(np.zeros((2, 0), np.int32))], batch=2)
+    for s in range(2):
+        assert got[0][s].shape == (0,) and got[0][s].dtype == np.float32
+        assert got[1][s].shape == (2, 0) and got[1][s].dtype == np.int32
+
+
 def test_errors_name_the_problem():
     pipe = godali.Pipeline(batch_size=1, num_threads=1)
     with pipe:
