@@ -335,3 +335,18 @@ def test_erase_regions_match_numpy(jpegs):
         np.testing.assert_array_equal(d[i], _erase_ref(img, [1], [3], [4], [0]))
         np.testing.assert_array_equal(e[i], _erase_ref(img, [1, 0], [2, 1], [6, 3], [0]))
         assert (a[i] != img).any()
+
+
+def test_erase_per_sample_fill_value(jpegs):
+    # DALI's fill_value may come per sample: one value, or one per channel.
+    def graph(img):
+        fv = fn.random.uniform(range=[0, 255], shape=[3])
+        fv1 = fn.random.uniform(range=[0, 255], shape=[1])
+        return (img, fv, fv1, fn.erase(img, anchor=[4, 2, 10, 20], shape=[9, 7, 5, 30], fill_value=fv),
+                fn.erase(img, anchor=[3, 3], shape=[4, 4], fill_value=fv1))
+
+    imgs, fvs, fv1s, a, b = _run(jpegs, graph)
+    for i, img in enumerate(imgs):
+        fill = list(np.clip(np.round(fvs[i].astype(np.float64)), 0, 255))
+        np.testing.assert_array_equal(a[i], _erase_ref(img, [0, 1], [4, 2, 10, 20], [9, 7, 5, 30], fill))
+        np.testing.assert_array_equal(b[i], _erase_ref(img, [0, 1], [3, 3], [4, 4], [np.round(fv1s[i][0])]))
