@@ -785,12 +785,19 @@ def _legacy_alias(legacy, func):
 def constant_node(value, pipe, dtype=None, shape=None, layout=None):
     """Adds a `constant` node producing `value` (a number, list or array) for every sample.
     Without dtype: bool -> BOOL, int -> INT32, float -> FLOAT (DALI's types for Python
-    values); a numpy array keeps its own type."""
+    values); a numpy array keeps its own type, except that 64-bit ones are narrowed to
+    their 32-bit counterparts (float64 -> FLOAT, int64 -> INT32, uint64 -> UINT32), as
+    DALI's types.Constant does: a 64-bit constant needs an explicit dtype."""
     import numpy as np
     if isinstance(value, _types.ScalarConstant):
         if dtype is None:
             dtype = value.dtype
         value = value.value
+    if isinstance(value, np.ndarray):
+        narrow = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32,
+                  np.dtype(np.uint64): np.uint32}.get(value.dtype)
+        if narrow is not None:
+            value = value.astype(narrow)
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError("godali: a constant must be numbers (bool, int, float or a numeric "

@@ -95,7 +95,7 @@ def test_math_functions_and_broadcast_against_numpy():
 def test_sqrt_of_integers_is_float32_and_float64_stays():
     a = np.array([0, 1, 4, 255], np.uint8)
     d = np.array([2.0, 8.0], np.float64)
-    got = _run(lambda: [gm.sqrt(types.Constant(a)), gm.sqrt(types.Constant(d)),
+    got = _run(lambda: [gm.sqrt(types.Constant(a)), gm.sqrt(types.Constant(d, dtype=types.FLOAT64)),
                         types.Constant(a) / 2], batch=1)
     assert got[0][0].dtype == np.float32 and got[1][0].dtype == np.float64
     np.testing.assert_allclose(got[0][0], np.sqrt(a.astype(np.float32)), rtol=1e-7)
@@ -106,12 +106,18 @@ def test_sqrt_of_integers_is_float32_and_float64_stays():
 def test_constant_forms():
     got = _run(lambda: [types.Constant(7, shape=[2, 2]), types.Constant([1, 2, 3]),
                         types.Constant(np.arange(6, dtype=np.int64).reshape(2, 3), layout="HW"),
+                        types.Constant(np.arange(6, dtype=np.int64), dtype=types.INT64),
+                        types.Constant(np.array([0.5, 1.5])),
                         types.Constant(2.5, dtype=types.FLOAT64, shape=[])], batch=2)
     for s in range(2):
         np.testing.assert_array_equal(got[0][s], np.full((2, 2), 7, np.int32))
         assert got[1][s].dtype == np.int32 and list(got[1][s]) == [1, 2, 3]
-        np.testing.assert_array_equal(got[2][s], np.arange(6, dtype=np.int64).reshape(2, 3))
-        assert got[3][s].dtype == np.float64 and got[3][s].shape == () and got[3][s] == 2.5
+        # DALI narrows 64-bit numpy arrays to 32 bits unless dtype says otherwise
+        assert got[2][s].dtype == np.int32
+        np.testing.assert_array_equal(got[2][s], np.arange(6).reshape(2, 3))
+        assert got[3][s].dtype == np.int64 and list(got[3][s]) == list(range(6))
+        assert got[4][s].dtype == np.float32 and list(got[4][s]) == [0.5, 1.5]
+        assert got[5][s].dtype == np.float64 and got[5][s].shape == () and got[5][s] == 2.5
     assert isinstance(types.Constant(3), types.ScalarConstant)
 
 
