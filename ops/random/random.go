@@ -2,7 +2,6 @@ package random
 
 import (
 	"math"
-	"sort"
 
 	"github.com/godali/godali/engine"
 )
@@ -129,82 +128,6 @@ func init() {
 		return o, nil
 	})
 
-	engine.RegisterSchema(&engine.Schema{
-		Name: "random.choice",
-		Doc: "Draws, per sample, elements of a 1D set a with probabilities p (uniform by default). " +
-			"An integer a = n means the set [0, 1, ..., n-1]. In Python a is positional, as in DALI: " +
-			"fn.random.choice(5), fn.random.choice([0.5, 1.0, 2.0], p=[0.25, 0.5, 0.25]).",
-		MinInputs: 0, MaxInputs: 0, Outputs: []string{"value"}, Random: true, HostOnly: true,
-		PositionalArgs: []string{"a"},
-		Args: []engine.ArgSpec{
-			{Name: "a", Type: engine.ArgFloatList, Required: true, Doc: "the values to choose from (a list), or n (an int) for [0, n)"},
-			{Name: "p", Type: engine.ArgFloatList, Doc: "probability of each element of a (>= 0, summing to 1); default uniform"},
-			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type; default INT32 when a is an int or holds only whole numbers, else FLOAT (DALI takes the type of a)"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
-		},
-	})
-	engine.RegisterBackend("random.choice", "cpu", newRandomChoice)
-}
-
-func newRandomChoice(a *engine.Args) (engine.Operator, error) {
-	vals := a.Floats("a")
-	whole := true
-	if a.IsScalar("a") {
-		n := vals[0]
-		if n != math.Trunc(n) || n < 1 || n > 1<<31-1 {
-			return nil, a.Errorf("a", "a single value is the number of choices n (an int >= 1), got %g", n)
-		}
-		vals = make([]float64, int(n))
-		for i := range vals {
-			vals[i] = float64(i)
-		}
-	}
-	if len(vals) == 0 {
-		return nil, a.Errorf("a", "must not be empty")
-	}
-	for _, v := range vals {
-		whole = whole && v == math.Trunc(v) && math.Abs(v) <= 1<<31
-	}
-	dtype := engine.Float32
-	if whole {
-		dtype = engine.Int32
-	}
-	if a.Has("dtype") {
-		dtype = a.DType("dtype")
-	}
-	o := &randomOp{args: a, dtype: dtype}
-	if !a.Has("p") {
-		o.draw = func(r *engine.RNG, _, _ float64) float64 { return vals[r.Intn(len(vals))] }
-		return o, nil
-	}
-	p := a.Floats("p")
-	if len(p) != len(vals) {
-		return nil, a.Errorf("p", "needs one probability per element of a (%d), got %d", len(vals), len(p))
-	}
-	cdf := make([]float64, len(p))
-	sum := 0.0
-	for i, q := range p {
-		if q < 0 || math.IsNaN(q) {
-			return nil, a.Errorf("p", "probabilities must be >= 0, got %g at %d", q, i)
-		}
-		sum += q
-		cdf[i] = sum
-	}
-	if math.Abs(sum-1) > 1e-6 {
-		return nil, a.Errorf("p", "probabilities must sum to 1, got %g", sum)
-	}
-	o.draw = func(r *engine.RNG, _, _ float64) float64 {
-		u := r.Float64() * sum
-		i := sort.SearchFloat64s(cdf, u)
-		// SearchFloat64s finds the first cdf >= u; an element of probability 0 has the
-		// same cdf as the one before it and must never be chosen, so step past equals.
-		for i < len(cdf)-1 && (cdf[i] <= u || p[i] == 0) {
-			i++
-		}
-		return vals[i]
-	}
-	return o, nil
 }
 
 // randomOp fills its output from the sample's random stream: draw(rng, p0, p1) per

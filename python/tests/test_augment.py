@@ -9,6 +9,8 @@ other way). Float outputs: 1e-4 relative.
 import inspect
 import math
 
+import re
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -278,17 +280,38 @@ def test_random_choice():
 
 
 def test_random_choice_call_forms():
-    sig = inspect.signature(fn.random.choice)
-    assert list(sig.parameters)[0] == "a"
-    pipe = godali.Pipeline(batch_size=2, num_threads=1)
+    # As in DALI, a is the first input: a constant (an int n, a list, an array) or a
+    # node, with a per-sample p and an optional shape_like second input.
+    pipe = godali.Pipeline(batch_size=4, num_threads=1, seed=3)
     with pipe:
-        x = fn.random.uniform()
-        with pytest.raises(TypeError, match="both positionally and as a keyword"):
-            fn.random.choice(3, a=4)
-        with pytest.raises(TypeError, match="must be a constant"):
-            fn.random.choice(x)
-        with pytest.raises(TypeError, match="missing required argument 'a'"):
-            fn.random.choice()
+        a = fn.external_source(lambda: [np.array([[1, 1], [2, 2], [3, 3]], np.int16)] * 4,
+                               batch=True, layout="NC")
+        p = fn.external_source(lambda: [np.array([0.0, 0.0, 1.0], np.float32),
+                                        np.array([1.0, 0.0, 0.0], np.float32)] * 2, batch=True)
+        rows = fn.random.choice(a, p=p)
+        many = fn.random.choice(a, np.zeros((5, 2)), p=p)
+        pipe.set_outputs(rows, many, fn.random.choice(a, shape=[7]))
+    rows, many, seven = pipe.run()
+    assert rows.layout() == "C" and seven.layout() == "NC" and many.layout() == ""
+    for i in range(4):
+        want = 3 if i % 2 == 0 else 1
+        assert np.array(rows[i]).dtype == np.int16
+        np.testing.assert_array_equal(np.array(rows[i]), [want, want])
+        np.testing.assert_array_equal(np.array(many[i]), np.full((5, 2, 2), want))
+        s = np.array(seven[i])
+        assert s.shape == (7, 2) and (s[:, 0] == s[:, 1]).all() and set(s[:, 0]) <= {1, 2, 3}
+    pipe.close()
+    for args, kw, msg in [((), {}, '"a": missing'),
+                          ((5.0,), {}, "Data type float is not supported for 0D inputs"),
+                          ((0,), {}, "Expected positive number of elements for sampling, got: 0"),
+                          ((2,), {"p": 0.25}, "Sum of probabilities must be 1.0, but got 0.5"),
+                          ((5,), {"p": [0.25, 0.5, 0.25]}, "Expected {5}, but got {3}")]:
+        pipe = godali.Pipeline(batch_size=1, num_threads=1)
+        with pipe:
+            pipe.set_outputs(fn.random.choice(*args, **kw))
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            pipe.run()
+        pipe.close()
 
 
 def test_augmentations_are_cpu_only(jpegs):
