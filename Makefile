@@ -82,7 +82,7 @@ $(BUILD)/libgodali_cuda.so: $(GOSRC) | cuda-kernels
 test-cuda-compile: cuda-kernels
 	$(CUDA_ENV) $(GO) vet -tags cuda ./...
 	@mkdir -p $(CUDA_TESTS)
-	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./kernels/ ./engine/ ./ops/decoders/ ./ops/image/
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./nvdec/ ./kernels/ ./engine/ ./ops/decoders/ ./ops/readers/ ./ops/image/
 	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(CUDA_TESTS)/libjpeg.so.62; fi
 	$(CUDA_ENV) $(GO) test -tags 'cuda nodevice' -run 'TestLoad|TestCandidates|TestROIArgs' ./nvjpeg/
 
@@ -92,9 +92,11 @@ test-cuda-compile: cuda-kernels
 test-cuda: test-cuda-compile
 	cd internal/cuda && ../../$(CUDA_TESTS)/cuda.test -test.v $(TESTFLAGS)
 	cd nvjpeg && ../$(CUDA_TESTS)/nvjpeg.test -test.v $(TESTFLAGS)
+	cd nvdec && ../$(CUDA_TESTS)/nvdec.test -test.v $(TESTFLAGS)
 	cd kernels && ../$(CUDA_TESTS)/kernels.test -test.v $(TESTFLAGS)
 	cd engine && ../$(CUDA_TESTS)/engine.test -test.v $(TESTFLAGS)
 	cd ops/decoders && ../../$(CUDA_TESTS)/decoders.test -test.v $(TESTFLAGS)
+	cd ops/readers && ../../$(CUDA_TESTS)/readers.test -test.v -test.run 'GPU' $(TESTFLAGS)
 	cd ops/image && ../../$(CUDA_TESTS)/image.test -test.v $(TESTFLAGS)
 
 # --- GPU emulator (tests/gpuemu) ------------------------------------------------------
@@ -107,7 +109,7 @@ test-cuda: test-cuda-compile
 # out missing waits (GODALI_EMU_DELAY_RANDOM=1: random delays, so streams overtake each
 # other); GODALI_EMU_STRICT=1 aborts on the hazards the emulator detects.
 GPUEMU  := $(BUILD)/gpuemu
-EMU_ENV := LD_LIBRARY_PATH=$(CURDIR)/$(GPUEMU) GODALI_NVJPEG_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvjpeg_emu.so GODALI_REQUIRE_GPU=1 GODALI_EMU_STRICT=1
+EMU_ENV := LD_LIBRARY_PATH=$(CURDIR)/$(GPUEMU) GODALI_NVJPEG_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvjpeg_emu.so GODALI_NVCUVID_LIBRARY=$(CURDIR)/$(GPUEMU)/libnvcuvid_emu.so GODALI_REQUIRE_GPU=1 GODALI_EMU_STRICT=1
 
 .PHONY: gpuemu test-cuda-emu test-wheel-emu
 
@@ -118,9 +120,11 @@ test-cuda-emu: gpuemu cpu
 	cd internal/cuda && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/cuda.test $(TESTFLAGS)
 	cd nvjpeg && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/nvjpeg.test $(TESTFLAGS)
 	cd nvjpeg && $(EMU_ENV) GODALI_EMU_HW_DECODER=0 ../$(CUDA_TESTS)/nvjpeg.test $(TESTFLAGS)
+	cd nvdec && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/nvdec.test $(TESTFLAGS)
 	cd kernels && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/kernels.test $(TESTFLAGS)
 	cd engine && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/engine.test $(TESTFLAGS)
 	cd ops/decoders && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/decoders.test $(TESTFLAGS)
+	cd ops/readers && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/readers.test -test.run 'GPU' $(TESTFLAGS)
 	cd ops/image && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/image.test $(TESTFLAGS)
 	cd engine && $(EMU_ENV) GODALI_EMU_HW_DECODER=0 ../$(CUDA_TESTS)/engine.test -test.run 'GPU|Mixed|ResNet' $(TESTFLAGS)
 	cd engine && for seed in 1 2 3 4 5 6; do $(EMU_ENV) GODALI_EMU_DELAY_US=20000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'Gather|ResNet50GPU' $(TESTFLAGS) || exit 1; done

@@ -62,15 +62,17 @@ cat "$OUT/gpu.txt"
 
 run_tests() {
   local pkg dir bin
-  for pkg in internal/cuda:cuda nvjpeg:nvjpeg kernels:kernels engine:engine ops/decoders:decoders ops/image:image; do
+  for pkg in internal/cuda:cuda nvjpeg:nvjpeg nvdec:nvdec kernels:kernels engine:engine ops/decoders:decoders ops/readers:readers ops/image:image; do
     dir=${pkg%%:*}
     bin=$ROOT/build/cudatest/${pkg##*:}.test
+    run=.
+    [ "$dir" = ops/readers ] && run=GPU  # the readers' CPU tests need the build machine's tools
     if [ ! -x "$bin" ]; then
       note "go test $dir: $bin missing (make test-cuda-compile)"
       status=1
       continue
     fi
-    (cd "$dir" && timeout 300 "$bin" -test.v -test.timeout 280s) >"$OUT/go-${pkg##*:}.txt" 2>&1
+    (cd "$dir" && timeout 300 "$bin" -test.v -test.run "$run" -test.timeout 280s) >"$OUT/go-${pkg##*:}.txt" 2>&1
     local rc=$?
     note "go test $dir: exit $rc, $(grep -c '^--- PASS' "$OUT/go-${pkg##*:}.txt") passed, $(grep -c '^--- FAIL' "$OUT/go-${pkg##*:}.txt") failed, $(grep -c '^--- SKIP' "$OUT/go-${pkg##*:}.txt") skipped"
     [ $rc -eq 0 ] || status=1
@@ -79,6 +81,12 @@ run_tests() {
     timeout 300 "$PY" -m pytest -m gpu -v -p no:cacheprovider python/tests >"$OUT/pytest-gpu.txt" 2>&1
     local rc=$?
     note "pytest -m gpu: exit $rc: $(tail -1 "$OUT/pytest-gpu.txt")"
+    [ $rc -eq 0 ] || status=1
+    # NVDEC's Python tests read GPU memory through the driver API (no torch needed).
+    timeout 200 "$PY" -m pytest -v -p no:cacheprovider python/tests/test_video.py -k "gpu_video or mixed_video" \
+      >"$OUT/pytest-nvdec.txt" 2>&1
+    rc=$?
+    note "pytest NVDEC: exit $rc: $(tail -1 "$OUT/pytest-nvdec.txt")"
     [ $rc -eq 0 ] || status=1
   else
     note "pytest -m gpu: skipped, pytest is not installed for $PY"

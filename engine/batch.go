@@ -29,6 +29,7 @@ type Batch struct {
 	lastTry    map[int]error // a failed sample's last replacement's error (on_error = "skip")
 	gpu        *gpuBatch     // the batch's GPU memory and fences; nil without a GPU stage
 	fed        []*Feed       // the batches fed to the external sources (feed.go)
+	stream     StreamBatch   // a stream source's item and plan (feed.go)
 	feeds      *feeds
 	cross      []crossValue // data crossing phases (Partition.Cross; hostbatch.go)
 }
@@ -65,8 +66,9 @@ type OutputBatch struct {
 	ndim   int
 }
 
-func (p *Pipeline) newBatch(epoch, iter int64) *Batch {
-	n := p.Spec.BatchSize
+// newBatch makes a batch of n samples (the pipeline's batch_size; fewer only for a
+// stream source's last batch of an item).
+func (p *Pipeline) newBatch(epoch, iter int64, n int) *Batch {
 	b := &Batch{Epoch: epoch, Iteration: iter, pool: p.pool, errs: make([]error, n), done: make(chan struct{})}
 	b.rrefs = make([][]SampleRef, len(p.readers))
 	b.next = make([]readerPos, len(p.readers))

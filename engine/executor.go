@@ -118,6 +118,9 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1}
 	p.feeds = newFeeds(g)
+	if err := p.feeds.checkStreams(g); err != nil {
+		return nil, err
+	}
 	p.limits.MaxImagePixels = spec.MaxImagePixels
 	p.limits.MaxFileBytes = spec.MaxFileBytes
 	if spec.Seed == -1 {
@@ -669,8 +672,9 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 		case <-stop:
 			return
 		}
-		b := p.newBatch(epoch, iter)
+		var b *Batch
 		if source != nil {
+			b = p.newBatch(epoch, iter, bs)
 			var ok bool
 			b.Valid, b.Last, ok = source.NextBatch(b.refs)
 			if !ok {
@@ -679,13 +683,16 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 				p.inflight <- b // has room: we hold a credit
 				return
 			}
-		} else {
-			b.Valid = bs
 		}
-		fed, end, ok := p.feeds.take(stop)
+		// Without a reader, a stream source may decide the batch's size (n).
+		fed, n, plan, end, ok, ferr := p.feeds.take(stop, bs)
 		if !ok {
 			p.credits <- struct{}{}
 			return
+		}
+		if b == nil {
+			b = p.newBatch(epoch, iter, n)
+			b.Valid = n
 		}
 		if end {
 			b.endOfEpoch = true
@@ -694,6 +701,13 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			return
 		}
 		b.fed, b.feeds = fed, p.feeds
+		b.stream = p.feeds.streamBatch(fed, plan)
+		if ferr != nil {
+			b.err = ferr
+			close(b.done)
+			p.inflight <- b
+			continue
+		}
 		var err error
 		for i, r := range p.readers {
 			if i != p.primary && err == nil {
@@ -713,15 +727,15 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			p.inflight <- b
 			continue
 		}
-		b.wg.Add(bs)
-		for i := 0; i < bs; i++ {
+		b.wg.Add(n)
+		for i := 0; i < n; i++ {
 			select {
 			case p.tasks <- task{b: b, i: i, src: i}:
 			case <-stop:
 				// Let the queued samples finish, then drop the batch and give back the
 				// credit it held (it never reached inflight, where stopProducer
 				// returns the credits of the batches it drops).
-				b.wg.Add(-(bs - i))
+				b.wg.Add(-(n - i))
 				b.wg.Wait()
 				b.release()
 				p.credits <- struct{}{}
@@ -984,6 +998,7 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		ref = b.ref(w.p.nodeReader[n.ID], src)
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
 		ws.fed = b.fedSample(n, src) // a replaced sample takes its stand-in's data
+		ws.stream = b.streamOf(n)
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}

@@ -15,6 +15,30 @@ type ExternalSource interface {
 	ExternalSource()
 }
 
+// StreamSource is implemented by external-source operators that cut each fed item into
+// batches themselves (fn.experimental.inputs.video: one fed video, many batches of
+// sequences). Each feed gives them one item (a batch of one sample). The producer calls
+// PlanBatch, in batch order, with the item at the head of the node's queue (fresh: the
+// first call for that item); it returns the batch's number of samples (1 to max, the
+// pipeline's batch_size: a stream's last batch may be smaller), the plan the node's
+// Setup and Run see (Workspace.Stream), and whether the item is used up, which moves
+// the queue on to the next item. An error fails the batch and drops the item. The item's
+// memory is held until the last batch planned from it is released.
+//
+// A pipeline with a stream source has no reader and no other external source: the
+// stream alone decides each batch's size.
+type StreamSource interface {
+	ExternalSource
+	PlanBatch(item []byte, fresh bool, max int) (n int, plan any, done bool, err error)
+}
+
+// StreamBatch is what a stream source's Setup and Run see (Workspace.Stream): the fed
+// item the batch was planned from, and the plan.
+type StreamBatch struct {
+	Data []byte
+	Plan any
+}
+
 // FeedSample is one fed sample: its bytes (len = product of Shape * dtype size) and shape.
 type FeedSample struct {
 	Data  []byte
@@ -38,10 +62,14 @@ type Feed struct {
 
 	end      bool // end-of-epoch marker (FeedEndOfEpoch)
 	released atomic.Bool
+	extra    atomic.Int32 // holders besides the first (a stream's batches share its item)
 }
 
+// retain adds a holder: the memory goes when every holder has released it.
+func (f *Feed) retain() { f.extra.Add(1) }
+
 func (f *Feed) release() {
-	if f == nil || !f.released.CompareAndSwap(false, true) {
+	if f == nil || f.extra.Add(-1) >= 0 || !f.released.CompareAndSwap(false, true) {
 		return
 	}
 	if f.Release != nil {
@@ -50,8 +78,10 @@ func (f *Feed) release() {
 }
 
 type feedQueue struct {
-	node  *Node
-	items []*Feed
+	node   *Node
+	items  []*Feed
+	stream StreamSource // nil: one fed batch per planned batch
+	begun  bool         // stream: the head item has been planned from
 }
 
 // feeds are the pipeline's queues of fed batches, one per external source node.
@@ -72,10 +102,30 @@ func newFeeds(g *Graph) *feeds {
 		if _, ok := n.Op.(ExternalSource); ok {
 			f.byName[n.Name] = len(f.queues)
 			f.byNode[n] = len(f.queues)
-			f.queues = append(f.queues, &feedQueue{node: n})
+			q := &feedQueue{node: n}
+			q.stream, _ = n.Op.(StreamSource)
+			f.queues = append(f.queues, q)
 		}
 	}
 	return f
+}
+
+// checkStreams refuses what a stream source cannot share a pipeline with: readers and
+// other external sources, whose batches have the pipeline's batch_size.
+func (f *feeds) checkStreams(g *Graph) error {
+	for _, q := range f.queues {
+		if q.stream == nil {
+			continue
+		}
+		where := describe(q.node.Name, q.node.OpName)
+		if len(f.queues) > 1 {
+			return Errorf(StatusInvalidPipeline, "%s decides each batch's size from its fed stream; it cannot share a pipeline with other external sources (%s)", where, f.names())
+		}
+		if len(g.Readers) > 0 {
+			return Errorf(StatusInvalidPipeline, "%s decides each batch's size from its fed stream; it cannot share a pipeline with a reader (%s)", where, describe(g.Readers[0].Name, g.Readers[0].OpName))
+		}
+	}
+	return nil
 }
 
 func (f *feeds) names() string {
@@ -146,6 +196,7 @@ func (p *Pipeline) DropFeeds(name string) (int, error) {
 	f.mu.Lock()
 	items := q.items
 	q.items = nil
+	q.begun = false // a stream's next item starts fresh
 	f.mu.Unlock()
 	for _, it := range items {
 		it.release()
@@ -175,6 +226,9 @@ func (f *feeds) queue(name string) (*feedQueue, error) {
 func (p *Pipeline) checkFeed(n *Node, f *Feed) error {
 	where := describe(n.Name, n.OpName)
 	meta := n.Out[0].Meta
+	if q := p.feeds.queues[p.feeds.byNode[n]]; q.stream != nil {
+		return checkStreamFeed(where, f)
+	}
 	if len(f.Samples) != p.Spec.BatchSize {
 		return Errorf(StatusInvalidArgument, "feed_input: %s: got %d samples, the pipeline's batch_size is %d", where, len(f.Samples), p.Spec.BatchSize)
 	}
@@ -209,6 +263,21 @@ func (p *Pipeline) checkFeed(n *Node, f *Feed) error {
 				return Errorf(StatusInvalidArgument, "feed_input: %s: sample %d has shape %v, the node declares %v", where, i, s.Shape, meta.Shape)
 			}
 		}
+	}
+	return nil
+}
+
+// checkStreamFeed checks an item fed to a stream source: one 1-D uint8 sample.
+func checkStreamFeed(where string, f *Feed) error {
+	if len(f.Samples) != 1 {
+		return Errorf(StatusInvalidArgument, "feed_input: %s: takes one item (a batch of 1 sample) per feed, got %d samples", where, len(f.Samples))
+	}
+	s := f.Samples[0]
+	if f.DType != UInt8 || len(s.Shape) != 1 {
+		return Errorf(StatusInvalidArgument, "feed_input: %s: expected encoded bytes (1-D uint8), got %s of shape %v", where, f.DType, s.Shape)
+	}
+	if s.Shape[0] != len(s.Data) || len(s.Data) == 0 {
+		return Errorf(StatusInvalidArgument, "feed_input: %s: the item has %d bytes for shape %v (an empty item is refused)", where, len(s.Data), s.Shape)
 	}
 	return nil
 }
@@ -259,9 +328,11 @@ func (f *feeds) push(name string, it *Feed) error {
 // take pops the next batch of every queue for a batch being planned, waiting until each
 // queue has one (or stop). end reports an end-of-epoch marker at the head of a queue:
 // the markers are popped and the other queues keep their batches. ok is false on stop.
-func (f *feeds) take(stop <-chan struct{}) (fed []*Feed, end, ok bool) {
+// A stream source's queue plans the batch instead (planStream): n is its size (the
+// pipeline's batch_size otherwise), plan its plan, and err its failure.
+func (f *feeds) take(stop <-chan struct{}, bs int) (fed []*Feed, n int, plan any, end, ok bool, err error) {
 	if len(f.queues) == 0 {
-		return nil, false, true
+		return nil, bs, nil, false, true, nil
 	}
 	for {
 		f.mu.Lock()
@@ -278,20 +349,26 @@ func (f *feeds) take(stop <-chan struct{}) (fed []*Feed, end, ok bool) {
 				if len(q.items) > 0 && q.items[0].end {
 					q.items[0] = nil
 					q.items = q.items[1:]
+					q.begun = false
 				}
 			}
 			f.mu.Unlock()
-			return nil, true, true
+			return nil, 0, nil, true, true, nil
 		}
 		if ready {
 			fed = make([]*Feed, len(f.queues))
+			n = bs
 			for i, q := range f.queues {
+				if q.stream != nil {
+					fed[i], n, plan, err = q.planStream(bs)
+					continue
+				}
 				fed[i] = q.items[0]
 				q.items[0] = nil
 				q.items = q.items[1:]
 			}
 			f.mu.Unlock()
-			return fed, false, true
+			return fed, n, plan, false, true, err
 		}
 		wake := make(chan struct{})
 		f.wake = wake
@@ -307,9 +384,32 @@ func (f *feeds) take(stop <-chan struct{}) (fed []*Feed, end, ok bool) {
 				f.starved = make(chan struct{})
 			}
 			f.mu.Unlock()
-			return nil, false, false
+			return nil, 0, nil, false, false, nil
 		}
 	}
+}
+
+// planStream plans a batch from the head item of a stream source's queue (f.mu held).
+// The batch holds the item: the queue's own hold passes to the batch when the item is
+// used up or fails (and is popped), else the batch adds one.
+func (q *feedQueue) planStream(max int) (item *Feed, n int, plan any, err error) {
+	item = q.items[0]
+	n, plan, done, err := q.stream.PlanBatch(item.Samples[0].Data, !q.begun, max)
+	if err == nil && (n < 1 || n > max) {
+		err = Errorf(StatusInternal, "%s planned a batch of %d samples (1 to %d)", describe(q.node.Name, q.node.OpName), n, max)
+	}
+	if err != nil || done {
+		q.items[0] = nil
+		q.items = q.items[1:]
+		q.begun = false
+	} else {
+		item.retain()
+		q.begun = true
+	}
+	if err != nil {
+		return item, 0, nil, sampleFailure(&SampleError{Node: q.node.Name, Err: err}, 0)
+	}
+	return item, n, plan, nil
 }
 
 // state reports whether the producer waits for a feed, and the channel closed when
@@ -375,21 +475,48 @@ func (p *Pipeline) waitBatch() (*Batch, error) {
 	}
 }
 
-// fedSample returns sample i's data fed to the node of ws, if it is an external source.
+// fedSample returns sample i's data fed to the node of ws, if it is an external source
+// (and not a stream source: streamOf).
 func (b *Batch) fedSample(n *Node, i int) *FeedSample {
 	if b.fed == nil {
 		return nil
 	}
 	k, ok := b.feeds.byNode[n]
-	if !ok {
+	if !ok || b.feeds.queues[k].stream != nil {
 		return nil
 	}
 	return &b.fed[k].Samples[i]
 }
 
+// streamBatch is what the stream source of a batch fed fed sees (none without one).
+func (f *feeds) streamBatch(fed []*Feed, plan any) StreamBatch {
+	for k, q := range f.queues {
+		if q.stream != nil && fed[k] != nil {
+			return StreamBatch{Data: fed[k].Samples[0].Data, Plan: plan}
+		}
+	}
+	return StreamBatch{}
+}
+
+// streamOf returns what a stream source node sees of the batch (nil for other nodes).
+func (b *Batch) streamOf(n *Node) *StreamBatch {
+	if b.fed == nil {
+		return nil
+	}
+	k, ok := b.feeds.byNode[n]
+	if !ok || b.feeds.queues[k].stream == nil {
+		return nil
+	}
+	return &b.stream
+}
+
 // FedSample is the fed sample an external source node's Setup and Run see (nil for
 // other nodes).
 func (ws *Workspace) FedSample() *FeedSample { return ws.fed }
+
+// Stream is the fed item and plan a stream source's Setup and Run see (nil for other
+// nodes); ws.Sample is the sample's index in the planned batch.
+func (ws *Workspace) Stream() *StreamBatch { return ws.stream }
 
 func (b *Batch) releaseFeeds() {
 	for i, f := range b.fed {

@@ -88,9 +88,10 @@ type Workspace struct {
 	Limits   *Limits
 	// Note is the sample's record for the per-batch half of a mixed node (nil for other
 	// nodes): the per-sample half writes it, RunBatch reads it.
-	Note *SampleNote
-	gpu  *sampleGPU  // the worker's stream and the batch's GPU state, for mixed nodes
-	fed  *FeedSample // an external source's sample (feed.go)
+	Note   *SampleNote
+	gpu    *sampleGPU   // the worker's stream and the batch's GPU state, for mixed nodes
+	fed    *FeedSample  // an external source's sample (feed.go)
+	stream *StreamBatch // a stream source's item and plan (feed.go)
 }
 
 // BatchOperator is implemented by the operators of "mixed" and "gpu" nodes, which the

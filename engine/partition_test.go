@@ -152,7 +152,7 @@ func TestPartitionSplitsSampleAndBatchNodes(t *testing.T) {
 		t.Errorf("labels_gpu slot %+v", s)
 	}
 	// Outputs know where they live.
-	b := p.newBatch(0, 0)
+	b := p.newBatch(0, 0, p.Spec.BatchSize)
 	for k, want := range []bool{true, false, true} {
 		if b.Output(k).OnGPU != want {
 			t.Errorf("output %d (%s): OnGPU %v", k, b.Output(k).Name, b.Output(k).OnGPU)

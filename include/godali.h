@@ -294,7 +294,10 @@ godali_status_t godali_free(void *ptr);
  * num_samples samples, sample i at data[i] with shape shapes[i*ndim .. i*ndim+ndim-1].
  * dtype, ndim and layout (NULL or "": not checked) must match the node's declared
  * "dtype", "ndim" and "layout" (and its "shape" when given); every sample's memory is
- * read as host memory.
+ * read as host memory. A stream source ("experimental.inputs.video") takes one item per
+ * feed instead: one 1-D uint8 sample (an encoded video), which it cuts into batches (the
+ * last of them may have fewer than batch_size samples: godali_pipeline_batch_info); the
+ * memory is released after the last batch planned from it.
  *
  * Lifetime: unless flags has GODALI_FEED_COPY, the memory (and each data[i]) must stay
  * valid and unchanged until the deleter runs; shape, shapes, the data[] array itself,

@@ -161,3 +161,29 @@ extern "C" __global__ void godali_color(const godali_color_desc *descs) {
       ((uint8_t *)d->dst)[o + ch] = gd_sat_u8(v);
   }
 }
+
+// NV12 (a hardware video decoder's output: a luma plane, then a plane of interleaved
+// Cb/Cr samples at half resolution both ways, pitch bytes per row) to packed RGB, one
+// thread per pixel of one frame. A chroma sample covers the 2x2 luma block it sits on
+// (no interpolation, as FFmpeg's unscaled 4:2:0 converters). With the coefficients of
+// YUVMatrix (kernels/yuv.go): Y' = (Y - y_off) * y_scale, R = Y' + cr_v * (Cr - 128),
+// G = Y' - cg_u * (Cb - 128) - cg_v * (Cr - 128), B = Y' + cb_u * (Cb - 128), rounded.
+extern "C" __global__ void godali_nv12_rgb(uint64_t luma, uint64_t chroma, int32_t pitch, int32_t w,
+                                           int32_t h, uint64_t dst, int32_t dst_pitch, float y_off,
+                                           float y_scale, float cr_v, float cg_u, float cg_v,
+                                           float cb_u) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= w || y >= h) return;
+  const uint8_t *yp = (const uint8_t *)luma + (size_t)y * pitch + x;
+  const uint8_t *cp = (const uint8_t *)chroma + (size_t)(y >> 1) * pitch + (size_t)(x >> 1) * 2;
+  const float yy = ((float)yp[0] - y_off) * y_scale;
+  const float cb = (float)cp[0] - 128.0f;
+  const float cr = (float)cp[1] - 128.0f;
+  float rgb[3] = {yy + cr_v * cr, yy - cg_u * cb - cg_v * cr, yy + cb_u * cb};
+  uint8_t *out = (uint8_t *)dst + (size_t)y * dst_pitch + (size_t)x * 3;
+  for (int c = 0; c < 3; c++) {
+    const float v = rgb[c];
+    out[c] = v <= 0.0f ? 0 : (v >= 255.0f ? 255 : (uint8_t)(int)(v + 0.5f));
+  }
+}

@@ -90,6 +90,7 @@ type Module struct {
 	dev                                *cuda.Device
 	mod                                *cuda.Module
 	resizeH, resizeV, cmn, crop, color cuda.Function
+	nv12                               cuda.Function
 }
 
 // Load loads the embedded kernels on dev. The driver picks the SASS for the device or
@@ -107,13 +108,34 @@ func Load(dev *cuda.Device) (*Module, error) {
 	for _, f := range []struct {
 		name string
 		fn   *cuda.Function
-	}{{"godali_resize_h", &m.resizeH}, {"godali_resize_v", &m.resizeV}, {"godali_cmn", &m.cmn}, {"godali_crop", &m.crop}, {"godali_color", &m.color}} {
+	}{{"godali_resize_h", &m.resizeH}, {"godali_resize_v", &m.resizeV}, {"godali_cmn", &m.cmn}, {"godali_crop", &m.crop}, {"godali_color", &m.color}, {"godali_nv12_rgb", &m.nv12}} {
 		if *f.fn, err = mod.Function(f.name); err != nil {
 			_ = mod.Unload()
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// NV12Frame is one decoded frame in NV12 (Luma and Chroma planes of Pitch bytes per
+// row) to convert to packed RGB at Dst (DstPitch bytes per row), W x H pixels.
+type NV12Frame struct {
+	Luma, Chroma uintptr
+	Pitch        int
+	W, H         int
+	Dst          uintptr
+	DstPitch     int
+	Matrix       YUVMatrix
+}
+
+// NV12ToRGB queues the conversion of f on stream, with args (reset here) for the
+// launch's arguments.
+func (m *Module) NV12ToRGB(f *NV12Frame, stream cuda.Stream, args *cuda.KernelArgs) error {
+	grid := cuda.Dim3{X: uint32((f.W + blockX - 1) / blockX), Y: uint32((f.H + blockY - 1) / blockY), Z: 1}
+	c := &f.Matrix
+	args.Reset().Ptr(f.Luma).Ptr(f.Chroma).I32(int32(f.Pitch)).I32(int32(f.W)).I32(int32(f.H)).
+		Ptr(f.Dst).I32(int32(f.DstPitch)).F32(c.YOff).F32(c.YScale).F32(c.CrV).F32(c.CgU).F32(c.CgV).F32(c.CbU)
+	return m.dev.Launch(m.nv12, grid, cuda.Dim3{X: blockX, Y: blockY, Z: 1}, 0, stream, args)
 }
 
 // Close unloads the kernels; runners of the module must be closed first.

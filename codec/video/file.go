@@ -10,6 +10,9 @@ package video
 #cgo nocallback gdv_seek
 #cgo noescape gdv_open
 #cgo nocallback gdv_open
+#cgo noescape gdv_read_packet
+#cgo nocallback gdv_read_packet
+#cgo nocallback gdv_annexb
 #include <stdlib.h>
 #include <string.h>
 #include "gdvideo.h"
@@ -32,6 +35,10 @@ type Info struct {
 	FrameRate     [2]int // the container's average frame rate (0/0 when unknown)
 	Rotation      float64
 	Codec, PixFmt string
+	// ColorSpace is the stream's colour matrix as FFmpeg numbers it (AVColorSpace: 1
+	// BT.709, 5 and 6 BT.601, 2 unspecified); FullRange: full-range (JPEG) levels.
+	ColorSpace int
+	FullRange  bool
 }
 
 // File is an open video: its demuxer and decoder. One goroutine at a time.
@@ -114,8 +121,8 @@ func (f *File) open(path *C.char, mem *C.uint8_t, n, threads int) error {
 	f.Info = Info{Width: int(info.width), Height: int(info.height),
 		TimeBase:  [2]int{int(info.tb_num), int(info.tb_den)},
 		FrameRate: [2]int{int(info.fr_num), int(info.fr_den)},
-		Rotation:  float64(info.rotation),
-		Codec:     keepString(f.Info.Codec, info.codec[:]), PixFmt: keepString(f.Info.PixFmt, info.pix_fmt[:])}
+		Rotation:  float64(info.rotation), ColorSpace: int(info.color_space), FullRange: info.full_range != 0,
+		Codec: keepString(f.Info.Codec, info.codec[:]), PixFmt: keepString(f.Info.PixFmt, info.pix_fmt[:])}
 	f.live, f.lastIdx = false, -1
 	if f.Info.Width <= 0 || f.Info.Height <= 0 {
 		f.closeStream()
@@ -342,6 +349,68 @@ func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int
 	}
 	return false, nil
 }
+
+// AnnexB makes NextPacket give H.264 and HEVC packets in Annex B form (start codes, and
+// the parameter sets before each key frame), as NVDEC's parser reads them; other codecs'
+// packets are unchanged.
+func (f *File) AnnexB() error {
+	if r := C.gdv_annexb(f.c); r < 0 {
+		return fmt.Errorf("the Annex B bitstream filter for %s: %s", f.Info.Codec, ffErr(r))
+	}
+	return nil
+}
+
+// Packet is one compressed packet of the video stream. Data points into C memory that
+// stays valid until the next NextPacket, SeekKey or Close of its File.
+type Packet struct {
+	Data unsafe.Pointer
+	Size int
+	PTS  int64 // math.MinInt64 when unknown
+	Key  bool
+}
+
+// NextPacket reads the next packet (filtered by AnnexB when enabled), without decoding
+// it. ok is false at the end of the stream.
+func (f *File) NextPacket(p *Packet) (ok bool, err error) {
+	var data *C.uint8_t
+	var size C.int
+	var pts C.int64_t
+	var key C.int
+	r := C.gdv_read_packet(f.c, &data, &size, &pts, &key)
+	if r < 0 {
+		return false, fmt.Errorf("reading a packet: %s", ffErr(r))
+	}
+	if r == 0 {
+		return false, nil
+	}
+	*p = Packet{Data: unsafe.Pointer(data), Size: int(size), PTS: int64(pts), Key: key != 0}
+	return true, nil
+}
+
+// SeekKey moves the demuxer to the key frame at or before frame i (for NextPacket: a
+// decoder fed from there is reset first) and returns that key frame's number.
+func (f *File) SeekKey(ix *Index, i int) (int, error) {
+	k := max(ix.keyBefore(i), 0)
+	if err := f.seekKey(ix, k); err != nil {
+		return 0, err
+	}
+	return int(ix.Keys[k]), nil
+}
+
+// EarlierKey is the key frame before key frame k (-1: none): where to seek when a seek
+// to k landed after it.
+func (ix *Index) EarlierKey(k int) int {
+	p := ix.keyBefore(k) - 1
+	if p < 0 || int(ix.Keys[p]) >= k {
+		if p = ix.keyBefore(k - 1); p < 0 {
+			return -1
+		}
+	}
+	return int(ix.Keys[p])
+}
+
+// FrameOf is the number of the frame with presentation time pts, or -1.
+func (ix *Index) FrameOf(pts int64) int { return ix.frameOf(pts) }
 
 // keepString returns old when the C string in buf spells it (no allocation when a reused
 // File opens another file of the same codec), else a new string.

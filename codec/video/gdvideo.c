@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
 #include <libavformat/avformat.h>
 #include <libavutil/display.h>
 #include <libavutil/pixdesc.h>
@@ -39,6 +40,15 @@
 	X(GDV_AVCODEC, av_packet_alloc)                                                      \
 	X(GDV_AVCODEC, av_packet_free)                                                       \
 	X(GDV_AVCODEC, av_packet_unref)                                                      \
+	X(GDV_AVCODEC, av_packet_move_ref)                                                   \
+	X(GDV_AVCODEC, av_bsf_get_by_name)                                                   \
+	X(GDV_AVCODEC, av_bsf_alloc)                                                         \
+	X(GDV_AVCODEC, av_bsf_init)                                                          \
+	X(GDV_AVCODEC, av_bsf_send_packet)                                                   \
+	X(GDV_AVCODEC, av_bsf_receive_packet)                                                \
+	X(GDV_AVCODEC, av_bsf_flush)                                                         \
+	X(GDV_AVCODEC, av_bsf_free)                                                          \
+	X(GDV_AVCODEC, avcodec_parameters_copy)                                              \
 	X(GDV_AVFORMAT, avformat_version)                                                    \
 	X(GDV_AVFORMAT, avformat_alloc_context)                                              \
 	X(GDV_AVFORMAT, avformat_free_context)                                               \
@@ -134,6 +144,9 @@ struct gdv_file {
 	int sws_space, sws_full;   // the colour settings it was given
 	uint8_t *scratch;          // conversion rows for widths swscale's SIMD cannot end
 	size_t scratch_size;
+	AVBSFContext *bsf;         // gdv_annexb's filter (NULL: packets as demuxed)
+	AVPacket *out;             // gdv_read_packet's current packet
+	int bsf_eof;               // the filter was sent the end of the stream
 };
 
 static int mem_read(void *opaque, uint8_t *buf, int n) {
@@ -171,6 +184,8 @@ void gdv_close(gdv_file *f) {
 	if (f->sws) p_sws_freeContext(f->sws);
 	if (f->scratch) p_av_freep(&f->scratch);
 	if (f->frame) p_av_frame_free(&f->frame);
+	if (f->out) p_av_packet_free(&f->out);
+	if (f->bsf) p_av_bsf_free(&f->bsf);
 	if (f->pkt) p_av_packet_free(&f->pkt);
 	if (f->dec) p_avcodec_free_context(&f->dec);
 	if (f->fmt) p_avformat_close_input(&f->fmt);
@@ -257,6 +272,10 @@ int gdv_open(const char *path, const uint8_t *mem, size_t n, int threads, gdv_fi
 	info->fr_num = st->avg_frame_rate.num;
 	info->fr_den = st->avg_frame_rate.den;
 	info->nb_frames = st->nb_frames;
+	info->color_space = st->codecpar->color_space;
+	info->full_range = st->codecpar->color_range == AVCOL_RANGE_JPEG ||
+	                   st->codecpar->format == AV_PIX_FMT_YUVJ420P || st->codecpar->format == AV_PIX_FMT_YUVJ422P ||
+	                   st->codecpar->format == AV_PIX_FMT_YUVJ444P;
 	const uint8_t *dm = p_av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, NULL);
 	if (dm) {
 		double rot = p_av_display_rotation_get((const int32_t *)dm);
@@ -291,7 +310,70 @@ int gdv_seek(gdv_file *f, int64_t ts) {
 	if (r < 0) return r;
 	p_avcodec_flush_buffers(f->dec);
 	f->flushed = 0;
+	if (f->bsf) p_av_bsf_flush(f->bsf);
+	f->bsf_eof = 0;
 	return 0;
+}
+
+int gdv_annexb(gdv_file *f) {
+	if (f->bsf) return 0;
+	AVStream *st = f->fmt->streams[f->stream];
+	const char *name = NULL;
+	if (st->codecpar->codec_id == AV_CODEC_ID_H264) name = "h264_mp4toannexb";
+	if (st->codecpar->codec_id == AV_CODEC_ID_HEVC) name = "hevc_mp4toannexb";
+	if (!name) return 0;
+	const AVBitStreamFilter *flt = p_av_bsf_get_by_name(name);
+	if (!flt) return AVERROR_BSF_NOT_FOUND;
+	int r = p_av_bsf_alloc(flt, &f->bsf);
+	if (r < 0) return r;
+	if ((r = p_avcodec_parameters_copy(f->bsf->par_in, st->codecpar)) < 0 ||
+	    (f->bsf->time_base_in = st->time_base, (r = p_av_bsf_init(f->bsf)) < 0)) {
+		p_av_bsf_free(&f->bsf);
+		return r;
+	}
+	f->bsf_eof = 0;
+	return 0;
+}
+
+int gdv_read_packet(gdv_file *f, const uint8_t **data, int *size, int64_t *pts, int *key) {
+	if (!f->out && !(f->out = p_av_packet_alloc())) return AVERROR(ENOMEM);
+	p_av_packet_unref(f->out);
+	for (;;) {
+		if (f->bsf) {
+			int r = p_av_bsf_receive_packet(f->bsf, f->out);
+			if (r == 0) break;
+			if (r == AVERROR_EOF) return 0;
+			if (r != AVERROR(EAGAIN)) return r;
+			if (f->bsf_eof) return 0;
+		}
+		int r = p_av_read_frame(f->fmt, f->pkt);
+		if (r == AVERROR_EOF) {
+			if (!f->bsf) return 0;
+			f->bsf_eof = 1;
+			if ((r = p_av_bsf_send_packet(f->bsf, NULL)) < 0) return r;
+			continue;
+		}
+		if (r < 0) return r;
+		if (f->pkt->stream_index != f->stream) {
+			p_av_packet_unref(f->pkt);
+			continue;
+		}
+		if (!f->bsf) {
+			p_av_packet_move_ref(f->out, f->pkt);
+			break;
+		}
+		r = p_av_bsf_send_packet(f->bsf, f->pkt); // takes the packet's reference
+		if (r < 0) {
+			p_av_packet_unref(f->pkt);
+			return r;
+		}
+	}
+	*data = f->out->data;
+	*size = f->out->size;
+	*pts = f->out->pts != AV_NOPTS_VALUE ? f->out->pts : f->out->dts;
+	if (*pts == AV_NOPTS_VALUE) *pts = INT64_MIN;
+	*key = (f->out->flags & AV_PKT_FLAG_KEY) != 0;
+	return 1;
 }
 
 int gdv_decode(gdv_file *f, int64_t *pts) {

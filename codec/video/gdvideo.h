@@ -26,6 +26,8 @@ typedef struct {
 	int fr_num, fr_den;        // its average frame rate (0/0 when unknown)
 	int64_t nb_frames;         // the container's frame count (0 when unknown)
 	double rotation;           // display matrix rotation in degrees (0 without one)
+	int color_space;           // the stream's AVColorSpace (2: unspecified)
+	int full_range;            // 1: full-range (JPEG) levels, 0: limited (MPEG) levels
 	char codec[32];            // the codec's short name
 	char pix_fmt[32];          // the decoder's pixel format name
 } gdv_info;
@@ -51,6 +53,16 @@ int gdv_decode(gdv_file *f, int64_t *pts);
 // gdv_convert writes the last decoded frame as packed RGB24 into dst (h rows of
 // linesize bytes). 0, -1 when the frame is not w x h, or an FFmpeg error.
 int gdv_convert(gdv_file *f, uint8_t *dst, int w, int h, int linesize);
+
+// gdv_annexb makes gdv_read_packet give H.264 and HEVC packets in Annex B form (start
+// codes, parameter sets before key frames), the form a hardware decoder's parser reads.
+// Other codecs' packets pass unchanged. 0, or an FFmpeg error.
+int gdv_annexb(gdv_file *f);
+
+// gdv_read_packet reads the next packet of the video stream (filtered by gdv_annexb when
+// enabled): *data and *size stay valid until the next call, gdv_seek or gdv_close; *pts
+// as gdv_next_packet. 1: a packet, 0: end of stream, < 0: an FFmpeg error.
+int gdv_read_packet(gdv_file *f, const uint8_t **data, int *size, int64_t *pts, int *key);
 
 void gdv_close(gdv_file *f);
 

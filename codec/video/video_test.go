@@ -6,8 +6,10 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/godali/godali/internal/videotest"
 )
@@ -337,5 +339,79 @@ func TestReopenAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Reopen + ReadFrames allocates %.1f times per call", allocs)
+	}
+}
+
+// Annex B packets (what NVDEC's parser reads): one per frame, each starting with a start
+// code, the key frames carrying their parameter sets (H.264 SPS, NAL type 7; HEVC VPS,
+// type 32), with the index's timestamps; after SeekKey the packets resume at that key frame.
+func TestAnnexBPackets(t *testing.T) {
+	needFFmpeg(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		spec    videotest.Spec
+		nalType func(b byte) int
+	}{
+		{videotest.Spec{Frames: 12, GOP: 5, BFrames: 2}, func(b byte) int { return int(b & 0x1f) }},
+		{videotest.Spec{Frames: 12, GOP: 5, Codec: "libx265", Ext: "mkv"}, func(b byte) int { return int(b>>1) & 0x3f }},
+	} {
+		path := videotest.Make(t, dir, c.spec.Codec, c.spec)
+		f, err := Open(path, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		ix, err := f.Scan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.AnnexB(); err != nil {
+			t.Fatal(err)
+		}
+		want := 7 // SPS
+		if f.Info.Codec == "hevc" {
+			want = 32 // VPS
+		}
+		var p Packet
+		var pts []int64
+		for {
+			ok, err := f.NextPacket(&p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			b := unsafe.Slice((*byte)(p.Data), p.Size)
+			if p.Size < 5 || !(bytes.HasPrefix(b, []byte{0, 0, 0, 1}) || bytes.HasPrefix(b, []byte{0, 0, 1})) {
+				t.Fatalf("%s: packet %d does not start with a start code: % x", f.Info.Codec, len(pts), b[:min(8, len(b))])
+			}
+			if p.Key {
+				var types []int
+				for i := 0; i+3 < len(b); i++ {
+					if b[i] == 0 && b[i+1] == 0 && b[i+2] == 1 {
+						types = append(types, c.nalType(b[i+3]))
+					}
+				}
+				if !slices.Contains(types, want) {
+					t.Fatalf("%s: key packet %d has NAL types %v, no %d (parameter sets)", f.Info.Codec, len(pts), types, want)
+				}
+			}
+			pts = append(pts, p.PTS)
+		}
+		if len(pts) != ix.Len() {
+			t.Fatalf("%s: %d packets, the index has %d frames", f.Info.Codec, len(pts), ix.Len())
+		}
+		slices.Sort(pts)
+		if !slices.Equal(pts, ix.PTS) {
+			t.Fatalf("%s: packet timestamps %v, index %v", f.Info.Codec, pts, ix.PTS)
+		}
+		k, err := f.SeekKey(ix, 7)
+		if err != nil || k != 5 {
+			t.Fatalf("%s: SeekKey(7) = %d, %v; want key frame 5", f.Info.Codec, k, err)
+		}
+		if ok, err := f.NextPacket(&p); !ok || err != nil || !p.Key || ix.FrameOf(p.PTS) != 5 {
+			t.Fatalf("%s: after SeekKey: ok %v err %v key %v frame %d", f.Info.Codec, ok, err, p.Key, ix.FrameOf(p.PTS))
+		}
 	}
 }

@@ -234,6 +234,10 @@ func (d *Device) Close() error {
 	return check("cuDevicePrimaryCtxRelease", C.gd_release(C.int(d.ordinal)))
 }
 
+// Context is the device's primary context (a CUcontext), for C libraries that take one
+// (NVDEC pushes it around its calls).
+func (d *Device) Context() uintptr { return uintptr(d.ctx) }
+
 // Ordinal is the device's CUDA ordinal (DLPack device_id).
 func (d *Device) Ordinal() int { return d.ordinal }
 

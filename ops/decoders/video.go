@@ -14,7 +14,7 @@ func init() {
 				"opened at run time (docs/pipeline.md#video). Frames start_frame, start_frame+stride, ... " +
 				"before end_frame (default: the end), or the frames listed in frames; with sequence_length, " +
 				"that many, the missing ones padded as pad_mode says. Frames are numbered by presentation time.",
-			MinInputs: 1, MaxInputs: 1, Outputs: []string{"video"}, HostOnly: true,
+			MinInputs: 1, MaxInputs: 1, Outputs: []string{"video"},
 			Args: []engine.ArgSpec{
 				{Name: "start_frame", Type: engine.ArgInt, Default: 0, Doc: "first frame"},
 				{Name: "end_frame", Type: engine.ArgInt, Default: -1, Doc: "frame the selection stops before (-1: the end of the video)"},
@@ -106,7 +106,12 @@ func (s *videoDecoderState) Close() {
 func (d *videoDecoder) NewWorkerState() any { return &videoDecoderState{} }
 
 func (d *videoDecoder) Setup(ws *engine.Workspace) error {
-	st := ws.State.(*videoDecoderState)
+	return d.setup(ws, ws.State.(*videoDecoderState))
+}
+
+// setup opens and indexes the sample's video, selects its frames and sets the output
+// shape (the mixed backend's too).
+func (d *videoDecoder) setup(ws *engine.Workspace, st *videoDecoderState) error {
 	if st.f == nil {
 		st.f = &video.File{}
 	}
@@ -158,7 +163,19 @@ func (d *videoDecoder) Run(ws *engine.Workspace) error {
 	st := ws.State.(*videoDecoderState)
 	out := ws.Out[0].Data
 	fb := st.f.FrameBytes()
-	// Runs of equally spaced frames are one ReadFrames call each.
+	err := st.runs(func(i, n, first, step int) error {
+		return st.f.ReadFrames(st.ix, first, n, step, out[i*fb:(i+n)*fb])
+	})
+	if err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	d.pad(st, out)
+	return nil
+}
+
+// runs calls read for each run of equally spaced selected frames: n frames from first,
+// step apart, going to output frames i, i+1, ...
+func (st *videoDecoderState) runs(read func(i, n, first, step int) error) error {
 	for i := 0; i < len(st.avail); {
 		j, step := i+1, 1
 		if j < len(st.avail) {
@@ -170,11 +187,17 @@ func (d *videoDecoder) Run(ws *engine.Workspace) error {
 		if step <= 0 {
 			j, step = i+1, 1
 		}
-		if err := st.f.ReadFrames(st.ix, st.avail[i], j-i, step, out[i*fb:j*fb]); err != nil {
-			return engine.Errorf(engine.StatusData, "%v", err)
+		if err := read(i, j-i, st.avail[i], step); err != nil {
+			return err
 		}
 		i = j
 	}
+	return nil
+}
+
+// pad fills the output frames after the decoded ones (pad_mode).
+func (d *videoDecoder) pad(st *videoDecoderState, out []byte) {
+	fb := st.f.FrameBytes()
 	for k := len(st.avail); k < st.total; k++ {
 		dst := out[k*fb : (k+1)*fb]
 		if d.padMode == "edge" {
@@ -185,5 +208,4 @@ func (d *videoDecoder) Run(ws *engine.Workspace) error {
 			dst[p], dst[p+1], dst[p+2] = d.fill[0], d.fill[1], d.fill[2]
 		}
 	}
-	return nil
 }

@@ -30,9 +30,12 @@ func init() {
 			"enable_frame_num) and each frame's time in seconds (float32 [F]; enable_timestamps; -1 for " +
 			"padding frames). Frames are numbered by presentation time, so B-frames and (with " +
 			"skip_vfr_check) variable frame rates are exact. Rotation metadata is not applied. " +
+			"On device gpu (the CUDA flavour; mixed in godali's terms) the frames are decoded by NVDEC " +
+			"(H.264, HEVC, VP9, AV1 in 8-bit 4:2:0; other streams on the CPU) and every output is GPU " +
+			"memory; dtype UINT8 only. " +
 			"With random_shuffle the list of sequences is first permuted once with a fixed seed (the same " +
 			"on every shard, as DALI does), then shuffled in a buffer of initial_fill.",
-		MinInputs: 0, MaxInputs: 0, IsReader: true, HostOnly: true,
+		MinInputs: 0, MaxInputs: 0, IsReader: true,
 		Outputs: []string{"video", "labels", "frame_num", "timestamps"},
 		OutputIf: map[string]string{"labels": "given:labels|file_root|file_list",
 			"frame_num": "enable_frame_num", "timestamps": "enable_timestamps"},

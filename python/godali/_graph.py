@@ -550,6 +550,9 @@ def _call_op(schema, inputs, kwargs):
     if schema.host_only and device not in (None, "cpu"):
         raise ValueError("godali: %s has only a CPU implementation (device='cpu'), in every "
                          "godali flavour; device=%r is not available" % (fname, device))
+    if device == "gpu" and schema.is_reader and "gpu" not in schema.devices \
+            and "mixed" in schema.devices:
+        device = "mixed"  # DALI's GPU readers (readers.video) say device="gpu"
     if device is None:
         device = "gpu" if (any(x.device == "gpu" for x in inputs)
                            and "gpu" in schema.devices) else "cpu"

@@ -30,3 +30,35 @@ def make_video_resize(sch, video_fn, resize_fn, cast_fn):
             return (seq,) + tuple(outs[1:])
         return seq
     return video_resize
+
+
+STREAM_OPS = ("experimental.inputs.video",)
+
+
+def feed_stream(pipe, name, data, no_copy):
+    """pipe.feed_input for fn.experimental.inputs.video: one encoded video per call (a
+    batch of one sample: [bytes_array] or an array of shape (1, n)), queued for the node
+    named `name`. Returns False when no such node is in the pipeline."""
+    nodes = pipe._reachable_nodes() if getattr(pipe, "_outputs", None) is not None else pipe._nodes
+    if not any(n.op in STREAM_OPS and n.name == name for n in nodes):
+        return False
+    from . import external_source as _ext
+    what = "feed_input(%r)" % name
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        data = [data]
+    shape = getattr(data, "shape", None)
+    if shape is not None and len(shape) == 3 and tuple(shape[:2]) == (1, 1):
+        data = data.reshape(1, -1)  # DALI's tests feed np.array([[video_bytes]])
+        shape = data.shape
+    count = len(data) if isinstance(data, (list, tuple)) else (shape[0] if shape else None)
+    if count is not None and count != 1:
+        raise ValueError("godali: %s: fn.experimental.inputs.video takes one video per feed "
+                         "(a batch of 1 sample), got %d samples" % (what, count))
+    conv = _ext._Converted(data, 1, "UINT8", what)
+    if conv.ndim != 1:
+        raise ValueError("godali: %s: fn.experimental.inputs.video takes one encoded video "
+                         "(1-D uint8 bytes) per feed, got a sample of %d dimensions"
+                         % (what, conv.ndim))
+    pipe._lib_or_build()
+    conv.feed(pipe._lib, pipe._handle, name, None, not no_copy, what)
+    return True

@@ -564,6 +564,9 @@ def feed_input(pipe, name, data, layout=None, no_copy=None):
                 if g.repeat_last:
                     g.last = [conv]
                 return
+    from . import _video
+    if _video.feed_stream(pipe, name, data, no_copy):
+        return
     names = [n.name for g in groups(pipe) for n in g.nodes]
     raise _lib.InvalidArgumentError(
         "godali: feed_input: no external source named %r; external sources: %s"

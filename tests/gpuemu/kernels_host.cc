@@ -50,6 +50,7 @@ extern "C" const gdemu_kernel gdemu_kernels[] = {
     GDEMU_KERNEL(godali_cmn),
     GDEMU_KERNEL(godali_crop),
     GDEMU_KERNEL(godali_color),
+    GDEMU_KERNEL(godali_nv12_rgb),
 };
 extern "C" const int gdemu_nkernels = sizeof(gdemu_kernels) / sizeof(gdemu_kernels[0]);
 

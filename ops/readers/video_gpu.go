@@ -1,0 +1,188 @@
+//go:build cuda
+
+package readers
+
+import (
+	"errors"
+	"math"
+	"unsafe"
+
+	"github.com/godali/godali/codec/video"
+	"github.com/godali/godali/engine"
+	"github.com/godali/godali/kernels"
+	"github.com/godali/godali/nvdec"
+)
+
+// readers.video on the GPU (DALI's device="gpu"; a mixed node here: its per-sample half
+// runs on the workers and writes device memory). The reader's planning (files, index,
+// sequences, shards, shuffling) is the cpu backend's; a worker decodes its sequence with
+// NVDEC (package nvdec) into the sample's device memory on its stream, or, for streams
+// NVDEC does not take, on the CPU followed by an upload. Labels, frame numbers and
+// timestamps are uploaded from the worker's host memory.
+func init() {
+	engine.RegisterBackend("readers.video", "mixed", newMixedVideoReader)
+}
+
+type mixedVideoReader struct {
+	*videoReader
+	ctx *engine.GPUContext
+	mod *kernels.Module
+}
+
+func newMixedVideoReader(a *engine.Args) (engine.Operator, error) {
+	op, err := newVideoReader(a)
+	if err != nil {
+		return nil, err
+	}
+	r := op.(*videoReader)
+	if r.dtype != engine.UInt8 {
+		return nil, a.Errorf("dtype", "the GPU video reader gives UINT8 frames only, got %s", r.dtype)
+	}
+	return &mixedVideoReader{videoReader: r}, nil
+}
+
+type readerKernelsKey struct{}
+
+type readerKernels struct{ mod *kernels.Module }
+
+func (k *readerKernels) Close() { _ = k.mod.Close() }
+
+func (r *mixedVideoReader) BindGPU(ctx *engine.GPUContext) error {
+	if err := nvdec.Load(); err != nil {
+		return err
+	}
+	v, err := ctx.Shared(readerKernelsKey{}, func() (any, error) {
+		mod, err := kernels.Load(ctx.Device)
+		if err != nil {
+			return nil, err
+		}
+		return &readerKernels{mod: mod}, nil
+	})
+	if err != nil {
+		return err
+	}
+	r.ctx, r.mod = ctx, v.(*readerKernels).mod
+	return nil
+}
+
+func (r *mixedVideoReader) UnbindGPU() { r.mod = nil }
+
+// RunBatch has nothing left to do: the workers queued every sample's work.
+func (r *mixedVideoReader) RunBatch(*engine.BatchWorkspace) error { return nil }
+
+type mixedVideoReaderState struct {
+	videoReaderState
+	dec   *nvdec.Decoder
+	host  []byte // CPU route frames
+	small []byte // label, frame number, timestamps
+}
+
+func (s *mixedVideoReaderState) Close() {
+	s.videoReaderState.Close()
+	if s.dec != nil {
+		s.dec.Close()
+		s.dec = nil
+	}
+}
+
+func (r *mixedVideoReader) NewWorkerState() any {
+	return &mixedVideoReaderState{videoReaderState: videoReaderState{file: -1}}
+}
+
+func (r *mixedVideoReader) Run(ws *engine.Workspace) error {
+	st := ws.State.(*mixedVideoReaderState)
+	seq := r.seqs[ws.Ref.Index]
+	vf := &r.files[seq.file]
+	if st.file != int(seq.file) {
+		st.file = -1
+		if st.f == nil {
+			st.f = &video.File{}
+		}
+		if err := st.f.Reopen(vf.path, 1); err != nil {
+			return engine.Errorf(engine.StatusData, "%v", err)
+		}
+		st.file = int(seq.file)
+	}
+	f := st.f
+	useNVDEC := nvdec.Codec(f.Info.Codec) >= 0 && (f.Info.PixFmt == "yuv420p" || f.Info.PixFmt == "yuvj420p" ||
+		f.Info.PixFmt == "unknown" || f.Info.PixFmt == "none")
+	if useNVDEC && (st.dec == nil || st.dec.Codec() != f.Info.Codec) {
+		if st.dec != nil {
+			st.dec.Close()
+			st.dec = nil
+		}
+		dec, err := nvdec.NewDecoder(r.ctx.Device, r.mod, f.Info.Codec)
+		if err != nil {
+			return engine.CUDAError("creating an NVDEC decoder", err)
+		}
+		st.dec = dec
+	}
+	stream, err := ws.GPU().Begin()
+	if err != nil {
+		return err
+	}
+	dev := r.ctx.Device
+	out := ws.Out[0]
+	fb, n := f.FrameBytes(), int(seq.count)
+	if useNVDEC {
+		err = st.dec.ReadFrames(f, vf.ix, int(seq.start), n, r.stride, out.Dev, stream)
+		if errors.Is(err, nvdec.ErrFormat) {
+			useNVDEC, err = false, nil // refused before any frame: the CPU decodes it
+		}
+	}
+	if !useNVDEC && err == nil {
+		if cap(st.host) < n*fb {
+			st.host = make([]byte, n*fb)
+		}
+		host := st.host[:n*fb]
+		if err = f.ReadFrames(vf.ix, int(seq.start), n, r.stride, host); err == nil && n > 0 {
+			// From pageable memory: the copy has read it when the call returns.
+			if cerr := dev.CopyHtoDAsync(out.Dev, unsafe.Pointer(&host[0]), len(host), stream); cerr != nil {
+				return engine.CUDAError("uploading decoded frames", cerr)
+			}
+		}
+	}
+	if err != nil {
+		st.file = -1 // reopened for the next sample
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	if pad := (r.seqLen - n) * fb; pad > 0 {
+		if err := dev.MemsetAsync(out.Dev+uintptr(n*fb), 0, pad, stream); err != nil {
+			return engine.CUDAError("padding a sequence", err)
+		}
+	}
+	// The small outputs: written in host memory, uploaded.
+	st.small = st.small[:0]
+	k := 1
+	put := func(v uint32) { st.small = append(st.small, byte(v), byte(v>>8), byte(v>>16), byte(v>>24)) }
+	var offs [3]int
+	if r.labels {
+		offs[k-1] = len(st.small)
+		put(uint32(int32(ws.Ref.Label)))
+		k++
+	}
+	if r.frameNum {
+		offs[k-1] = len(st.small)
+		put(uint32(seq.start))
+		k++
+	}
+	if r.times {
+		offs[k-1] = len(st.small)
+		for i := 0; i < r.seqLen; i++ {
+			t := -1.0
+			if i < n {
+				t = vf.ix.Seconds(int(seq.start)+i*r.stride, vf.info.TimeBase)
+			}
+			put(math.Float32bits(float32(t)))
+		}
+		k++
+	}
+	for j := 1; j < k; j++ {
+		o := ws.Out[j]
+		b := st.small[offs[j-1]:]
+		if err := dev.CopyHtoDAsync(o.Dev, unsafe.Pointer(&b[0]), o.NumBytes(), stream); err != nil {
+			return engine.CUDAError("uploading the reader's outputs", err)
+		}
+	}
+	return ws.GPU().End()
+}
