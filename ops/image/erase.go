@@ -53,7 +53,7 @@ type eraseState struct {
 	anchor, shape []float64
 	fillv         []float64 // a per-sample fill_value
 	fill          [][]byte  // ... in the input's type
-	lo, hi, c     []int // the region's box and the odometer over it
+	lo, hi, c     []int     // the region's box and the odometer over it
 }
 
 func (o *eraseOp) NewWorkerState() any { return &eraseState{} }

@@ -364,3 +364,63 @@ def test_gaussian_blur_matches_reference(jpegs):
         want = _blur_ref(img, _gauss(2.0, 5), _gauss(0.7, 2 * math.ceil(2.1) + 1))
         np.testing.assert_allclose(flt[i], want, rtol=1e-4, atol=2e-3)
     print("gaussian_blur vs numpy: worst difference %d level(s)" % worst)
+
+
+def _blur_axes_ref(x, windows, axes):
+    """Separable reflect-101 convolution of x along each of axes, in float64."""
+    x = x.astype(np.float64)
+    for w, ax in zip(windows, axes):
+        r = len(w) // 2
+        pad = [(0, 0)] * x.ndim
+        pad[ax] = (r, r)
+        xp = np.pad(x, pad, mode="reflect")
+        n = x.shape[ax]
+        x = sum(w[k] * np.take(xp, np.arange(k, k + n), axis=ax) for k in range(len(w)))
+    return x
+
+
+def test_gaussian_blur_volumes_channel_first_and_per_sample_windows():
+    # DALI's generic blur: every spatial axis of DHW volumes (sigma per axis, outer
+    # first), channel-first CHW (C not blurred), any input type, per-sample window_size.
+    rng = np.random.default_rng(4)
+    vols = [rng.random((6 + i, 9, 11), np.float32) * 100 for i in range(3)]
+    chw = [rng.integers(0, 256, (3, 12 + i, 10), np.uint8) for i in range(3)]
+    wins = [np.array([3, 5], np.int32), np.array([7, 3], np.int32), np.array([5, 5], np.int32)]
+    pipe = godali.Pipeline(batch_size=3, num_threads=2, seed=1)
+    with pipe:
+        v = fn.external_source(lambda: vols, batch=True, layout="DHW")
+        c = fn.external_source(lambda: chw, batch=True, layout="CHW")
+        w = fn.external_source(lambda: wins, batch=True)
+        pipe.set_outputs(fn.gaussian_blur(v, sigma=[1.0, 0.5, 1.5]),
+                         fn.gaussian_blur(c, window_size=5, dtype=types.FLOAT),
+                         fn.gaussian_blur(c, window_size=w))
+    bv, bc, bw = pipe.run()
+    pipe.close()
+    assert bv.layout() == "DHW" and bc.layout() == "CHW"
+    for i in range(3):
+        sig = [1.0, 0.5, 1.5]
+        want = _blur_axes_ref(vols[i], [_gauss(s, 2 * math.ceil(3 * s) + 1) for s in sig], [0, 1, 2])
+        np.testing.assert_allclose(np.array(bv[i]), want, rtol=1e-4, atol=1e-3)
+        g5 = _gauss((2 - 1) * 0.3 + 0.8, 5)
+        want = _blur_axes_ref(chw[i], [g5, g5], [1, 2])
+        np.testing.assert_allclose(np.array(bc[i]), want, rtol=1e-4, atol=2e-3)
+        ws = [_gauss((k // 2 - 1) * 0.3 + 0.8, k) for k in wins[i]]
+        want = np.clip(np.round(_blur_axes_ref(chw[i], ws, [1, 2])), 0, 255)
+        got = np.array(bw[i]).astype(np.float64)
+        assert got.dtype == np.float64 and np.abs(got - want).max() <= 1
+
+
+@pytest.mark.parametrize("layout,shape,msg", [
+    ("DHCW", (4, 5, 3, 6), "Only channel-first or channel-last layouts are supported"),
+    ("HFWC", (5, 2, 6, 3), "For sequences, layout should begin with 'F' or 'C'"),
+    ("CCHW", (3, 3, 5, 6), "Found more the one occurrence of 'F' or 'C' axes"),
+    ("WXYZ", (3, 3, 5, 6), "Too many dimensions, found: 4 data axes, maximum supported is: 3."),
+])
+def test_gaussian_blur_refuses_layouts_as_dali(layout, shape, msg):
+    pipe = godali.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        x = fn.external_source(lambda: [np.zeros(shape, np.uint8)], batch=True, layout=layout)
+        pipe.set_outputs(fn.gaussian_blur(x, sigma=1.0))
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        pipe.run()
+    pipe.close()
