@@ -121,6 +121,19 @@ def test_constant_forms():
     assert isinstance(types.Constant(3), types.ScalarConstant)
 
 
+def test_constant_converts_with_saturation():
+    # DALI's constant converts its data to dtype with saturation (ConvertSat): idata -1
+    # as UINT8 is 0, 300 is 255; fdata to an integer type rounds first.
+    def graph():
+        return [godali.fn.constant(idata=[-1, 1, 300], dtype=types.UINT8),
+                godali.fn.constant(fdata=[-2.6, 1.5, 70000.0], dtype=types.INT16),
+                godali.fn.constant(idata=[-5, 7], dtype=types.UINT64)]
+    got = _run(graph, batch=1)
+    assert got[0][0].tolist() == [0, 1, 255]
+    assert got[1][0].tolist() == [-3, 2, 32767]
+    assert got[2][0].tolist() == [0, 7]
+
+
 def test_empty_constant():
     # DALI's types.Constant([]): an empty float tensor of shape [0] in every sample; a
     # shape of volume 0 is as good.
