@@ -66,7 +66,10 @@ class Operator:
     def __call__(self, *inputs, **kwargs):
         args = dict(self._spec)
         for k, v in kwargs.items():
-            if k in self._spec and not isinstance(v, _graph.DataNode) and k != "name":
+            if v is None:  # DALI: an argument given as None is not given
+                continue
+            if (self._spec.get(k) is not None and not isinstance(v, _graph.DataNode)
+                    and k != "name"):
                 raise TypeError("godali: ops.%s: argument %r was given when the operator "
                                 "was created and again when it was called"
                                 % (type(self).__name__, k))
