@@ -138,7 +138,7 @@ func ResultType(op string, in []engine.DType) (compute, out engine.DType, err er
 		if allBool && len(in) > 1 && op != "mul" && op != "min" && op != "max" && op != "clamp" {
 			return 0, 0, fmt.Errorf("%s of two BOOL values is not supported (DALI allows only * between bools; use & | ^ for logic)", op)
 		}
-		if op == "mod" || op == "pow" || op == "floordiv" {
+		if op == "mod" || op == "floordiv" {
 			for i, t := range in {
 				if t == engine.Bool {
 					return 0, 0, fmt.Errorf("%s does not take BOOL operands (input %d)", op, i)

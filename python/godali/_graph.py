@@ -384,6 +384,7 @@ class DataNode:
     def __neg__(self): return arithmetic("neg", self)
     def __pos__(self): return arithmetic("pos", self)
     def __invert__(self): return arithmetic("invert", self)
+    def __abs__(self): return arithmetic("abs", self)  # DALI: abs() is math.abs
     __hash__ = object.__hash__
 
     def __getitem__(self, key):

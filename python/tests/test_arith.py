@@ -134,6 +134,29 @@ def test_constant_converts_with_saturation():
     assert got[2][0].tolist() == [0, 7]
 
 
+def test_dali_arithmetic_corner_cases():
+    # DALI: integer ** negative is 0 (whatever the base), pow takes BOOL operands,
+    # abs() is math.abs, and a ScalarConstant of dtype BOOL holds bool(value), so
+    # Constant(7, BOOL) == x compares with True; != builds a node from either side.
+    x = np.array([-1, 1, 2, -3], np.int32)
+    e = np.array([-1, -2, 3, 0], np.int32)
+    b = np.array([True, False, True, False])
+
+    def graph():
+        X = fn.external_source(lambda: [x], batch=True)
+        E = fn.external_source(lambda: [e], batch=True)
+        B = fn.external_source(lambda: [b], batch=True)
+        c = types.Constant(7, types.BOOL)
+        return [X ** E, X ** B, abs(X), c == B, c != B, B != c]
+    pw, pb, ab, eq, ne, ne2 = [g[0] for g in _run(graph, batch=1)]
+    np.testing.assert_array_equal(pw, np.where(e >= 0, np.power(x, np.maximum(e, 0)), 0))
+    assert pb.dtype == np.int32
+    np.testing.assert_array_equal(pb, np.power(x, b.astype(np.int32)))
+    assert ab.dtype == np.int32 and ab.tolist() == [1, 1, 2, 3]
+    assert eq.tolist() == b.tolist() and ne.tolist() == (~b).tolist() and ne2.tolist() == (~b).tolist()
+    assert types.Constant(7, types.BOOL).value is True and types.Constant(2.7, types.INT32).value == 2
+
+
 def test_empty_constant():
     # DALI's types.Constant([]): an empty float tensor of shape [0] in every sample; a
     # shape of volume 0 is as good.

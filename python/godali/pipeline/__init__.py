@@ -16,6 +16,7 @@ from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
 from .. import _dlpack, _graph, _lib
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
+from .._graph import DataNode  # noqa: F401  (DALI's nvidia.dali.pipeline exports it too)
 
 def do_not_convert(func=None):
     """DALI's marker for a function that enable_conditionals must not rewrite. godali
