@@ -342,8 +342,8 @@ func (o *arithOp) runFloat(r []float64, in [][]float64) error {
 		f2(func(a, b float64) float64 { return a * b })
 	case "div":
 		f2(func(a, b float64) float64 { return a / b })
-	case "floordiv":
-		f2(func(a, b float64) float64 { return gomath.Trunc(roundTo(a/b, t)) })
+	case "floordiv": // DALI's // divides floats as / does (DALI's test_arithmetic_ops)
+		f2(func(a, b float64) float64 { return a / b })
 	case "mod":
 		f2(gomath.Mod)
 	case "pow", "fpow":

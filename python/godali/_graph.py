@@ -393,7 +393,15 @@ class DataNode:
         return subscript(self, key)
 
     def __bool__(self):
-        raise TypeError("godali: a DataNode is symbolic and has no truth value. `if` on "
+        raise TypeError("\"DataNode\" was used in conditional context - it might have been "
+                        "used in truth evaluation for `if` statement, logical expression or "
+                        "cast to a boolean. To use conditional execution via `if` statements "
+                        "you need to specify `enable_conditionals=True` in "
+                        "`@godali.pipeline_def` decorator. You can read more about "
+                        "conditional execution in specific section of the Pipeline "
+                        "documentation. Bool conversion can be achieved with the `cast` "
+                        "operator. "
+                        "godali: a DataNode is symbolic and has no truth value. `if` on "
                         "pipeline data works in a @pipeline_def(enable_conditionals=True) "
                         "function (godali rewrites its `if`, `and`, `or` and `not`); `while` "
                         "and an `if` containing return/break/continue are not supported: "

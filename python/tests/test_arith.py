@@ -3,6 +3,8 @@ DALI's documented rules (type promotions, true division to float, C-style // and
 broadcasting). Float results: exact for + - * / (float32 arithmetic is emulated exactly),
 1e-6 relative for the transcendental functions."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -155,6 +157,38 @@ def test_dali_arithmetic_corner_cases():
     assert ab.dtype == np.int32 and ab.tolist() == [1, 1, 2, 3]
     assert eq.tolist() == b.tolist() and ne.tolist() == (~b).tolist() and ne2.tolist() == (~b).tolist()
     assert types.Constant(7, types.BOOL).value is True and types.Constant(2.7, types.INT32).value == 2
+
+
+def test_dali_division_and_refusals():
+    # DALI: // of floats divides as /, // takes a BOOL operand with a number; BOOL-only
+    # arithmetic other than *, min, max is refused, as are bitwise ops on floats, with
+    # DALI's messages.
+    f = np.array([7.0, -7.5, 1.0], np.float32)
+    g = np.array([2.0, 2.0, -4.0], np.float32)
+    b = np.array([True, True, False])
+    i = np.array([5, -5, 3], np.int32)
+
+    def graph():
+        F = fn.external_source(lambda: [f], batch=True)
+        G = fn.external_source(lambda: [g], batch=True)
+        B = fn.external_source(lambda: [b], batch=True)
+        return [F // G, B // fn.external_source(lambda: [i], batch=True)]
+    fd, bd = [o[0] for o in _run(graph, batch=1)]
+    np.testing.assert_allclose(fd, f / g, rtol=1e-7)
+    assert bd.dtype == np.int32 and bd.tolist() == [0, 0, 0]
+    for expr, msg in [(lambda B, F: B + B, "Inputs to arithmetic operator `+` cannot be booleans"),
+                      (lambda B, F: gm.sqrt(B), "Input to arithmetic operator `sqrt` cannot be a boolean"),
+                      (lambda B, F: gm.clamp(B, B, B), "cannot be booleans"),
+                      (lambda B, F: F & B, "Inputs to bitwise operator `&` must be of integral type"),
+                      (lambda B, F: ~F, "Inputs to bitwise operator `~` must be of integral type")]:
+        pipe = godali.Pipeline(batch_size=1, num_threads=1)
+        with pipe:
+            B = fn.external_source(lambda: [b], batch=True)
+            F = fn.external_source(lambda: [f], batch=True)
+            pipe.set_outputs(expr(B, F))
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            pipe.run()
+        pipe.close()
 
 
 def test_empty_constant():
