@@ -11,8 +11,8 @@ func init() {
 		Name: "random_bbox_crop",
 		Doc: "Chooses a random crop window of the image (relative coordinates) that keeps the bounding boxes " +
 			"consistent, as SSD's sampling does: each attempt picks one of thresholds (or, with allow_no_crop, " +
-			"the whole image) and then up to num_attempts windows whose sides are drawn from scaling with a " +
-			"width/height ratio in aspect_ratio, accepting the first whose overlap (threshold_type) with every box " +
+			"the whole image) and then up to num_attempts windows whose longer side is drawn from scaling and " +
+			"whose width/height ratio is drawn from aspect_ratio, accepting the first whose overlap (threshold_type) with every box " +
 			"(any box, if all_boxes_above_threshold is false) reaches the threshold and that keeps at least one box. " +
 			"Boxes whose center lies in the window (or, with bbox_prune_threshold, whose area inside it is at least " +
 			"that fraction) are kept, clipped to the window and expressed relative to it. Outputs the window's " +
@@ -25,8 +25,8 @@ func init() {
 		Args: []engine.ArgSpec{
 			{Name: "thresholds", Type: engine.ArgFloatList, Default: []float64{0.0}, Doc: "minimum overlaps, one picked at random per attempt"},
 			{Name: "threshold_type", Type: engine.ArgString, Default: "iou", Doc: "iou (intersection over union of box and window) or overlap (intersection over the box's area)"},
-			{Name: "aspect_ratio", Type: engine.ArgFloatList, Default: []float64{1.0, 1.0}, Doc: "range [min, max] of the window's width/height (relative coordinates)"},
-			{Name: "scaling", Type: engine.ArgFloatList, Default: []float64{1.0, 1.0}, Doc: "range [min, max] of each side of the window relative to the image"},
+			{Name: "aspect_ratio", Type: engine.ArgFloatList, Default: []float64{1.0, 1.0}, Doc: "range [min, max] of the window's width/height (relative coordinates), drawn uniformly"},
+			{Name: "scaling", Type: engine.ArgFloatList, Default: []float64{1.0, 1.0}, Doc: "range [min, max] of the window's longer side relative to the image"},
 			{Name: "ltrb", Type: engine.ArgBool, Default: true, Doc: "boxes are [left, top, right, bottom] (false: [x, y, width, height])"},
 			{Name: "bbox_layout", Type: engine.ArgString, Doc: "xyXY or xyWH; overrides ltrb"},
 			{Name: "allow_no_crop", Type: engine.ArgBool, Default: true, Doc: "the whole image is one of the choices, as likely as each threshold"},
@@ -58,6 +58,32 @@ type Cropper struct {
 	TotalAttempts     int // 0: maxTotalAttempts
 	AllAboveThreshold bool
 	PruneThreshold    float64 // < 0: prune by center
+	// ByAspect draws the window's longer side from [ScaleMin, ScaleMax] and its
+	// width/height from [AspectMin, AspectMax] (random_bbox_crop, as DALI: a ratio range
+	// of one value gives exactly that ratio); otherwise both sides are drawn from the
+	// scale range and windows outside the ratio range are rejected (ssd_random_crop).
+	ByAspect bool
+}
+
+// drawSides returns a window's width and height, and false when the draw is rejected.
+func (c *Cropper) drawSides(rng *engine.RNG) (w, h float64, ok bool) {
+	if c.ByAspect {
+		s := rng.Uniform(c.ScaleMin, c.ScaleMax)
+		ar := rng.Uniform(c.AspectMin, c.AspectMax)
+		if ar >= 1 {
+			w, h = s, s/ar
+		} else {
+			w, h = s*ar, s
+		}
+		return w, h, w > 0 && h > 0
+	}
+	w = rng.Uniform(c.ScaleMin, c.ScaleMax)
+	h = rng.Uniform(c.ScaleMin, c.ScaleMax)
+	if h <= 0 || w <= 0 {
+		return w, h, false
+	}
+	r := w / h
+	return w, h, r >= c.AspectMin && r <= c.AspectMax
 }
 
 // Window is a chosen crop: Anchor and Shape as (x, y), relative to the image.
@@ -134,12 +160,8 @@ func (c *Cropper) Choose(boxes [][4]float64, rng *engine.RNG, kept []int) (Windo
 		thr := c.Thresholds[opt]
 		for a := 0; a < c.Attempts && tried < total; a++ {
 			tried++
-			w := rng.Uniform(c.ScaleMin, c.ScaleMax)
-			h := rng.Uniform(c.ScaleMin, c.ScaleMax)
-			if h <= 0 || w <= 0 {
-				continue
-			}
-			if r := w / h; r < c.AspectMin || r > c.AspectMax {
+			w, h, ok := c.drawSides(rng)
+			if !ok {
 				continue
 			}
 			x := rng.Uniform(0, 1-w)
@@ -277,6 +299,7 @@ func newRandomBBoxCrop(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("scaling", "the window cannot be larger than the image: expected max <= 1, got %v", a.Floats("scaling"))
 	}
 	c.AspectMin, c.AspectMax, c.ScaleMin, c.ScaleMax = ar[0], ar[1], sc[0], sc[1]
+	c.ByAspect = true
 	c.AllowNoCrop = a.Bool("allow_no_crop")
 	c.Attempts = a.Int("num_attempts")
 	if c.Attempts < 1 {

@@ -193,3 +193,28 @@ func TestCropperImpossibleTerminates(t *testing.T) {
 		t.Errorf("no boxes: %+v %v", win, kept)
 	}
 }
+
+// TestCropperByAspect checks random_bbox_crop's window draw (DALI's rule, which its
+// test_random_bbox_crop checks): the longer side within scaling, width/height within
+// aspect_ratio, and exactly the ratio when the range is one value.
+func TestCropperByAspect(t *testing.T) {
+	for _, ar := range [][2]float64{{1, 1}, {0.5, 2}, {0.01, 100}} {
+		c := Cropper{Thresholds: []float64{0}, IoU: true, AspectMin: ar[0], AspectMax: ar[1], ScaleMin: 0.3,
+			ScaleMax: 0.5, Attempts: 1, AllAboveThreshold: true, PruneThreshold: -1, ByAspect: true}
+		var rng engine.RNG
+		rng.Seed(3)
+		for i := 0; i < 2000; i++ {
+			win, _ := c.Choose(nil, &rng, nil)
+			w, h := win.Shape[0], win.Shape[1]
+			if long := math.Max(w, h); long < 0.3-1e-12 || long > 0.5+1e-12 {
+				t.Fatalf("aspect %v: window %+v: longer side outside scaling [0.3, 0.5]", ar, win)
+			}
+			if r := w / h; r < ar[0]*(1-1e-9) || r > ar[1]*(1+1e-9) {
+				t.Fatalf("aspect %v: window %+v has ratio %g", ar, win, r)
+			}
+			if win.Anchor[0] < 0 || win.Anchor[1] < 0 || win.Anchor[0]+w > 1+1e-12 || win.Anchor[1]+h > 1+1e-12 {
+				t.Fatalf("window %+v leaves the image", win)
+			}
+		}
+	}
+}

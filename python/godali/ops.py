@@ -52,7 +52,8 @@ class Operator:
 
     def __init__(self, *, device=None, **kwargs):
         self._device = device
-        self._spec = dict(kwargs)
+        # DALI: an argument given as None is not given
+        self._spec = {k: v for k, v in kwargs.items() if v is not None}
 
     @property
     def device(self):
