@@ -35,6 +35,8 @@ func init() {
 			{Name: "all_boxes_above_threshold", Type: engine.ArgBool, Default: true, Doc: "every box must reach the threshold (false: one box suffices)"},
 			{Name: "bbox_prune_threshold", Type: engine.ArgFloat, Doc: "keep boxes with at least this fraction of their area in the window (default: keep boxes whose center is in it)"},
 			{Name: "output_bbox_indices", Type: engine.ArgBool, Default: false, Doc: "add an output with the indices (int32) of the kept boxes"},
+			{Name: "input_shape", Type: engine.ArgFloatList, Doc: "the image's extents, in the boxes' coordinate order (x, y); with crop_shape the windows are that fixed size and anchor and shape are output in these units"},
+			{Name: "crop_shape", Type: engine.ArgFloatList, Doc: "a fixed window size (x, y) in input_shape's units (may exceed the image: the anchor is then <= 0); scaling and aspect_ratio are not used"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
 		},
 	})
@@ -63,10 +65,16 @@ type Cropper struct {
 	// of one value gives exactly that ratio); otherwise both sides are drawn from the
 	// scale range and windows outside the ratio range are rejected (ssd_random_crop).
 	ByAspect bool
+	// Fixed, when nonzero, is every window's (width, height) relative to the image
+	// (random_bbox_crop's crop_shape over input_shape); it may exceed 1.
+	Fixed [2]float64
 }
 
 // drawSides returns a window's width and height, and false when the draw is rejected.
 func (c *Cropper) drawSides(rng *engine.RNG) (w, h float64, ok bool) {
+	if c.Fixed[0] > 0 {
+		return c.Fixed[0], c.Fixed[1], true
+	}
 	if c.ByAspect {
 		s := rng.Uniform(c.ScaleMin, c.ScaleMax)
 		ar := rng.Uniform(c.AspectMin, c.AspectMax)
@@ -247,6 +255,8 @@ type randomBBoxCropOp struct {
 	crop    Cropper
 	ltrb    bool
 	indices bool
+	units   [2]float64 // input_shape with crop_shape: the outputs' units; else (1, 1)
+	fixed   [2]float64 // crop_shape (0: none)
 }
 
 type cropState struct {
@@ -311,6 +321,25 @@ func newRandomBBoxCrop(a *engine.Args) (engine.Operator, error) {
 	}
 	if c.TotalAttempts < 0 {
 		c.TotalAttempts = 0
+	}
+	o.units = [2]float64{1, 1}
+	if a.Has("crop_shape") {
+		in, cs := a.Floats("input_shape"), a.Floats("crop_shape")
+		if len(in) != 2 {
+			return nil, a.Errorf("input_shape", "crop_shape needs input_shape, the image's 2 extents (x, y); got %v", in)
+		}
+		if len(cs) != 2 {
+			return nil, a.Errorf("crop_shape", "expected 2 extents (x, y), got %v", cs)
+		}
+		for d := 0; d < 2; d++ {
+			if !(in[d] > 0) || !(cs[d] > 0) || math.IsInf(in[d], 0) || math.IsInf(cs[d], 0) {
+				return nil, a.Errorf("crop_shape", "input_shape %v and crop_shape %v must be > 0", in, cs)
+			}
+			c.Fixed[d] = cs[d] / in[d]
+			o.units[d], o.fixed[d] = in[d], cs[d]
+		}
+	} else if a.Has("input_shape") {
+		return nil, a.Errorf("input_shape", "is used with crop_shape (a fixed window size); godali does not take it alone")
 	}
 	c.AllAboveThreshold = a.Bool("all_boxes_above_threshold")
 	c.PruneThreshold = -1
@@ -394,8 +423,12 @@ func (o *randomBBoxCropOp) Setup(ws *engine.Workspace) error {
 func (o *randomBBoxCropOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*cropState)
 	for i := 0; i < 2; i++ {
-		putF32(ws.Out[0].Data, i, float32(st.win.Anchor[i]))
-		putF32(ws.Out[1].Data, i, float32(st.win.Shape[i]))
+		putF32(ws.Out[0].Data, i, float32(st.win.Anchor[i]*o.units[i]))
+		shape := st.win.Shape[i] * o.units[i]
+		if o.fixed[0] > 0 && !st.win.NoCrop {
+			shape = o.fixed[i] // exactly crop_shape
+		}
+		putF32(ws.Out[1].Data, i, float32(shape))
 	}
 	out := ws.Out[2].Data
 	for j, idx := range st.kept {

@@ -218,3 +218,27 @@ func TestCropperByAspect(t *testing.T) {
 		}
 	}
 }
+
+// TestCropperFixedShape: with crop_shape over input_shape every window has exactly that
+// relative size, its anchor in [0, 1 - size] (or [1 - size, 0] when larger than the image).
+func TestCropperFixedShape(t *testing.T) {
+	for _, fixed := range [][2]float64{{0.25, 1.0 / 6}, {1, 1}, {1.5, 4.0 / 3}} {
+		c := Cropper{Thresholds: []float64{0, 0.1}, IoU: true, AspectMin: 1, AspectMax: 1, ScaleMin: 1, ScaleMax: 1,
+			Attempts: 10, AllAboveThreshold: false, PruneThreshold: -1, ByAspect: true, Fixed: fixed}
+		var gen, rng engine.RNG
+		gen.Seed(2)
+		rng.Seed(5)
+		for i := 0; i < 1000; i++ {
+			win, kept := c.Choose(randomBoxes(&gen, 3), &rng, nil)
+			if win.NoCrop || win.Shape != fixed || len(kept) == 0 {
+				t.Fatalf("fixed %v: window %+v, kept %v", fixed, win, kept)
+			}
+			for d := 0; d < 2; d++ {
+				lo, hi := math.Min(0, 1-fixed[d]), math.Max(0, 1-fixed[d])
+				if win.Anchor[d] < lo-1e-12 || win.Anchor[d] > hi+1e-12 {
+					t.Fatalf("fixed %v: anchor %v outside [%g, %g]", fixed, win.Anchor, lo, hi)
+				}
+			}
+		}
+	}
+}
