@@ -333,7 +333,9 @@ type DynamicInputs interface {
 
 // checkDynamicInputs refuses a node that needs at build time the type of data that is
 // known only at run time (a host-batch operator's output, e.g. python_function's); only
-// host-batch operators and DynamicInputs ones take such data.
+// host-batch operators and DynamicInputs ones take such data as inputs. Argument inputs may be dynamic: the
+// argument helpers (FloatAt, FloatsAt, ...) read each sample's value by its run-time
+// type and refuse a sample that does not fit, as DALI does.
 func checkDynamicInputs(n *Node) error {
 	if _, ok := n.Op.(HostBatchOperator); ok {
 		return nil
@@ -341,7 +343,7 @@ func checkDynamicInputs(n *Node) error {
 	if d, ok := n.Op.(DynamicInputs); ok && d.TakesDynamicInputs() {
 		return nil
 	}
-	for _, d := range append(append([]*DataNode{}, n.In...), n.ArgIn...) {
+	for _, d := range n.In {
 		if _, ok := d.Producer.Op.(HostBatchOperator); ok && d.Meta.IsDynamic() {
 			return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function (or cast, reshape) may take it (or do this step inside the function)",
 				describe(n.Name, n.OpName), d.Name, d.Producer.Name, d.Producer.OpName)

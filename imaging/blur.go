@@ -103,3 +103,27 @@ func GaussianBlur(dst, src []byte, w, h, c int, wx, wy []float32, out DType, s *
 	}
 	return nil
 }
+
+// ConvolveAxis convolves src, seen as outer x n x inner values, along its middle axis
+// (extent n) with the odd-length window w, borders reflected (101; an extent of 1
+// repeats its value), into dst (same size). It is one pass of an N-D separable blur.
+func ConvolveAxis(dst, src []float32, outer, n, inner int, w []float32) {
+	r := len(w) / 2
+	for o := 0; o < outer; o++ {
+		base := o * n * inner
+		for i := 0; i < n; i++ {
+			row := dst[base+i*inner : base+(i+1)*inner]
+			clear(row)
+			for k, wk := range w {
+				si := i + k - r
+				if si < 0 || si >= n {
+					si = reflect101(si, n)
+				}
+				in := src[base+si*inner : base+(si+1)*inner]
+				for j, v := range in {
+					row[j] += wk * v
+				}
+			}
+		}
+	}
+}

@@ -11,8 +11,8 @@ func init() {
 		Name: "random_bbox_crop",
 		Doc: "Chooses a random crop window of the image (relative coordinates) that keeps the bounding boxes " +
 			"consistent, as SSD's sampling does: each attempt picks one of thresholds (or, with allow_no_crop, " +
-			"the whole image) and then up to num_attempts windows whose sides are drawn from scaling with a " +
-			"width/height ratio in aspect_ratio, accepting the first whose overlap (threshold_type) with every box " +
+			"the whole image) and then up to num_attempts windows whose longer side is drawn from scaling and " +
+			"whose width/height ratio is drawn from aspect_ratio, accepting the first whose overlap (threshold_type) with every box " +
 			"(any box, if all_boxes_above_threshold is false) reaches the threshold and that keeps at least one box. " +
 			"Boxes whose center lies in the window (or, with bbox_prune_threshold, whose area inside it is at least " +
 			"that fraction) are kept, clipped to the window and expressed relative to it. Outputs the window's " +
@@ -25,8 +25,8 @@ func init() {
 		Args: []engine.ArgSpec{
 			{Name: "thresholds", Type: engine.ArgFloatList, Default: []float64{0.0}, Doc: "minimum overlaps, one picked at random per attempt"},
 			{Name: "threshold_type", Type: engine.ArgString, Default: "iou", Doc: "iou (intersection over union of box and window) or overlap (intersection over the box's area)"},
-			{Name: "aspect_ratio", Type: engine.ArgFloatList, Default: []float64{1.0, 1.0}, Doc: "range [min, max] of the window's width/height (relative coordinates)"},
-			{Name: "scaling", Type: engine.ArgFloatList, Default: []float64{1.0, 1.0}, Doc: "range [min, max] of each side of the window relative to the image"},
+			{Name: "aspect_ratio", Type: engine.ArgFloatList, Default: []float64{1.0, 1.0}, Doc: "range [min, max] of the window's width/height (relative coordinates), drawn uniformly"},
+			{Name: "scaling", Type: engine.ArgFloatList, Default: []float64{1.0, 1.0}, Doc: "range [min, max] of the window's longer side relative to the image"},
 			{Name: "ltrb", Type: engine.ArgBool, Default: true, Doc: "boxes are [left, top, right, bottom] (false: [x, y, width, height])"},
 			{Name: "bbox_layout", Type: engine.ArgString, Doc: "xyXY or xyWH; overrides ltrb"},
 			{Name: "allow_no_crop", Type: engine.ArgBool, Default: true, Doc: "the whole image is one of the choices, as likely as each threshold"},
@@ -35,6 +35,8 @@ func init() {
 			{Name: "all_boxes_above_threshold", Type: engine.ArgBool, Default: true, Doc: "every box must reach the threshold (false: one box suffices)"},
 			{Name: "bbox_prune_threshold", Type: engine.ArgFloat, Doc: "keep boxes with at least this fraction of their area in the window (default: keep boxes whose center is in it)"},
 			{Name: "output_bbox_indices", Type: engine.ArgBool, Default: false, Doc: "add an output with the indices (int32) of the kept boxes"},
+			{Name: "input_shape", Type: engine.ArgFloatList, Doc: "the image's extents, in the boxes' coordinate order (x, y); with crop_shape the windows are that fixed size and anchor and shape are output in these units"},
+			{Name: "crop_shape", Type: engine.ArgFloatList, Doc: "a fixed window size (x, y) in input_shape's units (may exceed the image: the anchor is then <= 0); scaling and aspect_ratio are not used"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
 		},
 	})
@@ -58,6 +60,38 @@ type Cropper struct {
 	TotalAttempts     int // 0: maxTotalAttempts
 	AllAboveThreshold bool
 	PruneThreshold    float64 // < 0: prune by center
+	// ByAspect draws the window's longer side from [ScaleMin, ScaleMax] and its
+	// width/height from [AspectMin, AspectMax] (random_bbox_crop, as DALI: a ratio range
+	// of one value gives exactly that ratio); otherwise both sides are drawn from the
+	// scale range and windows outside the ratio range are rejected (ssd_random_crop).
+	ByAspect bool
+	// Fixed, when nonzero, is every window's (width, height) relative to the image
+	// (random_bbox_crop's crop_shape over input_shape); it may exceed 1.
+	Fixed [2]float64
+}
+
+// drawSides returns a window's width and height, and false when the draw is rejected.
+func (c *Cropper) drawSides(rng *engine.RNG) (w, h float64, ok bool) {
+	if c.Fixed[0] > 0 {
+		return c.Fixed[0], c.Fixed[1], true
+	}
+	if c.ByAspect {
+		s := rng.Uniform(c.ScaleMin, c.ScaleMax)
+		ar := rng.Uniform(c.AspectMin, c.AspectMax)
+		if ar >= 1 {
+			w, h = s, s/ar
+		} else {
+			w, h = s*ar, s
+		}
+		return w, h, w > 0 && h > 0
+	}
+	w = rng.Uniform(c.ScaleMin, c.ScaleMax)
+	h = rng.Uniform(c.ScaleMin, c.ScaleMax)
+	if h <= 0 || w <= 0 {
+		return w, h, false
+	}
+	r := w / h
+	return w, h, r >= c.AspectMin && r <= c.AspectMax
 }
 
 // Window is a chosen crop: Anchor and Shape as (x, y), relative to the image.
@@ -134,12 +168,8 @@ func (c *Cropper) Choose(boxes [][4]float64, rng *engine.RNG, kept []int) (Windo
 		thr := c.Thresholds[opt]
 		for a := 0; a < c.Attempts && tried < total; a++ {
 			tried++
-			w := rng.Uniform(c.ScaleMin, c.ScaleMax)
-			h := rng.Uniform(c.ScaleMin, c.ScaleMax)
-			if h <= 0 || w <= 0 {
-				continue
-			}
-			if r := w / h; r < c.AspectMin || r > c.AspectMax {
+			w, h, ok := c.drawSides(rng)
+			if !ok {
 				continue
 			}
 			x := rng.Uniform(0, 1-w)
@@ -225,6 +255,8 @@ type randomBBoxCropOp struct {
 	crop    Cropper
 	ltrb    bool
 	indices bool
+	units   [2]float64 // input_shape with crop_shape: the outputs' units; else (1, 1)
+	fixed   [2]float64 // crop_shape (0: none)
 }
 
 type cropState struct {
@@ -277,6 +309,7 @@ func newRandomBBoxCrop(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("scaling", "the window cannot be larger than the image: expected max <= 1, got %v", a.Floats("scaling"))
 	}
 	c.AspectMin, c.AspectMax, c.ScaleMin, c.ScaleMax = ar[0], ar[1], sc[0], sc[1]
+	c.ByAspect = true
 	c.AllowNoCrop = a.Bool("allow_no_crop")
 	c.Attempts = a.Int("num_attempts")
 	if c.Attempts < 1 {
@@ -288,6 +321,25 @@ func newRandomBBoxCrop(a *engine.Args) (engine.Operator, error) {
 	}
 	if c.TotalAttempts < 0 {
 		c.TotalAttempts = 0
+	}
+	o.units = [2]float64{1, 1}
+	if a.Has("crop_shape") {
+		in, cs := a.Floats("input_shape"), a.Floats("crop_shape")
+		if len(in) != 2 {
+			return nil, a.Errorf("input_shape", "crop_shape needs input_shape, the image's 2 extents (x, y); got %v", in)
+		}
+		if len(cs) != 2 {
+			return nil, a.Errorf("crop_shape", "expected 2 extents (x, y), got %v", cs)
+		}
+		for d := 0; d < 2; d++ {
+			if !(in[d] > 0) || !(cs[d] > 0) || math.IsInf(in[d], 0) || math.IsInf(cs[d], 0) {
+				return nil, a.Errorf("crop_shape", "input_shape %v and crop_shape %v must be > 0", in, cs)
+			}
+			c.Fixed[d] = cs[d] / in[d]
+			o.units[d], o.fixed[d] = in[d], cs[d]
+		}
+	} else if a.Has("input_shape") {
+		return nil, a.Errorf("input_shape", "is used with crop_shape (a fixed window size); godali does not take it alone")
 	}
 	c.AllAboveThreshold = a.Bool("all_boxes_above_threshold")
 	c.PruneThreshold = -1
@@ -371,8 +423,12 @@ func (o *randomBBoxCropOp) Setup(ws *engine.Workspace) error {
 func (o *randomBBoxCropOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*cropState)
 	for i := 0; i < 2; i++ {
-		putF32(ws.Out[0].Data, i, float32(st.win.Anchor[i]))
-		putF32(ws.Out[1].Data, i, float32(st.win.Shape[i]))
+		putF32(ws.Out[0].Data, i, float32(st.win.Anchor[i]*o.units[i]))
+		shape := st.win.Shape[i] * o.units[i]
+		if o.fixed[0] > 0 && !st.win.NoCrop {
+			shape = o.fixed[i] // exactly crop_shape
+		}
+		putF32(ws.Out[1].Data, i, float32(shape))
 	}
 	out := ws.Out[2].Data
 	for j, idx := range st.kept {

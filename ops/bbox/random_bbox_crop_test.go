@@ -193,3 +193,52 @@ func TestCropperImpossibleTerminates(t *testing.T) {
 		t.Errorf("no boxes: %+v %v", win, kept)
 	}
 }
+
+// TestCropperByAspect checks random_bbox_crop's window draw (DALI's rule, which its
+// test_random_bbox_crop checks): the longer side within scaling, width/height within
+// aspect_ratio, and exactly the ratio when the range is one value.
+func TestCropperByAspect(t *testing.T) {
+	for _, ar := range [][2]float64{{1, 1}, {0.5, 2}, {0.01, 100}} {
+		c := Cropper{Thresholds: []float64{0}, IoU: true, AspectMin: ar[0], AspectMax: ar[1], ScaleMin: 0.3,
+			ScaleMax: 0.5, Attempts: 1, AllAboveThreshold: true, PruneThreshold: -1, ByAspect: true}
+		var rng engine.RNG
+		rng.Seed(3)
+		for i := 0; i < 2000; i++ {
+			win, _ := c.Choose(nil, &rng, nil)
+			w, h := win.Shape[0], win.Shape[1]
+			if long := math.Max(w, h); long < 0.3-1e-12 || long > 0.5+1e-12 {
+				t.Fatalf("aspect %v: window %+v: longer side outside scaling [0.3, 0.5]", ar, win)
+			}
+			if r := w / h; r < ar[0]*(1-1e-9) || r > ar[1]*(1+1e-9) {
+				t.Fatalf("aspect %v: window %+v has ratio %g", ar, win, r)
+			}
+			if win.Anchor[0] < 0 || win.Anchor[1] < 0 || win.Anchor[0]+w > 1+1e-12 || win.Anchor[1]+h > 1+1e-12 {
+				t.Fatalf("window %+v leaves the image", win)
+			}
+		}
+	}
+}
+
+// TestCropperFixedShape: with crop_shape over input_shape every window has exactly that
+// relative size, its anchor in [0, 1 - size] (or [1 - size, 0] when larger than the image).
+func TestCropperFixedShape(t *testing.T) {
+	for _, fixed := range [][2]float64{{0.25, 1.0 / 6}, {1, 1}, {1.5, 4.0 / 3}} {
+		c := Cropper{Thresholds: []float64{0, 0.1}, IoU: true, AspectMin: 1, AspectMax: 1, ScaleMin: 1, ScaleMax: 1,
+			Attempts: 10, AllAboveThreshold: false, PruneThreshold: -1, ByAspect: true, Fixed: fixed}
+		var gen, rng engine.RNG
+		gen.Seed(2)
+		rng.Seed(5)
+		for i := 0; i < 1000; i++ {
+			win, kept := c.Choose(randomBoxes(&gen, 3), &rng, nil)
+			if win.NoCrop || win.Shape != fixed || len(kept) == 0 {
+				t.Fatalf("fixed %v: window %+v, kept %v", fixed, win, kept)
+			}
+			for d := 0; d < 2; d++ {
+				lo, hi := math.Min(0, 1-fixed[d]), math.Max(0, 1-fixed[d])
+				if win.Anchor[d] < lo-1e-12 || win.Anchor[d] > hi+1e-12 {
+					t.Fatalf("fixed %v: anchor %v outside [%g, %g]", fixed, win.Anchor, lo, hi)
+				}
+			}
+		}
+	}
+}

@@ -63,7 +63,7 @@ func (*externalSource) ExternalSource() {}
 
 func (e *externalSource) Infer([]engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := e.meta
-	m.Shape = append([]int(nil), m.Shape...)
+	m.Shape = append([]int{}, m.Shape...) // non-nil: a 0-D source has known rank 0
 	return []engine.TensorMeta{m}, nil
 }
 

@@ -20,7 +20,7 @@ func init() {
 			{Name: "shape", Type: engine.ArgFloatList, TensorInput: true, Doc: "region extents, len(axes) values per region (may come per sample)"},
 			{Name: "axes", Type: engine.ArgIntList, Doc: "axes the coordinates refer to, in order; exclusive with axis_names"},
 			{Name: "axis_names", Type: engine.ArgString, Default: "HW", Doc: "axes the coordinates refer to, as layout letters"},
-			{Name: "fill_value", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "one value, or one per channel (the layout's C axis)"},
+			{Name: "fill_value", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "one value, or one per channel (the layout's C axis); may come per sample"},
 			{Name: "normalized_anchor", Type: engine.ArgBool, Default: false, Doc: "anchor in fractions of the extent"},
 			{Name: "normalized_shape", Type: engine.ArgBool, Default: false, Doc: "shape in fractions of the extent"},
 			{Name: "normalized", Type: engine.ArgBool, Default: false, Doc: "sets normalized_anchor and normalized_shape"},
@@ -51,7 +51,9 @@ type eraseOp struct {
 
 type eraseState struct {
 	anchor, shape []float64
-	lo, hi, c     []int // the region's box and the odometer over it
+	fillv         []float64 // a per-sample fill_value
+	fill          [][]byte  // ... in the input's type
+	lo, hi, c     []int     // the region's box and the odometer over it
 }
 
 func (o *eraseOp) NewWorkerState() any { return &eraseState{} }
@@ -80,18 +82,16 @@ func (o *eraseOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	}
 	o.axes = axes
 	o.chanAxis = strings.IndexRune(layout, 'C')
-	fv := o.args.Floats("fill_value")
-	if len(fv) == 0 {
-		fv = []float64{0}
-	}
-	if len(fv) > 1 && (o.chanAxis < 0 || (m.Shape[o.chanAxis] >= 0 && m.Shape[o.chanAxis] != len(fv))) {
-		return nil, o.args.Errorf("fill_value", "%d values need a channel axis of that extent; input layout %q shape %v", len(fv), layout, m.Shape)
-	}
 	o.fill = nil
-	for _, v := range fv {
-		b := make([]byte, m.DType.Size())
-		engine.WriteScalarSat(b, m.DType, v)
-		o.fill = append(o.fill, b)
+	if !o.args.AnyPerSample("fill_value") {
+		fv := o.args.Floats("fill_value")
+		if len(fv) == 0 {
+			fv = []float64{0}
+		}
+		if len(fv) > 1 && (o.chanAxis < 0 || (m.Shape[o.chanAxis] >= 0 && m.Shape[o.chanAxis] != len(fv))) {
+			return nil, o.args.Errorf("fill_value", "%d values need a channel axis of that extent; input layout %q shape %v", len(fv), layout, m.Shape)
+		}
+		o.fill = fillBytes(o.fill, fv, m.DType)
 	}
 	for _, n := range []string{"anchor", "shape"} {
 		if v := o.args.Floats(n); o.args.Has(n) && len(v)%len(axes) != 0 {
@@ -99,6 +99,43 @@ func (o *eraseOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		}
 	}
 	return []engine.TensorMeta{m}, nil
+}
+
+// fillBytes converts fill values to the input's type (saturated), reusing dst.
+func fillBytes(dst [][]byte, fv []float64, dt engine.DType) [][]byte {
+	dst = dst[:0]
+	for i, v := range fv {
+		var b []byte
+		if i < cap(dst) {
+			b = dst[:i+1][i]
+		}
+		if len(b) != dt.Size() {
+			b = make([]byte, dt.Size())
+		}
+		engine.WriteScalarSat(b, dt, v)
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+// fillFor is the sample's fill values: the constant, or its per-sample fill_value.
+func (o *eraseOp) fillFor(ws *engine.Workspace, st *eraseState) ([][]byte, error) {
+	if o.fill != nil {
+		return o.fill, nil
+	}
+	in := ws.In[0]
+	var err error
+	if st.fillv, err = o.args.FloatsAt(ws, "fill_value", st.fillv); err != nil {
+		return nil, err
+	}
+	if len(st.fillv) == 0 {
+		st.fillv = append(st.fillv, 0)
+	}
+	if len(st.fillv) > 1 && (o.chanAxis < 0 || in.Shape[o.chanAxis] != len(st.fillv)) {
+		return nil, o.args.ArgDataErrorf(ws, "fill_value", "%d values need a channel axis of that extent (shape %v)", len(st.fillv), in.Shape)
+	}
+	st.fill = fillBytes(st.fill, st.fillv, in.DType)
+	return st.fill, nil
 }
 
 func (o *eraseOp) Setup(ws *engine.Workspace) error {
@@ -120,6 +157,10 @@ func (o *eraseOp) Run(ws *engine.Workspace) error {
 	}
 	if len(st.shape)%k != 0 || (len(st.anchor) != 0 && len(st.anchor) != len(st.shape)) {
 		return o.args.DataErrorf(ws, "anchor (%d values) and shape (%d values) must give %d values per region", len(st.anchor), len(st.shape), k)
+	}
+	fill, err := o.fillFor(ws, st)
+	if err != nil {
+		return err
 	}
 	na, ns := o.normAnchor, o.normShape
 	n := len(in.Shape)
@@ -167,9 +208,9 @@ func (o *eraseOp) Run(ws *engine.Workspace) error {
 			for d := 0; d < n; d++ {
 				off = off*in.Shape[d] + c[d]
 			}
-			f := o.fill[0]
-			if len(o.fill) > 1 {
-				f = o.fill[c[o.chanAxis]]
+			f := fill[0]
+			if len(fill) > 1 {
+				f = fill[c[o.chanAxis]]
 			}
 			copy(out.Data[off*sz:(off+1)*sz], f)
 			d := n - 1

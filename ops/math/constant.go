@@ -88,7 +88,7 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 		if ivals != nil {
 			writeInt(data[i*sz:], dtype, ivals[k])
 		} else {
-			engine.WriteScalar(data[i*sz:], dtype, vals[k])
+			engine.WriteScalarSat(data[i*sz:], dtype, vals[k]) // integers: rounded, saturated
 		}
 	}
 	return &constantOp{data: data, shape: shape, dtype: dtype, layout: lay}, nil
@@ -97,7 +97,12 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 // writeInt stores an integer exactly (int64 values beyond 2^53 do not survive float64).
 func writeInt(b []byte, d engine.DType, v int64) {
 	switch d {
-	case engine.Int64, engine.UInt64:
+	case engine.Int64:
+		for k := 0; k < 8; k++ {
+			b[k] = byte(uint64(v) >> (8 * k))
+		}
+	case engine.UInt64:
+		v = max(v, 0) // saturated, as DALI converts (ConvertSat)
 		for k := 0; k < 8; k++ {
 			b[k] = byte(uint64(v) >> (8 * k))
 		}
@@ -106,13 +111,9 @@ func writeInt(b []byte, d engine.DType, v int64) {
 			engine.WriteScalar(b, d, float64(v))
 			return
 		}
-		// Narrower integers wrap, as a C conversion does.
-		for k := 0; k < d.Size(); k++ {
-			b[k] = byte(uint64(v) >> (8 * k))
-		}
-		if d == engine.Bool && v != 0 {
-			b[0] = 1
-		}
+		// Narrower integers saturate, as DALI's constant converts (idata=-1 as UINT8 is
+		// 0); values this narrow are exact in float64.
+		engine.WriteScalarSat(b, d, float64(v))
 	}
 }
 

@@ -86,7 +86,7 @@ type opInfo struct {
 var ops = map[string]opInfo{
 	"add": {2, kArith, "a + b"}, "sub": {2, kArith, "a - b"}, "mul": {2, kArith, "a * b"},
 	"div":      {2, kTrueDiv, "a / b (true division; float result)"},
-	"floordiv": {2, kArith, "a // b (DALI: integers round toward zero)"},
+	"floordiv": {2, kArith, "a // b (DALI: integers round toward zero; floats divide as /)"},
 	"mod":      {2, kArith, "a % b (C semantics: the sign of a, fmod for floats)"},
 	"pow":      {2, kArith, "a ** b"},
 	"fpow":     {2, kFloatFn, "a ** b computed in floating point"},
@@ -135,10 +135,10 @@ func ResultType(op string, in []engine.DType) (compute, out engine.DType, err er
 	}
 	switch info.kind {
 	case kArith:
-		if allBool && len(in) > 1 && op != "mul" && op != "min" && op != "max" && op != "clamp" {
-			return 0, 0, fmt.Errorf("%s of two BOOL values is not supported (DALI allows only * between bools; use & | ^ for logic)", op)
+		if allBool && len(in) > 1 && op != "mul" && op != "min" && op != "max" {
+			return 0, 0, boolInputsError(op, len(in))
 		}
-		if op == "mod" || op == "pow" || op == "floordiv" {
+		if op == "mod" {
 			for i, t := range in {
 				if t == engine.Bool {
 					return 0, 0, fmt.Errorf("%s does not take BOOL operands (input %d)", op, i)
@@ -147,6 +147,9 @@ func ResultType(op string, in []engine.DType) (compute, out engine.DType, err er
 		}
 		return p, p, nil
 	case kTrueDiv, kFloatFn:
+		if allBool {
+			return 0, 0, boolInputsError(op, len(in))
+		}
 		f := floatOf(p)
 		return f, f, nil
 	case kCompare:
@@ -154,7 +157,7 @@ func ResultType(op string, in []engine.DType) (compute, out engine.DType, err er
 	case kBitwise, kShift:
 		for i, t := range in {
 			if !isIntegral(t) {
-				return 0, 0, fmt.Errorf("%s takes integer or BOOL inputs; input %d is %s", op, i, t)
+				return 0, 0, fmt.Errorf("Inputs to bitwise operator `%s` must be of integral type. Input %d is %s (%s takes integer or BOOL inputs)", opSymbol(op), i, t, op)
 			}
 		}
 		if info.kind == kShift && allBool {
@@ -165,7 +168,28 @@ func ResultType(op string, in []engine.DType) (compute, out engine.DType, err er
 		if op == "neg" && in[0] == engine.Bool {
 			return 0, 0, fmt.Errorf("neg of a BOOL value is not supported")
 		}
+		if op == "invert" && !isIntegral(in[0]) {
+			return 0, 0, fmt.Errorf("Inputs to bitwise operator `~` must be of integral type. Input 0 is %s", in[0])
+		}
 		return in[0], in[0], nil
 	}
 	return 0, 0, fmt.Errorf("unknown op %q", op)
+}
+
+// opSymbol is the Python operator of op, as DALI's messages name it (else op's name).
+func opSymbol(op string) string {
+	if s, ok := map[string]string{"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//",
+		"mod": "%", "pow": "**", "bitand": "&", "bitor": "|", "bitxor": "^", "lshift": "<<",
+		"rshift": ">>"}[op]; ok {
+		return s
+	}
+	return op
+}
+
+// boolInputsError refuses op on BOOL inputs only, in DALI's words.
+func boolInputsError(op string, n int) error {
+	if n == 1 {
+		return fmt.Errorf("Input to arithmetic operator `%s` cannot be a boolean. Consider using bitwise operator (or cast the input)", opSymbol(op))
+	}
+	return fmt.Errorf("Inputs to arithmetic operator `%s` cannot be booleans. Consider using bitwise operators (DALI allows only *, min and max between bools)", opSymbol(op))
 }

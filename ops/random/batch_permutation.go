@@ -15,7 +15,7 @@ func init() {
 		Args: []engine.ArgSpec{
 			{Name: "allow_repetitions", Type: engine.ArgBool, Default: false, Doc: "draw each index independently (with repetitions)"},
 			{Name: "no_fixed_points", Type: engine.ArgBool, Default: false, Doc: "never map sample i to index i"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
 		},
 	})
 	engine.RegisterBackend("batch_permutation", "cpu", func(a *engine.Args) (engine.Operator, error) {

@@ -18,7 +18,7 @@ func init() {
 			{Name: "beta", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "the second shape parameter (> 0)"},
 			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "FLOAT", Doc: "output type: FLOAT or FLOAT64"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "accepted for DALI compatibility; streams derive from the pipeline seed"},
+			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
 		},
 	})
 	engine.RegisterBackend("random.beta", "cpu", newBeta)

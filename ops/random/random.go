@@ -129,61 +129,6 @@ func init() {
 		return o, nil
 	})
 
-	engine.RegisterSchema(&engine.Schema{
-		Name: "random.choice",
-		Doc: "Draws, per sample, elements of a 1D set a with probabilities p (uniform by default). " +
-			"An integer a = n means the set [0, 1, ..., n-1]. In Python a is positional, as in DALI: " +
-			"fn.random.choice(5), fn.random.choice([0.5, 1.0, 2.0], p=[0.25, 0.5, 0.25]).",
-		MinInputs: 0, MaxInputs: 1, Outputs: []string{"value"}, Random: true, HostOnly: true,
-		PositionalArgs: []string{"a"}, InputDoc: "a, when it comes per sample: a 1D set or a scalar n for [0, n); the output has its type",
-		Args: []engine.ArgSpec{
-			{Name: "a", Type: engine.ArgFloatList, Doc: "the values to choose from (a list), or n (an int) for [0, n); or, per sample, input 0 (in Python: a DataNode given as a)"},
-			{Name: "p", Type: engine.ArgFloatList, TensorInput: true, Doc: "probability of each element of a (>= 0, summing to 1); default uniform; may come per sample"},
-			{Name: "shape", Type: engine.ArgIntList, TensorInput: true, Doc: "shape of the per-sample output (default: a scalar); per sample from a node of one int per dimension"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type; default INT32 when a is an int or holds only whole numbers, else FLOAT (DALI takes the type of a)"},
-			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
-			randomStateArg,
-		},
-	})
-	engine.RegisterBackend("random.choice", "cpu", newRandomChoice)
-}
-
-func newRandomChoice(a *engine.Args) (engine.Operator, error) {
-	if !a.Has("a") {
-		return newChoiceSample(a, nil), nil // a is input 0 (Infer checks it is there)
-	}
-	vals := a.Floats("a")
-	if a.IsScalar("a") {
-		n := vals[0]
-		if n != math.Trunc(n) || n < 1 || n > 1<<31-1 {
-			return nil, a.Errorf("a", "a single value is the number of choices n (an int >= 1), got %g", n)
-		}
-		vals = make([]float64, int(n))
-		for i := range vals {
-			vals[i] = float64(i)
-		}
-	}
-	if len(vals) == 0 {
-		return nil, a.Errorf("a", "must not be empty")
-	}
-	if a.Has("p") && !a.AnyPerSample("p") {
-		// Constant probabilities are checked here, at build time.
-		p := a.Floats("p")
-		if len(p) != len(vals) {
-			return nil, a.Errorf("p", "needs one probability per element of a (%d), got %d", len(vals), len(p))
-		}
-		sum := 0.0
-		for i, q := range p {
-			if q < 0 || math.IsNaN(q) {
-				return nil, a.Errorf("p", "probabilities must be >= 0, got %g at %d", q, i)
-			}
-			sum += q
-		}
-		if math.Abs(sum-1) > 1e-6 {
-			return nil, a.Errorf("p", "probabilities must sum to 1, got %g", sum)
-		}
-	}
-	return newChoiceSample(a, vals), nil
 }
 
 // randomOp fills its output from the sample's random stream: draw(rng, p0, p1) per

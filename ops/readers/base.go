@@ -144,7 +144,7 @@ func (b *Base) SetSamples(entries []engine.SampleRef, what string) error {
 	if len(entries) < b.shards {
 		// DALI's wording (scripts match it): the number of input samples: N, needs to be
 		// at least equal to the requested number of shards: S.
-		return listErrorf(a, "the number of input samples: %d, needs to be at least equal to the requested number of shards: %d (%d %s cannot be split into num_shards=%d shards).", len(entries), b.shards, len(entries), what, b.shards)
+		return listErrorf(a, "The number of input samples: %d, needs to be at least equal to the requested number of shards: %d (%d %s cannot be split into num_shards=%d shards).", len(entries), b.shards, len(entries), what, b.shards)
 	}
 	for i := range entries {
 		entries[i].Index = i

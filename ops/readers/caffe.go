@@ -97,7 +97,9 @@ func newCaffeReader(c2 bool) engine.Factory {
 			r.label = r.labelType != noLabel
 		}
 		if r.image {
-			r.outs = append(r.outs, engine.TensorMeta{DType: engine.UInt8, Shape: []int{-1}}) // encoded bytes, 1-D
+			// encoded bytes (1-D, as readers.file's); a caffe database of raw Datums
+			// gives [H, W, C] (Infer reads the first record)
+			r.outs = append(r.outs, engine.TensorMeta{DType: engine.UInt8, Shape: []int{-1}})
 		}
 		if r.label {
 			m := engine.TensorMeta{DType: engine.Int32, Shape: []int{1}}
@@ -148,6 +150,25 @@ func (r *caffeReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 		for i := range r.outs {
 			if r.outs[i].DType == engine.DTypeInvalid {
 				r.outs[i].DType = p.outs[i].dtype
+			}
+		}
+	}
+	if !r.caffe2 && r.image {
+		if err := r.Open(); err != nil {
+			return nil, err
+		}
+		if len(r.recs) > 0 {
+			a := r.Args()
+			v, err := r.db.Read(r.recs[0], nil, 0)
+			var p caffe2Sample
+			if err == nil {
+				err = r.parse1(v, &p)
+			}
+			if err != nil {
+				return nil, engine.Errorf(engine.StatusData, "%s: %s, first record: %v", engine.Describe(a.Node, a.Schema.Name), r.path, err)
+			}
+			if len(p.outs[0].shape) == 3 {
+				r.outs[0].Shape, r.outs[0].Layout = []int{-1, -1, -1}, "HWC"
 			}
 		}
 	}

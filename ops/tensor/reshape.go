@@ -31,7 +31,7 @@ func init() {
 
 	engine.RegisterSchema(&engine.Schema{
 		Name:      "squeeze",
-		Doc:       "Removes dimensions of extent 1 given by axes or axis_names (DALI's fn.squeeze); a listed dimension of another extent is an error.",
+		Doc:       "Removes the dimensions given by axes or axis_names (DALI's fn.squeeze): each must have extent 1, or the input must be empty (the output then keeps volume 0); anything else is an error.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "axes", Type: engine.ArgIntList, Default: []int64{}, Doc: "indices of the dimensions to remove (negative counts from the end)"},
@@ -40,14 +40,14 @@ func init() {
 	})
 	engine.RegisterBackend("squeeze", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		if a.Has("axes") && a.Has("axis_names") {
-			return nil, a.Errorf("axes", "give axes or axis_names, not both")
+			return nil, a.Errorf("axes", "Provided both ``axes`` and ``axis_names`` arguments; give one")
 		}
 		return &dimsOp{args: a, kind: "squeeze"}, nil
 	})
 
 	engine.RegisterSchema(&engine.Schema{
 		Name:      "expand_dims",
-		Doc:       "Inserts dimensions of extent 1 at axes, which index the output (DALI's fn.expand_dims).",
+		Doc:       "Inserts dimensions of extent 1 at axes, which index the output and must be >= 0 (DALI's fn.expand_dims). The output keeps the input's layout, with new_axis_names for the new dimensions; without new_axis_names the output has no layout (unless no dimension is added).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "axes", Type: engine.ArgIntList, Required: true, Doc: "indices, in the output, of the new dimensions"},
@@ -56,7 +56,12 @@ func init() {
 	})
 	engine.RegisterBackend("expand_dims", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		if n := a.String("new_axis_names"); n != "" && len(n) != len(a.Ints("axes")) {
-			return nil, a.Errorf("new_axis_names", "needs one name per axis (%d), got %q", len(a.Ints("axes")), n)
+			return nil, a.Errorf("new_axis_names", "Specified %d new dimensions, but layout contains only %d new dimension names (%q)", len(a.Ints("axes")), len(n), n)
+		}
+		for _, ax := range a.Ints("axes") {
+			if ax < 0 {
+				return nil, a.Errorf("axes", "Axis value can't be negative, got %d", ax)
+			}
 		}
 		return &dimsOp{args: a, kind: "expand_dims"}, nil
 	})
@@ -386,7 +391,10 @@ func (o *dimsOp) apply(in []int, layout string) ([]int, string, error) {
 					}
 				}
 				if k < 0 {
-					return nil, "", fmt.Errorf("%s: argument \"axis_names\": %q is not in the layout %q", o.where(), string(c), layout)
+					return nil, "", fmt.Errorf("%s: argument \"axis_names\": Axis '%c' is not present in the input layout %q", o.where(), c, layout)
+				}
+				if drop[k] {
+					return nil, "", fmt.Errorf("%s: argument \"axis_names\": Specified at least twice same dimension to remove. Axis names: %q", o.where(), names)
 				}
 				drop[k] = true
 			}
@@ -399,15 +407,28 @@ func (o *dimsOp) apply(in []int, layout string) ([]int, string, error) {
 			if k < 0 || k >= nd {
 				return nil, "", fmt.Errorf("%s: argument \"axes\": %d is out of range for %d-D input %v", o.where(), ax, nd, in)
 			}
+			if drop[k] {
+				return nil, "", fmt.Errorf("%s: argument \"axes\": Specified at least twice same dimension to remove. Axes: %v", o.where(), a.Ints("axes"))
+			}
 			drop[k] = true
 		}
 		var out []int
 		var l []byte
+		// A removed extent other than 1 changes the volume, unless the input is empty:
+		// squeeze is a reshape (DALI checks the volumes).
+		known, inVol, outVol := true, 1, 1
+		for i, d := range in {
+			known = known && d >= 0
+			inVol *= d
+			if !drop[i] {
+				outVol *= d
+			}
+		}
+		if known && inVol != outVol {
+			return nil, "", fmt.Errorf("%s: Requested a shape with %d elements but the original shape has %d elements. Input %v: only dimensions of extent 1 can be removed", o.where(), outVol, inVol, in)
+		}
 		for i, d := range in {
 			if drop[i] {
-				if d != 1 && d >= 0 {
-					return nil, "", fmt.Errorf("%s: dimension %d of the input %v has extent %d; only extent 1 can be removed", o.where(), i, in, d)
-				}
 				continue
 			}
 			out = append(out, d)
@@ -430,7 +451,7 @@ func (o *dimsOp) apply(in []int, layout string) ([]int, string, error) {
 			k += n
 		}
 		if k < 0 || k >= n {
-			return nil, "", fmt.Errorf("%s: argument \"axes\": %d is out of range for a %d-D output", o.where(), ax, n)
+			return nil, "", fmt.Errorf("%s: argument \"axes\": Data has not enough dimensions to add new axes at specified indices (axis %d; the %d-D input gives a %d-D output)", o.where(), ax, nd, n)
 		}
 		if _, dup := ins[k]; dup {
 			return nil, "", fmt.Errorf("%s: argument \"axes\": %d is listed twice", o.where(), ax)
@@ -447,7 +468,13 @@ func (o *dimsOp) apply(in []int, layout string) ([]int, string, error) {
 	sort.Ints(keys)
 	out := make([]int, 0, n)
 	var l []byte
-	withLayout := names != "" && (len(layout) == nd)
+	if names != "" && len(layout) != nd {
+		return nil, "", fmt.Errorf("%s: argument \"new_axis_names\": Specifying ``new_axis_names`` requires an input with a proper layout (the %d-D input has layout %q)", o.where(), nd, layout)
+	}
+	if len(axes) == 0 {
+		return append([]int{}, in...), layout, nil
+	}
+	withLayout := names != ""
 	src := 0
 	for i := 0; i < n; i++ {
 		if c, ok := ins[i]; ok {

@@ -166,10 +166,13 @@ func TestShapeOperatorErrors(t *testing.T) {
 	}{
 		{node("reshape", "r", []string{"a"}, `"shape": [5, 5]`), "elements"},
 		{node("reshape", "r", []string{"a"}, `"shape": [-1, -1]`), "negative"},
-		{node("squeeze", "r", []string{"a"}, `"axes": [0]`), "extent 1"},
+		{node("squeeze", "r", []string{"a"}, `"axes": [0]`), "Requested a shape with 12 elements but the original shape has 24 elements"},
 		{node("stack", "r", []string{"a", "a"}, `"axis": 5`), "out of range"},
 		{node("cat", "r", []string{"a", "c"}, `"axis": 0`), "dimensions"},
-		{node("expand_dims", "r", []string{"a"}, `"axes": [0], "new_axis_names": "AB"`), "one name per axis"},
+		{node("expand_dims", "r", []string{"a"}, `"axes": [0], "new_axis_names": "AB"`), "new dimension names"},
+		{node("expand_dims", "r", []string{"a"}, `"axes": [-1]`), "can't be negative"},
+		{node("expand_dims", "r", []string{"a"}, `"axes": [4]`), "not enough dimensions"},
+		{node("squeeze", "r", []string{"a"}, `"axes": [0, 0]`), "twice"},
 	} {
 		_, err := build(t, []string{a, constNode("c", []int{4}, []int64{1, 2, 3, 4}), c.node}, "r")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"r"`) {

@@ -449,6 +449,7 @@ class DataNode:
     def __neg__(self): return arithmetic("neg", self)
     def __pos__(self): return arithmetic("pos", self)
     def __invert__(self): return arithmetic("invert", self)
+    def __abs__(self): return arithmetic("abs", self)  # DALI: abs() is math.abs
     __hash__ = object.__hash__
 
     def __getitem__(self, key):
@@ -457,7 +458,15 @@ class DataNode:
         return subscript(self, key)
 
     def __bool__(self):
-        raise TypeError("godali: a DataNode is symbolic and has no truth value. `if` on "
+        raise TypeError("\"DataNode\" was used in conditional context - it might have been "
+                        "used in truth evaluation for `if` statement, logical expression or "
+                        "cast to a boolean. To use conditional execution via `if` statements "
+                        "you need to specify `enable_conditionals=True` in "
+                        "`@godali.pipeline_def` decorator. You can read more about "
+                        "conditional execution in specific section of the Pipeline "
+                        "documentation. Bool conversion can be achieved with the `cast` "
+                        "operator. "
+                        "godali: a DataNode is symbolic and has no truth value. `if` on "
                         "pipeline data works in a @pipeline_def(enable_conditionals=True) "
                         "function (godali rewrites its `if`, `and`, `or` and `not`); `while` "
                         "and an `if` containing return/break/continue are not supported: "
@@ -891,12 +900,19 @@ def _legacy_alias(legacy, func):
 def constant_node(value, pipe, dtype=None, shape=None, layout=None):
     """Adds a `constant` node producing `value` (a number, list or array) for every sample.
     Without dtype: bool -> BOOL, int -> INT32, float -> FLOAT (DALI's types for Python
-    values); a numpy array keeps its own type."""
+    values); a numpy array keeps its own type, except that 64-bit ones are narrowed to
+    their 32-bit counterparts (float64 -> FLOAT, int64 -> INT32, uint64 -> UINT32), as
+    DALI's types.Constant does: a 64-bit constant needs an explicit dtype."""
     import numpy as np
     if isinstance(value, _types.ScalarConstant):
         if dtype is None:
             dtype = value.dtype
         value = value.value
+    if isinstance(value, np.ndarray):
+        narrow = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32,
+                  np.dtype(np.uint64): np.uint32}.get(value.dtype)
+        if narrow is not None:
+            value = value.astype(narrow)
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError("godali: a constant must be numbers (bool, int, float or a numeric "

@@ -408,11 +408,17 @@ class _Group:
         return conv
 
     def resolve(self, conv):
-        """Fills the dtype, ndim of nodes that did not declare them from converted data."""
+        """Fills the dtype, ndim (and the layout, when feed_input gave one) of nodes that
+        did not declare them from converted data."""
         for j, c in enumerate(conv):
             node = self.nodes[j]
             node.args.setdefault("dtype", c.dtype)
             node.args.setdefault("ndim", c.ndim)
+            lay = getattr(c, "layout", None)
+            if lay and not self.layouts[j] and "layout" not in node.args:
+                # DALI takes the layout of the data fed; godali needs it at build.
+                node.args["layout"] = lay
+                self.layouts[j] = lay
 
     def resolved(self):
         return all("dtype" in n.args and "ndim" in n.args for n in self.nodes)
@@ -601,6 +607,7 @@ def feed_input(pipe, name, data, layout=None, no_copy=None):
                         # Copied now, as it would be by the library.
                         conv.arrays = [a.copy() for a in conv.arrays]
                         conv.keep = None
+                    conv.layout = layout  # types the node with the rest (resolve)
                     g.pending.append([conv])
                     return
                 copy = g.copy_for(False) if no_copy is None else not no_copy

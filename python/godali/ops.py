@@ -58,7 +58,8 @@ class Operator:
 
     def __init__(self, *, device=None, **kwargs):
         self._device = device
-        self._spec = dict(kwargs)
+        # DALI: an argument given as None is not given
+        self._spec = {k: v for k, v in kwargs.items() if v is not None}
 
     @property
     def device(self):
@@ -72,7 +73,10 @@ class Operator:
     def __call__(self, *inputs, **kwargs):
         args = dict(self._spec)
         for k, v in kwargs.items():
-            if k in self._spec and not isinstance(v, _graph.DataNode) and k != "name":
+            if v is None:  # DALI: an argument given as None is not given
+                continue
+            if (self._spec.get(k) is not None and not isinstance(v, _graph.DataNode)
+                    and k != "name"):
                 raise TypeError("godali: ops.%s: argument %r was given when the operator "
                                 "was created and again when it was called"
                                 % (type(self).__name__, k))

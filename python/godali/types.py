@@ -116,6 +116,14 @@ class ScalarConstant:
         else:
             raise TypeError("godali: ScalarConstant takes a bool, int or float, not %s"
                             % type(value).__name__)
+        # The value takes the type's form, as DALI converts it (7 as BOOL is True).
+        name = getattr(self.dtype, "name", "")
+        if name == "BOOL":
+            value = bool(value)
+        elif name.startswith(("INT", "UINT")):
+            value = int(value)
+        elif name.startswith("FLOAT"):
+            value = float(value)
         self.value = value
 
     def bool(self):
@@ -144,7 +152,13 @@ class ScalarConstant:
     def __eq__(self, other):
         if isinstance(other, ScalarConstant):
             other = other.value
+        elif not isinstance(other, (bool, int, float)):
+            return NotImplemented  # e.g. a DataNode: its reflected comparison builds a node
         return self.value == other
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(self):
         return hash(self.value)

@@ -3,6 +3,8 @@ DALI's documented rules (type promotions, true division to float, C-style // and
 broadcasting). Float results: exact for + - * / (float32 arithmetic is emulated exactly),
 1e-6 relative for the transcendental functions."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -95,7 +97,7 @@ def test_math_functions_and_broadcast_against_numpy():
 def test_sqrt_of_integers_is_float32_and_float64_stays():
     a = np.array([0, 1, 4, 255], np.uint8)
     d = np.array([2.0, 8.0], np.float64)
-    got = _run(lambda: [gm.sqrt(types.Constant(a)), gm.sqrt(types.Constant(d)),
+    got = _run(lambda: [gm.sqrt(types.Constant(a)), gm.sqrt(types.Constant(d, dtype=types.FLOAT64)),
                         types.Constant(a) / 2], batch=1)
     assert got[0][0].dtype == np.float32 and got[1][0].dtype == np.float64
     np.testing.assert_allclose(got[0][0], np.sqrt(a.astype(np.float32)), rtol=1e-7)
@@ -106,13 +108,96 @@ def test_sqrt_of_integers_is_float32_and_float64_stays():
 def test_constant_forms():
     got = _run(lambda: [types.Constant(7, shape=[2, 2]), types.Constant([1, 2, 3]),
                         types.Constant(np.arange(6, dtype=np.int64).reshape(2, 3), layout="HW"),
+                        types.Constant(np.arange(6, dtype=np.int64), dtype=types.INT64),
+                        types.Constant(np.array([0.5, 1.5])),
                         types.Constant(2.5, dtype=types.FLOAT64, shape=[])], batch=2)
     for s in range(2):
         np.testing.assert_array_equal(got[0][s], np.full((2, 2), 7, np.int32))
         assert got[1][s].dtype == np.int32 and list(got[1][s]) == [1, 2, 3]
-        np.testing.assert_array_equal(got[2][s], np.arange(6, dtype=np.int64).reshape(2, 3))
-        assert got[3][s].dtype == np.float64 and got[3][s].shape == () and got[3][s] == 2.5
+        # DALI narrows 64-bit numpy arrays to 32 bits unless dtype says otherwise
+        assert got[2][s].dtype == np.int32
+        np.testing.assert_array_equal(got[2][s], np.arange(6).reshape(2, 3))
+        assert got[3][s].dtype == np.int64 and list(got[3][s]) == list(range(6))
+        assert got[4][s].dtype == np.float32 and list(got[4][s]) == [0.5, 1.5]
+        assert got[5][s].dtype == np.float64 and got[5][s].shape == () and got[5][s] == 2.5
     assert isinstance(types.Constant(3), types.ScalarConstant)
+
+
+def test_constant_converts_with_saturation():
+    # DALI's constant converts its data to dtype with saturation (ConvertSat): idata -1
+    # as UINT8 is 0, 300 is 255; fdata to an integer type rounds first.
+    def graph():
+        return [godali.fn.constant(idata=[-1, 1, 300], dtype=types.UINT8),
+                godali.fn.constant(fdata=[-2.6, 1.5, 70000.0], dtype=types.INT16),
+                godali.fn.constant(idata=[-5, 7], dtype=types.UINT64)]
+    got = _run(graph, batch=1)
+    assert got[0][0].tolist() == [0, 1, 255]
+    assert got[1][0].tolist() == [-3, 2, 32767]
+    assert got[2][0].tolist() == [0, 7]
+
+
+def test_dali_arithmetic_corner_cases():
+    # DALI: integer ** negative is 0 (whatever the base), pow takes BOOL operands,
+    # abs() is math.abs, and a ScalarConstant of dtype BOOL holds bool(value), so
+    # Constant(7, BOOL) == x compares with True; != builds a node from either side.
+    x = np.array([-1, 1, 2, -3], np.int32)
+    e = np.array([-1, -2, 3, 0], np.int32)
+    b = np.array([True, False, True, False])
+
+    def graph():
+        X = fn.external_source(lambda: [x], batch=True)
+        E = fn.external_source(lambda: [e], batch=True)
+        B = fn.external_source(lambda: [b], batch=True)
+        c = types.Constant(7, types.BOOL)
+        return [X ** E, X ** B, abs(X), c == B, c != B, B != c]
+    pw, pb, ab, eq, ne, ne2 = [g[0] for g in _run(graph, batch=1)]
+    np.testing.assert_array_equal(pw, np.where(e >= 0, np.power(x, np.maximum(e, 0)), 0))
+    assert pb.dtype == np.int32
+    np.testing.assert_array_equal(pb, np.power(x, b.astype(np.int32)))
+    assert ab.dtype == np.int32 and ab.tolist() == [1, 1, 2, 3]
+    assert eq.tolist() == b.tolist() and ne.tolist() == (~b).tolist() and ne2.tolist() == (~b).tolist()
+    assert types.Constant(7, types.BOOL).value is True and types.Constant(2.7, types.INT32).value == 2
+
+
+def test_dali_division_and_refusals():
+    # DALI: // of floats divides as /, // takes a BOOL operand with a number; BOOL-only
+    # arithmetic other than *, min, max is refused, as are bitwise ops on floats, with
+    # DALI's messages.
+    f = np.array([7.0, -7.5, 1.0], np.float32)
+    g = np.array([2.0, 2.0, -4.0], np.float32)
+    b = np.array([True, True, False])
+    i = np.array([5, -5, 3], np.int32)
+
+    def graph():
+        F = fn.external_source(lambda: [f], batch=True)
+        G = fn.external_source(lambda: [g], batch=True)
+        B = fn.external_source(lambda: [b], batch=True)
+        return [F // G, B // fn.external_source(lambda: [i], batch=True)]
+    fd, bd = [o[0] for o in _run(graph, batch=1)]
+    np.testing.assert_allclose(fd, f / g, rtol=1e-7)
+    assert bd.dtype == np.int32 and bd.tolist() == [0, 0, 0]
+    for expr, msg in [(lambda B, F: B + B, "Inputs to arithmetic operator `+` cannot be booleans"),
+                      (lambda B, F: gm.sqrt(B), "Input to arithmetic operator `sqrt` cannot be a boolean"),
+                      (lambda B, F: gm.clamp(B, B, B), "cannot be booleans"),
+                      (lambda B, F: F & B, "Inputs to bitwise operator `&` must be of integral type"),
+                      (lambda B, F: ~F, "Inputs to bitwise operator `~` must be of integral type")]:
+        pipe = godali.Pipeline(batch_size=1, num_threads=1)
+        with pipe:
+            B = fn.external_source(lambda: [b], batch=True)
+            F = fn.external_source(lambda: [f], batch=True)
+            pipe.set_outputs(expr(B, F))
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            pipe.run()
+        pipe.close()
+
+
+def test_empty_constant():
+    # DALI's types.Constant([]): an empty float tensor of shape [0] in every sample; a
+    # shape of volume 0 is as good.
+    got = _run(lambda: [types.Constant([]), types.Constant(np.zeros((2, 0), np.int32))], batch=2)
+    for s in range(2):
+        assert got[0][s].shape == (0,) and got[0][s].dtype == np.float32
+        assert got[1][s].shape == (2, 0) and got[1][s].dtype == np.int32
 
 
 def test_errors_name_the_problem():

@@ -9,6 +9,8 @@ other way). Float outputs: 1e-4 relative.
 import inspect
 import math
 
+import re
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -278,14 +280,38 @@ def test_random_choice():
 
 
 def test_random_choice_call_forms():
-    sig = inspect.signature(fn.random.choice)
-    assert list(sig.parameters)[0] == "a"
-    pipe = godali.Pipeline(batch_size=2, num_threads=1)
+    # As in DALI, a is the first input: a constant (an int n, a list, an array) or a
+    # node, with a per-sample p and an optional shape_like second input.
+    pipe = godali.Pipeline(batch_size=4, num_threads=1, seed=3)
     with pipe:
-        with pytest.raises(TypeError, match="both positionally and as a keyword"):
-            fn.random.choice(3, a=4)
-        with pytest.raises(TypeError, match="missing required argument 'a'"):
-            fn.random.choice()
+        a = fn.external_source(lambda: [np.array([[1, 1], [2, 2], [3, 3]], np.int16)] * 4,
+                               batch=True, layout="NC")
+        p = fn.external_source(lambda: [np.array([0.0, 0.0, 1.0], np.float32),
+                                        np.array([1.0, 0.0, 0.0], np.float32)] * 2, batch=True)
+        rows = fn.random.choice(a, p=p)
+        many = fn.random.choice(a, np.zeros((5, 2)), p=p)
+        pipe.set_outputs(rows, many, fn.random.choice(a, shape=[7]))
+    rows, many, seven = pipe.run()
+    assert rows.layout() == "C" and seven.layout() == "NC" and many.layout() == ""
+    for i in range(4):
+        want = 3 if i % 2 == 0 else 1
+        assert np.array(rows[i]).dtype == np.int16
+        np.testing.assert_array_equal(np.array(rows[i]), [want, want])
+        np.testing.assert_array_equal(np.array(many[i]), np.full((5, 2, 2), want))
+        s = np.array(seven[i])
+        assert s.shape == (7, 2) and (s[:, 0] == s[:, 1]).all() and set(s[:, 0]) <= {1, 2, 3}
+    pipe.close()
+    for args, kw, msg in [((), {}, '"a": missing'),
+                          ((5.0,), {}, "Data type float is not supported for 0D inputs"),
+                          ((0,), {}, "Expected positive number of elements for sampling, got: 0"),
+                          ((2,), {"p": 0.25}, "Sum of probabilities must be 1.0, but got 0.5"),
+                          ((5,), {"p": [0.25, 0.5, 0.25]}, "Expected {5}, but got {3}")]:
+        pipe = godali.Pipeline(batch_size=1, num_threads=1)
+        with pipe:
+            pipe.set_outputs(fn.random.choice(*args, **kw))
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            pipe.run()
+        pipe.close()
 
 
 def test_augmentations_are_cpu_only(jpegs):
@@ -365,3 +391,63 @@ def test_random_choice_per_sample_set_and_p():
         assert mi.dtype == np.int32 and set(np.unique(mi)) <= set(range(int(ns[i])))
         for v, q in zip(sets[i], ps[i]):
             assert abs((wi == v).mean() - q) < 0.03, (i, v, q)
+
+
+def _blur_axes_ref(x, windows, axes):
+    """Separable reflect-101 convolution of x along each of axes, in float64."""
+    x = x.astype(np.float64)
+    for w, ax in zip(windows, axes):
+        r = len(w) // 2
+        pad = [(0, 0)] * x.ndim
+        pad[ax] = (r, r)
+        xp = np.pad(x, pad, mode="reflect")
+        n = x.shape[ax]
+        x = sum(w[k] * np.take(xp, np.arange(k, k + n), axis=ax) for k in range(len(w)))
+    return x
+
+
+def test_gaussian_blur_volumes_channel_first_and_per_sample_windows():
+    # DALI's generic blur: every spatial axis of DHW volumes (sigma per axis, outer
+    # first), channel-first CHW (C not blurred), any input type, per-sample window_size.
+    rng = np.random.default_rng(4)
+    vols = [rng.random((6 + i, 9, 11), np.float32) * 100 for i in range(3)]
+    chw = [rng.integers(0, 256, (3, 12 + i, 10), np.uint8) for i in range(3)]
+    wins = [np.array([3, 5], np.int32), np.array([7, 3], np.int32), np.array([5, 5], np.int32)]
+    pipe = godali.Pipeline(batch_size=3, num_threads=2, seed=1)
+    with pipe:
+        v = fn.external_source(lambda: vols, batch=True, layout="DHW")
+        c = fn.external_source(lambda: chw, batch=True, layout="CHW")
+        w = fn.external_source(lambda: wins, batch=True)
+        pipe.set_outputs(fn.gaussian_blur(v, sigma=[1.0, 0.5, 1.5]),
+                         fn.gaussian_blur(c, window_size=5, dtype=types.FLOAT),
+                         fn.gaussian_blur(c, window_size=w))
+    bv, bc, bw = pipe.run()
+    pipe.close()
+    assert bv.layout() == "DHW" and bc.layout() == "CHW"
+    for i in range(3):
+        sig = [1.0, 0.5, 1.5]
+        want = _blur_axes_ref(vols[i], [_gauss(s, 2 * math.ceil(3 * s) + 1) for s in sig], [0, 1, 2])
+        np.testing.assert_allclose(np.array(bv[i]), want, rtol=1e-4, atol=1e-3)
+        g5 = _gauss((2 - 1) * 0.3 + 0.8, 5)
+        want = _blur_axes_ref(chw[i], [g5, g5], [1, 2])
+        np.testing.assert_allclose(np.array(bc[i]), want, rtol=1e-4, atol=2e-3)
+        ws = [_gauss((k // 2 - 1) * 0.3 + 0.8, k) for k in wins[i]]
+        want = np.clip(np.round(_blur_axes_ref(chw[i], ws, [1, 2])), 0, 255)
+        got = np.array(bw[i]).astype(np.float64)
+        assert got.dtype == np.float64 and np.abs(got - want).max() <= 1
+
+
+@pytest.mark.parametrize("layout,shape,msg", [
+    ("DHCW", (4, 5, 3, 6), "Only channel-first or channel-last layouts are supported"),
+    ("HFWC", (5, 2, 6, 3), "For sequences, layout should begin with 'F' or 'C'"),
+    ("CCHW", (3, 3, 5, 6), "Found more the one occurrence of 'F' or 'C' axes"),
+    ("WXYZ", (3, 3, 5, 6), "Too many dimensions, found: 4 data axes, maximum supported is: 3."),
+])
+def test_gaussian_blur_refuses_layouts_as_dali(layout, shape, msg):
+    pipe = godali.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        x = fn.external_source(lambda: [np.zeros(shape, np.uint8)], batch=True, layout=layout)
+        pipe.set_outputs(fn.gaussian_blur(x, sigma=1.0))
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        pipe.run()
+    pipe.close()

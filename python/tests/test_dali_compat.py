@@ -148,6 +148,11 @@ def test_ops_argument_given_twice_is_refused(seven_files):
     with pipe:
         with pytest.raises(TypeError, match="given when the operator was created"):
             reader(files=files)
+    # None means "not given", at construction or at the call (DALI's WarpAffine(size=None)
+    # called with size=None)
+    flip = ops.Flip(horizontal=None)
+    with pipe:
+        flip(types.Constant(np.zeros((2, 2, 1), np.uint8)), horizontal=None, vertical=None)
     jpegs, _ = reader()  # outside a pipeline, as DALI allows: adopted by set_outputs
     pipe.set_outputs(jpegs)
     assert len(pipe.run()[0]) == 2

@@ -490,3 +490,28 @@ def test_ssd_random_crop_cuts_a_window_of_the_image():
             assert h >= int(0.3 * H) - 1 and w >= int(0.3 * W) - 1
             assert 1 <= len(lb) <= 2 and set(lb.tolist()) <= {3, 8} and bx.shape == (len(lb), 4)
             assert bx.min() >= 0 and bx.max() <= 1
+
+
+def test_random_bbox_crop_fixed_crop_shape():
+    # DALI's crop_shape with input_shape: windows of exactly crop_shape (in input_shape's
+    # units, x then y), anchors in [0, input - crop], boxes relative to the window.
+    boxes = [np.array([[0.1, 0.1, 0.3, 0.3], [0.5, 0.5, 0.7, 0.6]], np.float32)] * 4
+    pipe = godali.Pipeline(batch_size=4, num_threads=1, seed=3)
+    with pipe:
+        b = fn.external_source(lambda: boxes, batch=True)
+        anchor, shape, out = fn.random_bbox_crop(b, bbox_layout="xyXY", input_shape=[400, 300],
+                                                 crop_shape=[100, 50], allow_no_crop=False,
+                                                 thresholds=[0.0], scaling=None, aspect_ratio=None)
+        pipe.set_outputs(anchor, shape, out)
+    for _ in range(5):
+        a, s, o = pipe.run()
+        for i in range(4):
+            an, sh, ob = np.array(a[i]), np.array(s[i]), np.array(o[i])
+            assert sh.tolist() == [100.0, 50.0]
+            assert 0 <= an[0] <= 300 and 0 <= an[1] <= 250
+            rel_a, rel_s = an / [400, 300], sh / [400, 300]
+            centers = (boxes[i][:, :2] + boxes[i][:, 2:]) / 2
+            inside = np.all((centers >= rel_a) & (centers <= rel_a + rel_s), axis=1)
+            want = np.clip((boxes[i][inside].reshape(-1, 2, 2) - rel_a) / rel_s, 0, 1).reshape(-1, 4)
+            np.testing.assert_allclose(ob, want, atol=1e-5)
+    pipe.close()

@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+import godali
 from godali import _lib, fn, types
 from godali import external_source as es
 from godali.pipeline import Pipeline, pipeline_def
@@ -212,6 +213,29 @@ def test_feed_input_infers_type_and_copies():
     a[:] = 0  # feed_input copied (DALI's default no_copy=False)
     out = pipe.run()[0].as_array()
     assert out.dtype == np.int64 and out.tolist() == [[1, 2], [3, 4]]
+
+
+def test_feed_input_layout_types_an_undeclared_source():
+    # DALI takes an external source's layout from the data fed; a source fed before the
+    # build (iter_setup) gets the layout of its first feed_input, which operators that
+    # look axes up by name then see.
+    class P(Pipeline):
+        def __init__(self):
+            super().__init__(batch_size=2, num_threads=1, device_id=None)
+            self.src = godali.ops.ExternalSource()
+
+        def define_graph(self):
+            self.x = self.src()
+            return self.x, fn.erase(self.x, anchor=[1], shape=[2], axis_names="W")
+
+        def iter_setup(self):
+            self.feed_input(self.x, [np.ones((3, 4, 2), np.float32)] * 2, layout="HWC")
+
+    x, e = P().run()
+    assert x.layout() == "HWC" and e.layout() == "HWC"
+    ref = np.ones((3, 4, 2), np.float32)
+    ref[:, 1:3] = 0
+    np.testing.assert_array_equal(np.array(e[0]), ref)
 
 
 def test_repeat_last():

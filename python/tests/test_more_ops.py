@@ -154,9 +154,50 @@ def test_normalize_constant_sample_gives_shift_and_refuses_batch(jpegs):
     for o in out:
         assert (o == 3.0).all()
     with pytest.raises(Exception, match="batch"):
-        _run(jpegs, lambda img: (fn.normalize(img, batch=True),))
+        _run(jpegs, lambda img: (fn.normalize(img, batch=True,
+                                              mean=fn.random.uniform(range=[50, 150], shape=[1, 1, 3])),))
     with pytest.raises(Exception, match="axis_names"):
         _run(jpegs, lambda img: (fn.normalize(img, axis_names="Q"),))
+
+
+def test_normalize_batch_statistics(jpegs):
+    # batch=True: one mean and stddev over every sample (DALI's inter-sample mode); the
+    # samples differ in H and W, which are reduced, and share C.
+    def graph(img):
+        return (img, fn.normalize(img, batch=True),
+                fn.normalize(img, batch=True, axes=[0, 1], ddof=1, epsilon=2.0),
+                fn.normalize(img, batch=True, mean=90.0, scale=3.0, shift=1.0, dtype=types.INT16))
+
+    imgs, o_all, o_hw, o_i16 = _run(jpegs, graph)
+    flat = np.concatenate([x.reshape(-1, 3).astype(np.float64) for x in imgs])
+    for i, img in enumerate(imgs):
+        x = img.astype(np.float64)
+        _check_float(o_all[i], (x - flat.mean()) / flat.std(), "batch, all axes")
+        m = flat.mean(axis=0)
+        sd = np.sqrt(((flat - m) ** 2).sum(axis=0) / (len(flat) - 1) + 2.0)
+        _check_float(o_hw[i], (x - m) / sd, "batch, HW, ddof, epsilon")
+        sd = np.sqrt(((flat - 90.0) ** 2).mean())
+        ref = np.clip(np.round(3.0 * (x - 90.0) / sd + 1.0), -32768, 32767)
+        assert o_i16[i].dtype == np.int16
+        assert np.abs(o_i16[i].astype(np.float64) - ref).max() <= 1
+
+
+def test_normalize_given_stddev_epsilon_zero_and_few_values():
+    # A given stddev takes epsilon as sqrt(stddev^2 + epsilon); a zero per-sample stddev
+    # gives shift (DALI's keep-zero reciprocal); ddof >= the reduced count gives variance 0.
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    pipe = godali.Pipeline(batch_size=1, num_threads=1, seed=1)
+    with pipe:
+        d = fn.external_source(source=lambda: [x], layout="abc")
+        zero_sd = fn.python_function(d, function=lambda v: np.zeros((1, 1, 4), np.float32))
+        pipe.set_outputs(fn.normalize(d, stddev=2.0, epsilon=0.25, mean=1.0),
+                         fn.normalize(d, axes=[0, 1], stddev=zero_sd, shift=7.0),
+                         fn.normalize(d, axes=[0], ddof=2, shift=-1.0, epsilon=0.0))
+    a, b, c = [o[0].as_array() for o in pipe.run()]
+    pipe.close()
+    np.testing.assert_allclose(a, (x - 1.0) / np.sqrt(4.25), rtol=1e-6)
+    assert (b == 7.0).all()
+    assert (c == -1.0).all()
 
 
 # --- color_space_conversion -----------------------------------------------------------------
@@ -324,3 +365,18 @@ def test_erase_regions_match_numpy(jpegs):
         np.testing.assert_array_equal(d[i], _erase_ref(img, [1], [3], [4], [0]))
         np.testing.assert_array_equal(e[i], _erase_ref(img, [1, 0], [2, 1], [6, 3], [0]))
         assert (a[i] != img).any()
+
+
+def test_erase_per_sample_fill_value(jpegs):
+    # DALI's fill_value may come per sample: one value, or one per channel.
+    def graph(img):
+        fv = fn.random.uniform(range=[0, 255], shape=[3])
+        fv1 = fn.random.uniform(range=[0, 255], shape=[1])
+        return (img, fv, fv1, fn.erase(img, anchor=[4, 2, 10, 20], shape=[9, 7, 5, 30], fill_value=fv),
+                fn.erase(img, anchor=[3, 3], shape=[4, 4], fill_value=fv1))
+
+    imgs, fvs, fv1s, a, b = _run(jpegs, graph)
+    for i, img in enumerate(imgs):
+        fill = list(np.clip(np.round(fvs[i].astype(np.float64)), 0, 255))
+        np.testing.assert_array_equal(a[i], _erase_ref(img, [0, 1], [4, 2, 10, 20], [9, 7, 5, 30], fill))
+        np.testing.assert_array_equal(b[i], _erase_ref(img, [0, 1], [3, 3], [4, 4], [np.round(fv1s[i][0])]))

@@ -182,6 +182,24 @@ def test_caffe(tmp_path):
     assert len(out) == 1 and out[0][0].as_array().tolist() == [ref[0]["label"]]
 
 
+def test_caffe_images_feed_the_decoder(tmp_path):
+    # DALI's tests decode readers.caffe's images (encoded Datums: 1-D bytes, as
+    # readers.file gives); the graph must accept the decoder at build.
+    pytest.importorskip("lmdb")
+    from conftest import make_jpeg
+    sizes = [(30, 41), (52, 25)]
+    files = [make_jpeg(str(tmp_path / ("c%d.jpg" % i)), h, w, seed=i) for i, (h, w) in enumerate(sizes)]
+    db = str(tmp_path / "caffe_jpegs")
+    subprocess.run([sys.executable, CAFFE_REF, "caffe", db] + files, capture_output=True, text=True, check=True)
+    pipe = godali.Pipeline(batch_size=2, num_threads=1, seed=1)
+    with pipe:
+        jpegs, _ = fn.readers.caffe(path=db)
+        pipe.set_outputs(fn.decoders.image(jpegs))
+    (imgs,) = pipe.run()
+    pipe.close()
+    assert sorted(np.array(imgs[i]).shape for i in range(2)) == sorted((h, w, 3) for h, w in sizes)
+
+
 def test_caffe2(tmp_path):
     db, ref = _caffe_db("caffe2", tmp_path)
     images, labels, extra = _run(fn.readers.caffe2, len(ref), path=db, additional_inputs=1)

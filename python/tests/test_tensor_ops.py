@@ -63,7 +63,7 @@ def test_reshape_squeeze_expand_dims_match_numpy():
         return [fn.reshape(a, shape=[6, 4]), fn.reshape(a, shape=[-1, 2]), fn.reshape(a, shape=rs),
                 fn.reshape(a, rel_shape=[1, 2, 0.5]), fn.reshape(a, src_dims=[0, -1, 1, 2]),
                 fn.squeeze(fn.reshape(a, shape=[1, 24, 1]), axes=[0, 2]),
-                fn.expand_dims(a, axes=[0, 3]), fn.expand_dims(a, axes=[-1])]
+                fn.expand_dims(a, axes=[0, 3]), fn.expand_dims(a, axes=[3])]
     got, _ = _run(graph)
     want = [A.reshape(6, 4), A.reshape(-1, 2), A.reshape(4, -1), A.reshape(2, 6, 2),
             A.reshape(2, 1, 3, 4), A.reshape(24), A.reshape(1, 2, 3, 1, 4), A[..., None]]
@@ -95,8 +95,33 @@ def test_reshape_layouts_and_errors(tmp_path):
     pipe.close()
     with pytest.raises(Exception, match="elements"):
         _run(lambda: [fn.reshape(types.Constant(A), shape=[5, 5])])
-    with pytest.raises(Exception, match="extent 1"):
+    with pytest.raises(Exception, match="extent 1 can be removed"):
         _run(lambda: [fn.squeeze(types.Constant(A), axes=[1])])
+
+
+def test_squeeze_expand_dims_dalis_edge_cases():
+    # squeeze is a reshape: an empty input may lose any dimension (the volume stays 0);
+    # expand_dims without new axes keeps the layout, and names a 0-D input's new axis.
+    def src(shape, layout=""):
+        return fn.external_source(lambda: [np.zeros(shape, np.uint8)] * BATCH, batch=True, layout=layout)
+
+    def graph():
+        return [fn.squeeze(src((100, 0, 0), "XYZ"), axis_names="X"),
+                fn.squeeze(src((100, 0, 0), "XYZ"), axes=[1]),
+                fn.expand_dims(src((10, 20), "HW"), axes=[]),
+                fn.expand_dims(src(()), axes=[0], new_axis_names="X"),
+                fn.expand_dims(src((2, 3), "HW"), axes=[2, 0], new_axis_names="AB")]
+    pipe = godali.Pipeline(batch_size=BATCH, num_threads=1, seed=1)
+    with pipe:
+        pipe.set_outputs(*graph())
+    outs = pipe.run()
+    assert [o.layout() for o in outs] == ["YZ", "XZ", "HW", "X", "BHAW"]
+    assert [np.array(o[0]).shape for o in outs] == [(0, 0), (100, 0), (10, 20), (1,), (1, 2, 1, 3)]
+    pipe.close()
+    with pytest.raises(Exception, match="Requested a shape with 100 elements but the original shape has 0"):
+        _run(lambda: [fn.squeeze(src((100, 0, 0)), axes=[2, 1])])
+    with pytest.raises(Exception, match="requires an input with a proper layout"):
+        _run(lambda: [fn.expand_dims(src((2, 3)), axes=[0], new_axis_names="C")])
 
 
 def test_peek_image_shape_matches_pil(tmp_path):

@@ -19,6 +19,7 @@ from .. import _dlpack, _graph, _lib
 from .. import types as _types
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
+from .._graph import DataNode  # noqa: F401  (DALI's nvidia.dali.pipeline exports it too)
 
 # DALI's nvidia.dali.pipeline.DataNode (tests check isinstance(x, pipeline.DataNode)).
 DataNode = _graph.DataNode
