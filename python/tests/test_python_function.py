@@ -105,7 +105,11 @@ def test_zero_inputs_side_effects_and_sink():
     out, = pipe.run()
     # Per sample: one call per sample, in sample order; the sink ran for every sample.
     assert [int(np.array(out.at(i))[0, 0]) for i in range(BS)] == [1, 2, 3, 4]
-    assert sorted(written) == [1, 2, 3, 4]
+    pipe.close()
+    # The pipeline may have run ahead (prefetch) into the next batch: its sink calls see
+    # the values after 4, never a value twice or one that count() did not produce.
+    got = sorted(written)
+    assert got[:4] == [1, 2, 3, 4] and got == sorted(set(got)) and got[-1] <= len(counter)
 
 
 def test_output_layouts():
