@@ -216,3 +216,114 @@ def test_filter_errors(kw, filt, msg):
     with pytest.raises(Exception) as e:
         _run(lambda x: fn.experimental.filter(x, filt, **kw), imgs, layouts=["HWC"])
     assert msg in str(e.value)
+
+
+# --- experimental.warp_perspective -----------------------------------------------------
+
+CV_BORDER = {"constant": cv2.BORDER_CONSTANT, "replicate": cv2.BORDER_REPLICATE, "reflect": cv2.BORDER_REFLECT,
+             "reflect_101": cv2.BORDER_REFLECT_101, "wrap": cv2.BORDER_WRAP}
+CV_INTERP = {types.INTERP_NN: cv2.INTER_NEAREST, types.INTERP_LINEAR: cv2.INTER_LINEAR,
+             types.INTERP_CUBIC: cv2.INTER_CUBIC}
+
+
+def _homography(rng, h, w):
+    """A random homography mixing rotation, scale, shift and perspective terms."""
+    a = rng.uniform(-0.4, 0.4)
+    s = rng.uniform(0.7, 1.3)
+    m = np.array([[s * np.cos(a), -s * np.sin(a), rng.uniform(-5, 5)],
+                  [s * np.sin(a), s * np.cos(a), rng.uniform(-5, 5)],
+                  [rng.uniform(-2e-3, 2e-3), rng.uniform(-2e-3, 2e-3), 1]])
+    return m.astype(np.float32)
+
+
+def cv_warp(img, m, size=None, inverse=True, border="constant", fill=0, interp=types.INTERP_LINEAR,
+            corner=True):
+    """OpenCV's warpPerspective with DALI's corner-origin conversion done in float32."""
+    m = m.astype(np.float32)
+    if corner:
+        sh = np.array([[1, 0, 0.5], [0, 1, 0.5], [0, 0, 1]], np.float32)
+        back = np.array([[1, 0, -0.5], [0, 1, -0.5], [0, 0, 1]], np.float32)
+        m = back @ (m @ sh)
+    h, w = (img.shape[:2] if size is None else size)
+    flags = CV_INTERP[interp] | (cv2.WARP_INVERSE_MAP if inverse else 0)
+    out = cv2.warpPerspective(img, m.astype(np.float64), (w, h), flags=flags, borderMode=CV_BORDER[border],
+                              borderValue=fill)
+    return out.reshape(h, w, *img.shape[2:])
+
+
+WIMGS = [RNG.integers(0, 256, size=s, dtype=np.uint8) for s in [(40, 50, 3), (33, 27, 3), (16, 64, 3)]]
+WMATS = [_homography(RNG, *i.shape[:2]) for i in WIMGS]
+
+
+def _close_u8(got, ref, tol=1, frac=0.0):
+    d = np.abs(got.astype(int) - ref.astype(int))
+    assert d.max() <= tol or (d > tol).mean() <= frac, (d.max(), (d > tol).mean())
+
+
+@pytest.mark.parametrize("origin", ["corner", "center"])
+@pytest.mark.parametrize("inverse", [True, False])
+def test_warp_perspective_linear_matches_opencv(origin, inverse):
+    (got,), lay = _run(lambda x, m: fn.experimental.warp_perspective(x, m, pixel_origin=origin, inverse_map=inverse,
+                                                                     fill_value=[10, 200, 30]),
+                       WIMGS, WMATS, layouts=["HWC", ""])
+    assert lay == ["HWC"]
+    for img, m, g in zip(WIMGS, WMATS, got[0]):
+        ref = cv_warp(img, m, inverse=inverse, fill=(10, 200, 30), corner=origin == "corner")
+        assert g.shape == ref.shape and g.dtype == np.uint8
+        _close_u8(g, ref)
+        assert (g != 0).mean() > 0.5  # most of the image is the warped input, not fill
+
+
+@pytest.mark.parametrize("border", ["constant", "replicate", "reflect", "reflect_101", "wrap"])
+@pytest.mark.parametrize("interp", [types.INTERP_NN, types.INTERP_LINEAR, types.INTERP_CUBIC])
+def test_warp_perspective_borders_interp_size(border, interp):
+    # The matrix as a per-sample argument; an output size other than the input's.
+    size = (45, 38)
+    (got,), _ = _run(lambda x, m: fn.experimental.warp_perspective(x, matrix=m, size=size, border_mode=border,
+                                                                   interp_type=interp, fill_value=77),
+                     WIMGS, [m.reshape(-1) for m in WMATS], layouts=["HWC", ""])
+    for img, m, g in zip(WIMGS, WMATS, got[0]):
+        ref = cv_warp(img, m, size=size, border=border, fill=(77, 77, 77), interp=interp)
+        assert g.shape == (45, 38, 3)
+        if interp == types.INTERP_NN:
+            # exact but for points within float rounding of a pixel boundary
+            _close_u8(g, ref, tol=0, frac=0.002)
+        else:
+            _close_u8(g, ref)
+
+
+def test_warp_perspective_types_and_sequences():
+    m = WMATS[0]
+    f32 = [RNG.uniform(-1, 1, size=(30, 20)).astype(np.float32)]
+    i16 = [RNG.integers(-30000, 30000, size=(30, 20, 2)).astype(np.int16)]
+    u16 = [RNG.integers(0, 65535, size=(30, 20, 1)).astype(np.uint16)]
+    seq = [RNG.integers(0, 256, size=(3, 24, 28, 3), dtype=np.uint8)]
+    for data, lay in [(f32, "HW"), (i16, "HWC"), (u16, "HWC"), (seq, "FHWC")]:
+        (got,), lo = _run(lambda x: fn.experimental.warp_perspective(x, matrix=m.reshape(-1).tolist(),
+                                                                     border_mode="replicate"), data, layouts=[lay])
+        assert lo == [lay]
+        g = got[0][0]
+        assert g.dtype == data[0].dtype and g.shape == data[0].shape
+        if lay == "FHWC":
+            for f in range(3):
+                _close_u8(g[f], cv_warp(data[0][f], m, border="replicate"))
+        elif lay == "HW":
+            np.testing.assert_allclose(g, cv_warp(data[0], m, border="replicate"), rtol=1e-4, atol=1e-4)
+        else:
+            _close_u8(g, cv_warp(data[0], m, border="replicate"))
+
+
+@pytest.mark.parametrize("graph, msg", [
+    (lambda x, m: fn.experimental.warp_perspective(x, m, matrix=[1, 0, 0, 0, 1, 0, 0, 0, 1]), "matrix"),
+    (lambda x, m: fn.experimental.warp_perspective(x), "matrix"),
+    (lambda x, m: fn.experimental.warp_perspective(x, matrix=[1, 0, 0, 0, 1, 0]), "9 numbers"),
+    (lambda x, m: fn.experimental.warp_perspective(x, m, fill_value=[1, 2]), "fill_value"),
+    (lambda x, m: fn.experimental.warp_perspective(x, m, border_mode="mirror"), "border_mode"),
+    (lambda x, m: fn.experimental.warp_perspective(x, m, pixel_origin="middle"), "pixel_origin"),
+    (lambda x, m: fn.experimental.warp_perspective(x, fn.cast(m, dtype=types.INT32)), "3x3 FLOAT"),
+    (lambda x, m: fn.experimental.warp_perspective(x, m * 0.0, inverse_map=False), "invertible"),
+])
+def test_warp_perspective_errors(graph, msg):
+    with pytest.raises(Exception) as e:
+        _run(graph, WIMGS, WMATS, layouts=["HWC", ""])
+    assert msg in str(e.value)
