@@ -1,11 +1,16 @@
-"""permute_batch and experimental.filter against independent references: numpy indexing
-and padding, SciPy (ndimage.correlate) and OpenCV (cv2.filter2D, which DALI's CPU filter
-calls).
+"""permute_batch, experimental.filter, experimental.warp_perspective,
+experimental.median_blur, experimental.dilate and experimental.erode against independent
+references: numpy indexing, padding and sliding windows, SciPy (ndimage.correlate) and
+OpenCV (cv2.filter2D and cv2.warpPerspective, which DALI's CPU variants call;
+cv2.medianBlur, cv2.dilate and cv2.erode, which DALI's tests compare its GPU variants with).
 
 Tolerances: permute_batch exactly; filter with dtype=FLOAT within 1e-4 relative + 1e-3
 absolute (godali accumulates in float64, OpenCV in float32); uint8 output within 1 level
 of cv2.filter2D (the rounding of the last bit); integer outputs of the numpy reference
-(float64, rounded half to even, saturated) within 1 level.
+(float64, rounded half to even, saturated) within 1 level. warp_perspective: uint8/int16/
+uint16 within 1 level of cv2.warpPerspective for LINEAR and CUBIC, FLOAT within 1e-4; NN
+exact but for at most 0.2% of pixels (source points within float rounding of a pixel
+boundary). median_blur, dilate, erode: exactly.
 """
 
 import numpy as np
@@ -327,3 +332,100 @@ def test_warp_perspective_errors(graph, msg):
     with pytest.raises(Exception) as e:
         _run(graph, WIMGS, WMATS, layouts=["HWC", ""])
     assert msg in str(e.value)
+
+
+# --- experimental.median_blur, dilate, erode ---------------------------------------------
+
+
+def _planes(img, layout, fn_):
+    """Applies fn_ to each 2-D image (HW or HWC) of a sample, as DALI's tests do."""
+    out = np.zeros_like(img)
+    if layout[0] == "F":
+        for f in range(img.shape[0]):
+            out[f] = _planes(img[f], layout[1:], fn_)
+        return out
+    if layout[0] == "C":
+        for c in range(img.shape[0]):
+            out[c] = fn_(img[c])
+        return out
+    return fn_(img).reshape(img.shape)
+
+
+MORPH_DATA = {
+    "HWC": [RNG.integers(0, 256, size=(20 + 7 * i, 31 - 4 * i, 3), dtype=np.uint8) for i in range(3)],
+    "CHW": [RNG.uniform(0, 1, size=(2, 18, 25)).astype(np.float32) for _ in range(2)],
+    "HW": [RNG.integers(0, 65535, size=(15, 22), dtype=np.uint16) for _ in range(2)],
+    "FHWC": [RNG.uniform(0, 1, size=(3, 12, 17, 3)).astype(np.float32)],
+    "FCHW": [RNG.integers(0, 256, size=(2, 4, 14, 13), dtype=np.uint8)],
+}
+
+
+# OpenCV's medianBlur takes windows larger than 5 only for uint8
+@pytest.mark.parametrize("layout, ksize", [(lay, 3) for lay in MORPH_DATA] + [("HWC", 5), ("FCHW", 7)])
+def test_median_blur_matches_opencv(layout, ksize):
+    data = MORPH_DATA[layout]
+    (got,), lay = _run(lambda x: fn.experimental.median_blur(x, window_size=[ksize, ksize]), data, layouts=[layout])
+    assert lay == [layout]
+    for img, g in zip(data, got[0]):
+        assert g.dtype == img.dtype
+        np.testing.assert_array_equal(g, _planes(img, layout, lambda p: cv2.medianBlur(p, ksize)))
+
+
+def test_median_blur_rectangular_window_and_errors():
+    img = MORPH_DATA["HW"]
+    (got,), _ = _run(lambda x: fn.experimental.median_blur(x, window_size=[5, 3]), img, layouts=["HW"])
+    # (width 5, height 3): the median of each 3-row, 5-column window, edges repeated
+    for a, g in zip(img, got[0]):
+        p = np.pad(a, ((1, 1), (2, 2)), mode="edge")
+        win = np.lib.stride_tricks.sliding_window_view(p, (3, 5))
+        np.testing.assert_array_equal(g, np.median(win.reshape(*a.shape, 15), axis=-1).astype(a.dtype))
+    with pytest.raises(Exception, match="window_size"):
+        _run(lambda x: fn.experimental.median_blur(x, window_size=[4, 4]), img, layouts=["HW"])
+
+
+def _np_morph(p, ksize, anchor, op):
+    """Max/min over a (width, height) window at anchor (x, y), the plane wrapped around."""
+    (kw, kh), (ax, ay) = ksize, anchor
+    pad = np.pad(p, ((ay, kh - 1 - ay), (ax, kw - 1 - ax)), mode="wrap")
+    win = np.lib.stride_tricks.sliding_window_view(pad, (kh, kw))
+    return win.max(axis=(-2, -1)) if op == "dilate" else win.min(axis=(-2, -1))
+
+
+@pytest.mark.parametrize("op", ["dilate", "erode"])
+@pytest.mark.parametrize("layout, ksize, anchor, border, iters", [
+    ("HWC", (3, 3), (-1, -1), "constant", 1),
+    ("HWC", (5, 2), (0, 1), "constant", 1),
+    ("CHW", (4, 3), (-1, -1), "replicate", 1),
+    ("HW", (3, 5), (2, 0), "reflect", 1),
+    ("FHWC", (3, 3), (-1, -1), "reflect_101", 2),
+    ("FCHW", (2, 4), (1, 3), "wrap", 1),
+])
+def test_dilate_erode_match_opencv(op, layout, ksize, anchor, border, iters):
+    data = MORPH_DATA[layout]
+    f = fn.experimental.dilate if op == "dilate" else fn.experimental.erode
+    (got,), lay = _run(lambda x: f(x, mask_size=list(ksize), anchor=list(anchor), border_mode=border,
+                                   iterations=iters), data, layouts=[layout])
+    assert lay == [layout]
+    cvf = cv2.dilate if op == "dilate" else cv2.erode
+    el = cv2.getStructuringElement(cv2.MORPH_RECT, ksize)
+    for img, g in zip(data, got[0]):
+        if border == "wrap":  # OpenCV's CPU morphology has no wrap border: numpy
+            ref = _planes(img, layout, lambda p: _np_morph(p, ksize, anchor, op))
+        else:
+            ref = _planes(img, layout, lambda p: cvf(p, el, anchor=anchor, iterations=iters,
+                                                     borderType=CV_BORDER[border]))
+        assert g.dtype == img.dtype
+        np.testing.assert_array_equal(g, ref)
+
+
+def test_dilate_per_sample_mask_and_errors():
+    data = MORPH_DATA["HWC"]
+    masks = [np.array(m, np.int32) for m in [(3, 3), (5, 1), (1, 4)]]
+    (got,), _ = _run(lambda x, m: fn.experimental.dilate(x, mask_size=m), data, masks, layouts=["HWC", ""])
+    for img, m, g in zip(data, masks, got[0]):
+        ref = cv2.dilate(img, cv2.getStructuringElement(cv2.MORPH_RECT, tuple(int(v) for v in m)))
+        np.testing.assert_array_equal(g, ref)
+    for kw, msg in [({"anchor": [3, 0]}, "anchor"), ({"border_mode": "mirror"}, "border_mode"),
+                    ({"iterations": 0}, "iterations"), ({"mask_size": [0, 3]}, "mask_size")]:
+        with pytest.raises(Exception, match=msg):
+            _run(lambda x: fn.experimental.erode(x, **kw), data, layouts=["HWC"])
