@@ -659,8 +659,14 @@ def _call_op(schema, inputs, kwargs):
                        "and a working GPU); this process loaded the %s flavour from %s"
                        % (fname, device, lib.flavour, lib.path))
     elif device not in schema.devices:
-        raise ValueError("godali: %s does not run on device %r; it supports: %s"
-                         % (fname, device, ", ".join(schema.devices)))
+        msg = ("godali: %s does not run on device %r; it supports: %s"
+               % (fname, device, ", ".join(schema.devices)))
+        if pipe is not None and getattr(pipe, "_device_id", 0) in (None, _types.CPU_ONLY_DEVICE_ID):
+            # A CPU-only pipeline refuses any GPU node at build() with DALI's message
+            # (Pipeline.build checks that first), whatever the flavour offers.
+            unavailable = msg
+        else:
+            raise ValueError(msg)
     for i, x in enumerate(inputs):
         if x.device == "gpu" and device != "gpu" and unavailable is None:
             raise ValueError("godali: %s(device=%r): input %d is on the GPU; a %s operator "

@@ -194,8 +194,6 @@ def from_numpy_dtype(dt):
             "f": {2: FLOAT16, 4: FLOAT, 8: FLOAT64}}.get(dt.kind, {}).get(dt.itemsize, NO_TYPE)
 
 
-# DALI's device_id of a CPU-only pipeline (the same as device_id=None).
-CPU_ONLY_DEVICE_ID = -99999
 
 
 def to_numpy_dtype(t):
