@@ -24,7 +24,7 @@ type Displacement struct {
 }
 
 // Elems views b as a slice of T; b must be aligned for T (pipeline buffers are).
-func Elems[T Pixel | int16 | int32 | int64 | float64](b []byte) []T {
+func Elems[T Pixel | int16 | uint16 | int32 | int64 | float64](b []byte) []T {
 	var z T
 	sz := int(unsafe.Sizeof(z))
 	if len(b) < sz {

@@ -1,0 +1,178 @@
+package imaging
+
+import (
+	"fmt"
+	"math"
+)
+
+// PerspectivePixel is an element type Perspective warps.
+type PerspectivePixel interface {
+	~uint8 | ~int16 | ~uint16 | ~float32
+}
+
+// Perspective resamples an HWC image through a 3x3 homography the way OpenCV's
+// warpPerspective does (DALI's CPU experimental.warp_perspective calls it): output pixel
+// (x, y) shows the input at (X/W, Y/W), (X, Y, W) = M (x, y, 1), in coordinates whose
+// integers are pixel centres. The source point is quantized to 1/32 of a pixel for
+// InterpLinear and InterpCubic (Keys, a = -0.75) and rounded to the nearest pixel (half
+// to even) for InterpNN; taps outside the image read through Border (BorderConstant:
+// Fill, one value per channel). Integer results are rounded and saturated.
+type Perspective struct {
+	M      [3][3]float64 // output -> input
+	Interp Interp
+	Border Border
+	Fill   []float64 // per channel (one value: every channel); default 0
+}
+
+const perspTab = 32 // OpenCV's INTER_TAB_SIZE
+
+// InvertHomography inverts m; ok=false when it is singular.
+func InvertHomography(m [3][3]float64) (inv [3][3]float64, ok bool) {
+	c00 := m[1][1]*m[2][2] - m[1][2]*m[2][1]
+	c01 := m[1][2]*m[2][0] - m[1][0]*m[2][2]
+	c02 := m[1][0]*m[2][1] - m[1][1]*m[2][0]
+	det := m[0][0]*c00 + m[0][1]*c01 + m[0][2]*c02
+	if det == 0 || math.IsNaN(det) || math.IsInf(1/det, 0) {
+		return inv, false
+	}
+	d := 1 / det
+	inv[0] = [3]float64{c00 * d, (m[0][2]*m[2][1] - m[0][1]*m[2][2]) * d, (m[0][1]*m[1][2] - m[0][2]*m[1][1]) * d}
+	inv[1] = [3]float64{c01 * d, (m[0][0]*m[2][2] - m[0][2]*m[2][0]) * d, (m[0][2]*m[1][0] - m[0][0]*m[1][2]) * d}
+	inv[2] = [3]float64{c02 * d, (m[0][1]*m[2][0] - m[0][0]*m[2][1]) * d, (m[0][0]*m[1][1] - m[0][1]*m[1][0]) * d}
+	return inv, true
+}
+
+func clampShort(v int) int { return min(max(v, math.MinInt16), math.MaxInt16) }
+
+// satInt is OpenCV's saturate_cast<int>(double): round half to even, clamp.
+func satInt(v float64) int {
+	v = math.Max(math.MinInt32, math.Min(math.MaxInt32, v))
+	return int(math.RoundToEven(v))
+}
+
+// cubicWeights are OpenCV's bicubic coefficients (a = -0.75) at fraction t.
+func cubicWeights(t float64, w *[4]float64) {
+	const a = -0.75
+	w[0] = ((a*(t+1)-5*a)*(t+1)+8*a)*(t+1) - 4*a
+	w[1] = ((a+2)*t-(a+3))*t*t + 1
+	w[2] = ((a+2)*(1-t)-(a+3))*(1-t)*(1-t) + 1
+	w[3] = 1 - w[0] - w[1] - w[2]
+}
+
+// PerspectiveImage fills dst (dh x dw x c) from src (h x w x c).
+func PerspectiveImage[T PerspectivePixel](p *Perspective, dst []T, dw, dh int, src []T, w, h, c int) error {
+	if w < 0 || h < 0 || c <= 0 || len(src) < w*h*c {
+		return fmt.Errorf("warp_perspective: input of %d elements is not %dx%dx%d", len(src), h, w, c)
+	}
+	if dw < 0 || dh < 0 || len(dst) < dw*dh*c {
+		return fmt.Errorf("warp_perspective: output of %d elements is not %dx%dx%d", len(dst), dh, dw, c)
+	}
+	if p.Interp != InterpNN && p.Interp != InterpLinear && p.Interp != InterpCubic {
+		return fmt.Errorf("warp_perspective: interpolation %v: expected INTERP_NN, INTERP_LINEAR or INTERP_CUBIC", p.Interp)
+	}
+	var zero T
+	_, isFloat := any(zero).(float32)
+	lo, hi := 0.0, 0.0
+	switch any(zero).(type) {
+	case uint8:
+		hi = math.MaxUint8
+	case int16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case uint16:
+		hi = math.MaxUint16
+	}
+	store := func(v float64) T {
+		if isFloat {
+			return T(float32(v))
+		}
+		return T(math.Min(hi, math.Max(lo, math.Round(v))))
+	}
+	fill := make([]float64, c)
+	for ch := range fill {
+		switch {
+		case len(p.Fill) == 1:
+			fill[ch] = p.Fill[0]
+		case ch < len(p.Fill):
+			fill[ch] = p.Fill[ch]
+		}
+		fill[ch] = float64(store(fill[ch])) // the fill in the image's type, as OpenCV's scalar
+	}
+	if w == 0 || h == 0 { // nothing to read: every tap is outside
+		for i := 0; i < dw*dh; i++ {
+			for ch := 0; ch < c; ch++ {
+				dst[i*c+ch] = T(fill[ch])
+			}
+		}
+		return nil
+	}
+	// tap is the offset of input pixel (i, j) after the border, -1 for the fill.
+	tap := func(i, j int) int {
+		i, j = borderIndex(i, w, p.Border), borderIndex(j, h, p.Border)
+		if i < 0 || j < 0 {
+			return -1
+		}
+		return (j*w + i) * c
+	}
+	m := &p.M
+	var wx, wy [4]float64
+	for y := 0; y < dh; y++ {
+		for x := 0; x < dw; x++ {
+			fx, fy := float64(x), float64(y)
+			den := m[2][0]*fx + m[2][1]*fy + m[2][2]
+			out := dst[(y*dw+x)*c : (y*dw+x+1)*c]
+			if p.Interp == InterpNN {
+				if den != 0 {
+					den = 1 / den
+				}
+				sx := clampShort(satInt((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den))
+				sy := clampShort(satInt((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den))
+				o := tap(sx, sy)
+				for ch := range out {
+					if o < 0 {
+						out[ch] = T(fill[ch])
+					} else {
+						out[ch] = src[o+ch]
+					}
+				}
+				continue
+			}
+			if den != 0 {
+				den = perspTab / den
+			}
+			qx := satInt((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den)
+			qy := satInt((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den)
+			ix, iy := clampShort(qx>>5), clampShort(qy>>5)
+			tx, ty := float64(qx&(perspTab-1))/perspTab, float64(qy&(perspTab-1))/perspTab
+			n, first := 2, 0
+			if p.Interp == InterpLinear {
+				wx[0], wx[1], wy[0], wy[1] = 1-tx, tx, 1-ty, ty
+			} else {
+				n, first = 4, -1
+				cubicWeights(tx, &wx)
+				cubicWeights(ty, &wy)
+			}
+			var offs [16]int
+			for b := 0; b < n; b++ {
+				for a := 0; a < n; a++ {
+					offs[b*n+a] = tap(ix+first+a, iy+first+b)
+				}
+			}
+			for ch := range out {
+				var acc float64
+				for b := 0; b < n; b++ {
+					var row float64
+					for a, o := range offs[b*n : b*n+n] {
+						if o < 0 {
+							row += wx[a] * fill[ch]
+						} else {
+							row += wx[a] * float64(src[o+ch])
+						}
+					}
+					acc += wy[b] * row
+				}
+				out[ch] = store(acc)
+			}
+		}
+	}
+	return nil
+}
