@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/godali/godali/source"
 )
@@ -83,10 +84,15 @@ type SampleError struct {
 }
 
 func (e *SampleError) Error() string {
-	if e.Source != "" { // a URL's password or signature is not shown
-		return source.Redact(fmt.Sprintf("%s: node %q: %v", e.Source, e.Node, e.Err))
+	msg := e.Err.Error()
+	// An operator's message made with Args' helpers names the node already.
+	if node := fmt.Sprintf("node %q", e.Node); e.Node != "" && !strings.HasPrefix(msg, node) {
+		msg = node + ": " + msg
 	}
-	return source.Redact(fmt.Sprintf("node %q: %v", e.Node, e.Err))
+	if e.Source != "" { // a URL's password or signature is not shown
+		msg = e.Source + ": " + msg
+	}
+	return source.Redact(msg)
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }

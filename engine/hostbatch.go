@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // HostBatchOperator is implemented by cpu operators that see a whole batch at once
 // (python_function and its DLPack and torch flavours): their output shapes and types are
@@ -232,7 +235,10 @@ func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
 			hw.ArgIn = append(hw.ArgIn, values(d))
 		}
 		if err := n.Op.(HostBatchOperator).RunHostBatch(hw); err != nil {
-			return sampleFailure(fmt.Errorf("%s: %w", describe(n.Name, n.OpName), err), 0)
+			if !strings.Contains(err.Error(), fmt.Sprintf("node %q", n.Name)) {
+				err = fmt.Errorf("%s: %w", describe(n.Name, n.OpName), err)
+			}
+			return sampleFailure(err, 0)
 		}
 	}
 	return nil

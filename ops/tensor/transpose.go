@@ -14,7 +14,7 @@ func init() {
 			"true, kept empty otherwise, or set to output_layout.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
 		Args: []engine.ArgSpec{
-			{Name: "perm", Type: engine.ArgIntList, Required: true, Doc: "the permutation of the input's dimensions, 0 to ndim-1 each once"},
+			{Name: "perm", Type: engine.ArgIntList, Doc: "the permutation of the input's dimensions, 0 to ndim-1 each once; default the dimensions reversed (as DALI)"},
 			{Name: "transpose_layout", Type: engine.ArgBool, Default: true, Doc: "permute the layout as the dimensions"},
 			{Name: "output_layout", Type: engine.ArgString, Default: "", Doc: "the output layout (overrides transpose_layout)"},
 		},
@@ -23,11 +23,18 @@ func init() {
 }
 
 type transposeOp struct {
-	args *engine.Args
-	perm []int
+	args  *engine.Args
+	given bool
+	perm  []int
 }
 
+// maxReversedDims bounds the ranks whose default (reversed) permutation is precomputed.
+const maxReversedDims = 16
+
 func newTranspose(a *engine.Args) (engine.Operator, error) {
+	if !a.Has("perm") {
+		return &transposeOp{args: a}, nil
+	}
 	p := a.Ints("perm")
 	seen := make([]bool, len(p))
 	perm := make([]int, len(p))
@@ -41,27 +48,52 @@ func newTranspose(a *engine.Args) (engine.Operator, error) {
 	if l := a.String("output_layout"); l != "" && len(l) != len(p) {
 		return nil, a.Errorf("output_layout", "%q has %d names, perm has %d dimensions", l, len(l), len(p))
 	}
-	return &transposeOp{args: a, perm: perm}, nil
+	return &transposeOp{args: a, given: true, perm: perm}, nil
 }
+
+// permFor is the permutation for an input of ndim dimensions: perm, or the dimensions
+// reversed when perm is not given.
+func (o *transposeOp) permFor(ndim int) []int {
+	if o.given {
+		return o.perm
+	}
+	return reversedPerms[min(ndim, maxReversedDims)]
+}
+
+var reversedPerms = func() (r [maxReversedDims + 1][]int) {
+	for n := range r {
+		r[n] = make([]int, n)
+		for i := range r[n] {
+			r[n][i] = n - 1 - i
+		}
+	}
+	return r
+}()
 
 func (o *transposeOp) where() string { return o.args.Where() }
 
-func (o *transposeOp) layout(in string) string {
+func (o *transposeOp) layout(in string, perm []int) string {
 	if l := o.args.String("output_layout"); l != "" {
 		return l
 	}
-	if !o.args.Bool("transpose_layout") || len(in) != len(o.perm) {
+	if !o.args.Bool("transpose_layout") || len(in) != len(perm) {
 		return ""
 	}
-	b := make([]byte, len(o.perm))
-	for i, p := range o.perm {
+	b := make([]byte, len(perm))
+	for i, p := range perm {
 		b[i] = in[p]
 	}
 	return string(b)
 }
 
 func (o *transposeOp) check(ndim int) error {
-	if ndim != len(o.perm) {
+	if ndim > maxReversedDims && !o.given {
+		return fmt.Errorf("%s: the input has %d dimensions; give perm for more than %d", o.where(), ndim, maxReversedDims)
+	}
+	if l := o.args.String("output_layout"); l != "" && len(l) != ndim {
+		return fmt.Errorf("%s: argument \"output_layout\": %q has %d names, the input has %d dimensions", o.where(), l, len(l), ndim)
+	}
+	if o.given && ndim != len(o.perm) {
 		return fmt.Errorf("%s: argument \"perm\": %v has %d entries, the input has %d dimensions", o.where(), o.args.Ints("perm"), len(o.perm), ndim)
 	}
 	return nil
@@ -76,11 +108,12 @@ func (o *transposeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 	if err := o.check(len(in[0].Shape)); err != nil {
 		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
 	}
-	m.Shape = make([]int, len(o.perm))
-	for i, p := range o.perm {
+	perm := o.permFor(len(in[0].Shape))
+	m.Shape = make([]int, len(perm))
+	for i, p := range perm {
 		m.Shape[i] = in[0].Shape[p]
 	}
-	m.Layout = o.layout(in[0].Layout)
+	m.Layout = o.layout(in[0].Layout, perm)
 	return []engine.TensorMeta{m}, nil
 }
 
@@ -89,9 +122,10 @@ func (o *transposeOp) Setup(ws *engine.Workspace) error {
 	if err := o.check(len(in.Shape)); err != nil {
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
-	out.DType, out.Layout = in.DType, o.layout(in.Layout)
+	perm := o.permFor(len(in.Shape))
+	out.DType, out.Layout = in.DType, o.layout(in.Layout, perm)
 	out.Shape = out.Shape[:0]
-	for _, p := range o.perm {
+	for _, p := range perm {
 		out.Shape = append(out.Shape, in.Shape[p])
 	}
 	return nil
@@ -129,7 +163,7 @@ func (o *transposeOp) Run(ws *engine.Workspace) error {
 		inStride[k] = s
 		s *= in.Shape[k]
 	}
-	for i, p := range o.perm {
+	for i, p := range o.permFor(nd) {
 		stride[i] = inStride[p]
 		idx[i] = 0
 	}

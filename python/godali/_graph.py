@@ -914,6 +914,10 @@ def constant_node(value, pipe, dtype=None, shape=None, layout=None):
         if dtype is None:
             dtype = value.dtype
         value = value.value
+    if not isinstance(value, (np.ndarray, np.generic)) and hasattr(value, "__array__") \
+            and hasattr(value, "dtype"):
+        # An array of another library (a torch tensor): its data and type, as numpy's.
+        value = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
     if isinstance(value, np.ndarray):
         narrow = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32,
                   np.dtype(np.uint64): np.uint32}.get(value.dtype)

@@ -45,6 +45,18 @@ def test_transpose_copy_cast_like():
     assert lay == ["CAB", "", "XYZ", "ABC", "ABC"]
 
 
+def test_transpose_default_reverses_the_dimensions():
+    # DALI: without perm the dimensions are reversed (numpy's transpose default)
+    flat = [np.arange(5 + i, dtype=np.float32) for i in range(BATCH)]
+    data, got, lay = _run(lambda x: [fn.transpose(x)])
+    for i, a in enumerate(data):
+        np.testing.assert_array_equal(got[0][i], a.transpose())
+    assert lay == ["CBA"]
+    data, got, lay = _run(lambda x: [fn.transpose(x)], data=flat, layout="X")
+    for i, a in enumerate(data):
+        np.testing.assert_array_equal(got[0][i], a)
+
+
 def test_reinterpret():
     data, got, lay = _run(lambda x: [fn.reinterpret(x, dtype=types.UINT8),
                                      fn.reinterpret(x, dtype=types.INT32, shape=[-1]),
@@ -195,3 +207,19 @@ def test_class_and_legacy_names():
     assert fn.mxnet_reader.schema.name == "readers.mxnet"
     assert ops.MXNetReader.schema.name == "readers.mxnet"
     assert ops.readers.MXNet.schema.name == "readers.mxnet"
+
+
+def test_constant_of_a_torch_tensor_keeps_its_type():
+    # types.Constant(torch tensor) reads it as numpy would: uint8 and float16 stay, and
+    # 64-bit integers narrow to INT32 as for a numpy array.
+    torch = pytest.importorskip("torch")
+    pipe = godali.Pipeline(batch_size=2, num_threads=1, device_id=None)
+    with pipe:
+        pipe.set_outputs(types.Constant(torch.tensor([1, 2], dtype=torch.uint8)),
+                         types.Constant(torch.tensor([1.5, -2.0], dtype=torch.float16)),
+                         types.Constant(torch.tensor([[3, 4]])))
+    a, b, c = pipe.run()
+    pipe.close()
+    assert np.array(a[0]).dtype == np.uint8 and np.array(a[1]).tolist() == [1, 2]
+    assert np.array(b[0]).dtype == np.float16 and np.array(b[0]).tolist() == [1.5, -2.0]
+    assert np.array(c[0]).dtype == np.int32 and np.array(c[0]).tolist() == [[3, 4]]
