@@ -58,7 +58,7 @@ type Cropper struct {
 	Thresholds        []float64
 	IoU               bool // threshold_type iou (else overlap)
 	AspectMin         float64
-	AspectMax         float64 // x/y range
+	AspectMax         float64    // x/y range
 	AspectXZ          [2]float64 // 3-D: x/z and y/z ranges (zero: AspectMin, AspectMax)
 	AspectYZ          [2]float64
 	ScaleMin          float64
