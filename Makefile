@@ -8,7 +8,7 @@ BUILD   := build
 GPU     ?= auto
 LIBJPEG := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjpeg.so.62 /usr/lib/aarch64-linux-gnu/libjpeg.so.62 /usr/lib64/libjpeg.so.62 /usr/lib/libjpeg.so.62))
 NVCC    ?= $(firstword $(wildcard /usr/bin/nvcc /usr/local/cuda/bin/nvcc))
-GOSRC   := $(shell find capi engine ops source formats codec internal nvjpeg kernels -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cu' 2>/dev/null) go.mod go.sum include/godali.h
+GOSRC   := $(shell find capi cmd codec engine formats imaging internal kernels nvdec nvjpeg ops source -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cu' 2>/dev/null) go.mod go.sum include/godali.h
 
 ifeq ($(GPU),auto)
   WANT_CUDA := $(if $(NVCC),1,)

@@ -16,6 +16,7 @@ type Args struct {
 	given    map[string]bool
 	scalar   map[string]bool // list arguments written as a bare scalar (DALI's random.choice(5))
 	perInput map[string]int  // argument name -> index into the node's arg inputs
+	argMetas []TensorMeta    // the arg inputs' metadata, set before Infer (ArgInputMeta)
 	// Hints set by graph passes (e.g. the final size a decoder's consumer needs).
 	Hints map[string]any
 }
@@ -241,6 +242,17 @@ func (a *Args) IsScalar(name string) bool { return a.scalar[name] }
 func (a *Args) IsPerSample(name string) (int, bool) {
 	i, ok := a.perInput[name]
 	return i, ok
+}
+
+// ArgInputMeta is what the graph knows, when the pipeline is built, of the node that
+// gives argument name per sample (its type and shape; -1 extents and a nil Shape for
+// what is known only when it runs). ok is false for an argument not given per sample.
+func (a *Args) ArgInputMeta(name string) (m TensorMeta, ok bool) {
+	i, ok := a.perInput[name]
+	if !ok || i >= len(a.argMetas) {
+		return TensorMeta{}, false
+	}
+	return a.argMetas[i], true
 }
 
 // Int returns an int argument (0 if absent without default).

@@ -196,6 +196,12 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		} else if err := checkSchemaInput(n.Args, in); err != nil {
 			return nil, err
 		}
+		if n.Args != nil {
+			n.Args.argMetas = n.Args.argMetas[:0]
+			for _, d := range n.ArgIn {
+				n.Args.argMetas = append(n.Args.argMetas, d.Meta)
+			}
+		}
 		metas, err := op.Infer(in)
 		if err != nil {
 			if _, ok := err.(*Error); ok {

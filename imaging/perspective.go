@@ -17,11 +17,18 @@ type PerspectivePixel interface {
 // InterpLinear and InterpCubic (Keys, a = -0.75) and rounded to the nearest pixel (half
 // to even) for InterpNN; taps outside the image read through Border (BorderConstant:
 // Fill, one value per channel). Integer results are rounded and saturated.
+//
+// Corner selects DALI's own warp sampling (its CPU warp_affine kernel) instead: M works in
+// coordinates whose origin is the top-left corner of the first pixel (pixel (x, y) is
+// centred at (x+0.5, y+0.5)), output pixel (x, y) reads the point M (x+0.5, y+0.5, 1)
+// exactly, without the 1/32 grid; InterpNN takes the pixel that contains the point,
+// InterpLinear and InterpCubic weigh the pixels whose centres surround it.
 type Perspective struct {
 	M      [3][3]float64 // output -> input
 	Interp Interp
 	Border Border
 	Fill   []float64 // per channel (one value: every channel); default 0
+	Corner bool      // DALI's corner-origin, exact sampling (see above)
 }
 
 const perspTab = 32 // OpenCV's INTER_TAB_SIZE
@@ -59,8 +66,28 @@ func cubicWeights(t float64, w *[4]float64) {
 	w[3] = 1 - w[0] - w[1] - w[2]
 }
 
+// floorCoord is floor for a source coordinate, saturated far outside any image so that
+// the conversion to int is defined (NaN reads as far outside).
+func floorCoord(v float64) int {
+	const lim = 1 << 30
+	if !(v > -lim) {
+		return -lim
+	}
+	if v > lim {
+		return lim
+	}
+	return int(math.Floor(v))
+}
+
 // PerspectiveImage fills dst (dh x dw x c) from src (h x w x c).
 func PerspectiveImage[T PerspectivePixel](p *Perspective, dst []T, dw, dh int, src []T, w, h, c int) error {
+	return WarpImage(p, dst, dw, dh, src, w, h, c)
+}
+
+// WarpImage is PerspectiveImage with an output type of its own: the interpolated value
+// (float64) is stored in Out, rounded and saturated for integer types; the fill is in
+// Out's range.
+func WarpImage[In, Out PerspectivePixel](p *Perspective, dst []Out, dw, dh int, src []In, w, h, c int) error {
 	if w < 0 || h < 0 || c <= 0 || len(src) < w*h*c {
 		return fmt.Errorf("warp_perspective: input of %d elements is not %dx%dx%d", len(src), h, w, c)
 	}
@@ -70,7 +97,7 @@ func PerspectiveImage[T PerspectivePixel](p *Perspective, dst []T, dw, dh int, s
 	if p.Interp != InterpNN && p.Interp != InterpLinear && p.Interp != InterpCubic {
 		return fmt.Errorf("warp_perspective: interpolation %v: expected INTERP_NN, INTERP_LINEAR or INTERP_CUBIC", p.Interp)
 	}
-	var zero T
+	var zero Out
 	_, isFloat := any(zero).(float32)
 	lo, hi := 0.0, 0.0
 	switch any(zero).(type) {
@@ -81,11 +108,14 @@ func PerspectiveImage[T PerspectivePixel](p *Perspective, dst []T, dw, dh int, s
 	case uint16:
 		hi = math.MaxUint16
 	}
-	store := func(v float64) T {
+	store := func(v float64) Out {
 		if isFloat {
-			return T(float32(v))
+			return Out(float32(v))
 		}
-		return T(math.Min(hi, math.Max(lo, math.Round(v))))
+		if math.IsNaN(v) {
+			return 0
+		}
+		return Out(math.Min(hi, math.Max(lo, math.Round(v))))
 	}
 	fill := make([]float64, c)
 	for ch := range fill {
@@ -100,7 +130,7 @@ func PerspectiveImage[T PerspectivePixel](p *Perspective, dst []T, dw, dh int, s
 	if w == 0 || h == 0 { // nothing to read: every tap is outside
 		for i := 0; i < dw*dh; i++ {
 			for ch := 0; ch < c; ch++ {
-				dst[i*c+ch] = T(fill[ch])
+				dst[i*c+ch] = Out(fill[ch])
 			}
 		}
 		return nil
@@ -118,31 +148,60 @@ func PerspectiveImage[T PerspectivePixel](p *Perspective, dst []T, dw, dh int, s
 	for y := 0; y < dh; y++ {
 		for x := 0; x < dw; x++ {
 			fx, fy := float64(x), float64(y)
+			if p.Corner {
+				fx, fy = fx+0.5, fy+0.5
+			}
 			den := m[2][0]*fx + m[2][1]*fy + m[2][2]
 			out := dst[(y*dw+x)*c : (y*dw+x+1)*c]
-			if p.Interp == InterpNN {
+			var ix, iy int
+			var tx, ty float64
+			switch {
+			case p.Corner && p.Interp == InterpNN:
+				if den != 1 {
+					den = 1 / den
+				}
+				ix = floorCoord((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den)
+				iy = floorCoord((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den)
+			case p.Corner:
+				if den != 1 {
+					den = 1 / den
+				}
+				sx := (m[0][0]*fx+m[0][1]*fy+m[0][2])*den - 0.5
+				sy := (m[1][0]*fx+m[1][1]*fy+m[1][2])*den - 0.5
+				ix, iy = floorCoord(sx), floorCoord(sy)
+				tx, ty = sx-float64(ix), sy-float64(iy)
+				if ix <= -1<<30 || ix >= 1<<30 {
+					tx = 0
+				}
+				if iy <= -1<<30 || iy >= 1<<30 {
+					ty = 0
+				}
+			case p.Interp == InterpNN:
 				if den != 0 {
 					den = 1 / den
 				}
-				sx := clampShort(satInt((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den))
-				sy := clampShort(satInt((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den))
-				o := tap(sx, sy)
+				ix = clampShort(satInt((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den))
+				iy = clampShort(satInt((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den))
+			default:
+				if den != 0 {
+					den = perspTab / den
+				}
+				qx := satInt((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den)
+				qy := satInt((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den)
+				ix, iy = clampShort(qx>>5), clampShort(qy>>5)
+				tx, ty = float64(qx&(perspTab-1))/perspTab, float64(qy&(perspTab-1))/perspTab
+			}
+			if p.Interp == InterpNN {
+				o := tap(ix, iy)
 				for ch := range out {
 					if o < 0 {
-						out[ch] = T(fill[ch])
+						out[ch] = Out(fill[ch])
 					} else {
-						out[ch] = src[o+ch]
+						out[ch] = store(float64(src[o+ch]))
 					}
 				}
 				continue
 			}
-			if den != 0 {
-				den = perspTab / den
-			}
-			qx := satInt((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den)
-			qy := satInt((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den)
-			ix, iy := clampShort(qx>>5), clampShort(qy>>5)
-			tx, ty := float64(qx&(perspTab-1))/perspTab, float64(qy&(perspTab-1))/perspTab
 			n, first := 2, 0
 			if p.Interp == InterpLinear {
 				wx[0], wx[1], wy[0], wy[1] = 1-tx, tx, 1-ty, ty

@@ -70,3 +70,37 @@ func TestInvertHomography(t *testing.T) {
 		t.Fatal("a singular matrix was inverted")
 	}
 }
+
+// Corner (DALI's warp_affine sampling): a shift by half a pixel blends two neighbours
+// exactly (no 1/32 grid) into a FLOAT output from UINT8 input; NN takes the pixel that
+// contains the point (x+1 for a shift of 0.5 from the centre of x); the clamped border
+// repeats the last column.
+func TestWarpImageCornerHalfPixel(t *testing.T) {
+	const w, h = 5, 3
+	src := make([]uint8, w*h)
+	for i := range src {
+		src[i] = uint8(i*i + 1)
+	}
+	p := Perspective{M: [3][3]float64{{1, 0, 0.5}, {0, 1, 0}, {0, 0, 1}}, Interp: InterpLinear, Border: BorderClamp, Corner: true}
+	dst := make([]float32, w*h)
+	if err := WarpImage(&p, dst, w, h, src, w, h, 1); err != nil {
+		t.Fatal(err)
+	}
+	p.Interp = InterpNN
+	nn := make([]uint8, w*h)
+	if err := WarpImage(&p, nn, w, h, src, w, h, 1); err != nil {
+		t.Fatal(err)
+	}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			r := min(x+1, w-1)
+			want := (float32(src[y*w+x]) + float32(src[y*w+r])) / 2
+			if got := dst[y*w+x]; got != want {
+				t.Fatalf("linear (%d, %d) = %v, want %v", x, y, got, want)
+			}
+			if got := nn[y*w+x]; got != src[y*w+r] {
+				t.Fatalf("nn (%d, %d) = %v, want %v", x, y, got, src[y*w+r])
+			}
+		}
+	}
+}

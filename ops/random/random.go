@@ -2,6 +2,7 @@ package random
 
 import (
 	"math"
+	"slices"
 
 	"github.com/godali/godali/engine"
 )
@@ -196,7 +197,12 @@ func (o *randomOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	}
 	if perSample {
 		o.dynamic = true
-		return []engine.TensorMeta{{DType: o.dtype}}, nil // rank known at run time
+		// The rank is the length of the shape input when the graph knows it (a stack of
+		// scalars, a constant), else known only at run time.
+		if m, ok := o.args.ArgInputMeta("shape"); ok && len(m.Shape) == 1 && m.Shape[0] >= 0 {
+			return []engine.TensorMeta{{DType: o.dtype, Shape: slices.Repeat([]int{-1}, m.Shape[0])}}, nil
+		}
+		return []engine.TensorMeta{{DType: o.dtype}}, nil
 	}
 	for _, d := range o.shape() {
 		if d < 0 {

@@ -165,7 +165,7 @@ func (r *caffeReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 				err = r.parse1(v, &p)
 			}
 			if err != nil {
-				return nil, engine.Errorf(engine.StatusData, "%s: %s, first record: %v", engine.Describe(a.Node, a.Schema.Name), r.path, err)
+				return nil, engine.Errorf(engine.StatusData, "%s: %s, first record: %v", a.Where(), r.path, err)
 			}
 			if len(p.outs[0].shape) == 3 {
 				r.outs[0].Shape, r.outs[0].Layout = []int{-1, -1, -1}, "HWC"

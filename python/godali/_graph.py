@@ -890,15 +890,31 @@ LEGACY_FN_NAMES = {
     "coin_flip": "random.coin_flip",
     "uniform": "random.uniform",
     "normal_distribution": "random.normal",
+    "transform_translation": "transforms.translation",
 }
 
 
 def _legacy_alias(legacy, func):
-    func.__name__ = legacy
-    func.__qualname__ = legacy
-    func.__doc__ = ("DALI's former name of fn.%s.\n\n" % func.schema.name) + \
+    """fn.<legacy>: func under DALI's former name, warning as DALI does when called."""
+    import functools
+    import warnings
+    msg = deprecation_message("godali.fn." + legacy, "godali.fn." + func.schema.name)
+
+    @functools.wraps(func)
+    def alias(*args, **kwargs):
+        warnings.warn(msg, DeprecationWarning, stacklevel=2)
+        return func(*args, **kwargs)
+
+    alias.__name__ = legacy
+    alias.__qualname__ = legacy
+    alias.__doc__ = ("DALI's former name of fn.%s.\n\n" % func.schema.name) + \
         (func.__doc__ or "")
-    return func
+    return alias
+
+
+def deprecation_message(old, new):
+    """DALI's words for a former operator name."""
+    return "WARNING: `%s` is now deprecated. Use `%s` instead." % (old, new)
 
 
 # --- arithmetic and constants ----------------------------------------------------------

@@ -34,6 +34,7 @@ LEGACY_OPS_NAMES = {
     "Uniform": "random.uniform",
     "NormalDistribution": "random.normal",
     "TFRecordReader": "readers.tfrecord",
+    "TransformTranslation": "transforms.translation",
 }
 
 # Class names DALI spells other than camel_case would.
@@ -95,6 +96,23 @@ def _make_class(schema, name):
                                     "__module__": "godali.ops"})
 
 
+def _legacy_class(schema, legacy):
+    """ops.<legacy>: the class under DALI's former name, warning as DALI does when made."""
+    import warnings
+    parts = schema.name.split(".")
+    current = ".".join(parts[:-1] + [camel_case(parts[-1])])
+    msg = _graph.deprecation_message("godali.ops." + legacy, "godali.ops." + current)
+    cls = _make_class(schema, legacy)
+    base_init = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(msg, DeprecationWarning, stacklevel=2)
+        base_init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
 def _build():
     sch = _graph.schemas()
     root = _graph.Namespace("godali.ops")
@@ -114,7 +132,7 @@ def _build():
         ns._add(camel_case(parts[-1]), _make_class(sch.ops[op_name], camel_case(parts[-1])))
     for legacy, target in LEGACY_OPS_NAMES.items():
         if target in sch.ops and legacy not in root._members:
-            root._add(legacy, _make_class(sch.ops[target], legacy))
+            root._add(legacy, _legacy_class(sch.ops[target], legacy))
     if "external_source" in sch.ops:
         root._add("ExternalSource", _external_source_class(sch.ops["external_source"]))
     if "python_function" in sch.ops:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import godali
-from godali import fn, types
+from godali import fn, ops, types
 from godali.pipeline import Pipeline
 from godali.plugin.numba.fn.experimental import numba_function
 
@@ -240,3 +240,18 @@ def test_gpu_arithmetic_is_refused_at_build_with_a_device():
         pipe.set_outputs(x * 2 + x.gpu())  # no error at the call, as in DALI
     with pytest.raises(RuntimeError, match="arithmetic on GPU data|CUDA flavour"):
         pipe.build()
+
+
+def test_former_operator_names_warn_as_dali():
+    # DALI's former flat names still work, with a DeprecationWarning naming the new one.
+    with pytest.warns(DeprecationWarning, match=r"`godali\.fn\.transform_translation` is "
+                      r"now deprecated\. Use `godali\.fn\.transforms\.translation` instead"):
+        pipe = Pipeline(batch_size=BS, num_threads=1, device_id=None)
+        with pipe:
+            m = fn.transform_translation(offset=(2, 3))
+            pipe.set_outputs(m)
+    (out,) = _run(pipe)
+    np.testing.assert_array_equal(out[0], [[1, 0, 2], [0, 1, 3]])
+    with pytest.warns(DeprecationWarning, match=r"`godali\.ops\.TransformTranslation` is "
+                      r"now deprecated\. Use `godali\.ops\.transforms\.Translation`"):
+        ops.TransformTranslation(offset=(0, 0))

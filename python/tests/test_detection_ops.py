@@ -515,3 +515,21 @@ def test_random_bbox_crop_fixed_crop_shape():
             want = np.clip((boxes[i][inside].reshape(-1, 2, 2) - rel_a) / rel_s, 0, 1).reshape(-1, 4)
             np.testing.assert_allclose(ob, want, atol=1e-5)
     pipe.close()
+
+
+def test_random_mask_pixel_of_a_mask_shaped_per_sample():
+    # The mask's shape comes per sample from a stack of two scalars: its rank (2) is known
+    # when the pipeline is built, so random_mask_pixel takes it (as in DALI).
+    pipe = godali.Pipeline(batch_size=3, num_threads=2, seed=7, device_id=None)
+    with pipe:
+        dims = [fn.cast(fn.random.uniform(range=(5, 9)), dtype=types.INT32) for _ in range(2)]
+        shape = fn.stack(*dims)
+        mask = fn.cast(fn.random.uniform(range=(0, 2), shape=shape), dtype=types.INT32)
+        pipe.set_outputs(mask, fn.segmentation.random_mask_pixel(mask, foreground=1))
+    m, px = pipe.run()
+    pipe.close()
+    for i in range(3):
+        mi, pi = np.array(m[i]), np.array(px[i])
+        assert mi.ndim == 2 and pi.shape == (2,)
+        if mi.any():
+            assert mi[tuple(pi)] > 0
