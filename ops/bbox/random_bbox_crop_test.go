@@ -19,6 +19,14 @@ func randomBoxes(rng *engine.RNG, n int) [][4]float64 {
 }
 
 // iouRef is written out separately from Cropper.overlap, from the definition.
+func boxes2(b [][4]float64) []Box {
+	out := make([]Box, len(b))
+	for i := range b {
+		out[i] = Box2(b[i])
+	}
+	return out
+}
+
 func iouRef(a, b [4]float64) float64 {
 	ix := math.Max(0, math.Min(a[2], b[2])-math.Max(a[0], b[0]))
 	iy := math.Max(0, math.Min(a[3], b[3])-math.Max(a[1], b[1]))
@@ -39,10 +47,10 @@ func TestCropperSSDProperties(t *testing.T) {
 	for trial := 0; trial < 3000; trial++ {
 		boxes := randomBoxes(&gen, 1+trial%5)
 		rng.Seed(7, uint64(trial))
-		win, kept := c.Choose(boxes, &rng, nil)
+		win, kept := c.Choose(boxes2(boxes), &rng, nil)
 		if win.NoCrop {
 			noCrop++
-			if win.Anchor != [2]float64{0, 0} || win.Shape != [2]float64{1, 1} || len(kept) != len(boxes) {
+			if win.Anchor != [3]float64{} || win.Shape != [3]float64{1, 1} || len(kept) != len(boxes) {
 				t.Fatalf("no-crop window %+v kept %v of %d", win, kept, len(boxes))
 			}
 			continue
@@ -74,14 +82,15 @@ func TestCropperSSDProperties(t *testing.T) {
 			t.Fatalf("window %+v kept %v, want %v (non-empty)", win, kept, want)
 		}
 		for _, i := range kept {
-			p := win.Project(boxes[i])
+			p := win.Project(Box2(boxes[i])).LTRB()
 			for k := 0; k < 4; k++ {
 				if p[k] < 0 || p[k] > 1 {
 					t.Fatalf("projected box %v outside the window", p)
 				}
 			}
-			// Inverse of the projection: inside the window it gives back the box.
-			if b := boxes[i]; b[0] >= wb[0] && math.Abs(p[0]*w+wb[0]-b[0]) > 1e-9 {
+			// Inverse of the projection: inside the window it gives back the box (the
+			// projection is float32 arithmetic, as the outputs are).
+			if b := boxes[i]; b[0] >= wb[0] && math.Abs(p[0]*w+wb[0]-b[0]) > 1e-6 {
 				t.Fatalf("projection of %v: %v", b, p)
 			}
 		}
@@ -119,7 +128,7 @@ func TestCropperMeetsTheThreshold(t *testing.T) {
 					boxes[i] = [4]float64{x, y, x + w, y + h}
 				}
 				rng.Seed(9, uint64(trial))
-				win, kept := c.Choose(boxes, &rng, nil)
+				win, kept := c.Choose(boxes2(boxes), &rng, nil)
 				if win.NoCrop {
 					t.Fatalf("whole image chosen without allow_no_crop (boxes %v)", boxes)
 				}
@@ -150,8 +159,8 @@ func TestCropperDeterministicAndPrune(t *testing.T) {
 	var r1, r2 engine.RNG
 	r1.Seed(11, 4)
 	r2.Seed(11, 4)
-	w1, k1 := c.Choose(boxes, &r1, nil)
-	w2, k2 := c.Choose(boxes, &r2, nil)
+	w1, k1 := c.Choose(boxes2(boxes), &r1, nil)
+	w2, k2 := c.Choose(boxes2(boxes), &r2, nil)
 	if w1 != w2 || !reflect.DeepEqual(k1, k2) {
 		t.Fatalf("same seed, different windows: %+v %v / %+v %v", w1, k1, w2, k2)
 	}
@@ -180,7 +189,7 @@ func TestCropperImpossibleTerminates(t *testing.T) {
 			Attempts: 5, TotalAttempts: total, AllAboveThreshold: true, PruneThreshold: -1}
 		var rng engine.RNG
 		rng.Seed(1)
-		win, kept := c.Choose(boxes, &rng, nil)
+		win, kept := c.Choose(boxes2(boxes), &rng, nil)
 		if !win.NoCrop && len(kept) == 0 {
 			t.Errorf("total %d: fallback window %+v keeps no box", total, win)
 		}
@@ -189,7 +198,7 @@ func TestCropperImpossibleTerminates(t *testing.T) {
 	c := Cropper{Thresholds: []float64{0.9}, IoU: true, AspectMin: 1, AspectMax: 1, ScaleMin: 0.5, ScaleMax: 0.5, Attempts: 1, PruneThreshold: -1}
 	var rng engine.RNG
 	rng.Seed(2)
-	if win, kept := c.Choose(nil, &rng, nil); win.NoCrop || win.Shape != [2]float64{0.5, 0.5} || len(kept) != 0 {
+	if win, kept := c.Choose(nil, &rng, nil); win.NoCrop || win.Shape != [3]float64{0.5, 0.5} || len(kept) != 0 {
 		t.Errorf("no boxes: %+v %v", win, kept)
 	}
 }
@@ -224,13 +233,13 @@ func TestCropperByAspect(t *testing.T) {
 func TestCropperFixedShape(t *testing.T) {
 	for _, fixed := range [][2]float64{{0.25, 1.0 / 6}, {1, 1}, {1.5, 4.0 / 3}} {
 		c := Cropper{Thresholds: []float64{0, 0.1}, IoU: true, AspectMin: 1, AspectMax: 1, ScaleMin: 1, ScaleMax: 1,
-			Attempts: 10, AllAboveThreshold: false, PruneThreshold: -1, ByAspect: true, Fixed: fixed}
+			Attempts: 10, AllAboveThreshold: false, PruneThreshold: -1, ByAspect: true, Fixed: [3]float64{fixed[0], fixed[1]}}
 		var gen, rng engine.RNG
 		gen.Seed(2)
 		rng.Seed(5)
 		for i := 0; i < 1000; i++ {
-			win, kept := c.Choose(randomBoxes(&gen, 3), &rng, nil)
-			if win.NoCrop || win.Shape != fixed || len(kept) == 0 {
+			win, kept := c.Choose(boxes2(randomBoxes(&gen, 3)), &rng, nil)
+			if win.NoCrop || win.Shape != [3]float64{fixed[0], fixed[1]} || len(kept) == 0 {
 				t.Fatalf("fixed %v: window %+v, kept %v", fixed, win, kept)
 			}
 			for d := 0; d < 2; d++ {

@@ -73,7 +73,7 @@ func (o *ssdCropOp) Setup(ws *engine.Workspace) error {
 	st.boxes = st.boxes[:0]
 	d := ws.In[1].Data
 	for i := 0; i < n; i++ {
-		st.boxes = append(st.boxes, [4]float64{float64(f32(d, 4*i)), float64(f32(d, 4*i+1)), float64(f32(d, 4*i+2)), float64(f32(d, 4*i+3))})
+		st.boxes = append(st.boxes, Box2([4]float64{float64(f32(d, 4*i)), float64(f32(d, 4*i+1)), float64(f32(d, 4*i+2)), float64(f32(d, 4*i+3))}))
 	}
 	st.win, st.kept = o.crop.Choose(st.boxes, ws.RNG, st.kept[:0])
 	h, w, c := ws.In[0].Shape[0], ws.In[0].Shape[1], ws.In[0].Shape[2]
@@ -104,7 +104,7 @@ func (o *ssdCropOp) Run(ws *engine.Workspace) error {
 	lab := ws.In[2]
 	sz := lab.DType.Size()
 	for j, idx := range st.kept {
-		b := st.win.Project(st.boxes[idx])
+		b := st.win.Project(st.boxes[idx]).LTRB()
 		for k := 0; k < 4; k++ {
 			putF32(ws.Out[1].Data, 4*j+k, float32(b[k]))
 		}
