@@ -332,7 +332,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // DynamicInputs is implemented by operators whose Infer accepts inputs whose element
 // type and rank are known only at run time (DTypeInvalid, nil Shape: a python_function's
-// output) because they read them per sample (cast, reshape).
+// output) because they read them per sample (cast, reshape, flip).
 type DynamicInputs interface {
 	TakesDynamicInputs() bool
 }
@@ -351,7 +351,7 @@ func checkDynamicInputs(n *Node) error {
 	}
 	for _, d := range n.In {
 		if _, ok := d.Producer.Op.(HostBatchOperator); ok && d.Meta.IsDynamic() {
-			return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function (or cast, reshape) may take it (or do this step inside the function)",
+			return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function (or cast, reshape, flip) may take it (or do this step inside the function)",
 				describe(n.Name, n.OpName), d.Name, d.Producer.Name, d.Producer.OpName)
 		}
 	}

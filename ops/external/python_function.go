@@ -14,7 +14,7 @@ func init() {
 			"function and registers it with godali_host_function_register, which gives function_id). " +
 			"The function sees every sample of every input at once and returns each output " +
 			"sample's data, of any type and shape, which the pipeline copies. Its outputs' type " +
-			"and dimensions are known only when it runs, so only another python_function, cast or reshape can " +
+			"and dimensions are known only when it runs, so only another python_function, cast, reshape or flip can " +
 			"take them as inputs inside the pipeline; any operator takes them as per-sample " +
 			"arguments (checked when it runs), and they can always be pipeline outputs.",
 		MinInputs: 0, MaxInputs: 64, Outputs: []string{"out0"}, VariableOutputs: true, HostOnly: true,

@@ -424,6 +424,9 @@ type flipState struct{ flip []bool }
 
 func (o *flipOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
+	if m.IsDynamic() {
+		return []engine.TensorMeta{m}, nil // a python_function's output: checked per sample
+	}
 	if m.DType.Size() == 0 {
 		return nil, o.args.Invalidf("input must be a tensor of a numeric type, got %s", m.DType)
 	}
@@ -453,9 +456,21 @@ func flipAxes(layout string, ndim int) ([3]int, error) {
 
 func (o *flipOp) NewWorkerState() any { return &flipState{} }
 
+// TakesDynamicInputs: flip reads its input's type, shape and layout per sample, so it
+// may follow a python_function (whose output type is known only when it runs).
+func (o *flipOp) TakesDynamicInputs() bool { return true }
+
 func (o *flipOp) Setup(ws *engine.Workspace) error {
-	ws.Out[0].SetShape(ws.In[0].Shape...)
-	ws.Out[0].Layout = ws.In[0].Layout
+	in := ws.In[0]
+	if in.DType.Size() == 0 {
+		return o.args.DataErrorf(ws, "input must be a tensor of a numeric type, got %s", in.DType)
+	}
+	if _, err := flipAxes(in.Layout, len(in.Shape)); err != nil {
+		return o.args.DataErrorf(ws, "%v", err)
+	}
+	ws.Out[0].DType = in.DType
+	ws.Out[0].SetShape(in.Shape...)
+	ws.Out[0].Layout = in.Layout
 	return nil
 }
 

@@ -293,8 +293,27 @@ def test_refusals_are_clear():
         x = fn.python_function(function=lambda: np.zeros((2, 2, 3), np.uint8))
         with pytest.raises(TypeError, match="multiple input sets"):
             fn.python_function([x, x], function=lambda v: v)
-        pipe.set_outputs(fn.flip(x, horizontal=1))
+        pipe.set_outputs(fn.rotate(x, angle=10))
     # A godali operator needs its input's type at build; a python function's is known
     # only when it runs.
     with pytest.raises(_lib.InvalidPipelineError, match="known only when it runs"):
         pipe.build()
+
+
+def test_flip_follows_a_python_function():
+    # DALI's pattern: decode, resize in Python, then a DALI operator; flip reads the
+    # python_function's output type and shape per sample.
+    rng = np.random.default_rng(3)
+    imgs = [rng.integers(0, 256, (4 + i, 6, 3), np.uint8) for i in range(BS)]
+    pipe = _pipe()
+    with pipe:
+        x = fn.external_source(source=lambda: imgs, batch=True)
+        y = fn.python_function(x, function=lambda a: a[:, 1:].astype(np.int16))
+        pipe.set_outputs(fn.flip(y, horizontal=1), fn.flip(y, horizontal=0, vertical=1))
+    h, v = pipe.run()
+    pipe.close()
+    for i in range(BS):
+        want = imgs[i][:, 1:].astype(np.int16)
+        np.testing.assert_array_equal(np.array(h.at(i)), want[:, ::-1])
+        np.testing.assert_array_equal(np.array(v.at(i)), want[::-1])
+        assert np.array(h.at(i)).dtype == np.int16
