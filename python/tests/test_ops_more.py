@@ -101,7 +101,7 @@ def test_permute_batch_per_sample_index_out_of_range():
     with pytest.raises(Exception) as e:
         _run(lambda x, i: fn.permute_batch(x, indices=i), DATA, idx)
     # DALI's wording, which its tests match, and the entry at fault
-    assert "Sample index out of range. 7 is not a valid index for an input batch of 5 tensors" in str(e.value)
+    assert "Sample index out of range. 7 is not a valid index for an input batch of 5 tensors." in str(e.value)
     assert "indices[2]" in str(e.value)
 
 
