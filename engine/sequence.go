@@ -130,8 +130,8 @@ func frameMeta(m TensorMeta) TensorMeta {
 type frameOp struct {
 	inner  Operator
 	name   string
-	args   *Args  // the node's arguments (names of per-frame argument inputs in messages)
-	framed []bool // the inputs taken frame by frame (the others: whole, for every frame)
+	args   *Args        // the node's arguments (names of per-frame argument inputs in messages)
+	framed []bool       // the inputs taken frame by frame (the others: whole, for every frame)
 	metas  []TensorMeta // the inner operator's output metas (per frame)
 }
 

@@ -6,4 +6,3 @@
 // applied after the input's (out = own * in), with reverse_order before it
 // (out = in * own). Every argument may come per sample.
 package transforms
-
