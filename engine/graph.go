@@ -194,7 +194,8 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		if framed != nil && !takesWholeSequences(op) {
 			// Sequences go through the operator frame by frame (sequence.go): the schema's
 			// input declaration and the arguments' metadata apply to a frame.
-			fop := &frameOp{inner: op, name: n.OpName, args: n.Args, framed: framed}
+			fop := &frameOp{inner: op, name: n.OpName, args: n.Args, framed: framed,
+				planes: channelFramed(n.OpName) && isChannelSequence(in[0])}
 			op, n.Op = fop, fop
 			if err := checkSchemaInput(n.Args, fop.frameInputs(in)); err != nil {
 				return nil, err

@@ -69,6 +69,35 @@ func MarkArgFramedOps(names ...string) {
 	}
 }
 
+// Operators marked with MarkChannelFramedOps (gaussian_blur, laplacian: DALI expands
+// their channels too) also take channel-first sequences ("CF...", e.g. CFHW) plane by
+// plane: every (channel, frame) plane is run alone, with frame f's per-frame arguments.
+var channelFramedOps = struct {
+	sync.RWMutex
+	names map[string]bool
+}{names: map[string]bool{}}
+
+// MarkChannelFramedOps declares sequence operators that take "CF..." inputs plane by plane.
+func MarkChannelFramedOps(names ...string) {
+	channelFramedOps.Lock()
+	defer channelFramedOps.Unlock()
+	for _, n := range names {
+		channelFramedOps.names[n] = true
+	}
+}
+
+func channelFramed(name string) bool {
+	channelFramedOps.RLock()
+	defer channelFramedOps.RUnlock()
+	return channelFramedOps.names[name]
+}
+
+// isChannelSequence reports whether m describes channel-first sequences ("CF" and at
+// least one more dimension).
+func isChannelSequence(m TensorMeta) bool {
+	return len(m.Layout) >= 3 && strings.HasPrefix(m.Layout, "CF") && (len(m.Layout) == len(m.Shape) || m.Shape == nil)
+}
+
 func argFramed(name string) bool {
 	argFramedOps.RLock()
 	defer argFramedOps.RUnlock()
@@ -93,6 +122,10 @@ func framedInputs(n *Node, in []TensorMeta, args []TensorMeta) ([]bool, error) {
 	}
 	framed := make([]bool, len(in))
 	anyIn := false
+	if len(in) > 0 && channelFramed(n.OpName) && isChannelSequence(in[0]) {
+		framed[0] = true
+		return framed, nil
+	}
 	for i, m := range in {
 		if (i == 0 || argFramed(n.OpName)) && isSequence(m) {
 			framed[i], anyIn = true, true
@@ -132,6 +165,7 @@ type frameOp struct {
 	name   string
 	args   *Args        // the node's arguments (names of per-frame argument inputs in messages)
 	framed []bool       // the inputs taken frame by frame (the others: whole, for every frame)
+	planes bool         // input 0 is "CF...": run per (channel, frame) plane
 	metas  []TensorMeta // the inner operator's output metas (per frame)
 }
 
@@ -142,6 +176,9 @@ func (o *frameOp) frameInputs(in []TensorMeta) []TensorMeta {
 			fin[i] = frameMeta(in[i])
 		}
 	}
+	if len(fin) > 0 && o.planes {
+		fin[0] = frameMeta(fin[0])
+	}
 	return fin
 }
 
@@ -151,6 +188,9 @@ func (o *frameOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
 		return nil, err
 	}
 	o.metas = metas
+	if o.planes {
+		return o.planeMetas(in[0], metas), nil
+	}
 	frames := -1
 	for i, m := range in {
 		if o.framed[i] && len(m.Shape) > 0 {
@@ -173,11 +213,29 @@ func (o *frameOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
 	return out, nil
 }
 
+// planeMetas gives the outputs of a plane by plane operator: [C, F, ...] with "CF" in
+// front of the plane's layout.
+func (o *frameOp) planeMetas(in TensorMeta, metas []TensorMeta) []TensorMeta {
+	c, f := -1, -1
+	if len(in.Shape) >= 2 {
+		c, f = in.Shape[0], in.Shape[1]
+	}
+	out := make([]TensorMeta, len(metas))
+	for k, m := range metas {
+		out[k] = TensorMeta{DType: m.DType, Layout: "CF" + m.Layout, Shape: append([]int{c, f}, m.Shape...)}
+		if m.Shape == nil {
+			out[k] = TensorMeta{DType: m.DType, Layout: "CF", Shape: []int{c, f, -1}}
+		}
+	}
+	return out
+}
+
 // frameState is a worker's frame workspace.
 type frameState struct {
 	inner   any
 	ws      Workspace
 	frames  int      // the sample's number of frames
+	steps   int      // the inner operator's runs: frames, or channels * frames for planes
 	inView  []Tensor // framed inputs' current frame
 	in      []*Tensor
 	args    []*Tensor
@@ -226,8 +284,11 @@ func (o *frameOp) argName(i int) string {
 // and checks the other framed inputs and per-frame arguments against it (DALI's messages).
 func (o *frameOp) countFrames(ws *Workspace) (int, error) {
 	frames, lead := -1, ""
+	if o.planes {
+		frames, lead = ws.In[0].Shape[1], "input 0"
+	}
 	for i, t := range ws.In {
-		if !o.framed[i] {
+		if !o.framed[i] || (i == 0 && o.planes) {
 			continue
 		}
 		if len(t.Shape) == 0 {
@@ -261,8 +322,13 @@ func (o *frameOp) countFrames(ws *Workspace) (int, error) {
 	return frames, nil
 }
 
-// prepare points the frame workspace at frame f of ws's sample.
-func (o *frameOp) prepare(ws *Workspace, st *frameState, f int) {
+// prepare points the frame workspace at step p of ws's sample: frame p, or for planes
+// the plane p of the [C, F] planes (frame p % F).
+func (o *frameOp) prepare(ws *Workspace, st *frameState, p int) {
+	f := p
+	if o.planes {
+		f = p % st.frames
+	}
 	if cap(st.in) < len(ws.In) {
 		st.in = make([]*Tensor, len(ws.In))
 		st.inView = make([]Tensor, len(ws.In))
@@ -270,7 +336,10 @@ func (o *frameOp) prepare(ws *Workspace, st *frameState, f int) {
 	st.in = st.in[:len(ws.In)]
 	copy(st.in, ws.In)
 	for i, src := range ws.In {
-		if o.framed[i] {
+		switch {
+		case i == 0 && o.planes:
+			st.in[i] = planeView(&st.inView[i], src, p)
+		case o.framed[i]:
 			st.in[i] = elementView(&st.inView[i], src, f)
 		}
 	}
@@ -306,6 +375,16 @@ func elementView(v *Tensor, t *Tensor, e int) *Tensor {
 	return v
 }
 
+// planeView points v at plane p of t's two outermost dimensions and returns v.
+func planeView(v *Tensor, t *Tensor, p int) *Tensor {
+	n := max(t.Shape[0]*t.Shape[1], 1)
+	pb := t.NumBytes() / n
+	v.DType, v.Layout = t.DType, t.Layout[min(2, len(t.Layout)):]
+	v.Shape = append(v.Shape[:0], t.Shape[2:]...)
+	v.Data = t.Data[p*pb : (p+1)*pb]
+	return v
+}
+
 func (o *frameOp) Setup(ws *Workspace) error {
 	st := ws.State.(*frameState)
 	frames, err := o.countFrames(ws)
@@ -315,7 +394,15 @@ func (o *frameOp) Setup(ws *Workspace) error {
 	if frames < 1 {
 		return Errorf(StatusData, "the sequence has no frames")
 	}
-	st.frames = frames
+	st.frames, st.steps = frames, frames
+	lead := []int{frames}
+	if o.planes {
+		st.steps = ws.In[0].Shape[0] * frames
+		lead = []int{ws.In[0].Shape[0], frames}
+	}
+	if st.steps < 1 {
+		return Errorf(StatusData, "the sequence has no channels")
+	}
 	st.rngSeq = *ws.RNG
 	o.prepare(ws, st, 0)
 	if err := o.inner.Setup(&st.ws); err != nil {
@@ -325,14 +412,14 @@ func (o *frameOp) Setup(ws *Workspace) error {
 	for k := range ws.Out {
 		t := &st.out[k]
 		st.shapes[k] = append(st.shapes[k][:0], t.Shape...)
-		ws.Out[k].Shape = append(append(ws.Out[k].Shape[:0], frames), t.Shape...)
+		ws.Out[k].Shape = append(append(ws.Out[k].Shape[:0], lead...), t.Shape...)
 	}
 	return nil
 }
 
 func (o *frameOp) Run(ws *Workspace) error {
 	st := ws.State.(*frameState)
-	frames := st.frames
+	frames := st.steps
 	for f := 0; f < frames; f++ {
 		o.prepare(ws, st, f)
 		if f > 0 {
@@ -385,5 +472,5 @@ func (o *frameOp) Fuse(producer Operator) (Operator, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &frameOp{inner: fused, name: o.name, args: o.args, framed: p.framed, metas: o.metas}, true
+	return &frameOp{inner: fused, name: o.name, args: o.args, framed: p.framed, planes: p.planes, metas: o.metas}, true
 }
