@@ -1122,13 +1122,3 @@ func wrapSampleErr(ref *SampleRef, n *Node, err error) error {
 	}
 	return &SampleError{Source: src, Node: n.Name, Err: err}
 }
-
-// waitTimeout is used by tests.
-func waitTimeout(ch <-chan struct{}, d time.Duration) bool {
-	select {
-	case <-ch:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}

@@ -14,12 +14,6 @@ import (
 // in the schema (InputLayouts, InputDtypes: the graph checks them before Infer), and
 // reports bad data with Args.DataErrorf.
 
-// Describe names a node and its operator in messages: node "x" (op).
-//
-// Deprecated: operators use Args.Where (and Args.Invalidf, DataErrorf, ...), which name
-// their own node; nothing in the repository calls Describe any more.
-func Describe(node, op string) string { return describe(node, op) }
-
 // WriteScalar stores v in b as one value of type d (plain Go conversion: integers
 // truncate toward zero and wrap).
 func WriteScalar(b []byte, d DType, v float64) { writeScalar(b, d, v) }

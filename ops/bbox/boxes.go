@@ -30,18 +30,3 @@ func numBoxes(t *engine.Tensor) (int, error) {
 	}
 	return t.Shape[0], nil
 }
-
-// layoutLTRB parses DALI's bbox_layout ("xyXY": left, top, right, bottom; "xyWH":
-// left, top, width, height), falling back to the ltrb flag when it is not given.
-func layoutLTRB(a *engine.Args) (bool, error) {
-	if !a.Has("bbox_layout") || a.String("bbox_layout") == "" {
-		return a.Bool("ltrb"), nil
-	}
-	switch a.String("bbox_layout") {
-	case "xyXY":
-		return true, nil
-	case "xyWH":
-		return false, nil
-	}
-	return false, a.Errorf("bbox_layout", "expected \"xyXY\" (left, top, right, bottom) or \"xyWH\" (left, top, width, height), got %q", a.String("bbox_layout"))
-}

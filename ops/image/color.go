@@ -68,22 +68,6 @@ func init() {
 	engine.RegisterBackend("color_twist", "cpu", func(a *engine.Args) (engine.Operator, error) { return newColorTwist(a, true) })
 }
 
-// colorOutType parses the dtype of the color operators: UINT8 (the input's type, the
-// default) or FLOAT.
-func colorOutType(a *engine.Args) (engine.DType, imaging.DType, error) {
-	if !a.Has("dtype") && a.String("dtype") == "" {
-		return engine.UInt8, imaging.UInt8, nil
-	}
-	switch d := a.DType("dtype"); d {
-	case engine.UInt8:
-		return engine.UInt8, imaging.UInt8, nil
-	case engine.Float32:
-		return engine.Float32, imaging.Float32, nil
-	default:
-		return 0, 0, a.Errorf("dtype", "expected UINT8 or FLOAT, got %s", d)
-	}
-}
-
 // colorArg is one scalar argument of a color operator: its constant, or its arg input.
 type colorArg struct {
 	name     string

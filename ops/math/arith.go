@@ -80,6 +80,20 @@ func (o *arithOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 			shape = s
 		}
 	}
+	// As in DALI, the layouts of broadcast operands agree on their common trailing axes
+	// (ABCD with BCD or D, not with ABC).
+	for i, a := range in {
+		for j := i + 1; j < len(in); j++ {
+			b := in[j]
+			if a.Layout == "" || b.Layout == "" {
+				continue
+			}
+			k := min(len(a.Layout), len(b.Layout))
+			if sa, sb := a.Layout[len(a.Layout)-k:], b.Layout[len(b.Layout)-k:]; sa != sb {
+				return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: op %q: the layouts %q (input %d) and %q (input %d) do not match on their common trailing axes (%q vs %q)", o.where(), o.op, a.Layout, i, b.Layout, j, sa, sb)
+			}
+		}
+	}
 	nd := -1
 	for _, m := range in {
 		if len(m.Shape) > nd && m.Layout != "" {

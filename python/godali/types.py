@@ -174,15 +174,18 @@ def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):
     node producing that tensor for every sample (a single value fills the shape)."""
     if shape is None and layout is None and isinstance(value, (bool, int, float)):
         return ScalarConstant(value, dtype)
-    if device not in (None, "cpu"):
-        raise NotImplementedError("godali: types.Constant(device=%r): constants are "
-                                  "produced on the host; move them with .gpu()" % device)
+    if device not in (None, "cpu", "gpu"):
+        raise ValueError("godali: types.Constant: device must be 'cpu' or 'gpu', got %r"
+                         % (device,))
     from . import _graph
     pipe = _graph.current_pipeline()
     if pipe is None:
         raise RuntimeError("godali: types.Constant of a tensor creates a graph node: call it "
                            "inside `with pipe:` or a @pipeline_def function")
-    return _graph.constant_node(value, pipe, dtype=dtype, shape=shape, layout=layout)
+    node = _graph.constant_node(value, pipe, dtype=dtype, shape=shape, layout=layout)
+    # device="gpu": made on the host and copied to the GPU (the CUDA flavour; a CPU-only
+    # pipeline refuses it at build, as DALI does).
+    return node.gpu() if device == "gpu" else node
 
 
 def from_numpy_dtype(dt):

@@ -263,3 +263,36 @@ def test_shapes_match_pil(tmp_path):
         assert np.array(res[1][k].as_array()).dtype == np.int32
         assert list(np.array(res[2][k].as_array())) == [h / 2, w / 2, 1.5]
     pipe.close()
+
+
+@pytest.mark.parametrize("la, sa, lb, sb, ok", [
+    ("ABCD", (2, 3, 4, 5), "BCD", (3, 4, 5), True),
+    ("ABCD", (2, 3, 4, 5), "D", (5,), True),
+    ("HWC", (4, 6, 3), "", (3,), True),
+    ("ABCD", (2, 3, 4, 5), "ABC", (3, 4, 5), False),
+    ("X", (5,), "ABCD", (2, 3, 4, 5), False),
+])
+def test_layouts_must_agree_on_common_trailing_axes(la, sa, lb, sb, ok):
+    # DALI: broadcast operands' layouts match on the axes they share from the end.
+    a_np, b_np = np.ones(sa, np.float32), np.full(sb, 2, np.float32)
+    pipe = godali.Pipeline(batch_size=1, num_threads=1, device_id=None)
+    with pipe:
+        a = fn.external_source(source=lambda: [a_np], batch=True, layout=la)
+        b = fn.external_source(source=lambda: [b_np], batch=True, layout=lb or None)
+        pipe.set_outputs(a + b)
+    if ok:
+        (out,) = pipe.run()
+        np.testing.assert_array_equal(np.array(out[0]), a_np + b_np)
+        assert out.layout() == la
+    else:
+        with pytest.raises(RuntimeError, match="do not match on their common trailing axes"):
+            pipe.build()
+    pipe.close()
+
+
+def test_gpu_constant_is_refused_in_a_cpu_only_pipeline():
+    pipe = godali.Pipeline(batch_size=1, num_threads=1, device_id=None)
+    with pipe:
+        pipe.set_outputs(types.Constant(np.ones((2, 2), np.float32), device="gpu"))
+    with pytest.raises(RuntimeError, match="CPU-only pipeline"):
+        pipe.build()
