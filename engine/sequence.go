@@ -127,7 +127,9 @@ func framedInputs(n *Node, in []TensorMeta, args []TensorMeta) ([]bool, error) {
 		return framed, nil
 	}
 	for i, m := range in {
-		if (i == 0 || argFramed(n.OpName)) && isSequence(m) {
+		// Input 0 makes the sequence; further sequence inputs (warp_affine's per-frame
+		// matrices) go frame by frame with it. The arg-framed operators need no input 0.
+		if (i == 0 || argFramed(n.OpName) || framed[0]) && isSequence(m) {
 			framed[i], anyIn = true, true
 		}
 	}
