@@ -37,6 +37,14 @@ func TakesSequences(name string) bool {
 	return sequenceOps.names[name]
 }
 
+// FrameSizer is implemented by per-frame operators whose frames could differ in output
+// size (rotate by per-frame angles): before a sequence's frames are set up, the engine
+// gives it each frame's workspace in turn (f = 0..n-1) so that it can choose one size for
+// all of them, kept in its worker state.
+type FrameSizer interface {
+	SizeFrame(ws *Workspace, f, n int) error
+}
+
 // WholeSequences is implemented by operators marked with MarkSequenceOps that, with
 // some arguments, take sequences whole (crop_mirror_normalize cropping along F): the
 // graph then gives them the sequence instead of running them frame by frame.
@@ -404,6 +412,14 @@ func (o *frameOp) Setup(ws *Workspace) error {
 	}
 	if st.steps < 1 {
 		return Errorf(StatusData, "the sequence has no channels")
+	}
+	if sz, ok := o.inner.(FrameSizer); ok && !o.planes {
+		for f := 0; f < frames; f++ {
+			o.prepare(ws, st, f)
+			if err := sz.SizeFrame(&st.ws, f, frames); err != nil {
+				return err
+			}
+		}
 	}
 	st.rngSeq = *ws.RNG
 	o.prepare(ws, st, 0)

@@ -108,3 +108,58 @@ def test_channel_first_sequence_plane_by_plane(op):
             (ref,), _ = _run(lambda: getattr(fn, op)(
                 fn.external_source(lambda: [vid[0][c, f]], layout="HW"), window_size=int(ws[0][f])), 1)
             np.testing.assert_array_equal(out[0][c, f], ref[0])
+
+
+def _box(h, w, deg, parity):
+    r = np.deg2rad(deg)
+    c, s = abs(np.cos(r)), abs(np.sin(r))
+    ow, oh = int(np.ceil(c * w + s * h - 0.01)), int(np.ceil(c * h + s * w - 0.01))
+    if parity:
+        pw, ph = (w % 2, h % 2) if s <= c else (h % 2, w % 2)
+        ow += (ow % 2) != pw
+        oh += (oh % 2) != ph
+    return oh, ow
+
+
+def test_rotate_per_frame_angles_share_one_size():
+    # DALI: per side the largest box before the parity fix, made odd or even as most
+    # frames' fixed sides are; every frame is the image rotated alone to that size.
+    rng = np.random.default_rng(4)
+    vid = [rng.integers(0, 255, (3, 21, 34, 3), dtype=np.uint8)]
+    ang = [np.array([10, -37, 80], np.float32)]
+    (out,), (lay,) = _run(lambda: fn.rotate(fn.external_source(lambda: vid, layout="FHWC"),
+                                            angle=fn.per_frame(fn.external_source(lambda: ang)),
+                                            fill_value=0), 1)
+    raw = [_box(21, 34, a, False) for a in ang[0]]
+    fixed = [_box(21, 34, a, True) for a in ang[0]]
+    size = []
+    for k in range(2):
+        m = max(r[k] for r in raw)
+        odd = 2 * sum(f[k] % 2 for f in fixed) > len(fixed)
+        size.append(m + ((m % 2 == 1) != odd))
+    assert lay == "FHWC" and out[0].shape == (3, size[0], size[1], 3)
+    for f in range(3):
+        (ref,), _ = _run(lambda: fn.rotate(fn.external_source(lambda: [vid[0][f]], layout="HWC"),
+                                           angle=float(ang[0][f]), size=size, fill_value=0), 1)
+        np.testing.assert_array_equal(out[0][f], ref[0])
+
+
+def test_rotate_size_per_sample():
+    img = [np.full((10, 12, 3), 7, np.uint8), np.full((9, 9, 3), 7, np.uint8)]
+    sizes = [np.array([20, 15], np.int64), np.array([5, 6], np.int64)]
+    (out,), _ = _run(lambda: fn.rotate(fn.external_source(lambda: img, layout="HWC"), angle=30.0,
+                                       size=fn.external_source(lambda: sizes)), 2)
+    assert [o.shape for o in out] == [(20, 15, 3), (5, 6, 3)]
+
+
+def test_warp_affine_per_frame_matrix_input():
+    rng = np.random.default_rng(5)
+    vid = [rng.integers(0, 255, (3, 16, 20, 3), dtype=np.uint8)]
+    mats = [np.stack([np.array([[1, 0, dx], [0, 1, -dx]], np.float32) for dx in (0.0, 2.5, -3.0)])]
+    (out,), _ = _run(lambda: fn.warp_affine(fn.external_source(lambda: vid, layout="FHWC"),
+                                            fn.per_frame(fn.external_source(lambda: mats, layout="F**")),
+                                            fill_value=0), 1)
+    for f in range(3):
+        (ref,), _ = _run(lambda: fn.warp_affine(fn.external_source(lambda: [vid[0][f]], layout="HWC"),
+                                                matrix=mats[0][f], fill_value=0), 1)  # a 2x3 array, read flat
+        np.testing.assert_array_equal(out[0][f], ref[0])
