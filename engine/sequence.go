@@ -201,7 +201,10 @@ func (o *frameOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
 	if o.planes {
 		return o.planeMetas(in[0], metas), nil
 	}
-	frames := -1
+	frames, allFramed := -1, true
+	for i := range in {
+		allFramed = allFramed && o.framed[i]
+	}
 	for i, m := range in {
 		if o.framed[i] && len(m.Shape) > 0 {
 			frames = m.Shape[0]
@@ -210,11 +213,15 @@ func (o *frameOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
 	}
 	out := make([]TensorMeta, len(metas))
 	for k, m := range metas {
-		lay := m.Layout
-		if lay == "" && len(m.Shape) > 0 {
-			lay = strings.Repeat("*", len(m.Shape)) // DALI: "F**" for a sequence of matrices
+		lay := "F" + m.Layout
+		switch {
+		case m.Layout != "":
+		case allFramed && len(m.Shape) > 0:
+			lay += strings.Repeat("*", len(m.Shape)) // DALI: "F**" for a sequence of matrices
+		default:
+			lay = "" // frames from arguments over an input without layout (coord_transform): none
 		}
-		out[k] = TensorMeta{DType: m.DType, Layout: "F" + lay, Shape: append([]int{frames}, m.Shape...)}
+		out[k] = TensorMeta{DType: m.DType, Layout: lay, Shape: append([]int{frames}, m.Shape...)}
 		if m.Shape == nil {
 			out[k].Shape = []int{frames, -1}
 			out[k].Layout = "F"

@@ -65,7 +65,7 @@ def test_combine_per_frame_and_per_sample_matrices():
     (out,), (lay,) = _run(lambda: fn.transforms.combine(
         fn.per_frame(fn.external_source(lambda: seq, layout="F**")),
         fn.external_source(lambda: one)), 1)
-    assert lay == "F**" and out[0].shape == (4, 2, 3)
+    assert lay == "" and out[0].shape == (4, 2, 3)  # input 1 given whole: no layout
     for f in range(4):
         np.testing.assert_allclose(out[0][f], (_h(one[0]) @ _h(seq[0][f]))[:2], rtol=1e-4, atol=1e-4)
 
@@ -163,3 +163,21 @@ def test_warp_affine_per_frame_matrix_input():
         (ref,), _ = _run(lambda: fn.warp_affine(fn.external_source(lambda: [vid[0][f]], layout="HWC"),
                                                 matrix=mats[0][f], fill_value=0), 1)  # a 2x3 array, read flat
         np.testing.assert_array_equal(out[0][f], ref[0])
+
+
+def test_coord_transform_per_frame_mt_over_points_and_point_sequences():
+    rng = np.random.default_rng(6)
+    pts = [rng.uniform(-5, 5, (7, 2)).astype(np.float32)]
+    seq = [rng.uniform(-5, 5, (3, 7, 2)).astype(np.float32)]
+    mts = [rng.uniform(-2, 2, (3, 2, 3)).astype(np.float32)]
+    (a, b), (la, lb) = _run(lambda: (
+        fn.coord_transform(fn.external_source(lambda: pts),
+                           MT=fn.per_frame(fn.external_source(lambda: mts))),
+        fn.coord_transform(fn.per_frame(fn.external_source(lambda: seq, layout="F**")),
+                           MT=fn.per_frame(fn.external_source(lambda: mts)))), 1)
+    assert a[0].shape == (3, 7, 2) and la == ""  # frames from the argument over points without layout
+    assert lb == "F**"
+    for f in range(3):
+        m, t = mts[0][f][:, :2].astype(np.float64), mts[0][f][:, 2].astype(np.float64)
+        np.testing.assert_allclose(a[0][f], pts[0] @ m.T + t, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(b[0][f], seq[0][f] @ m.T + t, rtol=1e-5, atol=1e-4)
