@@ -236,3 +236,16 @@ def test_element_extract_errors_use_dalis_wording(data, layout, emap, msg):
     with pytest.raises(RuntimeError) as e:
         _run(lambda x: [fn.element_extract(x, element_map=emap)], data=data, layout=layout, batch=1)
     assert msg in str(e.value)
+
+
+def test_batch_permutation_with_its_own_seed_ignores_the_pipeline_seed():
+    # DALI: an operator given `seed` draws the same values in any pipeline.
+    got = []
+    for pipeline_seed in (1, 2):
+        pipe = godali.Pipeline(batch_size=6, num_threads=2, seed=pipeline_seed, device_id=None)
+        with pipe:
+            pipe.set_outputs(fn.batch_permutation(seed=5))
+        (p,) = pipe.run()
+        pipe.close()
+        got.append([int(np.array(p[i])) for i in range(6)])
+    assert got[0] == got[1] and sorted(got[0]) == list(range(6))
