@@ -433,8 +433,25 @@ func CheckInput(a *Args, index int, m TensorMeta, layouts []string, dtypes []DTy
 	if lay == "" {
 		lay = "no layout"
 	}
-	return Errorf(StatusInvalidPipeline, "%s: input %d must be %s, got %s %s %s", a.Where(), index, what,
+	msg := fmt.Sprintf("%s: input %d must be %s, got %s %s %s", a.Where(), index, what,
 		strings.ToLower(m.DType.String()), lay, shape)
+	return Errorf(StatusInvalidPipeline, "%s%s", msg, dalisCheckWording(index, m, layouts, dtypes))
+}
+
+// dalisCheckWording is the part of DALI's own message for the same mismatch that DALI's
+// tests match: a rank that none of the layouts has, and (one type allowed) the type
+// requested and found.
+func dalisCheckWording(index int, m TensorMeta, layouts []string, dtypes []DType) string {
+	extra := ""
+	if m.Shape != nil && len(layouts) > 0 && !slices.ContainsFunc(layouts, func(l string) bool { return len(l) == len(m.Shape) }) {
+		extra += fmt.Sprintf(". The number of dimensions %d does not match any of the allowed layouts for input %d. "+
+			"Valid layouts are: %s", len(m.Shape), index, strings.Join(layouts, ", "))
+	}
+	if len(dtypes) == 1 && m.DType != dtypes[0] {
+		extra += fmt.Sprintf(" (requested type: %s current buffer type: %s)",
+			strings.ToLower(dtypes[0].String()), strings.ToLower(m.DType.String()))
+	}
+	return extra
 }
 
 // checkSchemaInput applies a schema's declared input constraints before Infer.

@@ -190,6 +190,15 @@ func TestCheckInput(t *testing.T) {
 	if err := CheckInput(a, 0, TensorMeta{DType: Bool}, nil, nil); err != nil {
 		t.Errorf("no constraints refused: %v", err)
 	}
+	// DALI's wording, which its tests match: a rank no layout has, the one type requested
+	rank := CheckInput(a, 1, TensorMeta{DType: UInt8, Shape: []int{5, 6, 7, 8, 9}}, hwc, u8)
+	if want := "The number of dimensions 5 does not match any of the allowed layouts for input 1"; rank == nil || !strings.Contains(rank.Error(), want) {
+		t.Errorf("rank 5: %v, want %q", rank, want)
+	}
+	typ := CheckInput(a, 0, TensorMeta{DType: Int32, Layout: "HWC", Shape: []int{2, 2, 3}}, hwc, []DType{UInt8})
+	if want := "requested type: uint8 current buffer type: int32"; typ == nil || !strings.Contains(typ.Error(), want) || strings.Contains(typ.Error(), "number of dimensions") {
+		t.Errorf("int32 for uint8: %v, want %q only", typ, want)
+	}
 }
 
 // A schema's declared input is checked by the graph before the operator's Infer.

@@ -217,33 +217,38 @@ func (im *augImage) invert() {
 // experimental.equalize): lut[v] = round(cdf'(v) * 255 / (n - hist[first])), where cdf'
 // excludes the first occupied level, in float32, ties to even.
 func (im *augImage) equalize() {
-	n := im.w * im.h
+	for ch := 0; ch < im.c; ch++ {
+		equalizePlane(im.pix, ch, im.c, im.w*im.h)
+	}
+}
+
+// equalizePlane equalizes the n values pix[base], pix[base+stride], ... (one channel of
+// one image) in place, as equalize describes.
+func equalizePlane(pix []byte, base, stride, n int) {
 	if n == 0 {
 		return
 	}
-	for ch := 0; ch < im.c; ch++ {
-		var hist [256]int
-		for i := ch; i < len(im.pix); i += im.c {
-			hist[im.pix[i]]++
-		}
-		first := 0
-		for first < 256 && hist[first] == 0 {
-			first++
-		}
-		if hist[first] == n {
-			continue // a single level: unchanged
-		}
-		scale := float32(255) / float32(n-hist[first])
-		var lut [256]byte
-		sum := 0
-		for v := first + 1; v < 256; v++ {
-			sum += hist[v]
-			r := math.RoundToEven(float64(float32(sum) * scale))
-			lut[v] = byte(min(max(r, 0), 255))
-		}
-		for i := ch; i < len(im.pix); i += im.c {
-			im.pix[i] = lut[im.pix[i]]
-		}
+	var hist [256]int
+	for i, k := base, 0; k < n; i, k = i+stride, k+1 {
+		hist[pix[i]]++
+	}
+	first := 0
+	for first < 256 && hist[first] == 0 {
+		first++
+	}
+	if hist[first] == n {
+		return // a single level: unchanged
+	}
+	scale := float32(255) / float32(n-hist[first])
+	var lut [256]byte
+	sum := 0
+	for v := first + 1; v < 256; v++ {
+		sum += hist[v]
+		r := math.RoundToEven(float64(float32(sum) * scale))
+		lut[v] = byte(min(max(r, 0), 255))
+	}
+	for i, k := base, 0; k < n; i, k = i+stride, k+1 {
+		pix[i] = lut[pix[i]]
 	}
 }
 

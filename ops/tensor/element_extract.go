@@ -24,7 +24,7 @@ func init() {
 		}
 		for _, i := range m {
 			if i < 0 {
-				return nil, a.Errorf("element_map", "indices must be >= 0, got %v", m)
+				return nil, a.Errorf("element_map", "Negative indices in `element_map` are not allowed, found: %d", i)
 			}
 		}
 		return &elementExtractOp{args: a, idx: m}, nil
@@ -40,20 +40,22 @@ func (o *elementExtractOp) where() string { return o.args.Where() }
 
 func (o *elementExtractOp) check(shape []int, layout string) error {
 	if layout != "" && layout[0] != 'F' {
-		return fmt.Errorf("%s: the input must be a sequence (layout starting with F), got layout %q", o.where(), layout)
+		return fmt.Errorf("%s: Input layout must describe a sequence - it must start with 'F', got '%s' instead.", o.where(), layout)
 	}
 	if shape == nil {
 		return nil
 	}
-	if len(shape) == 0 {
-		return fmt.Errorf("%s: the input must be a sequence (at least 1-D), got a scalar", o.where())
+	if len(shape) < 2 {
+		return fmt.Errorf("%s: Input must have at least two dimensions - outermost for sequence and at least one "+
+			"for data elements.", o.where())
 	}
 	if shape[0] < 0 {
 		return nil
 	}
 	for _, i := range o.idx {
 		if int(i) >= shape[0] {
-			return fmt.Errorf("%s: argument \"element_map\": index %d is out of range for a sequence of %d elements", o.where(), i, shape[0])
+			return fmt.Errorf("%s: argument \"element_map\": Index `%d` from `element_map` is out of bounds for sample "+
+				"with sequence length equal `%d`", o.where(), i, shape[0])
 		}
 	}
 	return nil

@@ -82,7 +82,7 @@ func (o *permuteBatchOp) RunHostBatch(hw *engine.HostBatchWorkspace) error {
 			return err
 		}
 		if src < 0 || src >= hw.Size {
-			return a.ArgDataErrorf(w, "indices", "sample index out of range: indices[%d] = %d is not a valid index for an input batch of %d samples", i, src, hw.Size)
+			return a.ArgDataErrorf(w, "indices", "indices[%d]: Sample index out of range. %d is not a valid index for an input batch of %d tensors.", i, src, hw.Size)
 		}
 		in := hw.In[0][src]
 		data, err := hw.OutputLayout(0, i, in.DType, in.Shape, in.Layout)

@@ -18,7 +18,7 @@ func init() {
 	})
 	engine.RegisterBackend("sequence_rearrange", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		if !a.AnyPerSample("new_order") && len(a.Ints("new_order")) == 0 {
-			return nil, a.Errorf("new_order", "must not be empty")
+			return nil, a.Errorf("new_order", "Empty result sequences are not allowed")
 		}
 		return &rearrangeOp{args: a}, nil
 	})
@@ -53,6 +53,13 @@ func (o *rearrangeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 	if in[0].Shape != nil && len(in[0].Shape) < 1 {
 		return nil, o.args.Errorf("input", "expected sequences (at least one dimension), got a scalar")
 	}
+	if l := in[0].Layout; l != "" && l[0] != 'F' {
+		return nil, o.args.Errorf("input", "Expected sequence as the input, where outermost dimension "+
+			"represents frames dimension `F`, got data with layout = %q", l)
+	}
+	if m, ok := o.args.ArgInputMeta("new_order"); ok && m.Shape != nil && len(m.Shape) != 1 {
+		return nil, o.args.Errorf("new_order", "Input with dimension %d cannot be converted to dimension 1", len(m.Shape))
+	}
 	m := engine.TensorMeta{DType: in[0].DType, Layout: in[0].Layout, Shape: append([]int(nil), in[0].Shape...)}
 	if len(m.Shape) > 0 {
 		m.Shape[0] = -1
@@ -73,14 +80,18 @@ func (o *rearrangeOp) Setup(ws *engine.Workspace) error {
 	if st.buf, err = o.args.FloatsAt(ws, "new_order", st.buf); err != nil { // the constant, or this sample's
 		return err
 	}
+	if sh, ok := o.args.ArgShapeAt(ws, "new_order"); ok && len(sh) != 1 {
+		return o.args.ArgDataErrorf(ws, "new_order", "Input with dimension %d cannot be converted to dimension 1", len(sh))
+	}
 	if len(st.buf) == 0 {
-		return o.args.Errorf("new_order", "must not be empty")
+		return o.args.ArgDataErrorf(ws, "new_order", "Empty `new_order` for sample %d is not allowed", ws.Sample)
 	}
 	st.order = st.order[:0]
-	for _, v := range st.buf {
+	for k, v := range st.buf {
 		f := int(v)
 		if f < 0 || f >= in.Shape[0] || float64(f) != v {
-			return o.args.Errorf("new_order", "entry %v is not a frame of the sequence's %d", v, in.Shape[0])
+			return o.args.ArgDataErrorf(ws, "new_order", "new_order[%d] must be between 0 and input_sequence_length = %d "+
+				"for sample %d, but it is: %v", k, in.Shape[0], ws.Sample, v)
 		}
 		st.order = append(st.order, f)
 	}

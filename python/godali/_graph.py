@@ -10,6 +10,7 @@ import difflib
 import inspect
 import json
 import numbers
+import os
 import threading
 import weakref
 
@@ -502,6 +503,8 @@ def _conv_scalar(kind, v, enum_cls):
     if kind == "string":
         if isinstance(v, str):
             return v
+        if isinstance(v, os.PathLike):  # pathlib.Path for a file name, as DALI takes it
+            return os.fspath(v)
         raise _ArgError("expected a string, got %s" % _show(v))
     if enum_cls is not None:
         return _conv_enum(enum_cls, v)

@@ -225,6 +225,19 @@ def test_constant_of_a_torch_tensor_keeps_its_type():
     assert np.array(c[0]).dtype == np.int32 and np.array(c[0]).tolist() == [[3, 4]]
 
 
+@pytest.mark.parametrize("data, layout, emap, msg", [
+    ([np.zeros((4,), np.uint8)], "F", [1], "Input must have at least two dimensions - outermost for sequence"),
+    ([np.zeros((6, 1), np.uint8)], "XF", [1], "Input layout must describe a sequence - it must start with 'F', got 'XF' instead."),
+    ([np.zeros((6, 1), np.uint8)], "FX", [10], "Index `10` from `element_map` is out of bounds for sample with sequence length equal `6`"),
+    ([np.zeros((6, 1), np.uint8)], "FX", [-5], "Negative indices in `element_map` are not allowed, found: -5"),
+])
+def test_element_extract_errors_use_dalis_wording(data, layout, emap, msg):
+    # DALI's tests match these messages
+    with pytest.raises(RuntimeError) as e:
+        _run(lambda x: [fn.element_extract(x, element_map=emap)], data=data, layout=layout, batch=1)
+    assert msg in str(e.value)
+
+
 def test_batch_permutation_with_its_own_seed_ignores_the_pipeline_seed():
     # DALI: an operator given `seed` draws the same values in any pipeline.
     got = []
