@@ -158,7 +158,12 @@ class Skip(Exception):
     """A contender that cannot run here; its message says why."""
 
 
+DALI_DIR = "/usr/local/lib/godali-dali"  # scripts/setup.sh with GODALI_BENCH_DALI=1
+
+
 def run_dali(files, batch, threads, seed):
+    if os.path.isdir(DALI_DIR):
+        sys.path.append(DALI_DIR)
     try:
         import numpy as np
         import torch
