@@ -244,6 +244,19 @@ func (a *Args) IsPerSample(name string) (int, bool) {
 	return i, ok
 }
 
+// ArgInputName is the name of the argument given by the node's arg input i ("" if none).
+func (a *Args) ArgInputName(i int) string {
+	if a == nil {
+		return ""
+	}
+	for n, k := range a.perInput {
+		if k == i {
+			return n
+		}
+	}
+	return ""
+}
+
 // ArgInputMeta is what the graph knows, when the pipeline is built, of the node that
 // gives argument name per sample (its type and shape; -1 extents and a nil Shape for
 // what is known only when it runs). ok is false for an argument not given per sample.

@@ -183,24 +183,33 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		for i, d := range n.In {
 			in[i] = d.Meta
 		}
-		if n.Device == "cpu" && len(in) > 0 && isSequence(in[0]) && TakesSequences(n.OpName) && !takesWholeSequences(op) {
+		argMetas := make([]TensorMeta, len(n.ArgIn))
+		for i, d := range n.ArgIn {
+			argMetas[i] = d.Meta
+		}
+		framed, err := framedInputs(n, in, argMetas)
+		if err != nil {
+			return nil, err
+		}
+		if framed != nil && !takesWholeSequences(op) {
 			// Sequences go through the operator frame by frame (sequence.go): the schema's
-			// input declaration applies to a frame.
-			op = &frameOp{inner: op, name: n.OpName}
-			n.Op = op
-			fin := append([]TensorMeta(nil), in...)
-			fin[0] = frameMeta(in[0])
-			if err := checkSchemaInput(n.Args, fin); err != nil {
+			// input declaration and the arguments' metadata apply to a frame.
+			fop := &frameOp{inner: op, name: n.OpName, args: n.Args, framed: framed,
+				planes: channelFramed(n.OpName) && isChannelSequence(in[0])}
+			op, n.Op = fop, fop
+			if err := checkSchemaInput(n.Args, fop.frameInputs(in)); err != nil {
 				return nil, err
+			}
+			for i, m := range argMetas {
+				if isPerFrame(m) {
+					argMetas[i] = frameMeta(m)
+				}
 			}
 		} else if err := checkSchemaInput(n.Args, in); err != nil {
 			return nil, err
 		}
 		if n.Args != nil {
-			n.Args.argMetas = n.Args.argMetas[:0]
-			for _, d := range n.ArgIn {
-				n.Args.argMetas = append(n.Args.argMetas, d.Meta)
-			}
+			n.Args.argMetas = append(n.Args.argMetas[:0], argMetas...)
 		}
 		metas, err := op.Infer(in)
 		if err != nil {

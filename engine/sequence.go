@@ -37,6 +37,14 @@ func TakesSequences(name string) bool {
 	return sequenceOps.names[name]
 }
 
+// FrameSizer is implemented by per-frame operators whose frames could differ in output
+// size (rotate by per-frame angles): before a sequence's frames are set up, the engine
+// gives it each frame's workspace in turn (f = 0..n-1) so that it can choose one size for
+// all of them, kept in its worker state.
+type FrameSizer interface {
+	SizeFrame(ws *Workspace, f, n int) error
+}
+
 // WholeSequences is implemented by operators marked with MarkSequenceOps that, with
 // some arguments, take sequences whole (crop_mirror_normalize cropping along F): the
 // graph then gives them the sequence instead of running them frame by frame.
@@ -49,48 +57,204 @@ func takesWholeSequences(op Operator) bool {
 	return ok && w.WholeSequences()
 }
 
+// Operators marked with MarkArgFramedOps (the transforms.* family, coord_transform) may
+// take their frames from elsewhere than input 0: from any input that is a sequence or,
+// with no sequence input, from per-frame arguments alone (transforms.rotation(angle=
+// fn.per_frame(angles)) gives one matrix per frame). Non-sequence inputs are then given
+// whole to every frame.
+var argFramedOps = struct {
+	sync.RWMutex
+	names map[string]bool
+}{names: map[string]bool{}}
+
+// MarkArgFramedOps declares sequence operators (also to be marked with MarkSequenceOps)
+// whose frames may come from any sequence input or from per-frame arguments.
+func MarkArgFramedOps(names ...string) {
+	argFramedOps.Lock()
+	defer argFramedOps.Unlock()
+	for _, n := range names {
+		argFramedOps.names[n] = true
+	}
+}
+
+// Operators marked with MarkChannelFramedOps (gaussian_blur, laplacian: DALI expands
+// their channels too) also take channel-first sequences ("CF...", e.g. CFHW) plane by
+// plane: every (channel, frame) plane is run alone, with frame f's per-frame arguments.
+var channelFramedOps = struct {
+	sync.RWMutex
+	names map[string]bool
+}{names: map[string]bool{}}
+
+// MarkChannelFramedOps declares sequence operators that take "CF..." inputs plane by plane.
+func MarkChannelFramedOps(names ...string) {
+	channelFramedOps.Lock()
+	defer channelFramedOps.Unlock()
+	for _, n := range names {
+		channelFramedOps.names[n] = true
+	}
+}
+
+func channelFramed(name string) bool {
+	channelFramedOps.RLock()
+	defer channelFramedOps.RUnlock()
+	return channelFramedOps.names[name]
+}
+
+// isChannelSequence reports whether m describes channel-first sequences ("CF" and at
+// least one more dimension).
+func isChannelSequence(m TensorMeta) bool {
+	return len(m.Layout) >= 3 && strings.HasPrefix(m.Layout, "CF") && (len(m.Layout) == len(m.Shape) || m.Shape == nil)
+}
+
+func argFramed(name string) bool {
+	argFramedOps.RLock()
+	defer argFramedOps.RUnlock()
+	return argFramedOps.names[name]
+}
+
 // isSequence reports whether m describes sequences: a layout starting with "F" that names
 // every dimension.
 func isSequence(m TensorMeta) bool {
-	return len(m.Layout) >= 2 && m.Layout[0] == 'F' && len(m.Layout) == len(m.Shape)
+	return len(m.Layout) >= 2 && m.Layout[0] == 'F' && (len(m.Layout) == len(m.Shape) || m.Shape == nil)
+}
+
+// isPerFrame reports whether an argument input's metadata marks it per frame.
+func isPerFrame(m TensorMeta) bool { return strings.HasPrefix(m.Layout, "F") }
+
+// framedInputs tells which inputs a node's operator gets frame by frame, or nil when the
+// node does not run frame by frame. An error is DALI's refusal of per-frame arguments for
+// an input without frames.
+func framedInputs(n *Node, in []TensorMeta, args []TensorMeta) ([]bool, error) {
+	if n.Device != "cpu" || !TakesSequences(n.OpName) {
+		return nil, nil
+	}
+	framed := make([]bool, len(in))
+	anyIn := false
+	if len(in) > 0 && channelFramed(n.OpName) && isChannelSequence(in[0]) {
+		framed[0] = true
+		return framed, nil
+	}
+	for i, m := range in {
+		// Input 0 makes the sequence; further sequence inputs (warp_affine's per-frame
+		// matrices) go frame by frame with it. The arg-framed operators need no input 0.
+		if (i == 0 || argFramed(n.OpName) || framed[0]) && isSequence(m) {
+			framed[i], anyIn = true, true
+		}
+	}
+	perFrameArg := ""
+	for i, m := range args {
+		if isPerFrame(m) && perFrameArg == "" {
+			perFrameArg = n.Args.ArgInputName(i)
+		}
+	}
+	switch {
+	case anyIn:
+		return framed, nil
+	case perFrameArg != "" && argFramed(n.OpName):
+		return framed, nil
+	case perFrameArg != "" && len(in) > 0:
+		return nil, Errorf(StatusInvalidPipeline, "%s: Tensor input for argument %s is specified per frame (got F layout). "+
+			"In that case, samples in the input 0 must contain frames too. Got layout `%s` that does not contain frames.",
+			describe(n.Name, n.OpName), perFrameArg, in[0].Layout)
+	}
+	return nil, nil
 }
 
 // frameMeta is the meta of one frame of a sequence.
 func frameMeta(m TensorMeta) TensorMeta {
-	return TensorMeta{DType: m.DType, Layout: m.Layout[1:], Shape: append([]int(nil), m.Shape[1:]...)}
+	fm := TensorMeta{DType: m.DType, Layout: m.Layout[min(1, len(m.Layout)):]}
+	if len(m.Shape) > 0 {
+		fm.Shape = append([]int(nil), m.Shape[1:]...)
+	}
+	return fm
 }
 
 // frameOp runs a per-frame operator over sequences.
 type frameOp struct {
-	inner Operator
-	name  string
-	metas []TensorMeta // the inner operator's output metas (per frame)
+	inner  Operator
+	name   string
+	args   *Args        // the node's arguments (names of per-frame argument inputs in messages)
+	framed []bool       // the inputs taken frame by frame (the others: whole, for every frame)
+	planes bool         // input 0 is "CF...": run per (channel, frame) plane
+	metas  []TensorMeta // the inner operator's output metas (per frame)
+}
+
+func (o *frameOp) frameInputs(in []TensorMeta) []TensorMeta {
+	fin := append([]TensorMeta(nil), in...)
+	for i := range fin {
+		if o.framed[i] {
+			fin[i] = frameMeta(in[i])
+		}
+	}
+	if len(fin) > 0 && o.planes {
+		fin[0] = frameMeta(fin[0])
+	}
+	return fin
 }
 
 func (o *frameOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
-	fin := append([]TensorMeta(nil), in...)
-	fin[0] = frameMeta(in[0])
-	metas, err := o.inner.Infer(fin)
+	metas, err := o.inner.Infer(o.frameInputs(in))
 	if err != nil {
 		return nil, err
 	}
 	o.metas = metas
+	if o.planes {
+		return o.planeMetas(in[0], metas), nil
+	}
+	frames, allFramed := -1, true
+	for i := range in {
+		allFramed = allFramed && o.framed[i]
+	}
+	for i, m := range in {
+		if o.framed[i] && len(m.Shape) > 0 {
+			frames = m.Shape[0]
+			break
+		}
+	}
 	out := make([]TensorMeta, len(metas))
 	for k, m := range metas {
-		out[k] = TensorMeta{DType: m.DType, Layout: "F" + m.Layout, Shape: append([]int{in[0].Shape[0]}, m.Shape...)}
+		lay := "F" + m.Layout
+		switch {
+		case m.Layout != "":
+		case allFramed && len(m.Shape) > 0:
+			lay += strings.Repeat("*", len(m.Shape)) // DALI: "F**" for a sequence of matrices
+		default:
+			lay = "" // frames from arguments over an input without layout (coord_transform): none
+		}
+		out[k] = TensorMeta{DType: m.DType, Layout: lay, Shape: append([]int{frames}, m.Shape...)}
 		if m.Shape == nil {
-			out[k].Shape = []int{in[0].Shape[0], -1}
+			out[k].Shape = []int{frames, -1}
+			out[k].Layout = "F"
 		}
 	}
 	return out, nil
+}
+
+// planeMetas gives the outputs of a plane by plane operator: [C, F, ...] with "CF" in
+// front of the plane's layout.
+func (o *frameOp) planeMetas(in TensorMeta, metas []TensorMeta) []TensorMeta {
+	c, f := -1, -1
+	if len(in.Shape) >= 2 {
+		c, f = in.Shape[0], in.Shape[1]
+	}
+	out := make([]TensorMeta, len(metas))
+	for k, m := range metas {
+		out[k] = TensorMeta{DType: m.DType, Layout: "CF" + m.Layout, Shape: append([]int{c, f}, m.Shape...)}
+		if m.Shape == nil {
+			out[k] = TensorMeta{DType: m.DType, Layout: "CF", Shape: []int{c, f, -1}}
+		}
+	}
+	return out
 }
 
 // frameState is a worker's frame workspace.
 type frameState struct {
 	inner   any
 	ws      Workspace
-	frame   Tensor    // the current frame of input 0
-	in      []*Tensor // input 0 is &frame
+	frames  int      // the sample's number of frames
+	steps   int      // the inner operator's runs: frames, or channels * frames for planes
+	inView  []Tensor // framed inputs' current frame
+	in      []*Tensor
 	args    []*Tensor
 	argView []Tensor // per-frame arguments' current element
 	out     []Tensor
@@ -122,19 +286,80 @@ func (st *frameState) Close() {
 	}
 }
 
-// prepare points the frame workspace at frame f of ws's sample.
-func (o *frameOp) prepare(ws *Workspace, st *frameState, f int) {
-	src := ws.In[0]
-	fb := src.NumBytes() / max(src.Shape[0], 1)
-	st.frame.DType, st.frame.Layout = src.DType, src.Layout[min(1, len(src.Layout)):]
-	st.frame.Shape = append(st.frame.Shape[:0], src.Shape[1:]...)
-	st.frame.Data = src.Data[f*fb : (f+1)*fb]
+// argName names argument input i in messages.
+func (o *frameOp) argName(i int) string {
+	if o.args != nil {
+		if n := o.args.ArgInputName(i); n != "" {
+			return n
+		}
+	}
+	return fmt.Sprintf("#%d", i)
+}
+
+// countFrames finds the sample's number of frames: the first framed input's, else the
+// first per-frame argument's with more than one entry (one entry is given to every frame),
+// and checks the other framed inputs and per-frame arguments against it (DALI's messages).
+func (o *frameOp) countFrames(ws *Workspace) (int, error) {
+	frames, lead := -1, ""
+	if o.planes {
+		frames, lead = ws.In[0].Shape[1], "input 0"
+	}
+	for i, t := range ws.In {
+		if !o.framed[i] || (i == 0 && o.planes) {
+			continue
+		}
+		if len(t.Shape) == 0 {
+			return 0, Errorf(StatusData, "input %d: expected a sequence (frames first), got a scalar", i)
+		}
+		if frames < 0 {
+			frames, lead = t.Shape[0], fmt.Sprintf("input %d", i)
+			continue
+		}
+		if t.Shape[0] != frames {
+			return 0, Errorf(StatusData, "The %s and the input %d have different number of frames for sample %d (%d and %d)",
+				lead, i, ws.Sample, frames, t.Shape[0])
+		}
+	}
+	for i, a := range ws.ArgIn {
+		if a == nil || !isPerFrame(TensorMeta{Layout: a.Layout}) || len(a.Shape) == 0 {
+			continue
+		}
+		c := a.Shape[0]
+		switch {
+		case frames < 0 && c != 1:
+			frames, lead = c, fmt.Sprintf("argument `%s`", o.argName(i))
+		case frames >= 0 && c != frames && c != 1:
+			return 0, Errorf(StatusData, "The sample %d of tensor argument `%s` contains %d per-frame parameters, "+
+				"but there are %d frames in the corresponding sample of %s.", ws.Sample, o.argName(i), c, frames, lead)
+		}
+	}
+	if frames < 0 {
+		frames = 1 // only single-entry per-frame arguments
+	}
+	return frames, nil
+}
+
+// prepare points the frame workspace at step p of ws's sample: frame p, or for planes
+// the plane p of the [C, F] planes (frame p % F).
+func (o *frameOp) prepare(ws *Workspace, st *frameState, p int) {
+	f := p
+	if o.planes {
+		f = p % st.frames
+	}
 	if cap(st.in) < len(ws.In) {
 		st.in = make([]*Tensor, len(ws.In))
+		st.inView = make([]Tensor, len(ws.In))
 	}
 	st.in = st.in[:len(ws.In)]
 	copy(st.in, ws.In)
-	st.in[0] = &st.frame
+	for i, src := range ws.In {
+		switch {
+		case i == 0 && o.planes:
+			st.in[i] = planeView(&st.inView[i], src, p)
+		case o.framed[i]:
+			st.in[i] = elementView(&st.inView[i], src, f)
+		}
+	}
 	if cap(st.args) < len(ws.ArgIn) {
 		st.args = make([]*Tensor, len(ws.ArgIn))
 		st.argView = make([]Tensor, len(ws.ArgIn))
@@ -142,26 +367,66 @@ func (o *frameOp) prepare(ws *Workspace, st *frameState, f int) {
 	st.args = st.args[:len(ws.ArgIn)]
 	for i, a := range ws.ArgIn {
 		st.args[i] = a
-		if a == nil || !strings.HasPrefix(a.Layout, "F") || len(a.Shape) == 0 || a.Shape[0] != src.Shape[0] {
+		if a == nil || !strings.HasPrefix(a.Layout, "F") || len(a.Shape) == 0 {
 			continue
 		}
-		v := &st.argView[i]
-		eb := a.NumBytes() / max(a.Shape[0], 1)
-		v.DType, v.Layout = a.DType, a.Layout[1:]
-		v.Shape = append(v.Shape[:0], a.Shape[1:]...)
-		v.Data = a.Data[f*eb : (f+1)*eb]
-		st.args[i] = v
+		e := f
+		if a.Shape[0] == 1 {
+			e = 0 // one entry for every frame
+		}
+		st.args[i] = elementView(&st.argView[i], a, e)
 	}
 	w := &st.ws
 	*w = Workspace{Node: ws.Node, In: st.in, ArgIn: st.args, Out: st.outPtrs, State: st.inner, RNG: ws.RNG,
-		Ref: ws.Ref, Sample: ws.Sample, Position: ws.Position, Epoch: ws.Epoch, Limits: ws.Limits, fed: ws.fed}
+		Ref: ws.Ref, Sample: ws.Sample, Position: ws.Position, Epoch: ws.Epoch, Limits: ws.Limits, fed: ws.fed,
+		BatchSize: ws.BatchSize}
+}
+
+// elementView points v at element e of t's outermost dimension (the layout loses its
+// leading letter) and returns v.
+func elementView(v *Tensor, t *Tensor, e int) *Tensor {
+	eb := t.NumBytes() / max(t.Shape[0], 1)
+	v.DType, v.Layout = t.DType, t.Layout[min(1, len(t.Layout)):]
+	v.Shape = append(v.Shape[:0], t.Shape[1:]...)
+	v.Data = t.Data[e*eb : (e+1)*eb]
+	return v
+}
+
+// planeView points v at plane p of t's two outermost dimensions and returns v.
+func planeView(v *Tensor, t *Tensor, p int) *Tensor {
+	n := max(t.Shape[0]*t.Shape[1], 1)
+	pb := t.NumBytes() / n
+	v.DType, v.Layout = t.DType, t.Layout[min(2, len(t.Layout)):]
+	v.Shape = append(v.Shape[:0], t.Shape[2:]...)
+	v.Data = t.Data[p*pb : (p+1)*pb]
+	return v
 }
 
 func (o *frameOp) Setup(ws *Workspace) error {
 	st := ws.State.(*frameState)
-	frames := ws.In[0].Shape[0]
+	frames, err := o.countFrames(ws)
+	if err != nil {
+		return err
+	}
 	if frames < 1 {
 		return Errorf(StatusData, "the sequence has no frames")
+	}
+	st.frames, st.steps = frames, frames
+	lead := []int{frames}
+	if o.planes {
+		st.steps = ws.In[0].Shape[0] * frames
+		lead = []int{ws.In[0].Shape[0], frames}
+	}
+	if st.steps < 1 {
+		return Errorf(StatusData, "the sequence has no channels")
+	}
+	if sz, ok := o.inner.(FrameSizer); ok && !o.planes {
+		for f := 0; f < frames; f++ {
+			o.prepare(ws, st, f)
+			if err := sz.SizeFrame(&st.ws, f, frames); err != nil {
+				return err
+			}
+		}
 	}
 	st.rngSeq = *ws.RNG
 	o.prepare(ws, st, 0)
@@ -172,14 +437,14 @@ func (o *frameOp) Setup(ws *Workspace) error {
 	for k := range ws.Out {
 		t := &st.out[k]
 		st.shapes[k] = append(st.shapes[k][:0], t.Shape...)
-		ws.Out[k].Shape = append(append(ws.Out[k].Shape[:0], frames), t.Shape...)
+		ws.Out[k].Shape = append(append(ws.Out[k].Shape[:0], lead...), t.Shape...)
 	}
 	return nil
 }
 
 func (o *frameOp) Run(ws *Workspace) error {
 	st := ws.State.(*frameState)
-	frames := ws.In[0].Shape[0]
+	frames := st.steps
 	for f := 0; f < frames; f++ {
 		o.prepare(ws, st, f)
 		if f > 0 {
@@ -232,5 +497,5 @@ func (o *frameOp) Fuse(producer Operator) (Operator, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &frameOp{inner: fused, name: o.name, metas: o.metas}, true
+	return &frameOp{inner: fused, name: o.name, args: o.args, framed: p.framed, planes: p.planes, metas: o.metas}, true
 }

@@ -189,3 +189,11 @@ func (o *coordTransformOp) Run(ws *engine.Workspace) error {
 	}
 	return nil
 }
+
+// coord_transform takes sequences of points (layout "F**") frame by frame, and per-frame
+// M, T or MT (fn.per_frame; e.g. from transforms.* given per-frame arguments) also on
+// points without frames (engine/sequence.go).
+func init() {
+	engine.MarkSequenceOps("coord_transform")
+	engine.MarkArgFramedOps("coord_transform")
+}

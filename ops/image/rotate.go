@@ -19,7 +19,7 @@ func init() {
 		Args: []engine.ArgSpec{
 			{Name: "angle", Type: engine.ArgFloat, Required: true, TensorInput: true, Doc: "rotation in degrees, counter-clockwise (top-left origin)"},
 			{Name: "keep_size", Type: engine.ArgBool, Default: false, Doc: "keep the input's size (corners are cut)"},
-			{Name: "size", Type: engine.ArgFloatList, Doc: "output size (height, width), rounded to whole pixels; exclusive with keep_size"},
+			{Name: "size", Type: engine.ArgFloatList, TensorInput: true, Doc: "output size (height, width), rounded to whole pixels; exclusive with keep_size; may come per sample"},
 			{Name: "fill_value", Type: engine.ArgFloat, Doc: "value of pixels from outside the input (0..255); default: repeat the edge"},
 			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: "INTERP_LINEAR or INTERP_NN"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
@@ -37,7 +37,20 @@ type rotateOp struct {
 	fill    byte
 }
 
-type rotateState struct{ warp imaging.Warp }
+type rotateState struct {
+	warp imaging.Warp
+	size []float64
+	seq  seqSize // the sequence's common frame size (SizeFrame), 0 outside sequences
+}
+
+// seqSize gathers the frames' sizes of a sequence rotated by per-frame angles: DALI gives
+// every frame one size, per side the largest bounding box (before the parity correction),
+// made odd or even as most frames' corrected sides are.
+type seqSize struct {
+	w, h       int // the result, set at the last frame
+	maxW, maxH int
+	oddW, oddH int
+}
 
 func newRotate(a *engine.Args) (*rotateOp, error) {
 	o := &rotateOp{args: a, keep: a.Bool("keep_size")}
@@ -49,7 +62,10 @@ func newRotate(a *engine.Args) (*rotateOp, error) {
 			return nil, a.Errorf("angle", "expected a finite number of degrees, got %g", v)
 		}
 	}
-	if a.Has("size") {
+	if a.Has("size") && o.keep {
+		return nil, a.Errorf("size", "give size or keep_size, not both")
+	}
+	if a.Has("size") && !a.AnyPerSample("size") {
 		if o.keep {
 			return nil, a.Errorf("size", "give size or keep_size, not both")
 		}
@@ -76,6 +92,7 @@ func (o *rotateOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	switch {
 	case o.w > 0:
 		shape = []int{o.h, o.w, c}
+	case o.args.AnyPerSample("size"):
 	case o.keep:
 		shape = []int{in[0].Shape[0], in[0].Shape[1], c}
 	}
@@ -84,14 +101,20 @@ func (o *rotateOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 
 func (o *rotateOp) NewWorkerState() any { return &rotateState{} }
 
+// rotatedBox is the bounding box of a w x h image rotated by rad radians, rounded up
+// less a 0.01 tolerance.
+func rotatedBox(w, h int, rad float64) (int, int) {
+	c, s := math.Abs(math.Cos(rad)), math.Abs(math.Sin(rad))
+	return int(math.Ceil(c*float64(w) + s*float64(h) - 0.01)), int(math.Ceil(c*float64(h) + s*float64(w) - 0.01))
+}
+
 // RotatedSize is DALI's output size for a w x h image rotated by rad radians: the
 // bounding box rounded up (less a 0.01 tolerance), then made one larger where needed
 // for each side to keep the parity of the input side it mostly comes from, so that
 // the centres of input and output pixels line up at small angles.
 func RotatedSize(w, h int, rad float64) (int, int) {
 	c, s := math.Abs(math.Cos(rad)), math.Abs(math.Sin(rad))
-	ow := int(math.Ceil(c*float64(w) + s*float64(h) - 0.01))
-	oh := int(math.Ceil(c*float64(h) + s*float64(w) - 0.01))
+	ow, oh := rotatedBox(w, h, rad)
 	px, py := w%2, h%2
 	if s > c {
 		px, py = h%2, w%2
@@ -105,23 +128,76 @@ func RotatedSize(w, h int, rad float64) (int, int) {
 	return max(ow, 1), max(oh, 1)
 }
 
+// angle reads the sample's (or frame's) angle in radians.
+func (o *rotateOp) angle(ws *engine.Workspace) (float64, error) {
+	deg, err := o.args.FloatAt(ws, "angle")
+	if err != nil {
+		return 0, err
+	}
+	if math.IsNaN(deg) || math.IsInf(deg, 0) {
+		return 0, o.args.ArgDataErrorf(ws, "angle", "expected a finite number of degrees, got %g", deg)
+	}
+	return deg * math.Pi / 180, nil
+}
+
+// SizeFrame gathers frame f of n of a sequence (engine.FrameSizer): frames rotated by
+// different angles get one size.
+func (o *rotateOp) SizeFrame(ws *engine.Workspace, f, n int) error {
+	st := ws.State.(*rotateState)
+	q := &st.seq
+	if f == 0 {
+		*q = seqSize{}
+	}
+	if o.keep || o.w > 0 || o.args.AnyPerSample("size") {
+		return nil
+	}
+	rad, err := o.angle(ws)
+	if err != nil {
+		return err
+	}
+	in := ws.In[0]
+	bw, bh := rotatedBox(in.Shape[1], in.Shape[0], rad)
+	cw, ch := RotatedSize(in.Shape[1], in.Shape[0], rad)
+	q.maxW, q.maxH = max(q.maxW, bw), max(q.maxH, bh)
+	q.oddW += cw % 2
+	q.oddH += ch % 2
+	if f == n-1 {
+		q.w, q.h = q.maxW, q.maxH
+		if (q.w%2 == 1) != (2*q.oddW > n) {
+			q.w++
+		}
+		if (q.h%2 == 1) != (2*q.oddH > n) {
+			q.h++
+		}
+	}
+	return nil
+}
+
 func (o *rotateOp) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*rotateState)
 	in := ws.In[0]
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
-	deg, err := o.args.FloatAt(ws, "angle")
+	rad, err := o.angle(ws)
 	if err != nil {
 		return err
 	}
-	if math.IsNaN(deg) || math.IsInf(deg, 0) {
-		return o.args.ArgDataErrorf(ws, "angle", "expected a finite number of degrees, got %g", deg)
-	}
-	rad := deg * math.Pi / 180
 	ow, oh := w, h
 	switch {
 	case o.w > 0:
 		ow, oh = o.w, o.h
-	case !o.keep:
+	case o.args.AnyPerSample("size"):
+		if st.size, err = o.args.FloatsAt(ws, "size", st.size); err != nil {
+			return err
+		}
+		s := st.size
+		if len(s) != 2 || !(s[0] >= 0.5 && s[1] >= 0.5) || s[0] > 1<<20 || s[1] > 1<<20 {
+			return o.args.ArgDataErrorf(ws, "size", "expected (height, width) of at least 1 pixel, got %v", s)
+		}
+		ow, oh = int(math.Round(s[1])), int(math.Round(s[0]))
+	case o.keep:
+	case st.seq.w > 0:
+		ow, oh = st.seq.w, st.seq.h
+	default:
 		ow, oh = RotatedSize(w, h, rad)
 	}
 	if lim := ws.Limits; lim != nil && lim.MaxImagePixels > 0 && int64(ow)*int64(oh) > lim.MaxImagePixels {

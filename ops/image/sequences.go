@@ -10,4 +10,5 @@ func init() {
 		"brightness_contrast", "brightness", "contrast", "hsv", "hue", "saturation", "color_twist",
 		"color_space_conversion", "rotate", "warp_affine", "gaussian_blur",
 		"laplacian", "resize_crop_mirror", "fast_resize_crop_mirror")
+	engine.MarkChannelFramedOps("gaussian_blur", "laplacian")
 }

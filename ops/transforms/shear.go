@@ -11,11 +11,11 @@ func init() {
 		Name: "transforms.shear",
 		Doc: "Produces a shear affine transform (float32 [ndim, ndim+1]) about center, or applies it to the input " +
 			"transform. 2-D: shear = (sxy, syx) gives [[1, sxy], [syx, 1]]; 3-D: (sxy, sxz, syx, syz, szx, szy) gives " +
-			"[[1, sxy, sxz], [syx, 1, syz], [szx, szy, 1]]. angles (degrees, in (-90, 90)) give shear = tan(angle).",
+			"[[1, sxy, sxz], [syx, 1, syz], [szx, szy, 1]]. angles (degrees, in [-90, 90]) give shear = tan(angle).",
 		MinInputs: 0, MaxInputs: 1, Outputs: []string{"transform"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "shear", Type: engine.ArgFloatList, TensorInput: true, Doc: "shear factors: 2 values (2-D) or 6 (3-D); exclusive with angles"},
-			{Name: "angles", Type: engine.ArgFloatList, TensorInput: true, Doc: "shear angles in degrees, in (-90, 90): 2 values (2-D) or 6 (3-D)"},
+			{Name: "angles", Type: engine.ArgFloatList, TensorInput: true, Doc: "shear angles in degrees, in [-90, 90]: 2 values (2-D) or 6 (3-D)"},
 			centerArg, reverseOrderArg, seedArg,
 		},
 	})
@@ -67,8 +67,8 @@ func (g shear) matrix(ws *engine.Workspace, st *state, n int, m []float64) error
 	v := st.vals[0]
 	if name == "angles" {
 		for i, deg := range v {
-			if !(deg > -90 && deg < 90) {
-				return argError(a, ws, "angles", "must be in (-90, 90) degrees, got %g", deg)
+			if !(deg >= -90 && deg <= 90) { // DALI's closed range: +-90 gives tan's huge finite value
+				return argError(a, ws, "angles", "must be in [-90, 90] degrees, got %g", deg)
 			}
 			v[i] = math.Tan(deg * math.Pi / 180)
 		}

@@ -545,6 +545,8 @@ def convert_arg(arg, v, check_values=True):
     if kind.endswith("_list"):
         elem = kind[:-len("_list")]
         if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
+            if getattr(v, "ndim", 1) > 1 and hasattr(v, "reshape"):
+                v = v.reshape(-1)  # DALI: an array for a list argument is read flat (a 2x3 matrix)
             v = v.tolist()
         if isinstance(v, (list, tuple)):
             out = [_conv_scalar(elem, x, _types.ENUM_OF_SCHEMA_TYPE.get(elem)) for x in v]

@@ -211,6 +211,12 @@ def to_numpy_dtype(t):
     return np.dtype(names[t])
 
 
+def to_numpy_type(t):
+    """DALI's types.to_numpy_type: the numpy scalar type (np.float32, ...) of a
+    DALIDataType (TypeError for one without)."""
+    return to_numpy_dtype(t).type
+
+
 # Layout constants: in DALI these are plain layout strings.
 NCHW = "CHW"
 NHWC = "HWC"

@@ -223,3 +223,16 @@ def test_constant_of_a_torch_tensor_keeps_its_type():
     assert np.array(a[0]).dtype == np.uint8 and np.array(a[1]).tolist() == [1, 2]
     assert np.array(b[0]).dtype == np.float16 and np.array(b[0]).tolist() == [1.5, -2.0]
     assert np.array(c[0]).dtype == np.int32 and np.array(c[0]).tolist() == [[3, 4]]
+
+
+def test_batch_permutation_with_its_own_seed_ignores_the_pipeline_seed():
+    # DALI: an operator given `seed` draws the same values in any pipeline.
+    got = []
+    for pipeline_seed in (1, 2):
+        pipe = godali.Pipeline(batch_size=6, num_threads=2, seed=pipeline_seed, device_id=None)
+        with pipe:
+            pipe.set_outputs(fn.batch_permutation(seed=5))
+        (p,) = pipe.run()
+        pipe.close()
+        got.append([int(np.array(p[i])) for i in range(6)])
+    assert got[0] == got[1] and sorted(got[0]) == list(range(6))
