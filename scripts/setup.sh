@@ -53,9 +53,10 @@ fi
 # torch: auditwheel and ziglang (make wheel: zig's clang builds the wheel's libraries for
 # glibc 2.28, scripts/floor-cc.sh), pyelftools (tests/wheel_check.py), and PyTorch Lightning 2.2 (the last line that supports
 # torch 1.13) for examples/lightning_train.py; its other dependencies are the Debian
-# packages above.
+# packages above. decord (a py3-none manylinux wheel with its own FFmpeg 4.1; needs only
+# numpy) is an optional contender of benchmarks/video_bench.py.
 pypi=(auditwheel==6.1.0 pyelftools==0.31 ziglang==0.14.1 pytorch-lightning==2.2.5 lightning-utilities==0.11.9
-      torchmetrics==1.2.1)
+      torchmetrics==1.2.1 decord==0.6.0)
 pymissing=()
 for spec in "${pypi[@]}"; do
   name=${spec%%==*}; ver=${spec##*==}
@@ -85,5 +86,16 @@ if [ ! -f "$MXDIR/mxnet/libmxnet.so" ] || [ ! -f "$MXDIR/mxnet/recordio.py" ]; t
   echo "setup: pip installing mxnet==1.9.1 into $MXDIR"
   $SUDO $PY -m pip install -q --no-deps --target "$MXDIR" mxnet==1.9.1 ||
     echo "setup: mxnet could not be installed; the RecordIO cross-check tests will skip" >&2
+fi
+# NVIDIA DALI, an optional contender of the benchmarks (it runs on the CPU without a GPU),
+# only with GODALI_BENCH_DALI=1: a 424 MB wheel, installed with its pure-Python
+# dependencies (--no-deps, so that pip keeps Debian's numpy and torch) into a directory of
+# its own; benchmarks/video_bench.py looks there, other scripts take it on PYTHONPATH.
+DALIDIR=/usr/local/lib/godali-dali
+if [ "${GODALI_BENCH_DALI:-0}" = 1 ] && [ ! -f "$DALIDIR/nvidia_dali_cuda120-2.4.0.dist-info/METADATA" ]; then
+  echo "setup: pip installing nvidia-dali-cuda120==2.4.0 into $DALIDIR"
+  $SUDO $PY -m pip install -q --no-deps --target "$DALIDIR" nvidia-dali-cuda120==2.4.0 optree==0.20.0 \
+    nvtx==0.2.17 makefun==1.16.0 libcst==1.9.0 ||
+    echo "setup: DALI could not be installed; the benchmarks skip it" >&2
 fi
 echo "setup: ok"
