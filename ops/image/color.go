@@ -198,6 +198,20 @@ func bcHalfRange(d engine.DType) float64 {
 
 // Infer accepts HWC images, FHWC sequences (the engine runs them frame by frame, for
 // per_frame arguments) and DHWC volumes; the operator is element-wise.
+// colorLayout is the layout of a colour operator's output: the input's, or for an input
+// without one the layout of bcLayouts with its number of dimensions.
+func colorLayout(m engine.TensorMeta) string {
+	if m.Layout != "" {
+		return m.Layout
+	}
+	for _, l := range bcLayouts {
+		if len(l) == len(m.Shape) {
+			return l
+		}
+	}
+	return ""
+}
+
 func (o *brightnessContrastOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := in[0]
 	o.in = m.DType
@@ -207,16 +221,7 @@ func (o *brightnessContrastOp) Infer(in []engine.TensorMeta) ([]engine.TensorMet
 	if o.centerFromInput {
 		o.params[3].constant = bcHalfRange(m.DType)
 	}
-	layout := m.Layout
-	if layout == "" {
-		for _, l := range bcLayouts {
-			if len(l) == len(m.Shape) {
-				layout = l
-				break
-			}
-		}
-	}
-	return []engine.TensorMeta{{DType: o.out, Layout: layout, Shape: m.Shape}}, nil
+	return []engine.TensorMeta{{DType: o.out, Layout: colorLayout(m), Shape: m.Shape}}, nil
 }
 
 func (o *brightnessContrastOp) NewWorkerState() any { return &brightnessContrastState{} }
@@ -367,16 +372,7 @@ func (o *colorTwistOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error
 	if o.outFromInput {
 		o.out = m.DType
 	}
-	layout := m.Layout
-	if layout == "" {
-		for _, l := range bcLayouts {
-			if len(l) == len(m.Shape) {
-				layout = l
-				break
-			}
-		}
-	}
-	return []engine.TensorMeta{{DType: o.out, Layout: layout, Shape: m.Shape}}, nil
+	return []engine.TensorMeta{{DType: o.out, Layout: colorLayout(m), Shape: m.Shape}}, nil
 }
 
 func (o *colorTwistOp) NewWorkerState() any { return &colorTwistState{} }

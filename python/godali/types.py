@@ -135,6 +135,18 @@ class ScalarConstant:
     def float32(self):
         return ScalarConstant(float(self.value), FLOAT)
 
+    # The other conversions DALI's ScalarConstant offers (the value itself stays a
+    # Python int or float; the operator reading it converts to the dtype).
+    def int8(self): return ScalarConstant(int(self.value), INT8)
+    def int16(self): return ScalarConstant(int(self.value), INT16)
+    def int64(self): return ScalarConstant(int(self.value), INT64)
+    def uint8(self): return ScalarConstant(int(self.value), UINT8)
+    def uint16(self): return ScalarConstant(int(self.value), UINT16)
+    def uint32(self): return ScalarConstant(int(self.value), UINT32)
+    def uint64(self): return ScalarConstant(int(self.value), UINT64)
+    def float16(self): return ScalarConstant(float(self.value), FLOAT16)
+    def float64(self): return ScalarConstant(float(self.value), FLOAT64)
+
     def __int__(self):
         return int(self.value)
 
@@ -166,12 +178,18 @@ class ScalarConstant:
     def __repr__(self):
         return "godali.types.ScalarConstant(%r, dtype=%s)" % (self.value, self.dtype.name)
 
+    def __str__(self):
+        # DALI's form, which its expression notebooks print: "10:DALIDataType.INT32".
+        return "%s:DALIDataType.%s" % (self.value, self.dtype.name)
+
 
 def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):
     """DALI's types.Constant. A Python scalar without shape or layout gives a
     ScalarConstant, usable as an operator argument and in expressions. A list, a numpy
     array, or a value with a shape gives a DataNode of the current pipeline: a `constant`
-    node producing that tensor for every sample (a single value fills the shape)."""
+    node producing that tensor for every sample (a single value fills the shape). Made
+    outside a pipeline, as DALI allows, the node waits until a pipeline uses it; one
+    such node may feed several pipelines (each gets its own copy, see _graph.bind)."""
     if shape is None and layout is None and isinstance(value, (bool, int, float)):
         return ScalarConstant(value, dtype)
     if device not in (None, "cpu", "gpu"):
@@ -179,9 +197,6 @@ def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):
                          % (device,))
     from . import _graph
     pipe = _graph.current_pipeline()
-    if pipe is None:
-        raise RuntimeError("godali: types.Constant of a tensor creates a graph node: call it "
-                           "inside `with pipe:` or a @pipeline_def function")
     node = _graph.constant_node(value, pipe, dtype=dtype, shape=shape, layout=layout)
     # device="gpu": made on the host and copied to the GPU (the CUDA flavour; a CPU-only
     # pipeline refuses it at build, as DALI does).
@@ -216,6 +231,36 @@ def to_numpy_type(t):
     DALIDataType (TypeError for one without)."""
     return to_numpy_dtype(t).type
 
+
+
+# Type names of numpy, torch and C that to_dali_type understands.
+_DALI_TYPE_OF_NAME = {
+    "bool": BOOL, "bool_": BOOL,
+    "int8": INT8, "char": INT8, "uint8": UINT8, "byte": UINT8, "ubyte": UINT8,
+    "int16": INT16, "short": INT16, "uint16": UINT16, "ushort": UINT16,
+    "int32": INT32, "int": INT32, "uint32": UINT32, "uint": UINT32,
+    "int64": INT64, "long": INT64, "uint64": UINT64, "ulong": UINT64,
+    "float16": FLOAT16, "half": FLOAT16, "float32": FLOAT, "float": FLOAT,
+    "float64": FLOAT64, "double": FLOAT64,
+}
+
+
+def to_dali_type(framework_type):
+    """DALI's types.to_dali_type: the DALIDataType of a type name ("uint8", "float",
+    "double", ...), a numpy dtype or scalar type, or a torch dtype (torch.int32).
+    TypeError names a type it cannot map."""
+    t = framework_type
+    if isinstance(t, type) and t.__module__ == "numpy":
+        t = t.__name__
+    name = str(t)
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    dt = _DALI_TYPE_OF_NAME.get(name)
+    if dt is None:
+        raise TypeError("godali: types.to_dali_type: %r is not a type DALI knows "
+                        "(a name such as 'uint8' or 'float32', a numpy or torch dtype)"
+                        % (framework_type,))
+    return dt
 
 # Layout constants: in DALI these are plain layout strings.
 NCHW = "CHW"
