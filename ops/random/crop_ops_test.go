@@ -94,6 +94,24 @@ func TestROIRandomCropAndCropGenerator(t *testing.T) {
 	}
 }
 
+// An image with no rows (DALI's variable-batch test feeds shapes [0, 0]) gets the empty
+// window, anchor (0, 0) and shape (0, 0), as DALI's crop window generator returns it.
+func TestCropGeneratorEmptyImageGivesEmptyWindow(t *testing.T) {
+	out := runBatches(t, 2, 1, []string{
+		ints("shp", []int{2}, []int{0, 0}),
+		ints("shp2", []int{3}, []int{0, 5, 3}),
+		`{"op": "random_crop_generator", "name": "g", "inputs": ["shp"], "outputs": ["anchor", "shape"]}`,
+		`{"op": "random_crop_generator", "name": "g2", "inputs": ["shp2"], "outputs": ["anchor2", "shape2"]}`,
+	}, "anchor", "shape", "anchor2", "shape2")
+	for k := range out {
+		for i, v := range out[k] {
+			if len(v) != 2 || v[0] != 0 || v[1] != 0 {
+				t.Fatalf("output %d sample %d: %v, want [0 0]", k, i, v)
+			}
+		}
+	}
+}
+
 func TestRandomMaskPixelDrawsForegroundAndIsThreadIndependent(t *testing.T) {
 	mask := make([]int, 5*7)
 	fg := map[[2]int64]bool{{1, 2}: true, {4, 6}: true, {0, 0}: true}

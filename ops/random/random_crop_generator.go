@@ -1,6 +1,7 @@
 package random
 
 import (
+	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/ops/decoders"
 )
@@ -53,10 +54,13 @@ func (o *cropGenOp) Run(ws *engine.Workspace) error {
 	t := ws.In[0]
 	sz := t.DType.Size()
 	h, w := int(engine.ReadScalar(t.Data, t.DType)), int(engine.ReadScalar(t.Data[sz:], t.DType))
-	if h < 1 || w < 1 {
-		return o.args.DataErrorf(ws, "the image shape %dx%d is empty", h, w)
+	if h < 0 || w < 0 {
+		return o.args.DataErrorf(ws, "the image shape %dx%d is negative", h, w)
 	}
-	r := o.crop.Window(w, h, ws.RNG)
+	var r codec.Rect
+	if h > 0 && w > 0 {
+		r = o.crop.Window(w, h, ws.RNG)
+	} // an empty image (0 rows or columns): DALI gives the empty window, anchor 0 shape 0
 	for i, v := range [4]int{r.Y, r.X, r.H, r.W} {
 		engine.WriteScalar(ws.Out[i/2].Data[8*(i%2):], engine.Int64, float64(v))
 	}

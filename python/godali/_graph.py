@@ -489,6 +489,10 @@ def _conv_scalar(kind, v, enum_cls):
     if kind == "int":
         if _is_int(v):
             return int(v)
+        if isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer():
+            # DALI takes a float with an integral value for an int argument
+            # (fn.reshape(shape=(160 / 2, 80 * 2, 3)) in its variable-batch test)
+            return int(v)
         raise _ArgError("expected an int, got %s" % _show(v))
     if kind == "float":
         if isinstance(v, numbers.Real) and not isinstance(v, bool):
@@ -751,11 +755,34 @@ def _variable_outputs(schema, args, fname):
     return ["out%d" % i for i in range(max(n, 1))]
 
 
+def _input_sets(schema, inputs):
+    """The per-instance inputs when some input is a list/tuple of DataNodes, else None."""
+    lists = [x for x in inputs if isinstance(x, (list, tuple)) and x
+             and all(isinstance(e, DataNode) for e in x)]
+    if not lists:
+        return None
+    n = len(lists[0])
+    if any(len(x) != n for x in lists):
+        raise ValueError("godali: %s: inputs given as lists of DataNodes (input sets) must "
+                         "all have the same length, got lengths %s"
+                         % (schema.name, ", ".join(str(len(x)) for x in lists)))
+    return [tuple(x[i] if (isinstance(x, (list, tuple)) and any(x is l for l in lists)) else x
+                  for x in inputs) for i in range(n)]
+
+
 def make_op_function(schema):
     """Builds the fn.* function of one operator schema."""
 
     def op(*inputs, **kwargs):
-        return _call_op(schema, inputs, kwargs)
+        sets = _input_sets(schema, inputs)
+        if sets is None:
+            return _call_op(schema, inputs, kwargs)
+        # DALI: an input given as a list of DataNodes makes one operator instance per
+        # element (an "input set"); the outputs come back as a list, one per instance.
+        outs = [_call_op(schema, s, dict(kwargs)) for s in sets]
+        if isinstance(outs[0], tuple):
+            return tuple(list(o) for o in zip(*outs))
+        return outs
 
     short = schema.name.rsplit(".", 1)[-1]
     op.__name__ = short

@@ -233,3 +233,48 @@ def test_per_sample_source_follows_the_batch_source_size():
         np.testing.assert_array_equal(np.array(b.as_array()).ravel(), np.arange(n))
     assert [c for c in calls if c[0] < len(sizes)] == \
         [(k, i) for k, n in enumerate(sizes) for i in range(n)]
+
+
+def test_input_set_of_a_one_output_source_and_varying_batches():
+    # DALI: external_source(num_outputs=1) gives a 1-tuple; an operator given a list of
+    # DataNodes as an input runs once per element (an input set) and returns a list.
+    batches = image_batches(seed=5)
+    pipe = Pipeline(batch_size=MAX, num_threads=1, device_id=None)
+    with pipe:
+        (img,) = src = fn.external_source(source=[(b,) for b in batches], num_outputs=1,
+                                          cycle=False)
+        assert isinstance(src, tuple) and len(src) == 1
+        other = img + 1
+        outs = fn.cast([img, other], dtype=types.INT32)
+        assert isinstance(outs, list) and len(outs) == 2
+        pipe.set_outputs(*outs)
+    for b in batches:
+        a, c = pipe.run()
+        assert len(a) == len(b) and len(c) == len(b)
+        for s, x, y in zip(b, as_arrays(a), as_arrays(c)):
+            np.testing.assert_array_equal(x, s.astype(np.int32))
+            np.testing.assert_array_equal(y, (s + np.uint8(1)).astype(np.int32))
+
+
+def test_input_sets_must_have_equal_lengths():
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=None)
+    with pipe:
+        a = fn.external_source(source=[[np.zeros(3, np.uint8)] * 2])
+        with pytest.raises(ValueError, match="same length, got lengths 2, 1"):
+            fn.cat([a, a], [a])
+
+
+def test_int_argument_takes_integral_floats():
+    # DALI's variable-batch test calls reshape(shape=(160 / 2, 80 * 2, 3)).
+    batches = [[np.arange(24, dtype=np.uint8).reshape(4, 6)] * n for n in (2, 1, 3)]
+    pipe = Pipeline(batch_size=3, num_threads=1, device_id=None)
+    with pipe:
+        x = fn.external_source(source=batches, cycle=False)
+        pipe.set_outputs(fn.reshape(x, shape=(8 / 2, 3.0, np.float32(2))))
+    for b in batches:
+        (out,) = pipe.run()
+        assert len(out) == len(b)
+        for s, y in zip(b, as_arrays(out)):
+            np.testing.assert_array_equal(y, s.reshape(4, 3, 2))
+    with pytest.raises(TypeError, match="expected an int, got float 2.5"):
+        fn.reshape(x, shape=(2.5, 2))
