@@ -44,6 +44,12 @@ def _ensure():
                     # DALI's explicit conditional operators (what `if` on data calls).
                     from . import _conditionals
                     root._add("_conditional", _conditionals.namespace())
+                exp = root._members.get("experimental")
+                if exp is not None and "resize" not in exp._members and "resize" in root._members:
+                    # DALI's experimental.resize (GPU-only there): resize, on the CPU too.
+                    exp._add("resize", root._members["resize"])
+                from ._missing import add_missing
+                add_missing(root, _graph.Namespace)
                 globals().update(root._members)
                 _root = root
     return _root
