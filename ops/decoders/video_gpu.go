@@ -10,6 +10,7 @@ import (
 	"github.com/godali/godali/internal/cuda"
 	"github.com/godali/godali/kernels"
 	"github.com/godali/godali/nvdec"
+	"github.com/godali/godali/ops/internal/gpukernels"
 )
 
 // decoders.video on device "mixed": the worker that has the sample demuxes it (FFmpeg)
@@ -41,28 +42,15 @@ func (d *mixedVideoDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, 
 	return d.cpu.Infer(in)
 }
 
-// videoKernels is the GPU stage's module for the NV12 conversion.
-type videoKernels struct{ mod *kernels.Module }
-
-func (k *videoKernels) Close() { _ = k.mod.Close() }
-
-type videoKernelsKey struct{}
-
 func (d *mixedVideoDecoder) BindGPU(ctx *engine.GPUContext) error {
 	if err := nvdec.Load(); err != nil {
 		return err
 	}
-	v, err := ctx.Shared(videoKernelsKey{}, func() (any, error) {
-		mod, err := kernels.Load(ctx.Device)
-		if err != nil {
-			return nil, err
-		}
-		return &videoKernels{mod: mod}, nil
-	})
+	k, err := gpukernels.For(ctx)
 	if err != nil {
 		return err
 	}
-	d.ctx, d.mod = ctx, v.(*videoKernels).mod
+	d.ctx, d.mod = ctx, k.Module
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/kernels"
 	"github.com/godali/godali/nvdec"
+	"github.com/godali/godali/ops/internal/gpukernels"
 )
 
 // readers.video on the GPU (DALI's device="gpu"; a mixed node here: its per-sample half
@@ -41,27 +42,15 @@ func newMixedVideoReader(a *engine.Args) (engine.Operator, error) {
 	return &mixedVideoReader{videoReader: r}, nil
 }
 
-type readerKernelsKey struct{}
-
-type readerKernels struct{ mod *kernels.Module }
-
-func (k *readerKernels) Close() { _ = k.mod.Close() }
-
 func (r *mixedVideoReader) BindGPU(ctx *engine.GPUContext) error {
 	if err := nvdec.Load(); err != nil {
 		return err
 	}
-	v, err := ctx.Shared(readerKernelsKey{}, func() (any, error) {
-		mod, err := kernels.Load(ctx.Device)
-		if err != nil {
-			return nil, err
-		}
-		return &readerKernels{mod: mod}, nil
-	})
+	k, err := gpukernels.For(ctx)
 	if err != nil {
 		return err
 	}
-	r.ctx, r.mod = ctx, v.(*readerKernels).mod
+	r.ctx, r.mod = ctx, k.Module
 	return nil
 }
 
