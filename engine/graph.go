@@ -17,6 +17,10 @@ type Node struct {
 	ArgIn  []*DataNode // in the order of Args' per-sample inputs
 	Out    []*DataNode
 	ID     int // position in execution order
+	// opSeed is the node's own `seed` argument (hasOpSeed), read once from Args when the
+	// node is made: StreamKeys runs for every sample.
+	opSeed    int64
+	hasOpSeed bool
 }
 
 // DataNode is a named value flowing between nodes.
@@ -109,6 +113,7 @@ func BuildGraph(s *Spec) (*Graph, error) {
 			return nil, err
 		}
 		n := &Node{Name: ns.Name, OpName: ns.Op, Device: ns.Device, Schema: schema, Args: args}
+		n.opSeed, n.hasOpSeed = n.readOpSeed()
 		for i, name := range ns.Outputs {
 			if _, dup := g.Data[name]; dup {
 				return nil, Errorf(StatusInvalidPipeline, "%s: output %q is already produced by node %q", where, name, g.Data[name].Producer.Name)

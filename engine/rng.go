@@ -77,15 +77,15 @@ const opSeedTag = ^uint64(0)
 // seed, the node's place in the graph or num_threads); the others derive their streams
 // from the pipeline seed and the node.
 func (n *Node) StreamKeys(pipelineSeed uint64) (uint64, uint64) {
-	if s, ok := n.OpSeed(); ok {
-		return uint64(s), opSeedTag
+	if n.hasOpSeed {
+		return uint64(n.opSeed), opSeedTag
 	}
 	return pipelineSeed, uint64(n.ID)
 }
 
-// OpSeed is the node's own `seed` argument when its schema has one and it was given
+// readOpSeed is the node's own `seed` argument when its schema has one and it was given
 // (>= 0; DALI's -1 means "from the pipeline").
-func (n *Node) OpSeed() (int64, bool) {
+func (n *Node) readOpSeed() (int64, bool) {
 	if n.Args == nil || n.Schema == nil || n.Schema.IsReader || !n.Args.Has("seed") {
 		return 0, false
 	}

@@ -264,6 +264,29 @@ func Codec(name string) int {
 	return -1
 }
 
+// Takes reports whether NVDEC decodes a stream of this codec and pixel format (8-bit
+// 4:2:0, given as NV12; a container that does not say, "unknown" or "none", is tried,
+// and NVDEC's parser has the last word: ReadFrames's ErrFormat).
+func Takes(info video.Info) bool {
+	switch info.PixFmt {
+	case "yuv420p", "yuvj420p", "unknown", "none":
+		return Codec(info.Codec) >= 0
+	}
+	return false
+}
+
+// For returns a decoder for codec on dev: d itself when it decodes that codec, else a new
+// one (d, if any, is closed). A worker keeps one decoder across the files it reads.
+func For(d *Decoder, dev *cuda.Device, mod *kernels.Module, codec string) (*Decoder, error) {
+	if d != nil && d.codec == codec {
+		return d, nil
+	}
+	if d != nil {
+		d.Close()
+	}
+	return NewDecoder(dev, mod, codec)
+}
+
 // Decoder is one NVDEC parser and decoder for one stream's codec, bound to a device.
 // One goroutine at a time.
 type Decoder struct {

@@ -76,19 +76,12 @@ func (s *mixedVideoState) Close() {
 
 func (d *mixedVideoDecoder) NewWorkerState() any { return &mixedVideoState{} }
 
-// nvdecFormat reports whether NVDEC may output the decoder's pixel format as NV12 (the
-// container may not say: "unknown" is tried, and NVDEC's parser has the last word).
-func nvdecFormat(pixFmt string) bool {
-	return pixFmt == "yuv420p" || pixFmt == "yuvj420p" || pixFmt == "unknown" || pixFmt == "none"
-}
-
 func (d *mixedVideoDecoder) Setup(ws *engine.Workspace) error {
 	st := ws.State.(*mixedVideoState)
 	if err := d.cpu.setup(ws, &st.cpu); err != nil {
 		return err
 	}
-	info := st.cpu.f.Info
-	st.nvdec = nvdec.Codec(info.Codec) >= 0 && nvdecFormat(info.PixFmt)
+	st.nvdec = nvdec.Takes(st.cpu.f.Info)
 	return nil
 }
 
@@ -97,16 +90,12 @@ func (d *mixedVideoDecoder) Run(ws *engine.Workspace) error {
 	out := ws.Out[0]
 	f := st.cpu.f
 	fb := f.FrameBytes()
-	if st.nvdec && (st.dec == nil || st.dec.Codec() != f.Info.Codec) {
-		if st.dec != nil {
-			st.dec.Close()
-			st.dec = nil
-		}
-		dec, err := nvdec.NewDecoder(d.ctx.Device, d.mod, f.Info.Codec)
+	if st.nvdec {
+		dec, err := nvdec.For(st.dec, d.ctx.Device, d.mod, f.Info.Codec)
+		st.dec = dec
 		if err != nil {
 			return engine.CUDAError("creating an NVDEC decoder", err)
 		}
-		st.dec = dec
 	}
 	stream, err := ws.GPU().Begin()
 	if err != nil {

@@ -418,9 +418,8 @@ func (r *videoReader) timesOut() int {
 	return k
 }
 
-func (r *videoReader) Run(ws *engine.Workspace) error {
-	st := ws.State.(*videoReaderState)
-	seq := r.seqs[ws.Ref.Index]
+// open makes the worker's open file the sequence's file (reopening only when it changes).
+func (st *videoReaderState) open(r *videoReader, seq videoSeq) (*videoFile, error) {
 	vf := &r.files[seq.file]
 	if st.file != int(seq.file) {
 		st.file = -1
@@ -428,9 +427,19 @@ func (r *videoReader) Run(ws *engine.Workspace) error {
 			st.f = &video.File{}
 		}
 		if err := st.f.Reopen(vf.path, 1); err != nil {
-			return engine.Errorf(engine.StatusData, "%v", err)
+			return nil, engine.Errorf(engine.StatusData, "%v", err)
 		}
 		st.file = int(seq.file)
+	}
+	return vf, nil
+}
+
+func (r *videoReader) Run(ws *engine.Workspace) error {
+	st := ws.State.(*videoReaderState)
+	seq := r.seqs[ws.Ref.Index]
+	vf, err := st.open(r, seq)
+	if err != nil {
+		return err
 	}
 	out := ws.Out[0].Data
 	fb := st.f.FrameBytes()

@@ -7,7 +7,6 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/godali/godali/codec/video"
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/kernels"
 	"github.com/godali/godali/nvdec"
@@ -81,30 +80,18 @@ func (r *mixedVideoReader) NewWorkerState() any {
 func (r *mixedVideoReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*mixedVideoReaderState)
 	seq := r.seqs[ws.Ref.Index]
-	vf := &r.files[seq.file]
-	if st.file != int(seq.file) {
-		st.file = -1
-		if st.f == nil {
-			st.f = &video.File{}
-		}
-		if err := st.f.Reopen(vf.path, 1); err != nil {
-			return engine.Errorf(engine.StatusData, "%v", err)
-		}
-		st.file = int(seq.file)
+	vf, err := st.open(r.videoReader, seq)
+	if err != nil {
+		return err
 	}
 	f := st.f
-	useNVDEC := nvdec.Codec(f.Info.Codec) >= 0 && (f.Info.PixFmt == "yuv420p" || f.Info.PixFmt == "yuvj420p" ||
-		f.Info.PixFmt == "unknown" || f.Info.PixFmt == "none")
-	if useNVDEC && (st.dec == nil || st.dec.Codec() != f.Info.Codec) {
-		if st.dec != nil {
-			st.dec.Close()
-			st.dec = nil
-		}
-		dec, err := nvdec.NewDecoder(r.ctx.Device, r.mod, f.Info.Codec)
+	useNVDEC := nvdec.Takes(f.Info)
+	if useNVDEC {
+		dec, err := nvdec.For(st.dec, r.ctx.Device, r.mod, f.Info.Codec)
+		st.dec = dec
 		if err != nil {
 			return engine.CUDAError("creating an NVDEC decoder", err)
 		}
-		st.dec = dec
 	}
 	stream, err := ws.GPU().Begin()
 	if err != nil {
