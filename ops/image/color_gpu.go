@@ -41,15 +41,21 @@ type gpuBrightnessContrast struct {
 	v    [4]float64
 }
 
-func (o *gpuBrightnessContrast) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+// gpuColorInfer is the CPU operator's Infer (cpuInfer) within the gpu kernel's limits:
+// HWC uint8 in, UINT8 or FLOAT out.
+func gpuColorInfer(a *engine.Args, in []engine.TensorMeta, cpuInfer func([]engine.TensorMeta) ([]engine.TensorMeta, error)) ([]engine.TensorMeta, error) {
 	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 3 {
-		return nil, o.cpu.args.Invalidf("the gpu backend takes HWC uint8 images, got %s %v; use device \"cpu\" for other types and sequences", in[0].DType, in[0].Shape)
+		return nil, a.Invalidf("the gpu backend takes HWC uint8 images, got %s %v; use device \"cpu\" for other types and sequences", in[0].DType, in[0].Shape)
 	}
-	out, err := o.cpu.Infer(in)
+	out, err := cpuInfer(in)
 	if err == nil && out[0].DType != engine.UInt8 && out[0].DType != engine.Float32 {
-		return nil, o.cpu.args.Invalidf("the gpu backend gives UINT8 or FLOAT, not %s; use device \"cpu\"", out[0].DType)
+		return nil, a.Invalidf("the gpu backend gives UINT8 or FLOAT, not %s; use device \"cpu\"", out[0].DType)
 	}
 	return out, err
+}
+
+func (o *gpuBrightnessContrast) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
+	return gpuColorInfer(o.cpu.args, in, o.cpu.Infer)
 }
 
 func (o *gpuBrightnessContrast) Setup(ws *engine.Workspace) error {
@@ -79,14 +85,7 @@ type gpuColorTwist struct {
 }
 
 func (o *gpuColorTwist) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 3 {
-		return nil, o.cpu.args.Invalidf("the gpu backend takes HWC uint8 images, got %s %v; use device \"cpu\" for other types and sequences", in[0].DType, in[0].Shape)
-	}
-	out, err := o.cpu.Infer(in)
-	if err == nil && out[0].DType != engine.UInt8 && out[0].DType != engine.Float32 {
-		return nil, o.cpu.args.Invalidf("the gpu backend gives UINT8 or FLOAT, not %s; use device \"cpu\"", out[0].DType)
-	}
-	return out, err
+	return gpuColorInfer(o.cpu.args, in, o.cpu.Infer)
 }
 
 func (o *gpuColorTwist) Setup(ws *engine.Workspace) error {

@@ -251,16 +251,7 @@ func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 				m.Shape[i] = -1
 			}
 		}
-		inDims := -1
-		if in[0].Shape != nil {
-			inDims = len(in[0].Shape)
-		}
-		l, err := o.layout(in[0].Layout, inDims, nd)
-		if err != nil {
-			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
-		}
-		m.Layout = l
-		return []engine.TensorMeta{m}, nil
+		return o.withLayout(m, in[0], nd)
 	}
 	if !a.Given("shape") && !a.Given("rel_shape") && !a.Has("src_dims") && !a.Given("layout") {
 		return nil, a.Errorf("shape", "give shape, rel_shape, src_dims or layout (or the shape as input 1)")
@@ -297,11 +288,16 @@ func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 			}
 		}
 	}
+	return o.withLayout(m, in[0], nd)
+}
+
+// withLayout gives m, the output of nd dimensions for input in, its layout.
+func (o *reshapeOp) withLayout(m, in engine.TensorMeta, nd int) ([]engine.TensorMeta, error) {
 	inDims := -1
-	if in[0].Shape != nil {
-		inDims = len(in[0].Shape)
+	if in.Shape != nil {
+		inDims = len(in.Shape)
 	}
-	l, err := o.layout(in[0].Layout, inDims, nd)
+	l, err := o.layout(in.Layout, inDims, nd)
 	if err != nil {
 		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
 	}
