@@ -50,6 +50,36 @@
 
 #include "dlpack/dlpack.h"
 
+/* An older dlpack.h included first (libtorch 1.x bundles DLPack 0.6 as ATen/dlpack.h,
+ * under the same include guard) hides the vendored one: DLTensor, DLDevice and
+ * DLDataType are the same there, but DLPack 1.0's versioned managed tensor is missing.
+ * Declare it, with the layout of DLPack 1.x, so that godali.h may come after any torch
+ * header. */
+#ifndef DLPACK_MAJOR_VERSION
+#define GODALI_DLPACK_COMPAT 1
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 0
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef struct {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned *self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#ifdef __cplusplus
+}
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

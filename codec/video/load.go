@@ -130,8 +130,8 @@ func findLib(dir, stem, soname string) (string, error) {
 // Hint is the one-line answer to "how do I get video".
 func Hint() string {
 	return fmt.Sprintf("godali's video operators need FFmpeg 5.1's shared libraries (%s): "+
-		"`apt install libavformat59 libswscale6` on Debian 12, or `pip install av==10.0.0` "+
-		"(PyAV's wheels carry them and godali finds them), or set %s to a directory holding them",
+		"`apt install libavformat59 libswscale6` on Debian 12; elsewhere any FFmpeg 5.1 shared build "+
+		"(e.g. conda-forge's ffmpeg=5.1), with %s set to the directory holding them",
 		strings.Join(Sonames(), ", "), LibDirEnv)
 }
 

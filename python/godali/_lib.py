@@ -209,6 +209,24 @@ def search_dirs():
     return [os.path.join(here, "lib"), os.path.normpath(os.path.join(here, "..", "..", "build"))]
 
 
+# The CUDA driver's status codes a user meets when probing (cuda.h's CUresult).
+_CUDA_ERRORS = {
+    3: "the CUDA driver is not initialized",
+    34: "the CUDA driver stub library was loaded instead of the real driver",
+    35: "the installed NVIDIA driver is older than the CUDA runtime needs",
+    100: "no CUDA device",
+    101: "invalid CUDA device ordinal (check CUDA_VISIBLE_DEVICES)",
+    304: "the operating system refused the CUDA call",
+    999: "unknown CUDA error",
+}
+
+
+def _cuda_error_text(st):
+    """"no CUDA device (CUDA error 100)" for the codes a probe meets."""
+    what = _CUDA_ERRORS.get(st)
+    return "%s (CUDA error %d)" % (what, st) if what else "CUDA error %d" % st
+
+
 def probe_cuda():
     """Asks libcuda whether a CUDA device works, without loading godali.
 
@@ -221,11 +239,11 @@ def probe_cuda():
     try:
         st = cuda.cuInit(0)
         if st != 0:
-            return False, "cuInit(0) returned CUDA error %d" % st, []
+            return False, "cuInit(0) failed: %s" % _cuda_error_text(st), []
         n = c_int(0)
         st = cuda.cuDeviceGetCount(byref(n))
         if st != 0:
-            return False, "cuDeviceGetCount returned CUDA error %d" % st, []
+            return False, "cuDeviceGetCount failed: %s" % _cuda_error_text(st), []
         if n.value <= 0:
             return False, "no CUDA device is visible", []
         names = []

@@ -114,6 +114,11 @@ class Pipeline:
         self._output_ndim = output_ndim
         self._batch_size = int(batch_size) if batch_size is not None else -1
         self._num_threads = int(num_threads) if num_threads is not None else -1
+        if self._num_threads != -1 and not 1 <= self._num_threads <= 256:
+            # DALI refuses a thread pool of no threads; -1 is "not given" (the library's
+            # default, 4), and any other value outside 1..256 was a mistake.
+            raise ValueError("godali: num_threads must be 1 to 256, or -1 for the default "
+                             "(4), got %r" % (num_threads,))
         self._device_id = device_id
         self._seed = int(seed) if seed is not None else -1
         self._exec_pipelined = bool(exec_pipelined)
