@@ -184,3 +184,12 @@ def test_two_resets_in_a_row_do_not_skip_an_epoch(files_with_a_bad_one):
         pipe.reset()
         pipe.reset()
     assert epochs == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+@pytest.mark.parametrize("n", [0, -2, 257])
+def test_num_threads_out_of_range_is_refused(n):
+    # -1 is "not given" (the library's default); 0 and other values outside 1..256 are
+    # mistakes that used to become 4 silently.
+    with pytest.raises(ValueError, match="num_threads must be 1 to 256"):
+        godali.Pipeline(batch_size=2, num_threads=n)
+    assert godali.Pipeline(batch_size=2, num_threads=-1).num_threads == -1
