@@ -1145,7 +1145,7 @@ class DataLoader:
         gpu = self._gpu if gpu is False else gpu
         seed = self._seed if seed is None else seed
         order_seed = self._order_seed if order_seed is None else order_seed
-        threads = max(1, self.num_workers)
+        threads = min(256, max(1, self.num_workers))
         depth = self._queue_depth or \
             (max(2, int(self.prefetch_factor)) if self.prefetch_factor else 2)
         pipe = _Pipeline(batch_size=self.batch_size, num_threads=threads,
