@@ -160,6 +160,19 @@ test-c: cpu
 
 test-python: cpu
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
+	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat $(PYTHON) -m pytest -q tests/compat
+
+# DALI 2.4's public surface against godali's (tests/compat/surface.py): re-dumps DALI's
+# names and schemas when DALI is installed (GODALI_DALI_ORACLE=1 scripts/setup.sh puts it
+# in $(DALIDIR)), then regenerates docs/dali-parity.md and the baseline that
+# tests/compat/test_surface.py keeps from shrinking.
+DALIDIR ?= /usr/local/lib/godali-dali
+.PHONY: compat-report
+compat-report: cpu
+	@if [ -f $(DALIDIR)/nvidia/dali/__init__.py ]; then \
+	  PYTHONPATH=$(DALIDIR) $(PYTHON) tests/compat/surface.py dump-dali tests/compat/dali_surface.json; \
+	else echo "compat-report: DALI not installed in $(DALIDIR): using the stored tests/compat/dali_surface.json"; fi
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/surface.py report tests/compat/dali_surface.json docs/dali-parity.md tests/compat/parity_baseline.json
 
 # --- The wheel's libraries: built for an old glibc ------------------------------------
 # A library linked on this machine asks for its glibc's newest symbol versions (Debian

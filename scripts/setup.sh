@@ -92,7 +92,7 @@ fi
 # dependencies (--no-deps, so that pip keeps Debian's numpy and torch) into a directory of
 # its own; benchmarks/video_bench.py looks there, other scripts take it on PYTHONPATH.
 DALIDIR=/usr/local/lib/godali-dali
-if [ "${GODALI_BENCH_DALI:-0}" = 1 ] && [ ! -f "$DALIDIR/nvidia_dali_cuda120-2.4.0.dist-info/METADATA" ]; then
+if { [ "${GODALI_BENCH_DALI:-0}" = 1 ] || [ "${GODALI_DALI_ORACLE:-0}" = 1 ]; } && [ ! -f "$DALIDIR/nvidia_dali_cuda120-2.4.0.dist-info/METADATA" ]; then
   echo "setup: pip installing nvidia-dali-cuda120==2.4.0 into $DALIDIR"
   $SUDO $PY -m pip install -q --no-deps --target "$DALIDIR" nvidia-dali-cuda120==2.4.0 optree==0.20.0 \
     nvtx==0.2.17 makefun==1.16.0 libcst==1.9.0 ||

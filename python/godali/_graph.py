@@ -804,6 +804,10 @@ def make_op_function(schema):
     params.append(inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY,
                                     default=None))
     params.append(inspect.Parameter("name", inspect.Parameter.KEYWORD_ONLY, default=None))
+    # DALI's arguments of every operator, which the graph accepts (_RESERVED)
+    params.append(inspect.Parameter("bytes_per_sample_hint", inspect.Parameter.KEYWORD_ONLY,
+                                    default=[0]))
+    params.append(inspect.Parameter("preserve", inspect.Parameter.KEYWORD_ONLY, default=False))
     try:
         op.__signature__ = inspect.Signature(params)
     except ValueError:
