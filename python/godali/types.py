@@ -33,6 +33,24 @@ class DALIDataType(_Named):
     FLOAT = 9
     FLOAT64 = 10
     BOOL = 11
+    # Argument types of operator schemas (backend.OpSchema.GetArgumentType), not element
+    # types of tensors godali makes.
+    STRING = 12
+    _BOOL_VEC = 13
+    _INT32_VEC = 14
+    _STRING_VEC = 15
+    _FLOAT_VEC = 16
+    FEATURE = 17
+    _FEATURE_VEC = 18
+    _FEATURE_DICT = 19
+    IMAGE_TYPE = 20
+    DATA_TYPE = 21
+    INTERP_TYPE = 22
+    TENSOR_LAYOUT = 23
+    PYTHON_OBJECT = 24
+    _TENSOR_LAYOUT_VEC = 25
+    _DATA_TYPE_VEC = 26
+    _INT64_VEC = 27
 
 
 class DALIImageType(_Named):
@@ -69,6 +87,13 @@ FLOAT16 = DALIDataType.FLOAT16
 FLOAT = DALIDataType.FLOAT
 FLOAT64 = DALIDataType.FLOAT64
 BOOL = DALIDataType.BOOL
+STRING = DALIDataType.STRING
+FEATURE = DALIDataType.FEATURE
+IMAGE_TYPE = DALIDataType.IMAGE_TYPE
+DATA_TYPE = DALIDataType.DATA_TYPE
+INTERP_TYPE = DALIDataType.INTERP_TYPE
+TENSOR_LAYOUT = DALIDataType.TENSOR_LAYOUT
+PYTHON_OBJECT = DALIDataType.PYTHON_OBJECT
 
 RGB = DALIImageType.RGB
 BGR = DALIImageType.BGR

@@ -18,8 +18,9 @@ defaults (backend.GetSchema). `report` looks each of those names up in godali (t
 path under `godali`), writes the markdown report and the list of names that are present,
 which tests/compat/test_surface.py keeps from shrinking.
 
-What is compared is presence and, for callables, parameter names; values and behaviour
-are the oracle's job.
+What is compared is presence, for callables parameter names, and for operators the
+arguments and their defaults (as DALI's OpSchema prints them, which godali.backend's
+OpSchema reproduces); behaviour is the oracle's job.
 """
 
 import importlib
@@ -201,8 +202,18 @@ def _params(sig):
 
 def _godali_lookup(rel, name):
     """godali's object for DALI's <rel>.<name>, or raises."""
-    mod = importlib.import_module("godali" + ("." + rel if rel else ""))
-    return getattr(mod, name)
+    base = "godali" + ("." + rel if rel else "")
+    mod = importlib.import_module(base)
+    try:
+        return getattr(mod, name)
+    except AttributeError:
+        # `from nvidia.dali import backend_impl` imports a submodule not yet loaded
+        if isinstance(mod, types.ModuleType) and hasattr(mod, "__path__"):
+            try:
+                return importlib.import_module(base + "." + name)
+            except ImportError:
+                pass
+        raise
 
 
 def compare(dali_doc):
@@ -253,7 +264,7 @@ _RESERVED_ARGS = ("device", "name", "preserve", "bytes_per_sample_hint")
 
 def compare_schemas(dali_doc):
     """Rows (fn name, DALI schema, status, detail) for every fn.* function DALI has."""
-    from godali import _graph, fn as gfn
+    from godali import _graph, backend, fn as gfn
     sch = _graph.schemas()
     rows = []
     for path, schema in sorted(dali_doc["fn_schemas"].items()):
@@ -280,8 +291,21 @@ def compare_schemas(dali_doc):
             continue
         have = set(_op_arg_names(op)) | set(_RESERVED_ARGS)
         lacking = sorted(a for a, v in s["args"].items() if a not in have and not v["deprecated"])
-        rows.append((path, schema, "differs" if lacking else "present",
-                     ("lacks arguments " + ", ".join(lacking)) if lacking else ""))
+        gs = backend.TryGetSchema(schema)
+        defaults = []
+        for a, v in sorted(s["args"].items()):
+            if v["default"] is None or gs is None or not gs.HasArgument(a):
+                continue
+            try:
+                mine = gs.GetArgumentDefaultValueString(a)
+            except RuntimeError:
+                mine = None
+            if mine != v["default"]:
+                defaults.append("%s (DALI %s, godali %s)" % (a, v["default"], mine))
+        detail = "; ".join(x for x in (
+            ("lacks arguments " + ", ".join(lacking)) if lacking else "",
+            ("defaults differ: " + ", ".join(defaults)) if defaults else "") if x)
+        rows.append((path, schema, "differs" if detail else "present", detail))
     return rows
 
 

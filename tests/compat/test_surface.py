@@ -49,3 +49,30 @@ def test_operators_that_matched_still_match():
 def test_dump_has_schemas_with_arguments(name):
     # The stored DALI surface is a real dump, not an empty shell.
     assert DALI["schemas"][name]["args"]
+
+
+def test_backend_schemas_answer_as_dali_does():
+    from godali import backend
+    s = backend.GetSchema("Resize")
+    assert (s.Name(), s.OperatorName(), s.ModulePath()) == ("Resize", "Resize", [])
+    f = backend.GetSchema("readers__File")
+    assert (f.OperatorName(), f.ModulePath()) == ("File", ["readers"])
+    # DALI's printed form of the defaults, checked against DALI's own dump
+    for schema, arg in (("Resize", "interp_type"), ("readers__File", "random_shuffle"),
+                        ("CropMirrorNormalize", "mean"), ("decoders__Image", "output_type"),
+                        ("Crop", "out_of_bounds_policy")):
+        assert backend.GetSchema(schema).GetArgumentDefaultValueString(arg) == \
+            DALI["schemas"][schema]["args"][arg]["default"], (schema, arg)
+    assert backend.TryGetSchema("NoSuchOperator") is None
+    with pytest.raises(RuntimeError, match="NoSuchOperator"):
+        backend.GetSchema("NoSuchOperator")
+    assert "readers__File" in backend.RegisteredCPUOps() and "FileReader" in backend.RegisteredCPUOps()
+    assert backend.GetSchema("FileReader").DeprecatedInFavorOf() == "readers__File"
+    with pytest.raises(RuntimeError, match="plugin"):
+        backend.LoadLibrary("/nonexistent/libplugin.so")
+
+
+def test_backend_impl_submodules_import():
+    from godali.backend_impl.types import DALIDataType  # noqa: F401
+    from godali.backend_impl.tfrecord import FixedLenFeature  # noqa: F401
+    from godali.backend_impl import TensorListCPU, GetSchema  # noqa: F401
