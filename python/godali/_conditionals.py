@@ -230,8 +230,33 @@ class _Rewriter(ast.NodeTransformer):
         return out
 
 
+# The code objects of rewritten pipeline functions and of every function defined inside
+# them (_autograph.is_autograph_artifact). Pipelines are defined a handful of times per
+# process: the set stays small.
+_converted_codes = set()
+
+
+def _register_converted(code):
+    _converted_codes.add(code)
+    for c in code.co_consts:
+        if isinstance(c, type(code)):
+            _register_converted(c)
+
+
+def is_converted(entity):
+    """Whether entity's code was produced by transform() (or defined inside it)."""
+    code = getattr(getattr(entity, "__func__", entity), "__code__", None)
+    return code is not None and code in _converted_codes
+
+
 def transform(func):
     """Returns func with its `if` statements rewritten (see the module docs)."""
+    new = _transform(func)
+    _register_converted(new.__code__)
+    return new
+
+
+def _transform(func):
     try:
         src = textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError) as e:

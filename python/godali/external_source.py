@@ -672,6 +672,16 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None, dev
             raise ValueError("godali: fn.external_source: num_outputs must be >= 1")
     if not batch and batch_info:
         raise ValueError("godali: fn.external_source: batch_info applies to batch=True only")
+    if parallel and source is not None:
+        from . import _conditionals
+        if _conditionals.is_converted(source):
+            # DALI's rule: a parallel source is sent to worker processes by reference to
+            # its definition, which a function made by the conditional rewrite lacks.
+            raise ValueError(
+                "godali: fn.external_source: the `source` was created in a scope that was "
+                "rewritten for enable_conditionals. To allow the `source` to be correctly "
+                "used with parallel external source, it must remain unconverted: define it "
+                "(or the factory creating it) outside the pipeline definition")
     k = num_outputs or 1
 
     def per_output(v, what):

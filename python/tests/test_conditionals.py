@@ -109,3 +109,39 @@ def test_without_enable_conditionals_if_still_fails():
 
     with pytest.raises(TypeError, match="enable_conditionals"):
         p()
+
+
+def test_autograph_artifacts_and_parallel_sources():
+    # Functions defined inside a rewritten pipeline function are artifacts of the
+    # rewrite (DALI: of AutoGraph); a parallel external_source refuses them as DALI does.
+    import numpy as np
+    from godali._autograph import is_autograph_artifact
+    from godali.pipeline import do_not_convert
+
+    seen = {}
+
+    @do_not_convert
+    def factory():
+        def outside(si):
+            return np.full((2,), 3)
+        return outside
+
+    def make(parallel, use_factory):
+        @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None,
+                             enable_conditionals=True)
+        def pipe():
+            def inside(si):
+                return np.full((2,), 1)
+            src = factory() if use_factory else inside
+            seen["src"] = src
+            return fn.external_source(source=src, parallel=parallel, batch=False)
+        return pipe()
+
+    (out,) = make(False, False).run()
+    assert is_autograph_artifact(seen["src"]) is True
+    assert np.array_equal(out.as_array(), np.full((2, 2), 1))
+    with pytest.raises(ValueError, match="it must remain unconverted"):
+        make(True, False)
+    (out,) = make(True, True).run()
+    assert is_autograph_artifact(seen["src"]) is False
+    assert np.array_equal(out.as_array(), np.full((2, 2), 3))

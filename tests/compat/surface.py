@@ -50,6 +50,8 @@ LEFT_OUT = {
 }
 
 _OPERATOR_SKIP_PREFIXES = ("_",)
+_STDLIB = ("typing", "contextlib", "functools", "collections", "abc", "enum", "warnings",
+           "inspect", "builtins", "copy", "math", "os", "sys", "threading", "logging")
 
 
 def _sig(obj):
@@ -116,6 +118,10 @@ def _walk(root_name, rel, seen, out):
             entry["members"] = _class_members(value)
             entry["sig"] = _sig(value)
         elif kind == "callable":
+            owner = getattr(value, "__module__", None)
+            if isinstance(owner, str) and not owner.startswith(root_name) and \
+                    owner.split(".")[0] in _STDLIB:
+                continue  # typing.List, contextlib.contextmanager, ... re-exported
             entry["sig"] = _sig(value)
         names[name] = entry
     out[rel] = {"names": names}

@@ -8,7 +8,8 @@ as `mag_to_param`).
 
 import numpy as np
 
-from .core import _Augmentation
+from ._core import _Augmentation, augmentation  # noqa: F401
+from .. import fn, types  # noqa: F401  (DALI's module exposes them)
 
 
 def warp_x_param(magnitude):

@@ -6,7 +6,7 @@ randomly negated).
 """
 
 from . import augmentations as a
-from .core import Policy, _apply, _translations
+from ._core import Policy, _apply, _translations
 
 _POLICIES = ("image_net", "reduced_image_net", "svhn", "reduced_cifar10")
 

@@ -5,7 +5,7 @@ at magnitude bin m."""
 import warnings
 
 from . import augmentations as a
-from .core import _apply, _translations
+from ._core import _apply, _translations
 
 
 def rand_augment(sample, n, m, num_magnitude_bins=31, shape=None, fill_value=128,

@@ -3,7 +3,7 @@ nvidia.dali.auto_aug.trivial_augment: one augmentation per sample, drawn uniform
 the suite, at a magnitude bin drawn uniformly from [0, num_magnitude_bins - 1]."""
 
 from . import augmentations as a
-from .core import _apply, _translations
+from ._core import _apply, _translations
 
 
 def trivial_augment_wide(sample, num_magnitude_bins=31, shape=None, fill_value=128,
