@@ -14,7 +14,7 @@ from . import types
 from ._lib import (CUDAError, DataError, ForkedProcessError, GodaliError,
                    InternalError, InvalidArgumentError, InvalidHandleError,
                    InvalidPipelineError, NoCUDAError, OutOfMemoryError, StateError)
-from ._graph import DataNode
+from ._graph import DataNode, newaxis  # noqa: F401  (DALI: nvidia.dali.newaxis)
 from .pipeline import BatchInfo, Pipeline, live_pipelines, memory_stats, pipeline_def
 from .tensors import (Tensor, TensorCPU, TensorGPU, TensorList, TensorListCPU,
                       TensorListGPU)

@@ -1067,9 +1067,65 @@ def _subscript_int(v, what):
                     "None, got %s" % (what, _show(v)))
 
 
+class _NewAxis:
+    """DALI's newaxis: x[newaxis] / x[:, newaxis("C")] inserts a dimension (with a
+    one-letter layout name) there."""
+
+    def __init__(self, name=None):
+        if name is not None:
+            if not isinstance(name, str):
+                raise TypeError("Axis name must be a single-character string")
+            if len(name) != 1:
+                raise ValueError("Axis name must be a single-character string")
+        self._name = name
+
+    @property
+    def name(self):
+        return self._name
+
+    def __call__(self, name=None):
+        return _NewAxis(name)
+
+    def __repr__(self):
+        return "newaxis" if self._name is None else "newaxis(%r)" % self._name
+
+
+newaxis = _NewAxis()
+
+
 def subscript(node, key):
-    """Adds the _tensor_subscript node for node[key] (see DataNode.__getitem__)."""
+    """node[key] (see DataNode.__getitem__): _tensor_subscript for the indices and slices,
+    then expand_dims for the newaxis entries, as DALI does. None is a full slice (DALI's
+    meaning, not numpy's)."""
     items = list(key) if isinstance(key, tuple) else [key]
+    items = [slice(None) if k is None else k for k in items]
+    if not any(isinstance(k, _NewAxis) for k in items):
+        return _subscript(node, items)
+    if any(k is Ellipsis for k in items):
+        raise IndexError("godali: DataNode subscript: newaxis cannot be combined with an "
+                         "Ellipsis (...): the position of the new axis would depend on "
+                         "each sample's number of dimensions")
+    axes, names, rest, d = [], [], [], 0
+    for k in items:
+        if isinstance(k, _NewAxis):
+            axes.append(d)
+            if k.name is not None:
+                names.append(k.name)
+            d += 1
+            continue
+        rest.append(k)
+        if isinstance(k, slice):
+            d += 1
+    if names and len(names) != len(axes):
+        raise ValueError("New axis name must be specified for all axes or none.")
+    sliced = _subscript(node, rest) if rest else node
+    kw = {"axes": axes}
+    if names:
+        kw["new_axis_names"] = "".join(names)
+    return _call_op(schemas().ops["expand_dims"], (sliced,), kw)
+
+
+def _subscript(node, items):
     # `is`, never ==: a DataNode item compares element-wise.
     dots = [i for i, k in enumerate(items) if k is Ellipsis]
     if len(dots) > 1:
@@ -1080,9 +1136,6 @@ def subscript(node, key):
         return node
     kind, lo, hi, step, has_lo, has_hi = [], [], [], [], [], []
     for i, k in enumerate(items):
-        if k is None:
-            raise IndexError("godali: DataNode subscript: new axes (None) are not supported; "
-                             "use fn.expand_dims")
         if isinstance(k, slice):
             a = _subscript_int(k.start, "a slice start")
             b = _subscript_int(k.stop, "a slice stop")

@@ -260,15 +260,15 @@ def LoadDefaultPlugins():
 
 def LoadLibrary(lib_path, global_symbols=False):
     """DALI loads an operator plugin (a C++ library) here; godali cannot run DALI's
-    plugins: raises RuntimeError naming the library."""
-    raise RuntimeError("godali: cannot load the DALI operator plugin %r: godali runs its "
-                       "own operators and has no plugin interface" % (lib_path,))
+    plugins (plugin_manager.load_library says why, naming the file)."""
+    from . import plugin_manager
+    plugin_manager.load_library(lib_path, global_symbols)
 
 
 def LoadDirectory(dir_path, global_symbols=False):
     """As LoadLibrary, for a directory of plugins."""
-    raise RuntimeError("godali: cannot load DALI operator plugins from %r: godali runs its "
-                       "own operators and has no plugin interface" % (dir_path,))
+    from . import plugin_manager
+    plugin_manager.load_directory(dir_path, global_symbols)
 
 
 # --- the operator registry ----------------------------------------------------------------

@@ -8,7 +8,7 @@ later on an unknown operator name.
 
 import os
 
-__all__ = ["load_library"]
+__all__ = ["load_library", "load_directory"]
 
 
 def load_library(library_path, global_symbols=False):
@@ -19,5 +19,17 @@ def load_library(library_path, global_symbols=False):
                                 % path)
     raise NotImplementedError(
         "godali: plugin_manager.load_library(%r): DALI plugin libraries (custom operators "
+        "built against DALI's C++ API) cannot be loaded by godali, whose operators are "
+        "registered in its Go engine (docs/operators.md)" % path)
+
+
+def load_directory(plugin_dir_path, global_symbols=False):
+    """Refuses a folder of DALI plugin libraries, as load_library refuses one."""
+    path = os.fspath(plugin_dir_path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError("godali: plugin_manager.load_directory: %r is not a "
+                                "directory" % path)
+    raise NotImplementedError(
+        "godali: plugin_manager.load_directory(%r): DALI plugin libraries (custom operators "
         "built against DALI's C++ API) cannot be loaded by godali, whose operators are "
         "registered in its Go engine (docs/operators.md)" % path)

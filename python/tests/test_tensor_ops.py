@@ -157,3 +157,27 @@ def test_peek_image_shape_error_names_the_file(tmp_path):
     with pytest.raises(Exception, match="broken.jpg"):
         pipe.run()
     pipe.close()
+
+
+def test_subscript_newaxis_as_dali():
+    # DALI 2.4 gives these shapes and layouts for the same program (measured side by
+    # side); None is a full slice in DALI's subscripts, not a new axis.
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        x = fn.external_source(source=lambda: [data, data + 1], layout="HW")
+        return (x[godali.newaxis], x[:, godali.newaxis("C")], x[1, godali.newaxis],
+                x[None, 1:], x[:, :, godali.newaxis])
+
+    p = pipe()
+    p.build()
+    outs = p.run()
+    want = [((2, 1, 2, 3), ""), ((2, 2, 1, 3), "HCW"), ((2, 1, 3), ""), ((2, 2, 2), "HW"),
+            ((2, 2, 3, 1), "")]
+    for out, (shape, layout) in zip(outs, want):
+        assert out.as_array().shape == shape and out.layout() == layout
+    assert np.array_equal(outs[1].as_array()[1, :, 0, :], data + 1)
+    assert np.array_equal(outs[2].as_array()[0, 0], data[1])
+    with pytest.raises(ValueError, match="single-character"):
+        godali.newaxis("CH")

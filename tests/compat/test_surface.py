@@ -68,8 +68,10 @@ def test_backend_schemas_answer_as_dali_does():
         backend.GetSchema("NoSuchOperator")
     assert "readers__File" in backend.RegisteredCPUOps() and "FileReader" in backend.RegisteredCPUOps()
     assert backend.GetSchema("FileReader").DeprecatedInFavorOf() == "readers__File"
-    with pytest.raises(RuntimeError, match="plugin"):
+    with pytest.raises(FileNotFoundError, match="libplugin.so"):
         backend.LoadLibrary("/nonexistent/libplugin.so")
+    with pytest.raises(NotImplementedError, match="plugin libraries"):
+        backend.LoadLibrary(__file__)
 
 
 def test_backend_impl_submodules_import():

@@ -7,6 +7,8 @@ randomly negated).
 
 from . import augmentations as a
 from ._core import Policy, _apply, _translations
+from ._core import signed_bin  # noqa: F401  (DALI's module has it)
+from .. import fn, types  # noqa: F401  (DALI's module exposes them)
 
 _POLICIES = ("image_net", "reduced_image_net", "svhn", "reduced_cifar10")
 

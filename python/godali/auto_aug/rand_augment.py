@@ -6,6 +6,8 @@ import warnings
 
 from . import augmentations as a
 from ._core import _apply, _translations
+from ._core import signed_bin  # noqa: F401  (DALI's module has it)
+from .. import fn, types  # noqa: F401  (DALI's module exposes them)
 
 
 def rand_augment(sample, n, m, num_magnitude_bins=31, shape=None, fill_value=128,

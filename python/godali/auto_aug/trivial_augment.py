@@ -4,6 +4,8 @@ the suite, at a magnitude bin drawn uniformly from [0, num_magnitude_bins - 1]."
 
 from . import augmentations as a
 from ._core import _apply, _translations
+from ._core import signed_bin  # noqa: F401  (DALI's module has it)
+from .. import fn, types  # noqa: F401  (DALI's module exposes them)
 
 
 def trivial_augment_wide(sample, num_magnitude_bins=31, shape=None, fill_value=128,

@@ -20,6 +20,7 @@ from .. import types as _types
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
 from .._graph import DataNode  # noqa: F401  (DALI's nvidia.dali.pipeline exports it too)
+from .. import tensors, types  # noqa: F401  (DALI's module exposes them)
 
 # DALI's nvidia.dali.pipeline.DataNode (tests check isinstance(x, pipeline.DataNode)).
 DataNode = _graph.DataNode

@@ -22,6 +22,7 @@ import warnings
 
 from .. import external_source as _ext
 from ..pipeline import Pipeline
+from .. import types  # noqa: F401  (DALI's module exposes it)
 
 log = logging.getLogger("godali")
 
