@@ -1899,19 +1899,57 @@ def _ensure_log_handler():
     _log.setLevel(logging.INFO)
 
 
+# Where the two lines go, said by install()'s docstring, its log and docs/pytorch.md.
+_PLACEMENT = ("the two lines `import godali.torch; godali.torch.install()` go after the "
+              "module docstring and any `from __future__` imports, before anything that "
+              "imports torch.utils.data's DataLoader")
+
+
+def _is_library(mod):
+    """True for modules install() leaves alone even when they bound torch's DataLoader:
+    torch's and godali's own (torch.utils.data.dataloader's class refers to itself by that
+    name), and code installed with Python (standard library, site-packages,
+    dist-packages), whose use of the class (subclasses, isinstance checks, loaders made
+    again from type(loader)) godali does not know. Modules without a file count too."""
+    top = mod.__name__.partition(".")[0]
+    if top in ("torch", "torchvision", "godali"):
+        return True
+    f = getattr(mod, "__file__", None)
+    if not isinstance(f, str) or not f:
+        return True
+    f = os.path.realpath(f)
+    parts = f.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    import sysconfig
+    for key in ("stdlib", "platstdlib"):
+        d = sysconfig.get_paths().get(key)
+        if d and f.startswith(os.path.realpath(d) + os.sep):
+            return True
+    return False
+
+
 def install():
     """Makes torch.utils.data.DataLoader(...) return a godali.torch.DataLoader whenever
     godali serves the dataset, its transform and the arguments faithfully, and torch's
     own DataLoader otherwise, with one log line (logger "godali.torch", INFO) per loader
     saying which and, when torch keeps it, why.
 
-    Call it at the top of the script, before `from torch.utils.data import DataLoader`:
-    it replaces the attribute torch.utils.data.DataLoader, and the names bound to torch's
-    class in the module that calls install() and in __main__; other modules that bound
-    the name earlier keep torch's class. isinstance(loader, torch.utils.data.DataLoader)
-    is true for godali's loaders through the replaced name. Samplers are used under their
-    own names (torch.utils.data.distributed.DistributedSampler works as it is).
-    Calling it twice does nothing; uninstall() undoes it.
+    Where: after the module docstring and any `from __future__` imports (which must come
+    first in a Python file), before anything imports torch.utils.data's DataLoader.
+    Called later, it still works where it can: it replaces the attribute
+    torch.utils.data.DataLoader (code that says torch.utils.data.DataLoader(...) is
+    served, whenever it imported torch), and every name bound to torch's class in the
+    module that calls install(), in __main__ and in the program's own modules already
+    imported (those outside the standard library, site-packages and dist-packages).
+    Libraries imported earlier that bound the name themselves (`from torch.utils.data
+    import DataLoader` in Lightning, timm, ...) keep torch's class, as do torch's own
+    modules (torch.utils.data.dataloader.DataLoader: torch's class refers to itself by
+    that name); install() logs those it leaves, once. isinstance(loader,
+    torch.utils.data.DataLoader) is true for godali's loaders through the replaced names.
+    Samplers are used under their own names (torch.utils.data.distributed.
+    DistributedSampler works as it is). Calling it twice does nothing; uninstall() undoes
+    it.
     """
     global _installed
     import sys
@@ -1923,16 +1961,35 @@ def install():
     rebound = [(tud, "DataLoader")]
     tud.DataLoader = cls
     caller = sys._getframe(1).f_globals.get("__name__")
-    for modname in {caller, "__main__"}:
-        mod = sys.modules.get(modname)
+    early, kept = [], []
+    for modname, mod in list(sys.modules.items()):
         if mod is None or mod is tud:
             continue
-        for name, val in list(vars(mod).items()):
-            if val is orig:
+        try:
+            names = [n for n, v in list(vars(mod).items()) if v is orig]
+        except TypeError:  # no __dict__
+            continue
+        if not names:
+            continue
+        mine = modname in (caller, "__main__") or not _is_library(mod)
+        for name in names:
+            if mine:
                 setattr(mod, name, cls)
                 rebound.append((mod, name))
+                if modname != caller:
+                    early.append("%s.%s" % (modname, name))
+            elif modname.partition(".")[0] not in ("torch", "godali"):
+                kept.append("%s.%s" % (modname, name))
     _installed = {"orig": orig, "cls": cls, "rebound": rebound}
     _ensure_log_handler()
+    if early:
+        _log.info("install(): %s (imported before install()) now name%s the installed "
+                  "DataLoader", ", ".join(sorted(early)), "s" if len(early) == 1 else "")
+    if kept:
+        _log.info("install(): %s (librar%s imported before install()) keep%s torch's "
+                  "DataLoader: %s", ", ".join(sorted(kept)),
+                  "y" if len(kept) == 1 else "ies", "s" if len(kept) == 1 else "",
+                  _PLACEMENT)
 
 
 def uninstall():
