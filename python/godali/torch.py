@@ -1025,7 +1025,15 @@ class DataLoader:
     Yields (images, labels): images [N, C, H, W] as the transform's ToTensor /
     PILToTensor produce them, labels int64 [N] (or target_transform's results collated).
     loader.sampler is the sampler given, or the SequentialSampler / RandomSampler torch
-    would have made (for len() and inspection; godali does the shuffling itself).
+    would have made (for len() and inspection; godali does the shuffling itself), and
+    loader.batch_sampler torch's BatchSampler of it.
+
+    As torch's, every iter(loader) reads the dataset as it is then: a changed transform
+    or samples list gives a new pipeline (or, for a transform godali does not serve,
+    torch's DataLoader reads that epoch; logged). A file that cannot be decoded fails
+    its batch with what PIL raises on it (an OSError / PIL.UnidentifiedImageError that is
+    also a godali.DataError, naming the file) and the next batch follows. Several
+    iterators may be live at once, each reading its own epoch.
 
     state_dict() / load_state_dict(): torchdata's StatefulDataLoader protocol. A loader
     given the state of another (same data set and arguments) yields exactly the batches

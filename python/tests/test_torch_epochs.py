@@ -98,7 +98,8 @@ def test_edited_samples_relabelling_and_target_transform(tree):
     assert_same(epoch(loader), torch_epoch(ds, batch_size=3))
     ds.target_transform = lambda t: t * 10
     assert_same(epoch(loader), torch_epoch(ds, batch_size=3))
-    ds.targets = [0] * len(ds.targets)     # torch does not read targets: neither does godali
+    ds.targets = [0] * len(ds.targets)     # torch reads neither targets nor a new imgs
+    ds.imgs = full[:3]
     assert_same(epoch(loader), torch_epoch(ds, batch_size=3))
 
 
