@@ -1795,7 +1795,11 @@ def _torch_data_error(err, samples):
     try:
         _pil_rgb_loader(path)
     except Exception as pil:  # noqa: BLE001 - what PIL raises is what torch would raise
-        e = _pil_error_class(type(pil))("%s: %s (godali: %s)" % (path, pil, msg))
+        text = "%s: %s (godali: %s)" % (path, pil, msg)
+        try:
+            e = _pil_error_class(type(pil))(text)
+        except Exception:  # noqa: BLE001 - a class whose constructor wants more
+            e = _DataError(text)
         e.status = getattr(err, "status", None)
         e.path = path
         return e

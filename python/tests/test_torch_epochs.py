@@ -83,6 +83,19 @@ def test_a_new_transform_takes_effect_at_the_next_epoch(tree, make):
     assert_same(got, torch_epoch(ds, batch_size=4))
 
 
+def test_normalize_edited_in_place_takes_effect(tree):
+    """ToTensor + Normalize: float32 rounding of the folded normalisation (1e-5)."""
+    ds = gt.ImageFolder(tree, transform=T.Compose([
+        T.Resize((12, 12)), T.ToTensor(), T.Normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])]))
+    loader = gt.DataLoader(ds, batch_size=5)
+    epoch(loader)
+    ds.transform.transforms[-1].mean[1] = 0.1    # a list inside the transform, edited
+    got, ref = epoch(loader), torch_epoch(ds, batch_size=5)
+    assert len(got) == len(ref) == 2
+    for (x, y), (rx, ry) in zip(got, ref):
+        assert torch.equal(y, ry) and (x - rx).abs().max().item() <= 1e-5
+
+
 def test_edited_samples_relabelling_and_target_transform(tree):
     ds = torchvision.datasets.ImageFolder(tree, tf((12, 12)))
     loader = gt.DataLoader(ds, batch_size=3)
