@@ -23,16 +23,20 @@ built on the engine's checkpoints (docs/pipeline.md#checkpoints).
 """
 
 # This module is godali.torch; `import torch` below is the real PyTorch (absolute imports).
+import enum
 import json as _json
 import logging
 import math
 import os
+import types as types_mod
 import warnings
+import weakref
 
 import torch as _torch
 
 from . import fn as _fn
 from . import types as _types
+from ._lib import DataError as _DataError
 from ._lib import GodaliError as _GodaliError
 from .pipeline import Pipeline as _Pipeline
 from .plugin.pytorch import _find_classes
@@ -826,16 +830,27 @@ _FORMAT = "godali.torch.DataLoader"
 
 
 class _Source:
-    """What a dataset resolves to: its (path, label) samples, one transform for all of
-    them, and the folder godali may list itself (root, when the samples are exactly
-    godali's own listing of it; None: the reader gets the explicit file list)."""
+    """What a dataset resolves to: its (path, label) samples (a copy of the list, read in
+    that order: the reader gets the explicit file list), one transform for all of them,
+    and the target_transform applied to the labels."""
 
-    def __init__(self, samples, transform, target_transform, approximate, root=None):
+    def __init__(self, samples, transform, target_transform, approximate):
         self.samples = list(samples)
         self.transform = transform
         self.target_transform = target_transform
         self.approximate = approximate
-        self.root = root
+
+
+def _common_root(paths):
+    """(root, relative paths): the deepest folder holding every path (absolute), and
+    each path relative to it (root joined with it is the absolute path). String
+    operations only, fast on a million paths."""
+    absp = [p if os.path.isabs(p) else os.path.abspath(p) for p in map(os.fspath, paths)]
+    prefix = os.path.commonprefix([min(absp), max(absp)])
+    root = prefix[:prefix.rfind(os.sep) + 1]  # up to a separator: a folder of every path
+    n = len(root)
+    rel = [p[n:] for p in absp]
+    return (root.rstrip(os.sep) or os.sep), rel
 
 
 def _tv_folder_class():
@@ -850,9 +865,8 @@ def _resolve(dataset):
     """The _Source of a dataset godali serves faithfully; UnsupportedDatasetError naming
     the dataset (or the part of it) otherwise."""
     if isinstance(dataset, ImageFolder):
-        root = dataset.root if dataset.is_valid_file is None else None
         return _Source(dataset.samples, dataset.transform, dataset.target_transform,
-                       dataset.approximate, root)
+                       dataset.approximate)
     folder = _tv_folder_class()
     if folder is not None and isinstance(dataset, folder):
         return _resolve_tv_folder(dataset, folder)
@@ -1011,7 +1025,15 @@ class DataLoader:
     Yields (images, labels): images [N, C, H, W] as the transform's ToTensor /
     PILToTensor produce them, labels int64 [N] (or target_transform's results collated).
     loader.sampler is the sampler given, or the SequentialSampler / RandomSampler torch
-    would have made (for len() and inspection; godali does the shuffling itself).
+    would have made (for len() and inspection; godali does the shuffling itself), and
+    loader.batch_sampler torch's BatchSampler of it.
+
+    As torch's, every iter(loader) reads the dataset as it is then: a changed transform
+    or samples list gives a new pipeline (or, for a transform godali does not serve,
+    torch's DataLoader reads that epoch; logged). A file that cannot be decoded fails
+    its batch with what PIL raises on it (an OSError / PIL.UnidentifiedImageError that is
+    also a godali.DataError, naming the file) and the next batch follows. Several
+    iterators may be live at once, each reading its own epoch.
 
     state_dict() / load_state_dict(): torchdata's StatefulDataLoader protocol. A loader
     given the state of another (same data set and arguments) yields exactly the batches
@@ -1071,7 +1093,9 @@ class DataLoader:
                     "data set in order, shuffled (shuffle=True, RandomSampler) or as a "
                     "DistributedSampler deals it" % sname)
         self.sampler = sampler
-        self.batch_sampler = None
+        # torch's: the BatchSampler its DataLoader makes from the sampler (godali forms
+        # the batches itself, of the same indices).
+        self.batch_sampler = _torch.utils.data.BatchSampler(sampler, batch_size, drop_last)
         self.shuffle = bool(shuffle)
         self.num_workers = num_workers
         self.pin_memory = bool(pin_memory)
@@ -1088,6 +1112,8 @@ class DataLoader:
         self._transform = src.transform
         self._target_transform = src.target_transform
         self._approx = src.approximate
+        self._tkey = _fingerprint(src.transform)  # what the pipelines are built from
+        self._refused = None         # (fingerprint, reason) of a changed transform refused
         self._queue_depth = None     # godali's ImageFolderLoader sets it
         self._on_error = "raise"
         # Transforms godali cannot run exactly are refused now, not at the first batch.
@@ -1110,7 +1136,8 @@ class DataLoader:
         self._pipe_at = None         # (epoch, batches) the pipeline delivers next
         self._pipe_idx = None        # the sampler's indices the pipeline reads
         self._pipe_ckpt = None       # the checkpoint it was restored from
-        self._iter = None            # the live iterator
+        self._pipe_user = None       # weak reference to the iterator reading self._pipe
+        self._iter = None            # the latest iterator (state_dict() is its)
         self._pending = None         # a loaded state, used by the next __iter__
 
     # -- sizes --------------------------------------------------------------------------
@@ -1121,7 +1148,9 @@ class DataLoader:
         return len(self._samples)
 
     def __len__(self):
-        m = self._per_rank()
+        # torch's: len(sampler) batched (the dataset's current length for the samplers
+        # torch makes; the DistributedSampler's share of it).
+        m = len(self._dist) if self._dist is not None else len(self.sampler)
         if self.drop_last:
             return m // self.batch_size
         return -(-m // self.batch_size)
@@ -1160,15 +1189,11 @@ class DataLoader:
             samples = self._samples
             if self.shuffle:
                 rargs["shuffle_after_epoch"] = True
-        if self._src.root is not None and indices is None:
-            root = self._src.root
-            rargs.update(file_root=root, file_filters=["*" + e for e in IMG_EXTENSIONS])
-        else:
-            root = os.path.commonpath([os.path.dirname(os.path.abspath(p))
-                                       for p, _ in samples])
-            rargs.update(file_root=root,
-                         files=[os.path.relpath(os.path.abspath(p), root) for p, _ in samples],
-                         labels=[int(c) for _, c in samples])
+        # The explicit file list, in the samples' order (torchvision's sorted os.walk,
+        # symbolic links followed as the listing followed them), never a listing of
+        # its own.
+        root, files = _common_root([p for p, _ in samples])
+        rargs.update(file_root=root, files=files, labels=[int(c) for _, c in samples])
         with pipe:
             jpegs, labels = _fn.readers.file(**rargs)
             images = translate(self._transform, jpegs, self._approx,
@@ -1187,16 +1212,43 @@ class DataLoader:
         return pipe
 
     def _pipeline_for(self, epoch, batches, checkpoint):
+        """(pipeline, shared): the pipeline an iterator starting at (epoch, batches)
+        reads. shared: it is self._pipe (parked at the next epoch when the iterator ends);
+        else the iterator's own, because another live iterator reads self._pipe."""
         idx = self._dist_indices(epoch) if self._dist is not None else None
+        if self._pipe_busy():
+            # torch lets several iterators of one loader run at once: this one gets a
+            # pipeline of its own.
+            return self._make_pipeline(epoch, checkpoint, idx), False
         if self._pipe is not None and self._pipe_at == (epoch, batches) and \
                 self._pipe_ckpt == checkpoint and idx == self._pipe_idx:
-            return self._pipe  # at the epoch's start, or restored by load_state_dict
-        self.close()
+            return self._pipe, True  # at the epoch's start, or restored by load_state_dict
+        self._release()
         self._pipe = self._make_pipeline(epoch, checkpoint, idx)
         self._pipe_at = (epoch, batches)
         self._pipe_ckpt = checkpoint
         self._pipe_idx = idx
-        return self._pipe
+        return self._pipe, True
+
+    def _pipe_busy(self):
+        """The live iterator reading self._pipe, or None."""
+        it = self._pipe_user() if self._pipe_user is not None else None
+        if it is None or it._finished or it._pipe is not self._pipe:
+            return None
+        return it
+
+    def _release(self):
+        """Lets go of self._pipe: closed, or left to the live iterator reading it (which
+        closes it when it ends)."""
+        it = self._pipe_busy()
+        if it is not None:
+            it._own = True
+            self._pipe = None
+            self._pipe_at = None
+            self._pipe_ckpt = None
+        else:
+            self.close()
+        self._pipe_user = None
 
     def _next_epoch(self):
         if self._dist is not None:
@@ -1204,16 +1256,99 @@ class DataLoader:
         return self._epoch
 
     def __iter__(self):
-        if self._iter is not None:
-            self._iter._invalidate()
         st, self._pending = self._pending, None
         if st is not None and st["checkpoint"] is not None:
             it = _LoaderIter(self, st["epoch"], st["batches"], st["checkpoint"])
         else:
             epoch = st["epoch"] if st is not None else self._next_epoch()
+            why = self._refresh(epoch)
+            if why is not None:
+                return self._torch_epoch(epoch)
             it = _LoaderIter(self, epoch, 0, None)
         self._iter = it
         return it
+
+    # -- the dataset, read again at every epoch (as torch's DataLoader reads it) --------
+
+    def _refresh(self, epoch):
+        """Reads the dataset again, as torch's DataLoader does at every epoch: a changed
+        transform (another object, or the same one with other parameters), samples
+        (ds.samples replaced or edited: curricula, relabelling) or approximate= gives a
+        new pipeline; target_transform is applied as it is now. Returns None when godali
+        serves the epoch, else the reason torch's DataLoader reads it (logged once per
+        reason)."""
+        try:
+            src = _resolve(self.dataset)
+        except UnsupportedDatasetError as e:
+            return self._refuse(epoch, ("dataset", str(e)), _first_sentence(e))
+        self._target_transform = src.target_transform
+        n = len(src.samples)
+        if self._dist is None and n != len(self.sampler):
+            return self._refuse(epoch, ("length", n, len(self.sampler)),
+                                "the dataset lists %d samples but its sampler %d"
+                                % (n, len(self.sampler)))
+        if n == 0:
+            return self._refuse(epoch, ("empty",), "the dataset has no samples")
+        key = _fingerprint(src.transform)
+        changed = []
+        if key != self._tkey:
+            changed.append("transform")
+        if src.approximate != self._approx:
+            changed.append("approximate")
+        if src.samples != self._samples:
+            changed.append("samples")
+        if not changed:
+            self._refused = None
+            return None
+        gpu = self._gpu
+        if "transform" in changed or "approximate" in changed:
+            try:
+                if self.device.type == "cuda":
+                    gpu = _gpu_for(self.device, src.transform, src.approximate)
+                else:
+                    _check_translation(src.transform, src.approximate)
+            except UnsupportedTransformError as e:
+                return self._refuse(epoch, ("transform", key, src.approximate),
+                                    "its transform changed to one godali does not serve: "
+                                    "%s" % _first_sentence(e))
+        _log.info("DataLoader(%s): epoch %d: the dataset's %s changed: godali builds its "
+                  "pipeline again", _describe(self.dataset), epoch, " and ".join(changed))
+        self._release()
+        self._src = src
+        self._samples = src.samples
+        self._transform = src.transform
+        self._approx = src.approximate
+        self._tkey = key
+        self._gpu = gpu
+        self._refused = None
+        return None
+
+    def _refuse(self, epoch, what, reason):
+        if self._refused is None or self._refused[0] != what:
+            _log.info("DataLoader(%s): epoch %d: %s: torch's DataLoader reads this epoch "
+                      "(godali serves the next one it can)", _describe(self.dataset), epoch,
+                      reason)
+        self._refused = (what, reason)
+        return reason
+
+    def _torch_epoch(self, epoch):
+        """One epoch read by torch's own DataLoader, with this loader's arguments and
+        sampler (its batches moved to `device` for a CUDA loader)."""
+        kw = {}
+        if self.num_workers > 0:
+            if self.prefetch_factor is not None:
+                kw["prefetch_factor"] = self.prefetch_factor
+            if self.multiprocessing_context is not None:
+                kw["multiprocessing_context"] = self.multiprocessing_context
+        loader = _TorchDataLoader()(
+            self.dataset, batch_size=self.batch_size, sampler=self.sampler,
+            num_workers=self.num_workers, collate_fn=self.collate_fn,
+            pin_memory=self.pin_memory, drop_last=self.drop_last, timeout=self.timeout,
+            generator=self.generator, **kw)
+        if self._dist is None:
+            self._epoch = epoch + 1
+        self._iter = None
+        return _TorchEpoch(loader, self.device if self.device.type == "cuda" else None)
 
     # -- StatefulDataLoader protocol ------------------------------------------------------
 
@@ -1244,6 +1379,11 @@ class DataLoader:
         pipe = None
         idx = self._dist_indices(st["epoch"]) if self._dist is not None else None
         if st["checkpoint"] is not None:
+            why = self._refresh(st["epoch"])  # the pipeline of the dataset as it is now
+            if why is not None:
+                raise ValueError("godali.torch.DataLoader.load_state_dict: a state %d "
+                                 "batches into epoch %d needs godali's pipeline, but %s"
+                                 % (st["batches"], st["epoch"], why))
             try:
                 pipe = self._make_pipeline(st["epoch"], st["checkpoint"], idx, st["seed"],
                                            st["order_seed"])
@@ -1256,7 +1396,7 @@ class DataLoader:
         self._epoch = st["epoch"]
         if self._dist is not None:
             self._dist.set_epoch(st["epoch"])
-        self.close()
+        self._release()
         if pipe is not None:
             self._pipe, self._pipe_at, self._pipe_ckpt = pipe, (st["epoch"], st["batches"]), \
                 st["checkpoint"]
@@ -1333,6 +1473,7 @@ class DataLoader:
         self._pipe = None
         self._pipe_at = None
         self._pipe_ckpt = None
+        self._pipe_user = None
 
     def __repr__(self):
         return "godali.torch.DataLoader(%r, batch_size=%d, shuffle=%s, shard %d/%d)" % (
@@ -1414,18 +1555,24 @@ def _default_collate():
 
 
 class _LoaderIter:
-    """One epoch of a godali.torch.DataLoader (its state_dict() is the loader's)."""
+    """One epoch of a godali.torch.DataLoader (its state_dict() is the loader's).
+
+    Several may be live at once (torch allows it): the first reads the loader's pipeline,
+    the others one of their own each, closed when they end."""
 
     def __init__(self, loader, epoch, batches, checkpoint):
         self._loader = loader
         self._epoch = epoch
         self._done = batches
         self._steps = len(loader)
-        self._valid = True
         self._finished = False
         self._per_rank = loader._per_rank()
-        self._pipe = loader._pipeline_for(epoch, batches, checkpoint)
-        loader._pipe_at = None  # in use: not at the start of an epoch any more
+        self._samples = loader._samples  # for naming a file that fails
+        self._pipe, shared = loader._pipeline_for(epoch, batches, checkpoint)
+        self._own = not shared   # True: this iterator closes its pipeline when it ends
+        if shared:
+            loader._pipe_at = None  # in use: not at the start of an epoch any more
+            loader._pipe_user = weakref.ref(self)
         if loader._dist is None:
             loader._epoch = epoch + 1
         # device "cuda": the images come from the GPU, the labels (and, decoded on the CPU,
@@ -1433,10 +1580,8 @@ class _LoaderIter:
         self._to_device = loader.device if loader.device.type == "cuda" else None
         self._to_pin = self._to_device is not None or \
             (loader.pin_memory and _torch.cuda.is_available())
-        self._collate = _default_collate() if loader._target_transform is not None else None
-
-    def _invalidate(self):
-        self._valid = False
+        self._target_transform = loader._target_transform  # the dataset's, this epoch
+        self._collate = _default_collate() if self._target_transform is not None else None
 
     def __iter__(self):
         return self
@@ -1456,11 +1601,8 @@ class _LoaderIter:
         return ld._state(self._epoch, self._done, self._pipe.checkpoint())
 
     def __next__(self):
-        if not self._valid:
-            raise RuntimeError("godali.torch.DataLoader: this iterator was replaced by a "
-                               "newer iter(loader)")
         ld = self._loader
-        if self._done >= self._steps:
+        if self._finished or self._done >= self._steps:
             self._finish()
             raise StopIteration
         pipe = self._pipe
@@ -1469,6 +1611,13 @@ class _LoaderIter:
         except StopIteration:
             self._finish()
             raise
+        except _DataError as e:
+            # As torch: the batch holding the bad file raises what PIL raises on it, and
+            # the next next() goes on with the following batch.
+            self._done += 1
+            if self._done >= self._steps:
+                self._finish()
+            raise _torch_data_error(e, self._samples) from None
         info = pipe.batch_info
         if info.iteration != self._done:
             raise RuntimeError("godali.torch.DataLoader: expected batch %d of epoch %d, got "
@@ -1488,7 +1637,7 @@ class _LoaderIter:
             x, y = x[:keep], y[:keep]
         y = y.to(_torch.int64)
         if self._collate is not None:
-            tt = ld._target_transform
+            tt = self._target_transform
             y = self._collate([tt(int(v)) for v in y.tolist()])
         if self._to_pin:
             if not x.is_cuda:  # decoded on the GPU: already there
@@ -1509,16 +1658,155 @@ class _LoaderIter:
             return
         self._finished = True
         ld = self._loader
+        if self._own:
+            self._pipe.close()
+            return
         if ld._pipe is self._pipe:
             # Consumed to the end: the pipeline moves on to the next epoch, reusable when
             # that is the one asked for next.
             try:
                 while True:
-                    self._pipe._epoch_outputs()
+                    try:
+                        self._pipe._epoch_outputs()
+                    except _DataError:
+                        pass  # a bad file in a batch past the last one kept
             except StopIteration:
                 pass
             self._pipe.reset()
             ld._pipe_at = (self._epoch + 1, 0)
+            ld._pipe_user = None
+
+
+class _TorchEpoch:
+    """An epoch that torch's DataLoader reads for a godali.torch.DataLoader (the dataset
+    changed to something godali does not serve): its batches, moved to `device` when
+    given."""
+
+    def __init__(self, loader, device):
+        self._loader = loader
+        self._it = iter(loader)
+        self._device = device
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._loader)
+
+    def __next__(self):
+        batch = next(self._it)
+        if self._device is not None:
+            batch = _moved(_pinned(batch), self._device)
+        return batch
+
+    next = __next__
+
+
+# --- what the dataset looks like, to tell when it changed ------------------------------
+
+def _fingerprint(obj, _seen=None, _depth=0):
+    """A value that changes when `obj` (a transform) would behave differently: its
+    class and, recursively, its attributes (sizes, probabilities, interpolation, the
+    transforms of a Compose, edited in place or not). Functions, classes and objects
+    without attributes count by identity."""
+    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
+        return (type(obj).__name__, obj)
+    if isinstance(obj, enum.Enum):
+        return ("enum", type(obj).__qualname__, repr(obj.value))
+    if isinstance(obj, _torch.dtype):
+        return ("dtype", str(obj))
+    if isinstance(obj, _torch.Tensor):
+        t = obj.detach().cpu()
+        return ("tensor", str(t.dtype), tuple(t.shape), tuple(t.reshape(-1).tolist()))
+    if _depth > 12:
+        return ("deep", id(obj))
+    seen = _seen if _seen is not None else set()
+    if id(obj) in seen:
+        return ("cycle", id(obj))
+    seen = seen | {id(obj)}
+
+    def fp(v):
+        return _fingerprint(v, seen, _depth + 1)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, tuple(fp(v) for v in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple(sorted(((repr(k), fp(v)) for k, v in obj.items()),
+                                     key=lambda kv: kv[0])))
+    if isinstance(obj, (set, frozenset)):
+        return ("set", tuple(sorted(repr(fp(v)) for v in obj)))
+    if isinstance(obj, (type, types_mod.FunctionType, types_mod.BuiltinFunctionType,
+                        types_mod.MethodType)):
+        return ("id", id(obj))
+    attrs = getattr(obj, "__dict__", None)
+    if not attrs:
+        return ("obj", type(obj).__module__, type(obj).__qualname__, id(obj))
+    return ("obj", type(obj).__module__, type(obj).__qualname__,
+            tuple(sorted((k, fp(v)) for k, v in attrs.items())))
+
+
+# --- a file that fails, raised as torch would raise it -------------------------------
+
+_pil_error_classes = {}
+
+
+def _pil_error_class(etype):
+    """A DataError that is also an `etype` (what PIL raised): `except OSError` and
+    `except PIL.UnidentifiedImageError` catch it as they catch torch's."""
+    cls = _pil_error_classes.get(etype)
+    if cls is None:
+        name = etype.__name__
+        if etype.__module__ == "builtins":
+            name = "Image" + name  # ImageOSError, ImageSyntaxError, ...
+        try:
+            cls = type(name, (_DataError, etype), {
+                "__module__": __name__,
+                "__doc__": "A file godali could not decode, on which PIL raises %s.%s "
+                           "(godali.DataError and %s alike)."
+                           % (etype.__module__, etype.__qualname__, etype.__name__)})
+        except TypeError:  # an exception class that cannot be mixed with DataError
+            cls = _DataError
+        _pil_error_classes[etype] = cls
+    return cls
+
+
+def _failed_file(message, samples):
+    """The sample path an engine error message names ("<file>: node ...: why"), or
+    None."""
+    by_abs = {}
+    for p, _ in samples:
+        by_abs.setdefault(os.path.normpath(os.path.abspath(p)), p)
+    at = message.find(": ")
+    while at > 0:
+        cand = os.path.normpath(message[:at])
+        if cand in by_abs:
+            return by_abs[cand]
+        at = message.find(": ", at + 1)
+    return None
+
+
+def _torch_data_error(err, samples):
+    """The exception torch's DataLoader would raise for the batch that failed with the
+    engine's DataError `err`: what PIL (torchvision's loader) raises on the file, as a
+    class that is both that exception and godali.DataError, naming the file."""
+    msg = str(err)
+    path = _failed_file(msg, samples)
+    if path is None:
+        return err
+    try:
+        _pil_rgb_loader(path)
+    except Exception as pil:  # noqa: BLE001 - what PIL raises is what torch would raise
+        text = "%s: %s (godali: %s)" % (path, pil, msg)
+        try:
+            e = _pil_error_class(type(pil))(text)
+        except Exception:  # noqa: BLE001 - a class whose constructor wants more
+            e = _DataError(text)
+        e.status = getattr(err, "status", None)
+        e.path = path
+        return e
+    e = _DataError("%s: godali cannot decode this file, which PIL reads (godali: %s)"
+                   % (path, msg), getattr(err, "status", None))
+    e.path = path
+    return e
 
 
 def _check_translation(transform, approximate):
@@ -1623,19 +1911,57 @@ def _ensure_log_handler():
     _log.setLevel(logging.INFO)
 
 
+# Where the two lines go, said by install()'s docstring, its log and docs/pytorch.md.
+_PLACEMENT = ("the two lines `import godali.torch; godali.torch.install()` go after the "
+              "module docstring and any `from __future__` imports, before anything that "
+              "imports torch.utils.data's DataLoader")
+
+
+def _is_library(mod):
+    """True for modules install() leaves alone even when they bound torch's DataLoader:
+    torch's and godali's own (torch.utils.data.dataloader's class refers to itself by that
+    name), and code installed with Python (standard library, site-packages,
+    dist-packages), whose use of the class (subclasses, isinstance checks, loaders made
+    again from type(loader)) godali does not know. Modules without a file count too."""
+    top = mod.__name__.partition(".")[0]
+    if top in ("torch", "torchvision", "godali"):
+        return True
+    f = getattr(mod, "__file__", None)
+    if not isinstance(f, str) or not f:
+        return True
+    f = os.path.realpath(f)
+    parts = f.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    import sysconfig
+    for key in ("stdlib", "platstdlib"):
+        d = sysconfig.get_paths().get(key)
+        if d and f.startswith(os.path.realpath(d) + os.sep):
+            return True
+    return False
+
+
 def install():
     """Makes torch.utils.data.DataLoader(...) return a godali.torch.DataLoader whenever
     godali serves the dataset, its transform and the arguments faithfully, and torch's
     own DataLoader otherwise, with one log line (logger "godali.torch", INFO) per loader
     saying which and, when torch keeps it, why.
 
-    Call it at the top of the script, before `from torch.utils.data import DataLoader`:
-    it replaces the attribute torch.utils.data.DataLoader, and the names bound to torch's
-    class in the module that calls install() and in __main__; other modules that bound
-    the name earlier keep torch's class. isinstance(loader, torch.utils.data.DataLoader)
-    is true for godali's loaders through the replaced name. Samplers are used under their
-    own names (torch.utils.data.distributed.DistributedSampler works as it is).
-    Calling it twice does nothing; uninstall() undoes it.
+    Where: after the module docstring and any `from __future__` imports (which must come
+    first in a Python file), before anything imports torch.utils.data's DataLoader.
+    Called later, it still works where it can: it replaces the attribute
+    torch.utils.data.DataLoader (code that says torch.utils.data.DataLoader(...) is
+    served, whenever it imported torch), and every name bound to torch's class in the
+    module that calls install(), in __main__ and in the program's own modules already
+    imported (those outside the standard library, site-packages and dist-packages).
+    Libraries imported earlier that bound the name themselves (`from torch.utils.data
+    import DataLoader` in Lightning, timm, ...) keep torch's class, as do torch's own
+    modules (torch.utils.data.dataloader.DataLoader: torch's class refers to itself by
+    that name); install() logs those it leaves, once. isinstance(loader,
+    torch.utils.data.DataLoader) is true for godali's loaders through the replaced names.
+    Samplers are used under their own names (torch.utils.data.distributed.
+    DistributedSampler works as it is). Calling it twice does nothing; uninstall() undoes
+    it.
     """
     global _installed
     import sys
@@ -1647,16 +1973,35 @@ def install():
     rebound = [(tud, "DataLoader")]
     tud.DataLoader = cls
     caller = sys._getframe(1).f_globals.get("__name__")
-    for modname in {caller, "__main__"}:
-        mod = sys.modules.get(modname)
+    early, kept = [], []
+    for modname, mod in list(sys.modules.items()):
         if mod is None or mod is tud:
             continue
-        for name, val in list(vars(mod).items()):
-            if val is orig:
+        try:
+            names = [n for n, v in list(vars(mod).items()) if v is orig]
+        except TypeError:  # no __dict__
+            continue
+        if not names:
+            continue
+        mine = modname in (caller, "__main__") or not _is_library(mod)
+        for name in names:
+            if mine:
                 setattr(mod, name, cls)
                 rebound.append((mod, name))
+                if modname != caller:
+                    early.append("%s.%s" % (modname, name))
+            elif modname.partition(".")[0] not in ("torch", "godali"):
+                kept.append("%s.%s" % (modname, name))
     _installed = {"orig": orig, "cls": cls, "rebound": rebound}
     _ensure_log_handler()
+    if early:
+        _log.info("install(): %s (imported before install()) now name%s the installed "
+                  "DataLoader", ", ".join(sorted(early)), "s" if len(early) == 1 else "")
+    if kept:
+        _log.info("install(): %s (librar%s imported before install()) keep%s torch's "
+                  "DataLoader: %s", ", ".join(sorted(kept)),
+                  "y" if len(kept) == 1 else "ies", "s" if len(kept) == 1 else "",
+                  _PLACEMENT)
 
 
 def uninstall():

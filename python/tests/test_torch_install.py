@@ -192,6 +192,67 @@ def test_install_rebinds_names_in_the_calling_module_and_uninstall_restores():
     assert ns["DataLoader"] is orig
 
 
+# A script that starts as many do: a docstring and `from __future__` (which must come
+# first: the two lines go after them), torch's DataLoader imported before install(), here
+# and in a module of its own, and a library (a folder named site-packages) that did too.
+_FUTURE_SCRIPT = '''"""A training script."""
+from __future__ import annotations
+
+import sys
+
+from torch.utils.data import DataLoader
+import torch.utils.data as tud
+import helper_data
+import fakelib
+
+import godali.torch
+godali.torch.install()
+
+import torchvision.datasets as datasets
+import torchvision.transforms as T
+
+ds = datasets.ImageFolder(sys.argv[1], T.Compose([T.Resize((8, 8)), T.PILToTensor()]))
+loaders = {"main": DataLoader(ds, batch_size=4), "attr": tud.DataLoader(ds, batch_size=4),
+           "helper": helper_data.make(ds), "library": fakelib.DataLoader(ds, batch_size=4)}
+ref = godali.torch._TorchDataLoader()(ds, batch_size=4)
+want = [(x.tolist(), y.tolist()) for x, y in ref]
+for name, loader in loaders.items():
+    same = [(x.tolist(), y.tolist()) for x, y in loader] == want
+    print(name, type(loader).__module__, same, isinstance(loader, DataLoader))
+'''
+
+
+def test_install_after_future_imports_and_late_imports(small, tmp_path):
+    import subprocess
+    import sys
+    from conftest import PYTHON_DIR
+    (tmp_path / "train.py").write_text(_FUTURE_SCRIPT)
+    (tmp_path / "helper_data.py").write_text(
+        "from torch.utils.data import DataLoader as DL\n\n\n"
+        "def make(ds):\n    return DL(ds, batch_size=4)\n")
+    lib = tmp_path / "site-packages"
+    lib.mkdir()
+    (lib / "fakelib.py").write_text("from torch.utils.data import DataLoader\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([PYTHON_DIR, str(tmp_path), str(lib),
+                                         env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, str(tmp_path / "train.py"), small], env=env,
+                       capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = dict((line.split()[0], line.split()[1:]) for line in r.stdout.splitlines())
+    assert got == {"main": ["godali.torch", "True", "True"],
+                   "attr": ["godali.torch", "True", "True"],
+                   "helper": ["godali.torch", "True", "True"],
+                   "library": ["torch.utils.data.dataloader", "True", "True"]}, r.stdout
+    # the log names what was rebound, what was left, and where the lines go
+    assert "helper_data.DL (imported before install()) now names the installed " \
+        "DataLoader" in r.stderr, r.stderr
+    assert "fakelib.DataLoader (library imported before install()) keeps torch's " \
+        "DataLoader" in r.stderr
+    assert "after the module docstring and any `from __future__` imports" in r.stderr
+    assert r.stderr.count("served by godali") == 3
+
+
 def test_subclass_of_installed_dataloader_is_torchs(small, installed):
     class MyLoader(torch.utils.data.DataLoader):
         pass
