@@ -298,3 +298,21 @@ def test_efficientnet_style_training_pipeline(jpegs, scheme):
         for x in it[0]:
             assert x.shape == (3, 40, 40) and x.dtype == np.float32
             assert np.isfinite(x).all()
+
+
+@pytest.mark.parametrize("policy", ["reduced_image_net", "svhn", "reduced_cifar10"])
+def test_every_paper_policy_runs(jpegs, policy):
+    # The tables themselves are compared with DALI's in tests/compat/test_surface.py;
+    # here each policy runs, changes some images and keeps their shapes.
+    def graph(img):
+        return (img, auto_augment.auto_augment(img, policy_name=policy))
+
+    outs = _run(jpegs, graph, iters=4)
+    changed = 0
+    for before, after in outs:
+        for x, y in zip(before, after):
+            assert x.shape == y.shape and y.dtype == np.uint8
+            changed += int(not np.array_equal(x, y))
+    assert changed > 0
+    with pytest.raises(Exception, match="The `max_translate_abs` argument must not be"):
+        auto_augment.auto_augment(None, policy_name="reduced_image_net", max_translate_abs=10)

@@ -151,6 +151,29 @@ def _schemas(backend):
     return out
 
 
+def policy_table(policy):
+    """A Policy (DALI's or godali's) as plain data: name, bins, and per sub-policy the
+    stages (augmentation name, magnitude range, randomly negated, probability, bin)."""
+    subs = []
+    for sp in policy.sub_policies:
+        subs.append([[aug.name, list(aug.mag_range) if aug.mag_range is not None else None,
+                      bool(aug.randomly_negate), float(prob), mbin] for aug, prob, mbin in sp])
+    return {"name": policy.name, "bins": policy.num_magnitude_bins, "sub_policies": subs}
+
+
+POLICY_CASES = [("get_image_net_policy", {}), ("get_image_net_policy", {"use_shape": True}),
+                ("get_reduced_image_net_policy", {}), ("get_svhn_policy", {}),
+                ("get_svhn_policy", {"max_translate_abs": 100}),
+                ("get_reduced_cifar10_policy", {}),
+                ("get_reduced_cifar10_policy", {"use_shape": True, "max_translate_rel": 0.3})]
+
+
+def _policies():
+    from nvidia.dali.auto_aug import auto_augment
+    return [[name, kw, policy_table(getattr(auto_augment, name)(**kw))]
+            for name, kw in POLICY_CASES]
+
+
 def dump_dali(path):
     import nvidia.dali as dali
     import nvidia.dali.backend as backend
@@ -168,7 +191,7 @@ def dump_dali(path):
             if isinstance(schema, str):
                 fn_schemas[(rel[3:] + "." if rel != "fn" else "") + name] = schema
     doc = {"dali_version": dali.__version__, "modules": out, "schemas": _schemas(backend),
-           "fn_schemas": fn_schemas}
+           "fn_schemas": fn_schemas, "policies": _policies()}
     with open(path, "w") as f:
         json.dump(doc, f, indent=0, sort_keys=True)
     print("surface: %d modules, %d names, %d CPU operator schemas -> %s" % (

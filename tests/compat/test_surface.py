@@ -78,3 +78,13 @@ def test_backend_impl_submodules_import():
     from godali.backend_impl.types import DALIDataType  # noqa: F401
     from godali.backend_impl.tfrecord import FixedLenFeature  # noqa: F401
     from godali.backend_impl import TensorListCPU, GetSchema  # noqa: F401
+
+
+@pytest.mark.parametrize("case", range(len(DALI["policies"])))
+def test_auto_augment_policies_are_dalis(case):
+    # The paper's policies as DALI 2.4 builds them (dumped from DALI itself): the same
+    # augmentations, magnitude ranges, signs, probabilities and bins.
+    from godali.auto_aug import auto_augment
+    name, kw, want = DALI["policies"][case]
+    got = surface.policy_table(getattr(auto_augment, name)(**kw))
+    assert got == want
