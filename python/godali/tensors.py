@@ -241,6 +241,36 @@ def _check_layout(layout, ndim):
     return layout
 
 
+def _to_dl_dtype(new_type):
+    """DALIDataType -> DLPack (code, bits), or TypeError naming it."""
+    for key, t in _types._FROM_DL.items():
+        if t == new_type:
+            return key
+    raise TypeError("godali: cannot reinterpret as %r: not an element type godali has"
+                    % (new_type,))
+
+
+def _reinterpreted(buf, new_type, what):
+    code, bits = _to_dl_dtype(new_type)
+    if bits * buf.lanes != buf.bits * buf.lanes:
+        raise RuntimeError("Cannot reinterpret the %s as having a different element size." % what)
+    return _Buffer(buf.data, buf.device_type, buf.device_id, code, bits, buf.lanes, buf.shape,
+                   buf.strides, buf.owner)
+
+
+def _layout_for(layout, ndim):
+    """DALI's set_layout check: "" / None clear it; otherwise one letter per dimension."""
+    if layout is None or layout == "":
+        return ""
+    if not isinstance(layout, str):
+        raise TypeError("godali: a layout is a string, got %r" % (layout,))
+    if len(layout) != ndim:
+        raise ValueError("A non-empty layout must have the same number of dimensions as the "
+                         "number of dimensions of the Tensor.\nGot: %d (%s)\nExpected: %d."
+                         % (len(layout), layout, ndim))
+    return layout
+
+
 class Tensor:
     """One tensor (DALI's TensorCPU / TensorGPU): a sample of an output, or a whole dense
     batch (TensorList.as_tensor()). Exported without a copy through DLPack
@@ -300,6 +330,39 @@ class Tensor:
 
     def nbytes(self):
         return math.prod(self._buf.shape) * self._buf.itemsize
+
+    def set_layout(self, layout):
+        """Sets the layout (DALI's set_layout): one letter per dimension, or None / ""."""
+        self._layout = _layout_for(layout, len(self._buf.shape))
+
+    def squeeze(self, dim=None):
+        """Removes dimensions of extent 1 (only `dim` when given) in place, with their
+        layout letters; True when the shape changed (DALI's squeeze)."""
+        b = self._buf
+        nd = len(b.shape)
+        if dim is None:
+            drop = [i for i, e in enumerate(b.shape) if e == 1]
+        else:
+            d = int(dim)
+            if not -nd <= d < nd:
+                raise IndexError("godali: squeeze: dimension %d out of range for %d "
+                                 "dimensions" % (d, nd))
+            d %= nd
+            drop = [d] if b.shape[d] == 1 else []
+        if not drop:
+            return False
+        keep = [i for i in range(nd) if i not in drop]
+        strides = None if b.strides is None else tuple(b.strides[i] for i in keep)
+        self._buf = _Buffer(b.data, b.device_type, b.device_id, b.code, b.bits, b.lanes,
+                            tuple(b.shape[i] for i in keep), strides, b.owner)
+        if self._layout:
+            self._layout = "".join(self._layout[i] for i in keep)
+        return True
+
+    def reinterpret(self, new_type):
+        """Reads the same bytes as another element type of the same size (DALI's
+        reinterpret), in place."""
+        self._buf = _reinterpreted(self._buf, new_type, "tensor")
 
     def __len__(self):
         if not self._buf.shape:
@@ -470,6 +533,51 @@ class TensorList:
         if self._dense is not None:
             return [tuple(self._dense.shape[1:])] * len(self)
         return [tuple(s.shape) for s in self._samples]
+
+    def ndim(self):
+        """The number of dimensions of the samples (DALI's TensorList.ndim())."""
+        if self._dense is not None:
+            return len(self._dense.shape) - 1
+        return len(self._samples[0].shape) if self._samples else 0
+
+    def set_layout(self, layout):
+        """Sets the samples' layout (DALI's set_layout): one letter per dimension."""
+        self._layout = _layout_for(layout, self.ndim())
+
+    def reinterpret(self, new_type):
+        """Reads the same bytes as another element type of the same size, in place."""
+        if self._dense is not None:
+            self._dense = _reinterpreted(self._dense, new_type, "tensor list")
+        else:
+            self._samples = [_reinterpreted(b, new_type, "tensor list") for b in self._samples]
+        self._gathered = None
+
+    def reset(self):
+        """Empties the list (DALI's reset)."""
+        self._dense, self._samples, self._gathered = None, [], None
+
+    def as_reshaped_tensor(self, shape):
+        """The dense batch as one tensor of `shape` (same number of elements), sharing
+        its memory (DALI's as_reshaped_tensor)."""
+        b = self._dense_buffer()
+        shape = tuple(int(x) for x in shape)
+        if math.prod(shape) != math.prod(b.shape):
+            raise ValueError("godali: as_reshaped_tensor: %s has %d elements, the batch %d"
+                             % (list(shape), math.prod(shape), math.prod(b.shape)))
+        if not b.is_compact():
+            raise ValueError("godali: as_reshaped_tensor needs a contiguous batch")
+        return Tensor._wrap(_Buffer(b.data, b.device_type, b.device_id, b.code, b.bits,
+                                    b.lanes, shape, None, b.keeper()))
+
+    @classmethod
+    def broadcast(cls, tensor, num_samples):
+        """A list of num_samples samples that all share `tensor`'s memory (DALI's
+        TensorListCPU.broadcast)."""
+        n = int(num_samples)
+        if n < 0:
+            raise ValueError("godali: broadcast: num_samples must be >= 0, got %d" % n)
+        buf = tensor._buf
+        return cls._wrap(samples=[buf] * n, layout=tensor.layout())
 
     def is_dense_tensor(self):
         """True when every sample has the same shape (as_tensor() then works)."""
