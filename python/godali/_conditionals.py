@@ -6,28 +6,42 @@ the results. godali rewrites the function's source with the ast module into the 
 shape, but runs each branch on every sample and merges per sample (the internal
 `_select` operator): results are the same because operators have no side effects; the
 costs are that both branches are computed, and that a branch which fails on a sample
-fails the batch even when that sample takes the other branch.
+fails the batch even when that sample takes the other branch (so `a or b` evaluates `b`
+on every sample, where DALI skips the samples that `a` decides).
 
-What is rewritten: `if`/`elif`/`else` statements (at any depth of the function body,
-not inside nested functions or classes). Each variable assigned in a branch becomes
-the per-sample choice between its values in the two branches; a variable assigned in
-one branch only keeps its value from before the `if` in the other. An `if` containing
-`return`, `break`, `continue`, `yield`, `global` or `nonlocal` is left as it is (so
-such an `if` on a DataNode raises TypeError). `not`, `and`, `or` are rewritten too
-(anywhere in the function body): on pipeline data they are per-sample logical
-operations giving BOOL (both operands computed, as both branches are); on Python values
-they keep Python's short-circuit semantics. A condition that is not a DataNode runs as
-plain Python.
+What is rewritten, as DALI does:
+- `if`/`elif`/`else` statements at any depth of the function body. Each variable (and
+  attribute, `obj.a`) assigned in a branch becomes the per-sample choice between its
+  values in the two branches; tuples, lists and dicts are merged element by element and
+  must have the same structure in both branches (ValueError otherwise); Python constants
+  that differ become constant nodes. A variable assigned in one branch only keeps its
+  value from before the `if`; without one it may stay unused, and any use raises DALI's
+  RuntimeError naming it.
+- `return` inside `if`: the code after the `if` is copied into the branch without a
+  return, and the function returns one per-sample choice (a path without a return raises
+  DALI's "must also have a return statement" when its result is used). Returns inside
+  loops, `with` or `try` are left as they are.
+- the functions (and lambdas) the pipeline function calls, when they are the program's
+  own (not godali's, numpy's or a library's), converted on first call (DALI's
+  converted_call); a lambda given as the pipeline function too. `@do_not_convert` keeps a
+  function as it is.
+- `not`, `and`, `or` (anywhere in the function body): on pipeline data they are
+  per-sample logical operations giving BOOL; on Python values they keep Python's
+  short-circuit semantics. A condition that is not a DataNode runs as plain Python.
 """
 
 import ast
 import inspect
 import textwrap
+import types
 
 from . import _graph
 
 _COND = "__godali_cond"
 _AND, _OR, _NOT = "__godali_and", "__godali_or", "__godali_not"
+_CC, _SET = "__godali_cc", "__godali_set"
+_NORET, _RESULT = "__godali_noreturn", "__godali_result"
+_RETVAL = "godali_retval__"
 
 
 class _Undefined:
@@ -47,36 +61,184 @@ def _value(getter):
         return UNDEFINED
 
 
-def cond(pred, true_fn, false_fn, names, getters):
+class _Unassigned:
+    """The value of a variable assigned in only one branch of an `if` on pipeline data
+    (with no value before it). DALI accepts such a variable as long as it is not used
+    after the `if`; so does godali: any use (an operation, an operator input, a pipeline
+    output) raises DALI's RuntimeError, naming it and the branch that lacks it."""
+
+    __slots__ = ("name", "branch")
+
+    def __init__(self, name, branch):
+        self.name = name
+        self.branch = branch  # "if" or "else": the branch without a value
+
+    def _fail(self, *args, **kwargs):
+        raise RuntimeError(self.message())
+
+    def message(self):
+        if self.name == _RETVAL:
+            what = "The `%s` branch must also have a return statement." % self.branch
+        else:
+            what = "Variable '%s' must also be initialized in the `%s` branch." % (
+                self.name, self.branch)
+        return ("Encountered inconsistent outputs out of the `if/else` control flow "
+                "statement. Variables need to be initialized in every code path (both `if` "
+                "branches). " + what)
+
+    def __repr__(self):
+        return "<godali: %s>" % self.message()
+
+    def __bool__(self):
+        raise RuntimeError(self.message())
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+            "lshift", "rshift", "matmul"):
+    setattr(_Unassigned, "__%s__" % _op, _Unassigned._fail)
+    setattr(_Unassigned, "__r%s__" % _op, _Unassigned._fail)
+for _op in ("neg", "pos", "invert", "abs", "lt", "le", "gt", "ge", "getitem", "call",
+            "iter", "len", "float", "int", "index"):
+    setattr(_Unassigned, "__%s__" % _op, _Unassigned._fail)
+
+
+def check_assigned(value):
+    """Raises DALI's RuntimeError for a value that only one branch of an `if` gave
+    (pipeline outputs and operator inputs are checked with it)."""
+    if isinstance(value, _Unassigned):
+        raise RuntimeError(value.message())
+
+
+class _NoReturn:
+    """The result of a path of a rewritten function that ends without `return`."""
+
+    def __repr__(self):
+        return "<godali: no return statement on this path>"
+
+
+NO_RETURN = _NoReturn()
+
+
+def _result(value):
+    """A rewritten function's result: None where a path had no return statement."""
+    if isinstance(value, _Unassigned):
+        raise RuntimeError(value.message())
+    return None if value is NO_RETURN else value
+
+
+def _same_plain(a, b):
+    """Whether two Python (non-DataNode) branch values are the same value."""
+    try:
+        import numpy as np
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return np.array_equal(np.asarray(a), np.asarray(b)) and \
+                np.asarray(a).dtype == np.asarray(b).dtype
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
+
+
+_DIVERGENT = ("Divergent data found in different branches of `if/else` control flow "
+              "statement. Variables in all code paths are merged into common output batches. "
+              "The values assigned to a given variable need to have the same nesting "
+              "structure in every code path (both `if` branches).\n"
+              "For variable '%s': The two structures don't have the same nested structure.\n%s")
+
+
+def _is_nest(x):
+    return isinstance(x, (tuple, list, dict))
+
+
+def _structure_error(name, a, b):
+    if isinstance(a, dict) and isinstance(b, dict):
+        why = ("The two dictionaries don't have the same set of keys. First structure has keys "
+               "type=list str=%r, while second structure has keys type=list str=%r"
+               % (list(a), list(b)))
+    elif _is_nest(a) and _is_nest(b) and type(a) is type(b):
+        why = ("The two structures don't have the same sequence length. First structure has "
+               "length %d, while second structure has length %d" % (len(a), len(b)))
+    else:
+        why = ("The two structures don't have the same sequence type. First structure has type "
+               "%s, while second structure has type %s" % (type(a), type(b)))
+    return ValueError(_DIVERGENT % (name, why))
+
+
+def _merge(name, pred, a, b):
+    """The per-sample choice between a branch value of the true branch (a) and of the
+    false branch (b): DataNodes by the _select operator, tuples, lists and dicts element by
+    element (DALI's nests; both branches must have the same structure), Python constants
+    as constant nodes (equal ones as they are)."""
+    if a is b:
+        return a
+    for x, branch in ((a, "if"), (b, "else")):
+        if x is UNDEFINED or x is NO_RETURN:
+            return _Unassigned(name, branch)
+        if isinstance(x, _Unassigned):
+            return x
+    if _is_nest(a) or _is_nest(b):
+        if type(a) is not type(b) or len(a) != len(b) or \
+                (isinstance(a, dict) and list(a) != list(b) and set(a) != set(b)):
+            raise _structure_error(name, a, b)
+        if isinstance(a, dict):
+            return type(a)((k, _merge(name, pred, a[k], b[k])) for k in a)
+        vals = [_merge(name, pred, x, y) for x, y in zip(a, b)]
+        if isinstance(a, tuple) and hasattr(a, "_fields"):  # a namedtuple
+            return type(a)(*vals)
+        return type(a)(vals)
+    if not isinstance(a, _graph.DataNode) and not isinstance(b, _graph.DataNode) and \
+            _same_plain(a, b):
+        return a
+    pipe = pred.source.pipeline
+    try:
+        a, b = _graph._operand(a, pipe), _graph._operand(b, pipe)
+    except (TypeError, ValueError) as e:
+        raise TypeError("godali: with enable_conditionals, %r takes values in the branches "
+                        "of an `if` on pipeline data that cannot be pipeline data (%s)"
+                        % (name, e)) from None
+    sch = _graph.schemas().ops["_select"]
+    node = _graph.OpNode(sch, "cpu", [pred, a, b], {}, {}, pipe, None, False)
+    return node.outputs[0]
+
+
+def check_nesting_support():
+    """DALI: whether tuples, lists and dicts may be assigned in `if` branches (it needs
+    dm-tree for that); godali merges them itself: always True."""
+    return True
+
+
+def _get_composite(getter):
+    try:
+        return getter()
+    except AttributeError:
+        return UNDEFINED
+
+
+def _set_composite(setter, value):
+    setter(value)
+
+
+def cond(pred, true_fn, false_fn, names, getters, cnames=(), cgetters=(), csetters=()):
     """Runs an `if` rewritten by transform(): the branch Python picks for a plain
-    condition; both branches and a per-sample merge for a DataNode condition."""
+    condition; both branches and a per-sample merge for a DataNode condition.
+
+    names/getters: the plain variables the branches assign (passed in and returned);
+    cnames/cgetters/csetters: the attributes they assign (obj.a), read and restored around
+    each branch so that each branch starts from the values before the `if`."""
     vals = [_value(g) for g in getters]
     if not isinstance(pred, _graph.DataNode):
         return (true_fn if pred else false_fn)(*vals)
     if pred.device != "cpu":
         raise ValueError("godali: the condition of an `if` must be host data (not .gpu())")
+    before = [_get_composite(g) for g in cgetters]
     t = true_fn(*vals)
+    tc = [_get_composite(g) for g in cgetters]
+    for setter, v in zip(csetters, before):
+        _set_composite(setter, v)
     f = false_fn(*vals)
-    out = []
-    for name, a, b in zip(names, t, f):
-        if a is b:
-            out.append(a)
-            continue
-        if a is UNDEFINED or b is UNDEFINED:
-            raise TypeError("godali: with enable_conditionals, %r is assigned in only one "
-                            "branch of an `if` on pipeline data and has no value before it; "
-                            "assign it in both branches" % name)
-        if not isinstance(a, _graph.DataNode) and not isinstance(b, _graph.DataNode):
-            raise TypeError("godali: with enable_conditionals, %r takes different Python "
-                            "values (%s, %s) in the branches of an `if` on pipeline data; "
-                            "only pipeline data (DataNodes) can differ per sample"
-                            % (name, _graph._show(a), _graph._show(b)))
-        pipe = pred.source.pipeline
-        a, b = _graph._operand(a, pipe), _graph._operand(b, pipe)
-        sch = _graph.schemas().ops["_select"]
-        node = _graph.OpNode(sch, "cpu", [pred, a, b], {}, {}, pipe, None, False)
-        out.append(node.outputs[0])
-    return tuple(out)
+    fc = [_get_composite(g) for g in cgetters]
+    for cname, setter, x, y in zip(cnames, csetters, tc, fc):
+        _set_composite(setter, _merge(cname, pred, x, y))
+    return tuple(_merge(name, pred, x, y) for name, x, y in zip(names, t, f))
 
 
 def _truth(x, pipe):
@@ -119,6 +281,7 @@ class _Assigned(ast.NodeVisitor):
 
     def __init__(self):
         self.names = []
+        self.composites = []  # (dotted name, the Attribute node) of obj.a = ... targets
         self.escapes = False
 
     def _add(self, name):
@@ -128,6 +291,13 @@ class _Assigned(ast.NodeVisitor):
     def visit_Name(self, node):
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self._add(node.id)
+
+    def visit_Attribute(self, node):
+        if isinstance(node.ctx, ast.Store):
+            dotted = _dotted(node)
+            if dotted is not None and dotted not in [c[0] for c in self.composites]:
+                self.composites.append((dotted, node))
+        self.generic_visit(node)
 
     def visit_FunctionDef(self, node):
         self._add(node.name)
@@ -161,9 +331,38 @@ class _Assigned(ast.NodeVisitor):
     visit_Global = visit_Nonlocal = visit_Await = _escape
 
 
+def _dotted(node):
+    """"obj.a.b" for an Attribute chain on a plain name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id] + parts[::-1])
+
+
+def _noargs():
+    return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                         kwarg=None, defaults=[])
+
+
 class _Rewriter(ast.NodeTransformer):
     def __init__(self):
         self.count = 0
+        self.calls = 0
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id.startswith("__godali_"):
+            return node
+        # f(x) -> __godali_cc(f)(x): the functions a converted function calls are converted
+        # too when they are the program's own (DALI's converted_call)
+        self.calls += 1
+        node.func = ast.copy_location(ast.Call(func=ast.Name(id=_CC, ctx=ast.Load()),
+                                               args=[f], keywords=[]), f)
+        return node
 
     def visit_FunctionDef(self, node):
         return node  # nested functions keep their own semantics
@@ -200,6 +399,7 @@ class _Rewriter(ast.NodeTransformer):
         if v.escapes:
             return node
         names = v.names
+        composites = v.composites
         self.count += 1
         k = self.count
         params = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names],
@@ -214,11 +414,26 @@ class _Rewriter(ast.NodeTransformer):
         getters = ast.Tuple(elts=[ast.Lambda(args=ast.arguments(
             posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
             defaults=[]), body=ast.Name(id=n, ctx=ast.Load())) for n in names], ctx=ast.Load())
+        cargs = []
+        if composites:
+            import copy
+            cnames = ast.Tuple(elts=[ast.Constant(value=d) for d, _ in composites], ctx=ast.Load())
+            cget = ast.Tuple(elts=[ast.Lambda(args=_noargs(), body=ast.Attribute(
+                value=copy.deepcopy(a.value), attr=a.attr, ctx=ast.Load()))
+                for _, a in composites], ctx=ast.Load())
+            vargs = ast.arguments(posonlyargs=[], args=[ast.arg(arg="__godali_v")], vararg=None,
+                                  kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+            cset = ast.Tuple(elts=[ast.Lambda(args=vargs, body=ast.Call(
+                func=ast.Name(id=_SET, ctx=ast.Load()),
+                args=[copy.deepcopy(a.value), ast.Constant(value=a.attr),
+                      ast.Name(id="__godali_v", ctx=ast.Load())], keywords=[]))
+                for _, a in composites], ctx=ast.Load())
+            cargs = [cnames, cget, cset]
         call = ast.Call(func=ast.Name(id=_COND, ctx=ast.Load()),
                         args=[node.test, ast.Name(id=tname, ctx=ast.Load()),
                               ast.Name(id=fname, ctx=ast.Load()),
                               ast.Tuple(elts=[ast.Constant(value=n) for n in names], ctx=ast.Load()),
-                              getters], keywords=[])
+                              getters] + cargs, keywords=[])
         if names:
             stmt = ast.Assign(targets=[ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names],
                                                  ctx=ast.Store())], value=call)
@@ -256,7 +471,10 @@ def transform(func):
     return new
 
 
-def _transform(func):
+def _function_ast(func):
+    """The FunctionDef of func's source (a lambda becomes a def returning its body)."""
+    if func.__name__ == "<lambda>":
+        return _lambda_ast(func)
     try:
         src = textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError) as e:
@@ -267,31 +485,214 @@ def _transform(func):
     fdef = tree.body[0]
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise TypeError("godali: enable_conditionals can rewrite functions defined with "
-                        "`def`, not %s" % type(fdef).__name__)
+                        "`def` or `lambda`, not %s" % type(fdef).__name__)
+    return fdef, func.__code__.co_firstlineno - 1
+
+
+def _lambda_ast(func):
+    """A lambda's AST, found in its file by line and parameter names."""
+    code = func.__code__
+    try:
+        path = inspect.getsourcefile(func)
+        lines = inspect.findsource(func)[0]
+    except (OSError, TypeError) as e:
+        raise TypeError("godali: enable_conditionals needs the source of a lambda to rewrite "
+                        "it, and it is not available (%s)" % e) from None
+    tree = ast.parse("".join(lines), path or "<lambda>")
+    argnames = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and n.lineno == code.co_firstlineno
+             and [x.arg for x in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == argnames]
+    if len(found) != 1:
+        raise TypeError("godali: enable_conditionals cannot tell which lambda of line %d is "
+                        "%r (%d have its parameters)" % (code.co_firstlineno, func, len(found)))
+    lam = found[0]
+    fdef = _funcdef("__godali_lambda", lam.args, [ast.Return(value=lam.body)])
+    ast.copy_location(fdef, lam)
+    for n in ast.walk(fdef):
+        if hasattr(n, "lineno"):
+            n.lineno -= code.co_firstlineno - 1
+            if getattr(n, "end_lineno", None) is not None:
+                n.end_lineno -= code.co_firstlineno - 1
+    return fdef, code.co_firstlineno - 1
+
+
+# --- early returns ----------------------------------------------------------------------
+# `if c: return a` followed by more code is rewritten as one `if` whose branches both end
+# in a return (the code after it copied into the branch that lacked one), and such an `if`
+# then assigns a result variable in both branches and returns it once after the `if`, so
+# that a return inside an `if` on pipeline data becomes a per-sample choice.
+
+def _scan(stmts, want):
+    """Whether a statement list holds a node of type `want`, not looking into nested
+    functions or classes."""
+    stack = list(stmts)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, want):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _returns_in_loop(stmts):
+    stack = list(stmts)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)) \
+                and _scan(n.body + getattr(n, "orelse", []) + getattr(n, "finalbody", []) +
+                          [h for h in getattr(n, "handlers", [])], ast.Return):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _terminates(stmts):
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and _terminates(last.body) and _terminates(last.orelse)
+
+
+def _fold_returns(stmts):
+    import copy
+    for i, st in enumerate(stmts):
+        if isinstance(st, ast.If) and _scan([st], ast.Return):
+            rest = stmts[i + 1:]
+            body = st.body if _terminates(st.body) else st.body + copy.deepcopy(rest)
+            orelse = st.orelse if _terminates(st.orelse) else st.orelse + copy.deepcopy(rest)
+            st.body = _fold_returns(body)
+            st.orelse = _fold_returns(orelse)
+            return stmts[:i] + [st]
+    return stmts
+
+
+def _assign_returns(stmts):
+    out = []
+    for st in stmts:
+        if isinstance(st, ast.Return):
+            out.append(ast.copy_location(ast.Assign(
+                targets=[ast.Name(id=_RETVAL, ctx=ast.Store())],
+                value=st.value if st.value is not None else ast.Constant(value=None)), st))
+            continue
+        if isinstance(st, ast.If):
+            st.body = _assign_returns(st.body)
+            st.orelse = _assign_returns(st.orelse)
+        out.append(st)
+    return out
+
+
+def _single_exit(body):
+    """Rewrites a function body's returns inside `if` statements (see above); leaves it as
+    it is when a return sits in a loop, `with` or `try`."""
+    if not _scan(body, ast.Return) or _returns_in_loop(body):
+        return body
+    if not any(isinstance(st, ast.If) and _scan([st], ast.Return) for st in body):
+        return body
+    if not _terminates(body):
+        body = body + [ast.Return(value=ast.Name(id=_NORET, ctx=ast.Load()))]
+    body = _fold_returns(body)
+    last = body[-1]
+    if isinstance(last, ast.If) and _terminates([last]):
+        body = body[:-1] + _assign_returns([last]) + [ast.Return(value=ast.Call(
+            func=ast.Name(id=_RESULT, ctx=ast.Load()),
+            args=[ast.Name(id=_RETVAL, ctx=ast.Load())], keywords=[]))]
+    return body
+
+
+def _set(obj, attr, value):
+    """Restores or sets obj.attr around the branches of an `if` (UNDEFINED: deletes it)."""
+    if value is UNDEFINED:
+        try:
+            delattr(obj, attr)
+        except AttributeError:
+            pass
+    else:
+        setattr(obj, attr, value)
+
+
+# --- converting the functions a pipeline calls (DALI's converted_call) ----------------------
+
+# Top-level packages whose functions are never converted: godali's own operators, the
+# numeric libraries, the standard library.
+_NO_CONVERT = {"godali", "numpy", "torch", "torchvision", "PIL", "cv2", "scipy", "nvidia",
+               "builtins", "functools", "itertools", "operator", "math", "random", "typing",
+               "collections", "os", "sys", "re", "json", "copy", "inspect", "abc"}
+
+
+def _user_function(f):
+    if not isinstance(f, types.FunctionType):
+        return False
+    if getattr(f, "__dali_do_not_convert__", False) or f.__code__ in _converted_codes:
+        return False
+    if inspect.isgeneratorfunction(f) or inspect.iscoroutinefunction(f) or \
+            inspect.isasyncgenfunction(f):
+        return False
+    mod = (getattr(f, "__module__", None) or "").split(".")[0]
+    if mod in _NO_CONVERT:
+        return False
+    path = f.__code__.co_filename or ""
+    if "site-packages" in path or "dist-packages" in path or path.startswith("<"):
+        return False
+    return True
+
+
+_converted_cache = {}
+
+
+def _converted_call(f):
+    """f itself, or f with its `if` statements rewritten when it is the program's own
+    function (its conversion cached by function object)."""
+    if not _user_function(f):
+        return f
+    key = id(f)
+    hit = _converted_cache.get(key)
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    try:
+        new = transform(f)
+    except (TypeError, SyntaxError, OSError):
+        new = f  # no source (or not rewritable): called as it is, as AutoGraph does
+    _converted_cache[key] = (f, new)
+    return new
+
+
+def _transform(func):
+    fdef, offset = _function_ast(func)
     fdef.decorator_list = []
+    fdef.body = _single_exit(fdef.body)
     rw = _Rewriter()
     fdef.body = [s for st in fdef.body for s in _as_list(rw.visit(st))]
-    if rw.count == 0:
+    if rw.count == 0 and rw.calls == 0:
         return func
     free = list(func.__code__.co_freevars)
     factory = _funcdef(
         "__godali_factory",
         ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in
-                                            [_COND, _AND, _OR, _NOT] + free],
+                                            [_COND, _AND, _OR, _NOT, _CC, _SET, _NORET,
+                                             _RESULT] + free],
                       vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))])
     mod = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(mod)
-    first = func.__code__.co_firstlineno
-    ast.increment_lineno(mod, first - 1)
+    ast.increment_lineno(mod, offset)
     code = compile(mod, inspect.getsourcefile(func) or "<godali conditionals>", "exec")
     ns = {}
     exec(code, func.__globals__, ns)
     cells = [_cell(c) for c in (func.__closure__ or ())]
-    new = ns["__godali_factory"](cond, logical_and, logical_or, logical_not, *cells)
+    new = ns["__godali_factory"](cond, logical_and, logical_or, logical_not, _converted_call,
+                                 _set, NO_RETURN, _result, *cells)
     new.__defaults__ = func.__defaults__
     new.__kwdefaults__ = func.__kwdefaults__
     new.__wrapped__ = func
+    if func.__name__ != "<lambda>":
+        new.__name__, new.__qualname__ = func.__name__, func.__qualname__
     return new
 
 

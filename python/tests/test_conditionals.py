@@ -65,27 +65,103 @@ def test_elif_chain_nested_and_one_sided_assignment():
     assert any(a < 1 for a in v) and any(1 <= a < 1.5 for a in v) and any(a >= 2 for a in v)
 
 
-def test_unsupported_forms_fail_clearly():
-    @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
+def test_early_returns_become_per_sample_choices():
+    @godali.pipeline_def(batch_size=16, num_threads=1, seed=4, enable_conditionals=True)
     def with_return():
         v = fn.random.uniform(range=[0, 1])
         if v > 0.5:
-            return v
-        return v * 2
+            return v, v * 3
+        elif v > 0.25:
+            if v > 0.4:
+                return v, v + 100
+        return v, v * 2
 
-    with pytest.raises(TypeError, match="no truth value"):
-        with_return()
+    v, w = _outs(with_return(), 16)
+    for x, y in zip(v, w):
+        x = np.float32(x)
+        want = x * np.float32(3) if x > 0.5 else (
+            x + np.float32(100) if 0.4 < x <= 0.5 else x * np.float32(2))
+        assert y == want, (x, y)
+
+
+def test_one_branch_variable_may_stay_unused_but_not_be_used():
+    @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
+    def unused():
+        v = fn.random.uniform(range=[0, 1])
+        if v > 0.5:
+            w = v * 2  # noqa: F841  (DALI accepts a branch-local variable)
+        return v
+
+    unused().build()
 
     @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
     def one_sided():
         v = fn.random.uniform(range=[0, 1])
         if v > 0.5:
             w = v * 2
-        return w
+        return w + 1
 
-    with pytest.raises(TypeError, match="only one branch"):
+    with pytest.raises(RuntimeError, match="Variable 'w' must also be initialized in the "
+                                           "`else` branch"):
         one_sided()
 
+    @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
+    def returned_unassigned():
+        v = fn.random.uniform(range=[0, 1])
+        if v > 0.5:
+            w = v * 2
+        return v, w
+
+    with pytest.raises(RuntimeError, match="Variable 'w' must also be initialized"):
+        returned_unassigned()
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
+    def one_return():
+        v = fn.random.uniform(range=[0, 1])
+        if v > 0.5:
+            return v
+
+    with pytest.raises(RuntimeError, match="The `else` branch must also have a return"):
+        one_return()
+
+
+def test_helpers_lambdas_nests_and_attributes_are_converted():
+    class Box:
+        pass
+
+    def helper(x, box):
+        box.a = x * 0
+        box.b = x * 0
+        if x > 0.5:
+            box.a = x + 1
+            out = {"k": (x, x * 10)}
+        else:
+            box.b = x - 1
+            out = {"k": (x * 2, x)}
+        return out
+
+    pipe_fn = lambda: helper(fn.random.uniform(range=[0, 1]), Box())  # noqa: E731
+
+    @godali.pipeline_def(batch_size=16, num_threads=1, seed=9, enable_conditionals=True)
+    def p():
+        v = fn.random.uniform(range=[0, 1])
+        box = Box()
+        d = helper(v, box)
+        return (v, d["k"][0], d["k"][1], box.a, box.b)
+
+    v, k0, k1, a, b = _outs(p(), 16)
+    for i in range(16):
+        x = np.float32(v[i])
+        f = np.float32
+        hi = x > 0.5
+        assert k0[i] == (x if hi else f(x * f(2))) and k1[i] == (f(x * f(10)) if hi else x)
+        assert a[i] == (f(x + f(1)) if hi else 0) and b[i] == (0 if hi else f(x - f(1)))
+    lam = godali.pipeline_def(batch_size=4, num_threads=1, enable_conditionals=True)(
+        lambda: pipe_fn()["k"][0])
+    assert len(_outs(lam(), 4)[0]) == 4
+
+
+def test_branches_of_different_types_fail_clearly():
     @godali.pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
     def mixed_types():
         v = fn.random.uniform(range=[0, 1])

@@ -280,6 +280,9 @@ class Pipeline:
             else:
                 flat.append(o)
         for i, o in enumerate(flat):
+            if not isinstance(o, _graph.DataNode):
+                from .. import _conditionals
+                _conditionals.check_assigned(o)
             if not isinstance(o, _graph.DataNode) and _is_constant_like(o):
                 # DALI: an output that is not a DataNode becomes a constant node.
                 o = flat[i] = _graph.constant_node(o, self)
