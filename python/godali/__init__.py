@@ -15,7 +15,8 @@ from ._lib import (CUDAError, DataError, ForkedProcessError, GodaliError,
                    InternalError, InvalidArgumentError, InvalidHandleError,
                    InvalidPipelineError, NoCUDAError, OutOfMemoryError, StateError)
 from ._graph import DataNode, newaxis  # noqa: F401  (DALI: nvidia.dali.newaxis)
-from .pipeline import BatchInfo, Pipeline, live_pipelines, memory_stats, pipeline_def
+from .pipeline import (BatchInfo, OperatorConcurrency, Pipeline, StreamPolicy,  # noqa: F401
+                       live_pipelines, memory_stats, pipeline_def)
 from .tensors import (Tensor, TensorCPU, TensorGPU, TensorList, TensorListCPU,
                       TensorListGPU)
 from . import backend, data_node, fn, ops, plugin_manager, tfrecord

@@ -278,3 +278,27 @@ def test_engine_rejections_raise_at_build(image_folder):
         godali.Pipeline().to_json()
     with pytest.raises(RuntimeError, match="no outputs"):
         godali.Pipeline(batch_size=1).build()
+
+
+def test_pipeline_output_layout_and_dali_properties():
+    # DALI 2.4 refuses an output whose layout differs from output_layout (RuntimeError at
+    # run) and echoes its executor settings as properties.
+    import numpy as np
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None, output_layout="HW",
+                         concurrency=godali.OperatorConcurrency.FULL)
+    def pipe(layout):
+        return godali.fn.external_source(source=lambda: [np.zeros((2, 3), np.uint8)] * 2,
+                                         layout=layout)
+
+    good = pipe("HW")
+    good.build()
+    assert good.run()[0].layout() == "HW"
+    bad = pipe("AB")
+    bad.build()
+    with pytest.raises(RuntimeError, match="Expected: HW. Received: AB"):
+        bad.run()
+    assert (good.cpu_queue_size, good.gpu_queue_size, good.num_outputs) == (2, 2, 1)
+    assert good.concurrency is godali.OperatorConcurrency.FULL and good.exec_dynamic is True
+    with pytest.raises(TypeError, match="output_layout"):
+        godali.Pipeline(batch_size=2, output_layout=3)

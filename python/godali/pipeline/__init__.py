@@ -6,6 +6,7 @@ description of docs/pipeline.md, and drives the library through ctypes.
 """
 
 import contextlib
+import enum
 import functools
 import inspect
 import json
@@ -24,6 +25,25 @@ from .. import tensors, types  # noqa: F401  (DALI's module exposes them)
 
 # DALI's nvidia.dali.pipeline.DataNode (tests check isinstance(x, pipeline.DataNode)).
 DataNode = _graph.DataNode
+
+class StreamPolicy(enum.Enum):
+    """DALI's stream policy for GPU work. godali uses one CUDA stream per pipeline; the
+    value is kept (Pipeline.stream_policy) and otherwise has no effect."""
+    SINGLE = 1
+    PER_BACKEND = 2
+    PER_OPERATOR = 3
+    UNSPECIFIED = 0
+
+
+class OperatorConcurrency(enum.Enum):
+    """DALI's operator concurrency policy. godali runs every sample of every CPU operator in
+    parallel on num_threads workers; the value is kept (Pipeline.concurrency) and otherwise
+    has no effect."""
+    NONE = 1
+    BACKEND = 2
+    FULL = 3
+    UNSPECIFIED = 0
+
 
 def do_not_convert(func=None):
     """DALI's marker for a function that enable_conditionals must not rewrite. godali
@@ -100,10 +120,11 @@ class Pipeline:
                  default_cuda_stream_priority=0, *, enable_memory_stats=False,
                  enable_checkpointing=False, checkpoint=None, py_num_workers=1,
                  py_start_method="fork", py_callback_pickler=None, output_dtype=None,
-                 output_ndim=None, exec_dynamic=False, experimental_exec_dynamic=False,
+                 output_ndim=None, exec_dynamic=None, experimental_exec_dynamic=None,
                  exec_separated=False, stream=None, enable_conditionals=False,
                  max_image_pixels=None, on_error="raise", first_epoch=0,
-                 max_file_bytes=None):
+                 max_file_bytes=None, output_layout=None, stream_policy=None,
+                 concurrency=None):
         # bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
         # enable_memory_stats, py_num_workers, py_start_method, py_callback_pickler,
         # exec_dynamic, exec_separated and stream are DALI tuning knobs godali has no use
@@ -113,6 +134,28 @@ class Pipeline:
         self._max_streams = max_streams  # DALI's attribute (its tests read it)
         self._output_dtype = output_dtype
         self._output_ndim = output_ndim
+        if isinstance(output_layout, (list, tuple)):
+            if not all(isinstance(x, (str, type(None))) for x in output_layout):
+                raise TypeError("`output_layout` must be either: a string, a list of strings "
+                                "or None. Found: %r" % (output_layout,))
+        elif not isinstance(output_layout, (str, type(None))):
+            raise TypeError("`output_layout` must be either: a string, a list of strings or "
+                            "None. Found type: %s." % type(output_layout))
+        self._output_layout = output_layout
+        # DALI's executor settings (the pipeline's properties echo them): godali's executor
+        # runs every CPU operator sample-parallel and has one stream per pipeline.
+        self._stream_policy = stream_policy
+        self._concurrency = concurrency
+        self._tuning = {"bytes_per_sample": bytes_per_sample, "set_affinity": set_affinity,
+                        "max_streams": max_streams,
+                        "default_cuda_stream_priority": default_cuda_stream_priority,
+                        "enable_memory_stats": enable_memory_stats,
+                        "py_num_workers": py_num_workers, "py_start_method": py_start_method,
+                        # DALI 2.4: None is its default, the dynamic executor
+                        "exec_dynamic": True if (exec_dynamic is None and
+                                                 experimental_exec_dynamic is None)
+                        else bool(exec_dynamic or experimental_exec_dynamic),
+                        "exec_separated": exec_separated}
         self._batch_size = int(batch_size) if batch_size is not None else -1
         self._num_threads = int(num_threads) if num_threads is not None else -1
         if self._num_threads != -1 and not 1 <= self._num_threads <= 256:
@@ -233,6 +276,69 @@ class Pipeline:
     @property
     def first_epoch(self):
         return self._first_epoch
+
+    @property
+    def cpu_queue_size(self):
+        return self._prefetch_queue_depth
+
+    @property
+    def gpu_queue_size(self):
+        return self._prefetch_queue_depth
+
+    @property
+    def max_streams(self):
+        return self._max_streams
+
+    @property
+    def default_cuda_stream_priority(self):
+        return self._tuning["default_cuda_stream_priority"]
+
+    @property
+    def enable_memory_stats(self):
+        return self._tuning["enable_memory_stats"]
+
+    @property
+    def set_affinity(self):
+        return self._tuning["set_affinity"]
+
+    @property
+    def py_num_workers(self):
+        return self._tuning["py_num_workers"]
+
+    @property
+    def py_start_method(self):
+        return self._tuning["py_start_method"]
+
+    @property
+    def exec_dynamic(self):
+        return self._tuning["exec_dynamic"]
+
+    @property
+    def exec_separated(self):
+        return self._tuning["exec_separated"]
+
+    @property
+    def stream_policy(self):
+        return self._stream_policy
+
+    @property
+    def concurrency(self):
+        return self._concurrency
+
+    @property
+    def num_outputs(self):
+        """The number of outputs (after build, or once the outputs are set)."""
+        if self._num_outputs:
+            return self._num_outputs
+        return len(self._outputs) if self._outputs is not None else 0
+
+    def output_dtype(self):
+        """The output_dtype given to the pipeline (DALI's method)."""
+        return self._output_dtype
+
+    def output_ndim(self):
+        """The output_ndim given to the pipeline (DALI's method)."""
+        return self._output_ndim
 
     # -- graph definition ---------------------------------------------------------------
 
@@ -615,7 +721,8 @@ class Pipeline:
     def _take(self, lib, h):
         self._batch_seq += 1
         outs = tuple(self._fetch(lib, h, i) for i in range(self._num_outputs))
-        if self._output_dtype is not None or self._output_ndim is not None:
+        if self._output_dtype is not None or self._output_ndim is not None or \
+                self._output_layout is not None:
             self._check_outputs(outs)
         return outs
 
@@ -635,6 +742,12 @@ class Pipeline:
                     raise TypeError("godali: output %d has type %s, but output_dtype "
                                     "expects %s" % (i, tl.dtype.name, getattr(want, "name",
                                                                               want)))
+        if self._output_layout is not None:
+            for i, (want, tl) in enumerate(zip(per_output(self._output_layout,
+                                                          "output_layout"), outs)):
+                if want and tl.layout() != want:
+                    raise RuntimeError("godali: layout of output %d does not match. Expected: "
+                                       "%s. Received: %s." % (i, want, tl.layout()))
         if self._output_ndim is not None:
             for i, (want, tl) in enumerate(zip(per_output(self._output_ndim,
                                                           "output_ndim"), outs)):
