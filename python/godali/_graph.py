@@ -18,6 +18,7 @@ from . import _lib
 from . import types as _types
 
 _RESERVED = ("device", "name", "preserve", "bytes_per_sample_hint")
+_MEMORY_HINTS = ("tensor_init_bytes", "temp_buffer_hint", "minibatch_size")
 _INTERNAL_OPS_PREFIX = "_"
 
 
@@ -595,6 +596,12 @@ def _call_op(schema, inputs, kwargs):
     name = kwargs.pop("name", None)
     preserve = bool(kwargs.pop("preserve", False))
     kwargs.pop("bytes_per_sample_hint", None)  # a DALI memory hint godali has no use for
+    for hint in _MEMORY_HINTS:
+        # DALI's buffer-size and sub-batching hints of some operators (readers'
+        # tensor_init_bytes, resize's temp_buffer_hint and minibatch_size): no effect on
+        # results; godali's pools size themselves. Accepted where the schema lacks them.
+        if hint not in schema.args:
+            kwargs.pop(hint, None)
     if "seed" not in schema.args:
         # Every DALI operator takes `seed`; one that draws nothing has no use for it.
         kwargs.pop("seed", None)

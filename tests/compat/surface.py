@@ -288,7 +288,8 @@ def compare(dali_doc):
 
 # Arguments every godali operator takes from DALI's schemas without a schema entry (the
 # Python layer consumes them: _graph._RESERVED).
-_RESERVED_ARGS = ("device", "name", "preserve", "bytes_per_sample_hint")
+_RESERVED_ARGS = ("device", "name", "preserve", "bytes_per_sample_hint", "tensor_init_bytes",
+                  "temp_buffer_hint", "minibatch_size")
 
 
 def compare_schemas(dali_doc):
