@@ -53,14 +53,26 @@ func refWeights(in int, x0, x1 float64, out int, interp Interp, antialias bool) 
 func round8(v float64) byte { return byte(math.Min(math.Max(math.Floor(v+0.5), 0), 255)) }
 
 // refResize is a float64 reference of the separable resampling (horizontal pass first,
-// intermediate rounded to uint8); nearest neighbour uses floor(x0 + (i+0.5)*scale).
+// intermediate rounded to uint8); nearest neighbour is PIL's: the source position starts
+// at x0 + scale/2 and advances by adding scale (not (i+0.5)*scale, which differs at ties).
 func refResize(src []byte, w, h, c int, roi [4]float64, dw, dh int, interp Interp, antialias bool) []byte {
 	out := make([]byte, dw*dh*c)
 	if interp == InterpNN {
+		nearest := func(n int, a, b float64, m int) []int {
+			a, b = float64(float32(a)), float64(float32(b))
+			scale := float64(float32(b)-float32(a)) / float64(m)
+			idx, pos := make([]int, m), a+scale*0.5
+			for i := range idx {
+				idx[i] = min(max(int(math.Floor(pos)), 0), n-1)
+				pos += scale
+			}
+			return idx
+		}
+		ys, xs := nearest(h, roi[1], roi[3], dh), nearest(w, roi[0], roi[2], dw)
 		for y := 0; y < dh; y++ {
-			sy := min(max(int(math.Floor(roi[1]+(float64(y)+0.5)*(roi[3]-roi[1])/float64(dh))), 0), h-1)
+			sy := ys[y]
 			for x := 0; x < dw; x++ {
-				sx := min(max(int(math.Floor(roi[0]+(float64(x)+0.5)*(roi[2]-roi[0])/float64(dw))), 0), w-1)
+				sx := xs[x]
 				copy(out[(y*dw+x)*c:(y*dw+x+1)*c], src[(sy*w+sx)*c:(sy*w+sx+1)*c])
 			}
 		}
