@@ -122,6 +122,10 @@ DETERMINISTIC = {
     "later_rrc_tall": T.Compose([T.Resize((150, 210)),
                                  T.RandomResizedCrop(40, scale=(1, 1), ratio=(0.3, 0.3)),
                                  T.PILToTensor()]),
+    "rotation_nearest": T.Compose([T.Resize((60, 84)), T.RandomRotation((30, 30)),
+                                   T.PILToTensor()]),
+    "pil_to_tensor_convert": T.Compose([T.CenterCrop(100), T.PILToTensor(),
+                                        T.ConvertImageDtype(torch.float32)]),
 }
 
 
@@ -144,6 +148,15 @@ def test_nearest_case_has_ties():
         if acc != [int(np.floor((i + 0.5) * s)) for i in range(o)]:
             return
     pytest.fail("no tie among the photographs' sizes")
+
+
+def test_normalize_within_float_rounding(folders):
+    """ToTensor + Normalize fold into one multiply-add per element: float32 rounding of
+    torchvision's two steps (the documented 1e-5)."""
+    tf = T.Compose([T.Resize(72), T.CenterCrop(64), T.ToTensor(),
+                    T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    want, got = _batches(D.ImageFolder(folders["photos"], tf))
+    assert torch.allclose(want, got, rtol=0, atol=1e-5), float((want - got).abs().max())
 
 
 # -- EXIF orientation --------------------------------------------------------------
