@@ -1184,10 +1184,11 @@ class DataLoader:
         self._gpu = None             # (device index, gpu_from) when the GPU runs the transform
         if self.device.type == "cuda":
             self._gpu = _gpu_for(self.device, src.transform, src.approximate)
-        tr = _check_translation(src.transform, src.approximate, self.exact,
-                                None if self._gpu is None else self._gpu[1])
-        # What the log line of install() names: the differences from torch's pixels.
-        self._notes = [RANDOM_CROP_DCT_NOTE] if tr.dct else []
+        tr = _check_translation(src.transform, src.approximate, self.exact)
+        # What the log line of install() names: the differences from torch's pixels (the
+        # DCT-domain downscale happens in the CPU decoder only, not in nvJPEG's).
+        gpu_decodes = self._gpu is not None and self._gpu[1] == 0
+        self._notes = [RANDOM_CROP_DCT_NOTE] if tr.dct and not gpu_decodes else []
         if seed is None:
             g = generator
             seed = int(_torch.empty((), dtype=_torch.int64).random_(generator=g).item()) \
@@ -1612,7 +1613,7 @@ class _LoaderIter:
             ld._pipe_at = (self._epoch + 1, 0)
 
 
-def _check_translation(transform, approximate, exact=False, gpu_from=None):
+def _check_translation(transform, approximate, exact=False):
     """Translates `transform` into a throwaway graph (never built): raises the
     UnsupportedTransformError the loader would raise at its first batch; returns the
     _Translator (its .used: the image operators of the translation, in graph order;
@@ -1620,7 +1621,7 @@ def _check_translation(transform, approximate, exact=False, gpu_from=None):
     pipe = _Pipeline(batch_size=1, num_threads=1, device_id=None)
     with pipe:
         jpegs, _ = _fn.readers.file(file_root=".", files=["_"], labels=[0])
-        tr = _Translator(_flatten(transform), approximate, gpu_from, exact)
+        tr = _Translator(_flatten(transform), approximate, None, exact)
         tr.run(jpegs)
     return tr
 
