@@ -278,6 +278,15 @@ def _pair(v, what):
 
 
 def _one_fill(fill, what):
+    if isinstance(fill, dict):
+        # transforms.v2 keeps the fill per input type ({type: fill}, a defaultdict when
+        # one value was given): the PIL image's.
+        from PIL import Image
+        try:
+            fill = fill[Image.Image]
+        except KeyError:
+            raise _unsupported("%s(fill=%r)" % (what, fill),
+                               "no fill for PIL images") from None
     if fill is None:
         return 0.0
     if isinstance(fill, (int, float)):
@@ -347,8 +356,8 @@ def _tv_augs(space, bins):
 
 # The methods whose override changes what a transform does: a subclass of a torchvision
 # transform that overrides one of them is the user's own transform, not torchvision's.
-_BEHAVIOUR = ("forward", "__call__", "get_params", "_get_params", "_transform", "transform",
-              "_get_policies", "_augmentation_space")
+_BEHAVIOUR = ("forward", "__call__", "get_params", "_get_params", "make_params", "_transform",
+              "transform", "_get_policies", "_augmentation_space")
 
 
 def _tv_classes():

@@ -254,6 +254,21 @@ class CenterCrop(T.CenterCrop):
         return super().forward(img).transpose(Image.FLIP_LEFT_RIGHT)
 
 
+class FixedWindowRRC(T.RandomResizedCrop):
+    """Overrides get_params (the window): not torchvision's RandomResizedCrop."""
+
+    @staticmethod
+    def get_params(img, scale, ratio):
+        return 0, 0, 32, 32
+
+
+class LoggingCompose(T.Compose):
+    """Overrides __call__: godali would not run it."""
+
+    def __call__(self, img):
+        return super().__call__(img)
+
+
 class PlainResize(T.Resize):
     """A subclass that only renames torchvision's Resize: still torchvision's."""
 
@@ -270,6 +285,8 @@ def installed(caplog):
     (T.Compose([T.Resize((64, 80)), ToTensor()]), False, "is not torchvision's ToTensor"),
     (T.Compose([T.Resize((64, 80)), CenterCrop(48), T.ToTensor()]), False,
      "overrides forward"),
+    (T.Compose([FixedWindowRRC(40), T.PILToTensor()]), False, "overrides get_params"),
+    (LoggingCompose([T.Resize((64, 80)), T.PILToTensor()]), False, "overrides __call__"),
     (T.Compose([PlainResize((64, 80)), T.CenterCrop(48), T.ToTensor()]), True, None),
     (T.Compose([T.Resize((64, 80)), T.CenterCrop(48), T.ToTensor()]), True, None),
 ])
