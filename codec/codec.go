@@ -140,6 +140,10 @@ type Options struct {
 	// MaxPixels, when positive, refuses images whose header declares more pixels,
 	// before anything is allocated for them.
 	MaxPixels int64
+	// ClipGray16 clips 16-bit grey samples (PNG, TIFF) to 255, as PIL's convert from
+	// its mode "I" does (torchvision's loader), instead of keeping their high byte (a
+	// scaling to 8 bits, DALI's conversion).
+	ClipGray16 bool
 	// FastIDCT selects libjpeg's fast integer IDCT (DALI's use_fast_idct): quicker,
 	// slightly less accurate. The default is the accurate one, bit-exact with PIL.
 	FastIDCT bool

@@ -311,8 +311,8 @@ func TestFormatVariantsVsPIL(t *testing.T) {
 	}
 }
 
-// TestGray16PNG: 16-bit grayscale keeps the high byte of each sample (PIL instead clips
-// the 16-bit value to 255, a documented difference).
+// TestGray16PNG: 16-bit grayscale keeps the high byte of each sample by default, and is
+// clipped to 255 with ClipGray16 (PIL's mode "I" to RGB).
 func TestGray16PNG(t *testing.T) {
 	m := image.NewGray16(image.Rect(0, 0, 5, 3))
 	for i := range 15 {
@@ -328,6 +328,15 @@ func TestGray16PNG(t *testing.T) {
 	for i, v := range pix {
 		if want := byte(i * 4321 >> 8); v != want {
 			t.Errorf("pixel %d: %d, want %d", i, v, want)
+		}
+	}
+	pix, _, _, _, _, err = decodeAll(d, data, Options{Out: RGB, ClipGray16: true})
+	if err != nil || len(pix) != 45 {
+		t.Fatalf("ClipGray16: %d bytes, %v", len(pix), err)
+	}
+	for i, v := range pix {
+		if want := byte(min(i/3*4321, 255)); v != want {
+			t.Errorf("ClipGray16: byte %d: %d, want %d", i, v, want)
 		}
 	}
 }

@@ -165,7 +165,7 @@ func (d *Decoder) decodeStd(data []byte, info Info, p plan, opt Options, dst []b
 	if b.Dx() != info.Width || b.Dy() != info.Height {
 		return fmt.Errorf("%s: decoded %dx%d pixels for a %dx%d header", info.Format, b.Dx(), b.Dy(), info.Width, info.Height)
 	}
-	src, stride, pf := d.pixels(img)
+	src, stride, pf := d.pixels(img, opt.ClipGray16)
 	return emit(src, stride, pf, p, out, dst)
 }
 
@@ -193,8 +193,9 @@ func stdDecode(f Format, data []byte) (img image.Image, err error) {
 // pixels exposes img as rows of a layout emit understands: the decoder's own buffer
 // where its layout allows, otherwise a conversion into the Decoder's scratch buffer.
 // Conversions follow PIL's convert("RGB"): alpha is dropped without compositing, 16-bit
-// samples keep their high byte, premultiplied colour is divided by alpha.
-func (d *Decoder) pixels(img image.Image) (src []byte, stride, pf int) {
+// samples keep their high byte, premultiplied colour is divided by alpha. 16-bit grey
+// keeps its high byte too, or is clipped to 255 with clip16 (PIL's mode "I" to "RGB").
+func (d *Decoder) pixels(img image.Image, clip16 bool) (src []byte, stride, pf int) {
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
 	switch m := img.(type) {
@@ -220,6 +221,12 @@ func (d *Decoder) pixels(img image.Image) (src []byte, stride, pf int) {
 		buf := d.grow(w * h)
 		for y := range h {
 			row := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+			if clip16 {
+				for x := range w {
+					buf[y*w+x] = byte(min(int(row[2*x])<<8|int(row[2*x+1]), 255))
+				}
+				continue
+			}
 			for x := range w {
 				buf[y*w+x] = row[2*x] // big-endian: the high byte
 			}

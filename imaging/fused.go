@@ -44,7 +44,7 @@ func resizeCMN[T elem](dst []T, src []byte, c int, p *ResizePlan, np *NormalizeP
 		return
 	}
 	var r region
-	r.begin(p, src, c, nz.cxA, nz.cxB, np.CropY+nz.yA, np.CropY+nz.yB, s)
+	r.begin(p, src, c, p.SrcW*c, nz.cxA, nz.cxB, np.CropY+nz.yA, np.CropY+nz.yB, s)
 	s.row = grow(s.row, r.rowLen)
 	for oy := nz.yA; oy < nz.yB; oy++ {
 		r.row(np.CropY+oy, s.row, s)

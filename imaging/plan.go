@@ -148,9 +148,14 @@ func (a *axisPlan) init(inSize int, in0, in1 float64, outSize int, interp Interp
 	scale := float64(float32(in1)-float32(in0)) / float64(outSize)
 	if interp == InterpNN {
 		a.kind = axisNearest
+		// PIL's nearest (ImagingScaleAffine): the position starts at in0 + scale/2 and
+		// is advanced by adding scale, whose rounding decides the rare ties between
+		// two columns (a product (i+0.5)*scale picks the other one there).
 		a.idx = grow(a.idx, outSize)
+		pos := in0 + scale*0.5
 		for i := range a.idx {
-			a.idx[i] = int32(clampInt(int(math.Floor(in0+(float64(i)+0.5)*scale)), 0, inSize-1))
+			a.idx[i] = int32(clampInt(int(math.Floor(pos)), 0, inSize-1))
+			pos += scale
 		}
 		return
 	}

@@ -34,6 +34,14 @@ func (t *FloatTaps) Init(n int, in0, in1 float64, out int, interp Interp, antial
 	return nil
 }
 
+// Shift moves the taps by off elements: taps built for a window of an axis, applied
+// to the axis the window starts off elements into.
+func (t *FloatTaps) Shift(off int) {
+	for i := range t.Idx {
+		t.Idx[i] += int32(off)
+	}
+}
+
 // ResampleAxis resamples the middle axis of a [d0, n, d2] tensor (element k read by
 // at(src, k)) into dst [d0, out, d2] with the taps t (out = len(t.Idx) / t.Taps).
 func ResampleAxis[S any](dst []float32, src S, at func(S, int) float32, d0, n, d2 int, t *FloatTaps) error {

@@ -9,20 +9,33 @@ import (
 // (DstW x DstH x c) according to p. s provides the intermediate buffers; with a nil s
 // they are allocated for this call.
 func (p *ResizePlan) Resize(dst, src []byte, c int, s *Scratch) error {
+	return p.ResizeStrided(dst, src, c, p.SrcW*c, s)
+}
+
+// ResizeStrided is Resize of a source whose rows start stride bytes apart (stride >=
+// SrcW*c): a window of a larger image, resampled as an image of its own (PIL's crop then
+// resize: the filters never read outside it).
+func (p *ResizePlan) ResizeStrided(dst, src []byte, c, stride int, s *Scratch) error {
 	if err := p.checkSource(src, c); err != nil {
 		return err
 	}
-	stride := p.DstW * c
-	if len(dst) < stride*p.DstH {
-		return fmt.Errorf("resize: output buffer has %d bytes, expected %d (%dx%dx%d)", len(dst), stride*p.DstH, p.DstW, p.DstH, c)
+	if stride < p.SrcW*c {
+		return fmt.Errorf("resize: source stride %d is less than a row of %dx%d bytes", stride, p.SrcW, c)
+	}
+	if want := (p.SrcH-1)*stride + p.SrcW*c; len(src) < want {
+		return fmt.Errorf("resize: input buffer has %d bytes, expected %d (%d rows %d bytes apart)", len(src), want, p.SrcH, stride)
+	}
+	ds := p.DstW * c
+	if len(dst) < ds*p.DstH {
+		return fmt.Errorf("resize: output buffer has %d bytes, expected %d (%dx%dx%d)", len(dst), ds*p.DstH, p.DstW, p.DstH, c)
 	}
 	if s == nil {
 		s = new(Scratch)
 	}
 	var r region
-	r.begin(p, src, c, 0, p.DstW, 0, p.DstH, s)
+	r.begin(p, src, c, stride, 0, p.DstW, 0, p.DstH, s)
 	for y := 0; y < p.DstH; y++ {
-		r.row(y, dst[y*stride:(y+1)*stride], s)
+		r.row(y, dst[y*ds:(y+1)*ds], s)
 	}
 	return nil
 }
@@ -49,7 +62,8 @@ type region struct {
 	p         *ResizePlan
 	c         int
 	src       []byte
-	srcStride int
+	srcStride int // bytes from one source row to the next
+	srcRow    int // bytes of a source row (SrcW*c)
 	x0        int
 	rowLen    int // (x1-x0)*c
 
@@ -74,8 +88,8 @@ type region struct {
 // assumes a little-endian machine. Tests switch it off to cover the fallback.
 var pairedVertical = littleEndian
 
-func (r *region) begin(p *ResizePlan, src []byte, c, x0, x1, y0, y1 int, s *Scratch) {
-	*r = region{p: p, c: c, src: src, srcStride: p.SrcW * c, x0: x0, rowLen: (x1 - x0) * c}
+func (r *region) begin(p *ResizePlan, src []byte, c, stride, x0, x1, y0, y1 int, s *Scratch) {
+	*r = region{p: p, c: c, src: src, srcStride: stride, srcRow: p.SrcW * c, x0: x0, rowLen: (x1 - x0) * c}
 	if p.v.kind != axisFilter || y0 >= y1 {
 		return
 	}
@@ -113,7 +127,7 @@ func (r *region) begin(p *ResizePlan, src []byte, c, x0, x1, y0, y1 int, s *Scra
 	htaps := p.h.taps[x0:x1]
 	for y := rA; y < rB; y++ {
 		o := (y - rA) * r.rowLen
-		hpass(s.tmp[o:o+r.rowLen], src[y*r.srcStride:(y+1)*r.srcStride], htaps, p.h.w, c, p.h.fixed, p.h.nonNeg)
+		hpass(s.tmp[o:o+r.rowLen], r.line(y), htaps, p.h.w, c, p.h.fixed, p.h.nonNeg)
 	}
 	r.vbuf, r.vOff, r.vStride = s.tmp, -rA*r.rowLen, r.rowLen
 }
@@ -123,15 +137,21 @@ func (r *region) row(y int, out []byte, s *Scratch) {
 	p := r.p
 	switch {
 	case p.v.kind == axisIdentity:
-		r.hrow(out, r.src[y*r.srcStride:(y+1)*r.srcStride])
+		r.hrow(out, r.line(y))
 	case p.v.kind == axisNearest:
 		sy := int(p.v.idx[y])
-		r.hrow(out, r.src[sy*r.srcStride:(sy+1)*r.srcStride])
+		r.hrow(out, r.line(sy))
 	case r.inRing:
 		r.vring(out, p.v.taps[y], p.v.w, s)
 	default:
 		r.vrow(out, p.v.taps[y], p.v.w, s)
 	}
+}
+
+// line is source row y.
+func (r *region) line(y int) []byte {
+	o := y * r.srcStride
+	return r.src[o : o+r.srcRow]
 }
 
 // hrow resamples one source row horizontally straight into out.
@@ -156,7 +176,7 @@ func (r *region) ringLine(y int) []uint64 {
 		p := r.p
 		n := r.rowLen / r.c
 		o := slot * 2 * r.words
-		hpass(r.ring32[o:o+r.rowLen], r.src[y*r.srcStride:(y+1)*r.srcStride], p.h.taps[r.x0:r.x0+n], p.h.w, r.c, p.h.fixed, p.h.nonNeg)
+		hpass(r.ring32[o:o+r.rowLen], r.line(y), p.h.taps[r.x0:r.x0+n], p.h.w, r.c, p.h.fixed, p.h.nonNeg)
 		r.tags[slot] = int32(y)
 	}
 	return r.ring[slot*r.words : (slot+1)*r.words : (slot+1)*r.words]

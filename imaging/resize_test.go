@@ -1,6 +1,7 @@
 package imaging
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
@@ -53,14 +54,26 @@ func refWeights(in int, x0, x1 float64, out int, interp Interp, antialias bool) 
 func round8(v float64) byte { return byte(math.Min(math.Max(math.Floor(v+0.5), 0), 255)) }
 
 // refResize is a float64 reference of the separable resampling (horizontal pass first,
-// intermediate rounded to uint8); nearest neighbour uses floor(x0 + (i+0.5)*scale).
+// intermediate rounded to uint8); nearest neighbour is PIL's: the source position starts
+// at x0 + scale/2 and advances by adding scale (not (i+0.5)*scale, which differs at ties).
 func refResize(src []byte, w, h, c int, roi [4]float64, dw, dh int, interp Interp, antialias bool) []byte {
 	out := make([]byte, dw*dh*c)
 	if interp == InterpNN {
+		nearest := func(n int, a, b float64, m int) []int {
+			a, b = float64(float32(a)), float64(float32(b))
+			scale := float64(float32(b)-float32(a)) / float64(m)
+			idx, pos := make([]int, m), a+scale*0.5
+			for i := range idx {
+				idx[i] = min(max(int(math.Floor(pos)), 0), n-1)
+				pos += scale
+			}
+			return idx
+		}
+		ys, xs := nearest(h, roi[1], roi[3], dh), nearest(w, roi[0], roi[2], dw)
 		for y := 0; y < dh; y++ {
-			sy := min(max(int(math.Floor(roi[1]+(float64(y)+0.5)*(roi[3]-roi[1])/float64(dh))), 0), h-1)
+			sy := ys[y]
 			for x := 0; x < dw; x++ {
-				sx := min(max(int(math.Floor(roi[0]+(float64(x)+0.5)*(roi[2]-roi[0])/float64(dw))), 0), w-1)
+				sx := xs[x]
 				copy(out[(y*dw+x)*c:(y*dw+x+1)*c], src[(sy*w+sx)*c:(sy*w+sx+1)*c])
 			}
 		}
@@ -234,5 +247,46 @@ func TestParseInterp(t *testing.T) {
 		if _, err := ParseInterp(bad); err == nil {
 			t.Errorf("ParseInterp(%q) accepted it", bad)
 		}
+	}
+}
+
+// TestResizeStrided: a window of a larger image resized through its stride equals the
+// window copied out and resized as an image of its own (PIL's crop then resize), also
+// for a window in the bottom-right corner, whose last row ends the buffer.
+func TestResizeStrided(t *testing.T) {
+	const w, h, c = 97, 61, 3
+	src := make([]byte, w*h*c)
+	for i := range src {
+		src[i] = byte(i*7 + i/5)
+	}
+	for _, r := range [][4]int{{0, 0, 40, 30}, {13, 7, 50, 41}, {w - 33, h - 20, 33, 20}, {5, 3, 1, 1}} {
+		x, y, ww, wh := r[0], r[1], r[2], r[3]
+		win := make([]byte, 0, ww*wh*c)
+		for j := y; j < y+wh; j++ {
+			win = append(win, src[(j*w+x)*c:(j*w+x+ww)*c]...)
+		}
+		for _, interp := range []Interp{InterpNN, InterpLinear, InterpCubic, InterpLanczos3} {
+			for _, out := range [][2]int{{17, 11}, {64, 45}, {ww, wh}} {
+				p := NewResizePlan(ww, wh, FullROI(ww, wh), out[0], out[1], interp, true, nil)
+				want := make([]byte, out[0]*out[1]*c)
+				got := make([]byte, len(want))
+				if err := p.Resize(want, win, c, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.ResizeStrided(got, src[(y*w+x)*c:], c, w*c, nil); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("window %v to %v, %v: strided resize differs", r, out, interp)
+				}
+			}
+		}
+	}
+	p := NewResizePlan(10, 10, FullROI(10, 10), 5, 5, InterpLinear, true, nil)
+	if err := p.ResizeStrided(make([]byte, 75), make([]byte, 300), 3, 20, nil); err == nil {
+		t.Error("a stride shorter than a row was accepted")
+	}
+	if err := p.ResizeStrided(make([]byte, 75), make([]byte, 9*40+29), 3, 40, nil); err == nil {
+		t.Error("a source shorter than its last row was accepted")
 	}
 }

@@ -10,6 +10,7 @@ import (
 var decoderArgs = []engine.ArgSpec{
 	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY"},
 	{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "apply the EXIF orientation"},
+	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, and 16-bit grey clipped to 255 where the default scales it"},
 	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
 	{Name: "hw_decoder_load", Type: engine.ArgFloat, Default: 0.65, Doc: "mixed: share of JPEGs sent to the GPU's hardware decoder"},
 	{Name: "preallocate_width_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum width, to preallocate"},
@@ -42,7 +43,8 @@ func init() {
 			"RandomResizedCrop does, center crop after num_attempts failures), decoding only " +
 			"the region it needs and downscaling in the DCT domain when the consumer shrinks it anyway.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: append(append([]engine.ArgSpec{}, decoderArgs...), RandomCropArgs...),
+		Args: append(append(append([]engine.ArgSpec{}, decoderArgs...), RandomCropArgs...),
+			engine.ArgSpec{Name: "dct_downscale", Type: engine.ArgBool, Default: true, Doc: "godali only: when the consumer (a resize) shrinks the window at least 2x, JPEG windows are scaled down in the DCT domain while decoding (faster; pixels differ by a few levels from a full-size decode + resize); false decodes the window at full size, as PIL does"}),
 	})
 	engine.RegisterBackend("decoders.image_random_crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCPUDecoder(a, true) })
 }
@@ -90,6 +92,8 @@ type cpuDecoder struct {
 	args     *engine.Args
 	out      codec.OutputType
 	orient   bool
+	likePIL  bool // orientation and 16-bit grey as PIL's loader (like_pil)
+	dctScale bool // DCT-domain downscaling allowed (dct_downscale)
 	fastIDCT bool
 	crop     *RandomCrop
 	consumer engine.SizeHinter
@@ -117,8 +121,9 @@ func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	if a.DType("dtype") != engine.UInt8 {
 		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
 	}
-	d := &cpuDecoder{args: a, out: out, orient: a.Bool("adjust_orientation"), fastIDCT: a.Bool("use_fast_idct")}
+	d := &cpuDecoder{args: a, out: out, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
 	if randomCrop {
+		d.dctScale = a.Bool("dct_downscale")
 		rc, err := ParseRandomCrop(a)
 		if err != nil {
 			return nil, err
@@ -160,7 +165,7 @@ func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 // full decode (validation pipelines compare against it), while training crops, random
 // anyway, take the speed.
 func (d *cpuDecoder) SetConsumer(c engine.Operator) {
-	if h, ok := c.(engine.SizeHinter); ok && d.crop != nil {
+	if h, ok := c.(engine.SizeHinter); ok && d.crop != nil && d.dctScale {
 		d.consumer = h
 	}
 }
@@ -179,15 +184,26 @@ func (d *cpuDecoder) probe(ws *engine.Workspace, st *decoderState) (w, h int, er
 		return 0, 0, err
 	}
 	st.info = info
-	st.opt = codec.Options{Out: d.out, AdjustOrientation: d.orient, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
+	orient := d.orients(info)
+	st.opt = codec.Options{Out: d.out, AdjustOrientation: orient, ClipGray16: d.likePIL, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
 	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
 		return 0, 0, engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
 	}
 	w, h = info.Width, info.Height
-	if d.orient && info.Orientation >= 5 {
+	if orient && info.Orientation >= 5 {
 		w, h = h, w
 	}
 	return w, h, nil
+}
+
+// orients reports whether the image's EXIF orientation is applied: adjust_orientation,
+// or with like_pil only where PIL's Image.open applies it itself (TIFF, whose loader
+// transposes on load; JPEG, PNG and WebP come out as stored).
+func (d *cpuDecoder) orients(info codec.Info) bool {
+	if d.likePIL {
+		return info.Format == codec.FormatTIFF
+	}
+	return d.orient
 }
 
 func (d *cpuDecoder) Setup(ws *engine.Workspace) error {

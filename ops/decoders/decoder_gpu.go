@@ -270,8 +270,9 @@ func (d *mixedDecoder) Setup(ws *engine.Workspace) error {
 		return engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), lim)
 	}
 	st.info = info
-	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: d.cpu.orient, MaxPixels: ws.Limits.MaxImagePixels}
-	w, h := info.OrientedSize(d.cpu.orient)
+	orient := d.cpu.orients(info)
+	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: orient, ClipGray16: d.cpu.likePIL, MaxPixels: ws.Limits.MaxImagePixels}
+	w, h := info.OrientedSize(orient)
 	win := codec.Rect{W: w, H: h}
 	if d.cpu.crop != nil {
 		win = d.cpu.crop.Window(w, h, ws.RNG)
@@ -308,7 +309,7 @@ func (st *mixedDecoderState) route(data []byte, info codec.Info, win codec.Rect,
 	if err != nil {
 		return nvjpeg.RouteCPU, nil
 	}
-	r, _ := ji.Route(d.cpu.orient)
+	r, _ := ji.Route(d.cpu.orients(info))
 	if r == nvjpeg.RouteCPU || ji.Width != info.Width || ji.Height != info.Height {
 		return nvjpeg.RouteCPU, nil
 	}
@@ -507,7 +508,7 @@ func (d *mixedDecoder) decodeOne(bw *engine.BatchWorkspace, i int) error {
 		return err
 	}
 	st.info = info
-	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: d.cpu.orient}
+	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: d.cpu.orients(info), ClipGray16: d.cpu.likePIL}
 	if d.cpu.crop != nil {
 		st.opt.ROI = codec.Rect{X: n.X, Y: n.Y, W: n.W, H: n.H}
 	}

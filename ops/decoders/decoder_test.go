@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
 )
 
@@ -41,5 +42,50 @@ func TestFusionAndHints(t *testing.T) {
 	}
 	if m := p.Graph.Outputs[0].Meta; !m.Static() || m.Shape[0] != 3 || m.Shape[1] != 224 || m.DType != engine.Float32 {
 		t.Errorf("output meta %+v, want static [3 224 224] float", m)
+	}
+}
+
+// TestDCTDownscaleOff: dct_downscale=false leaves the random-crop decoder without its
+// consumer's size, so it decodes every window at full size (PIL's pixels).
+func TestDCTDownscaleOff(t *testing.T) {
+	js := strings.Replace(resnetJSON("/nonexistent", 2, 8, 1), `"num_attempts": 100`, `"num_attempts": 100, "dct_downscale": false`, 1)
+	p, err := engine.NewPipeline([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, n := range p.Graph.Nodes {
+		if d, ok := n.Op.(*cpuDecoder); ok {
+			found = true
+			if d.consumer != nil || d.dctScale {
+				t.Errorf("dct_downscale=false: the decoder still downscales (consumer %v)", d.consumer)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no cpu decoder in the pipeline")
+	}
+}
+
+// TestLikePILOrientation: like_pil applies the EXIF orientation only where PIL's
+// Image.open does (TIFF), whatever adjust_orientation says; without it,
+// adjust_orientation decides for every format.
+func TestLikePILOrientation(t *testing.T) {
+	formats := []codec.Format{codec.FormatJPEG, codec.FormatPNG, codec.FormatWebP, codec.FormatTIFF}
+	for _, c := range []struct {
+		likePIL, adjust bool
+		want            []bool
+	}{
+		{false, true, []bool{true, true, true, true}},
+		{false, false, []bool{false, false, false, false}},
+		{true, true, []bool{false, false, false, true}},
+		{true, false, []bool{false, false, false, true}},
+	} {
+		d := &cpuDecoder{likePIL: c.likePIL, orient: c.adjust}
+		for i, f := range formats {
+			if got := d.orients(codec.Info{Format: f, Orientation: 6}); got != c.want[i] {
+				t.Errorf("like_pil=%v adjust_orientation=%v %s: orients %v, want %v", c.likePIL, c.adjust, f, got, c.want[i])
+			}
+		}
 	}
 }

@@ -616,12 +616,16 @@ func (o *randomResizedCropOp) Setup(ws *engine.Workspace) error {
 		return nil
 	}
 	st.h, st.w = h, w
-	if err := st.th.Init(in.Shape[h], st.roi[1], st.roi[3], o.h, o.interp, o.aa); err != nil {
+	// The window is resampled as an image of its own (torchvision crops, then resizes):
+	// taps over the window, moved to its place in the input.
+	if err := st.th.Init(r.H, 0, float64(r.H), o.h, o.interp, o.aa); err != nil {
 		return o.args.DataErrorf(ws, "%v", err)
 	}
-	if err := st.tw.Init(in.Shape[w], st.roi[0], st.roi[2], o.w, o.interp, o.aa); err != nil {
+	if err := st.tw.Init(r.W, 0, float64(r.W), o.w, o.interp, o.aa); err != nil {
 		return o.args.DataErrorf(ws, "%v", err)
 	}
+	st.th.Shift(r.Y)
+	st.tw.Shift(r.X)
 	out.SetShape(in.Shape...)
 	out.Shape[h], out.Shape[w] = o.h, o.w
 	return nil
@@ -631,10 +635,15 @@ func (o *randomResizedCropOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*rrcState)
 	in := ws.In[0]
 	if !st.generic {
-		if err := st.plan.Init(in.Shape[1], in.Shape[0], st.roi, o.w, o.h, o.interp, o.aa); err != nil {
+		// The window alone, as torchvision crops before it resizes: the filters read no
+		// pixel outside it.
+		x, y := int(st.roi[0]), int(st.roi[1])
+		ww, wh := int(st.roi[2])-x, int(st.roi[3])-y
+		c, stride := in.Shape[2], in.Shape[1]*in.Shape[2]
+		if err := st.plan.Init(ww, wh, imaging.FullROI(ww, wh), o.w, o.h, o.interp, o.aa); err != nil {
 			return err
 		}
-		return st.plan.Resize(ws.Out[0].Data, in.Data, in.Shape[2], &st.scratch)
+		return st.plan.ResizeStrided(ws.Out[0].Data, in.Data[y*stride+x*c:], c, stride, &st.scratch)
 	}
 	// Along H (reading the input), then along W.
 	s := in.Shape

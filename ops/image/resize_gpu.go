@@ -117,8 +117,10 @@ func (o *gpuRandomResizedCrop) Setup(ws *engine.Workspace) error {
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	win := o.cpu.crop.Window(w, h, ws.RNG)
 	ws.Out[0].SetShape(o.cpu.h, o.cpu.w, c)
-	*o.plan.at(ws.Sample) = kernels.ResizeSample{Src: in.Dev, SrcW: w, SrcH: h, Channels: c, DstW: o.cpu.w, DstH: o.cpu.h,
-		ROI: kernels.CropROI(win.X, win.Y, win.W, win.H), Interp: o.cpu.interp, Antialias: o.cpu.aa}
+	// The window as an image of its own (rows w*c bytes apart), as the cpu variant and
+	// torchvision resample it: the filters read nothing outside it.
+	*o.plan.at(ws.Sample) = kernels.ResizeSample{Src: in.Dev + uintptr((win.Y*w+win.X)*c), SrcW: win.W, SrcH: win.H,
+		SrcStride: w * c, Channels: c, DstW: o.cpu.w, DstH: o.cpu.h, Interp: o.cpu.interp, Antialias: o.cpu.aa}
 	return nil
 }
 

@@ -57,6 +57,16 @@ SUPPORTED_TRANSFORMS = (
 )
 
 
+# The one difference from torchvision's pixels that godali.torch serves by default (the
+# log line of install() names it, docs/pytorch.md#transforms gives the measurement;
+# exact=True removes it).
+RANDOM_CROP_DCT_NOTE = (
+    "RandomResizedCrop decodes JPEG windows at least twice the output size scaled down in "
+    "the DCT domain (faster; such crops differ from torchvision's by about 2 levels on "
+    "average, single pixels by up to 63 on the test photographs; exact=True gives "
+    "torchvision's pixels)")
+
+
 class UnsupportedTransformError(ValueError):
     """A torchvision transform (or one of its parameters) that godali cannot run
     with torchvision's exact semantics."""
@@ -272,6 +282,15 @@ def _pair(v, what):
 
 
 def _one_fill(fill, what):
+    if isinstance(fill, dict):
+        # transforms.v2 keeps the fill per input type ({type: fill}, a defaultdict when
+        # one value was given): the PIL image's.
+        from PIL import Image
+        try:
+            fill = fill[Image.Image]
+        except KeyError:
+            raise _unsupported("%s(fill=%r)" % (what, fill),
+                               "no fill for PIL images") from None
     if fill is None:
         return 0.0
     if isinstance(fill, (int, float)):
@@ -339,21 +358,88 @@ def _tv_augs(space, bins):
     return out
 
 
+# The methods whose override changes what a transform does: a subclass of a torchvision
+# transform that overrides one of them is the user's own transform, not torchvision's.
+_BEHAVIOUR = ("forward", "__call__", "get_params", "_get_params", "make_params", "_transform",
+              "transform", "_get_policies", "_augmentation_space")
+
+
+def _tv_classes():
+    """{class: name} of torchvision's own transform classes (torchvision.transforms and,
+    where it exists, torchvision.transforms.v2), the classes godali recognises."""
+    global _TV_CLASSES
+    if _TV_CLASSES is None:
+        table = {}
+        mods = []
+        try:
+            import torchvision.transforms as _T
+            mods.append(_T)
+        except ImportError:
+            pass
+        try:
+            import torchvision.transforms.v2 as _T2
+            mods.append(_T2)
+        except ImportError:
+            pass
+        for mod in mods:
+            for name in dir(mod):
+                obj = getattr(mod, name)
+                if isinstance(obj, type) and \
+                        obj.__module__.startswith("torchvision.transforms"):
+                    table[obj] = obj.__name__
+        _TV_CLASSES = table
+    return _TV_CLASSES
+
+
+_TV_CLASSES = None
+
+
+def _tv_name(t):
+    """The name of the torchvision transform `t` is, recognised by identity: its class is
+    torchvision's own, or a subclass of one that overrides none of its behaviour (the
+    methods in _BEHAVIOUR). A class that merely shares a torchvision name (timm's
+    ToTensor, a user's CenterCrop) is not torchvision's: UnsupportedTransformError
+    naming it and why."""
+    cls = type(t)
+    table = _tv_classes()
+    if cls in table:
+        return table[cls]
+    for base in cls.__mro__[1:]:
+        if base in table:
+            for meth in _BEHAVIOUR:
+                if getattr(cls, meth, None) is not getattr(base, meth, None):
+                    raise UnsupportedTransformError(
+                        "godali.torch: transform %s.%s subclasses torchvision's %s and "
+                        "overrides %s, which godali would not run"
+                        % (cls.__module__, cls.__qualname__, table[base], meth))
+            return table[base]
+    if cls.__name__ in SUPPORTED_TRANSFORMS or cls.__name__ in ("Compose", "Grayscale"):
+        raise UnsupportedTransformError(
+            "godali.torch: transform %s.%s is not torchvision's %s (it is only named so): "
+            "godali runs torchvision's transforms only"
+            % (cls.__module__, cls.__qualname__, cls.__name__))
+    raise _unsupported("transform %s.%s" % (cls.__module__, cls.__qualname__)
+                       if cls.__module__ not in ("builtins", "__main__") else
+                       cls.__qualname__)
+
+
 def _flatten(transform):
+    """The transforms of `transform` in order, Compose (torchvision's) and lists opened,
+    as (torchvision name, transform) pairs."""
     if transform is None:
         return []
-    name = type(transform).__name__
-    if name == "Compose":
-        out = []
-        for t in transform.transforms:
-            out.extend(_flatten(t))
-        return out
     if isinstance(transform, (list, tuple)):
         out = []
         for t in transform:
             out.extend(_flatten(t))
         return out
-    return [transform]
+    name = _tv_name(transform)
+    if name == "Compose":
+        out = []
+        for t in transform.transforms:
+            out.extend(_flatten(t))
+        return out
+    return [(name, transform)]
 
 
 class _Translator:
@@ -361,9 +447,11 @@ class _Translator:
     pipeline. Images are HWC uint8 until the tensor conversion, which becomes the final
     crop_mirror_normalize (ToTensor's /255 and Normalize fold into its mean and std)."""
 
-    def __init__(self, transforms, approximate, gpu_from=None):
+    def __init__(self, transforms, approximate, gpu_from=None, exact=False):
         self.ts = transforms
         self.approx = approximate
+        self.exact = exact        # no DCT-domain downscaling in the random-crop decoder
+        self.dct = False          # the CPU random-crop decoder may downscale in the DCT domain
         self.gpu_from = gpu_from  # index in self.used of the first image operator on the GPU
         self.used = []         # the image operators added, in graph order (decoder first)
         self.size = None       # (h, w) when every image has the same, known size
@@ -400,10 +488,13 @@ class _Translator:
     # crop_mirror_normalize.
     def run(self, jpegs):
         ts = list(self.ts)
-        if ts and type(ts[0]).__name__ == "RandomResizedCrop":
-            images = self._rrc(jpegs, ts.pop(0), decode=True)
+        if ts and ts[0][0] == "RandomResizedCrop":
+            images = self._rrc(jpegs, ts.pop(0)[1], decode=True)
         else:
-            images = self._op("decoders.image", jpegs, output_type=_types.RGB)
+            # like_pil: PIL's Image.open + convert("RGB") (torchvision's loader): no EXIF
+            # orientation (but TIFF's, which PIL applies on load), 16-bit grey clipped.
+            images = self._op("decoders.image", jpegs, output_type=_types.RGB,
+                              like_pil=True)
         for t in ts:
             images = self._one(images, t)
         if self.tensor is None:
@@ -422,8 +513,8 @@ class _Translator:
         self.geo = []
         return images
 
-    def _one(self, images, t):
-        name = type(t).__name__
+    def _one(self, images, nt):
+        name, t = nt
         meth = getattr(self, "_t_" + name, None)
         if meth is None:
             raise _unsupported(name)
@@ -445,9 +536,13 @@ class _Translator:
         if decode:
             # torchvision's get_params: 10 attempts, then a center crop with the ratio
             # clamped; the decoder implements exactly that and decodes only the window.
+            # dct_downscale (unless exact): a JPEG window at least twice the output is
+            # scaled down while it is decoded (RANDOM_CROP_DCT_NOTE).
             images = self._op(
                 "decoders.image_random_crop", images, output_type=_types.RGB,
-                random_area=scale, random_aspect_ratio=ratio, num_attempts=10)
+                random_area=scale, random_aspect_ratio=ratio, num_attempts=10,
+                like_pil=True, dct_downscale=not self.exact)
+            self.dct = not self.exact and (self.gpu_from is None or self.gpu_from > 0)
             # PIL images are always resized with antialiasing (torchvision ignores
             # antialias for them).
             images = self._op("resize", images, resize_x=w, resize_y=h,
@@ -794,13 +889,13 @@ class _Translator:
                         mean=mean, std=std, **kw)
 
 
-def translate(transform, jpegs, approximate=False, gpu_from=None):
+def translate(transform, jpegs, approximate=False, gpu_from=None, exact=False):
     """Adds to the current pipeline the operators that apply the torchvision `transform`
     to the encoded images `jpegs` (a DataNode); returns the images DataNode.
 
     gpu_from (see gpu_placement): the image operators from that index on run on the GPU
     (0: the decoder too, as device "mixed"); None: all on the CPU."""
-    return _Translator(_flatten(transform), approximate, gpu_from).run(jpegs)
+    return _Translator(_flatten(transform), approximate, gpu_from, exact).run(jpegs)
 
 
 def gpu_placement(transform, approximate=False):
@@ -813,7 +908,7 @@ def gpu_placement(transform, approximate=False):
     CPU ones do, from the same random draws (docs/cuda.md): only nvJPEG's IDCT and the CPU
     random-crop decoder's DCT-domain downscaling differ (docs/pytorch.md#gpu)."""
     from . import _graph
-    used = _check_translation(transform, approximate)
+    used = _check_translation(transform, approximate).used
     ops = _graph.schemas().ops
     if "_to_gpu" not in ops:
         return used, None
@@ -1044,7 +1139,7 @@ class DataLoader:
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False,
                  timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None,
                  *, prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 seed=None, device=None):
+                 seed=None, device=None, exact=None):
         _check_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
                          drop_last, timeout, prefetch_factor, persistent_workers)
         if collate_fn is not None and collate_fn is not _default_collate():
@@ -1118,11 +1213,17 @@ class DataLoader:
         self._on_error = "raise"
         # Transforms godali cannot run exactly are refused now, not at the first batch.
         self.device = _torch_device(device)
+        # exact (godali only): torchvision's pixels also where the DCT-domain downscale
+        # of RandomResizedCrop's decoder would differ; None: install(exact=...)'s choice.
+        self.exact = bool(_exact_default if exact is None else exact)
         self._gpu = None             # (device index, gpu_from) when the GPU runs the transform
         if self.device.type == "cuda":
             self._gpu = _gpu_for(self.device, src.transform, src.approximate)
-        else:
-            _check_translation(src.transform, src.approximate)
+        tr = _check_translation(src.transform, src.approximate, self.exact)
+        # What the log line of install() names: the differences from torch's pixels (the
+        # DCT-domain downscale happens in the CPU decoder only, not in nvJPEG's).
+        gpu_decodes = self._gpu is not None and self._gpu[1] == 0
+        self._notes = [RANDOM_CROP_DCT_NOTE] if tr.dct and not gpu_decodes else []
         if seed is None:
             g = generator
             seed = int(_torch.empty((), dtype=_torch.int64).random_(generator=g).item()) \
@@ -1197,7 +1298,7 @@ class DataLoader:
         with pipe:
             jpegs, labels = _fn.readers.file(**rargs)
             images = translate(self._transform, jpegs, self._approx,
-                               None if gpu is None else gpu[1])
+                               None if gpu is None else gpu[1], self.exact)
             pipe.set_outputs(images, labels)
         try:
             pipe.build()
@@ -1809,21 +1910,23 @@ def _torch_data_error(err, samples):
     return e
 
 
-def _check_translation(transform, approximate):
+def _check_translation(transform, approximate, exact=False):
     """Translates `transform` into a throwaway graph (never built): raises the
     UnsupportedTransformError the loader would raise at its first batch; returns the
-    image operators of the translation, in graph order."""
+    _Translator (its .used: the image operators of the translation, in graph order;
+    .dct: whether the CPU random-crop decoder may downscale in the DCT domain)."""
     pipe = _Pipeline(batch_size=1, num_threads=1, device_id=None)
     with pipe:
         jpegs, _ = _fn.readers.file(file_root=".", files=["_"], labels=[0])
-        tr = _Translator(_flatten(transform), approximate)
+        tr = _Translator(_flatten(transform), approximate, None, exact)
         tr.run(jpegs)
-    return tr.used
+    return tr
 
 
 # --- install(): torch.utils.data.DataLoader served by godali where it can -------------
 
 _log = logging.getLogger("godali.torch")
+_exact_default = False  # install(exact=...): DataLoader's exact when not given
 _installed = None   # {"orig": torch's class, "cls": the dispatcher, "rebound": [(module, name)]}
 # The errors that mean "godali cannot serve this faithfully": under install() torch's
 # DataLoader takes such a loader; everything else (torch's own argument errors) is raised.
@@ -1846,7 +1949,8 @@ def _dispatch(orig, args, kwargs):
     extra = given.pop("kwargs", None) or {}
     given.update(extra)
     dataset = given.get("dataset")
-    known = set(inspect.signature(DataLoader.__init__).parameters) - {"self", "seed", "device"}
+    known = set(inspect.signature(DataLoader.__init__).parameters) - \
+        {"self", "seed", "device", "exact"}
     unknown = sorted(set(given) - known)
     if unknown:
         reason = "argument %s is not one godali takes" % ", ".join(unknown)
@@ -1856,8 +1960,9 @@ def _dispatch(orig, args, kwargs):
         except _NOT_SERVED as e:
             reason = _first_sentence(e)
         else:
-            _log.info("DataLoader(%s, batch_size=%s): served by godali", _describe(dataset),
-                      loader.batch_size)
+            _log.info("DataLoader(%s, batch_size=%s): served by godali%s",
+                      _describe(dataset), loader.batch_size,
+                      "".join("; " + n for n in loader._notes))
             return loader
     loader = orig(*args, **kwargs)
     _log.info("DataLoader(%s, batch_size=%s): torch's DataLoader keeps it: %s",
@@ -1941,7 +2046,7 @@ def _is_library(mod):
     return False
 
 
-def install():
+def install(exact=False):
     """Makes torch.utils.data.DataLoader(...) return a godali.torch.DataLoader whenever
     godali serves the dataset, its transform and the arguments faithfully, and torch's
     own DataLoader otherwise, with one log line (logger "godali.torch", INFO) per loader
@@ -1960,11 +2065,16 @@ def install():
     that name); install() logs those it leaves, once. isinstance(loader,
     torch.utils.data.DataLoader) is true for godali's loaders through the replaced names.
     Samplers are used under their own names (torch.utils.data.distributed.
-    DistributedSampler works as it is). Calling it twice does nothing; uninstall() undoes
-    it.
+    DistributedSampler works as it is).
+    exact=True: loaders give torchvision's pixels where godali's faster default differs
+    (RandomResizedCrop as the first transform decodes a JPEG window at least twice the
+    output size scaled down in the DCT domain: RANDOM_CROP_DCT_NOTE); the same as
+    DataLoader(..., exact=True) for every loader made until uninstall().
+    Calling it again only updates exact; uninstall() undoes it.
     """
-    global _installed
+    global _installed, _exact_default
     import sys
+    _exact_default = bool(exact)
     if _installed is not None:
         return
     tud = _torch.utils.data
@@ -2007,7 +2117,8 @@ def install():
 def uninstall():
     """Undoes install(): the names it replaced are torch's DataLoader again (where
     nothing else replaced them since). Loaders already made stay what they are."""
-    global _installed
+    global _installed, _exact_default
+    _exact_default = False
     if _installed is None:
         return
     for mod, name in _installed["rebound"]:
