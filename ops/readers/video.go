@@ -238,11 +238,14 @@ func (r *videoReader) Open() error {
 
 // indexFile reads a file's packets to number its frames.
 func (r *videoReader) indexFile(f *videoFile) error {
-	vf, err := video.Open(f.path, 1)
-	if err != nil {
+	// Indexing decodes nothing, but a raw stream's probe decodes its first frame: bounded
+	// by max_image_pixels. Frames over it are refused per sample (Setup).
+	vf := &video.File{MaxPixels: r.limits.MaxImagePixels}
+	defer vf.Close()
+	if err := vf.Reopen(f.path, 1); err != nil {
 		return err
 	}
-	defer vf.Close()
+	var err error
 	f.info = vf.Info
 	if f.ix, err = vf.Scan(); err != nil {
 		return err
@@ -396,6 +399,15 @@ func (r *videoReader) NewWorkerState() any { return &videoReaderState{file: -1} 
 func (r *videoReader) Setup(ws *engine.Workspace) error {
 	seq := r.seqs[ws.Ref.Index]
 	info := &r.files[seq.file].info
+	// The frame size from the header and the sequence, bounded before anything is
+	// allocated or decoded.
+	maxPixels := maxImagePixels(ws)
+	if err := info.CheckPixels(maxPixels); err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	if err := info.CheckSequence(r.seqLen, maxPixels); err != nil {
+		return r.args.ArgDataErrorf(ws, "sequence_length", "%v; lower sequence_length or raise max_image_pixels", err)
+	}
 	ws.Out[0].SetShape(r.seqLen, info.Height, info.Width, 3)
 	for k := 1; k < len(ws.Out); k++ {
 		ws.Out[k].SetShape(1)
@@ -426,6 +438,7 @@ func (st *videoReaderState) open(r *videoReader, seq videoSeq) (*videoFile, erro
 		if st.f == nil {
 			st.f = &video.File{}
 		}
+		st.f.MaxPixels = r.limits.MaxImagePixels
 		if err := st.f.Reopen(vf.path, 1); err != nil {
 			return nil, engine.Errorf(engine.StatusData, "%v", err)
 		}
@@ -489,4 +502,12 @@ func widenFrames(buf []byte, n, total int, normalized bool) {
 	for i := n - 1; i >= 0; i-- {
 		f[i] = float32(buf[i]) * scale
 	}
+}
+
+// maxImagePixels is the pipeline's max_image_pixels (0: no limit).
+func maxImagePixels(ws *engine.Workspace) int64 {
+	if ws.Limits == nil {
+		return 0
+	}
+	return ws.Limits.MaxImagePixels
 }
