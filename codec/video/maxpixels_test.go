@@ -3,6 +3,8 @@ package video
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -120,5 +122,55 @@ func TestCheckSequence(t *testing.T) {
 	}
 	if err := (Info{Width: 1 << 30, Height: 1 << 30}).CheckSequence(1<<40, 1<<62); err == nil || !strings.Contains(err.Error(), "1073741824x1073741824") {
 		t.Errorf("huge: %v", err)
+	}
+}
+
+// Declared sizes fuzzed: every combination of a header size and a JPEG size (the data
+// stays 16x16's) under a bound of 10000 pixels either decodes frames within the bound or
+// fails with an error; a header over the bound always fails with ErrTooManyPixels.
+func TestDeclaredSizesUnderBound(t *testing.T) {
+	needFFmpeg(t)
+	dir := t.TempDir()
+	sizes := [][2]int{{16, 16}, {100, 100}, {101, 99}, {128, 96}, {16000, 16000}, {65535, 65535}, {1, 65535}, {65535, 1}}
+	const lim = 10000
+	f := &File{MaxPixels: lim}
+	defer f.Close()
+	base, err := os.ReadFile(videotest.Make(t, dir, "base", videotest.Spec{Codec: "mjpeg", Ext: "avi", W: 16, H: 16, Frames: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	avi := filepath.Join(dir, "c.avi")
+	for _, hs := range sizes {
+		for _, js := range sizes {
+			if err := os.WriteFile(avi, base, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			videotest.Resize(t, avi, hs[0], hs[1], true, false)
+			videotest.Resize(t, avi, js[0], js[1], false, true)
+			if err := f.Reopen(avi, 1); err != nil {
+				continue // refused at open: fine
+			}
+			ix, err := f.Scan()
+			if err != nil {
+				continue
+			}
+			over := f.Info.CheckPixels(lim)
+			if over != nil {
+				if int64(hs[0])*int64(hs[1]) <= lim {
+					t.Errorf("header %v, JPEG %v: CheckPixels refused %dx%d", hs, js, f.Info.Width, f.Info.Height)
+				}
+				// never decoded (checked where a frame's buffer is small enough to give)
+				if fb := f.FrameBytes(); fb <= 1<<20 {
+					if err := f.ReadFrames(ix, 0, 1, 1, make([]byte, fb)); !errors.Is(err, ErrTooManyPixels) {
+						t.Errorf("header %v, JPEG %v: decoding frames over the bound: %v", hs, js, err)
+					}
+				}
+				continue
+			}
+			err = f.ReadFrames(ix, 0, 2, 1, make([]byte, 2*f.FrameBytes()))
+			if err == nil && (js != hs || f.Info.Width*f.Info.Height > lim) {
+				t.Errorf("header %v, JPEG %v: decoded as %dx%d", hs, js, f.Info.Width, f.Info.Height)
+			}
+		}
 	}
 }
