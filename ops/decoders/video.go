@@ -115,7 +115,7 @@ func (d *videoDecoder) setup(ws *engine.Workspace, st *videoDecoderState) error 
 	if st.f == nil {
 		st.f = &video.File{}
 	}
-	maxPixels := maxImagePixels(ws)
+	maxPixels := ws.MaxImagePixels()
 	st.f.MaxPixels = maxPixels
 	if err := st.f.ReopenBytes(ws.In[0].Data, 1); err != nil {
 		return engine.Errorf(engine.StatusData, "%v", err)
@@ -221,12 +221,4 @@ func (d *videoDecoder) pad(st *videoDecoderState, out []byte) {
 			dst[p], dst[p+1], dst[p+2] = d.fill[0], d.fill[1], d.fill[2]
 		}
 	}
-}
-
-// maxImagePixels is the pipeline's max_image_pixels (0: no limit).
-func maxImagePixels(ws *engine.Workspace) int64 {
-	if ws.Limits == nil {
-		return 0
-	}
-	return ws.Limits.MaxImagePixels
 }

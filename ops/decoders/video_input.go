@@ -140,7 +140,7 @@ func (d *videoInput) Setup(ws *engine.Workspace) error {
 	}
 	p := sb.Plan.(*videoInputPlan)
 	st := ws.State.(*videoInputState)
-	maxPixels := maxImagePixels(ws)
+	maxPixels := ws.MaxImagePixels()
 	if err := p.s.info.CheckPixels(maxPixels); err != nil {
 		return d.args.DataErrorf(ws, "%v", err)
 	}

@@ -245,11 +245,12 @@ func (r *videoReader) indexFile(f *videoFile) error {
 	if err := vf.Reopen(f.path, 1); err != nil {
 		return err
 	}
-	var err error
 	f.info = vf.Info
-	if f.ix, err = vf.Scan(); err != nil {
+	ix, err := vf.Scan()
+	if err != nil {
 		return err
 	}
+	f.ix = ix
 	if f.ix.VariableRate() && !r.args.Bool("skip_vfr_check") {
 		return errors.New("variable frame rate video (the intervals between frames differ); set skip_vfr_check=True to read it (frames are numbered by their timestamps)")
 	}
@@ -401,7 +402,7 @@ func (r *videoReader) Setup(ws *engine.Workspace) error {
 	info := &r.files[seq.file].info
 	// The frame size from the header and the sequence, bounded before anything is
 	// allocated or decoded.
-	maxPixels := maxImagePixels(ws)
+	maxPixels := ws.MaxImagePixels()
 	if err := info.CheckPixels(maxPixels); err != nil {
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
@@ -502,12 +503,4 @@ func widenFrames(buf []byte, n, total int, normalized bool) {
 	for i := n - 1; i >= 0; i-- {
 		f[i] = float32(buf[i]) * scale
 	}
-}
-
-// maxImagePixels is the pipeline's max_image_pixels (0: no limit).
-func maxImagePixels(ws *engine.Workspace) int64 {
-	if ws.Limits == nil {
-		return 0
-	}
-	return ws.Limits.MaxImagePixels
 }
