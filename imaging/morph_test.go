@@ -192,3 +192,56 @@ func TestWindowFiltersHugeWindow(t *testing.T) {
 		t.Fatalf("6001-wide windows on a 16x16 plane took %v", d)
 	}
 }
+
+// FuzzWindowFilters: any plane, window, anchor and border give what the definitions
+// give (make fuzz runs it; its seeds run with the tests).
+func FuzzWindowFilters(f *testing.F) {
+	f.Add(uint8(5), uint8(7), uint8(1), uint16(3), uint16(3), uint16(1), uint16(1), uint8(0), []byte("some plane values"))
+	f.Add(uint8(1), uint8(1), uint8(3), uint16(6001), uint16(1), uint16(3000), uint16(0), uint8(3), []byte{9, 1, 5})
+	f.Add(uint8(12), uint8(2), uint8(2), uint16(25), uint16(40), uint16(24), uint16(0), uint8(2), []byte{})
+	f.Fuzz(func(t *testing.T, h8, w8, c8 uint8, kh16, kw16, ay16, ax16 uint16, b8 uint8, data []byte) {
+		h, w, c := 1+int(h8)%12, 1+int(w8)%12, 1+int(c8)%3
+		kh, kw := 1+int(kh16)%6001, 1+int(kw16)%6001
+		ay, ax := int(ay16)%kh, int(ax16)%kw
+		border := Border(int(b8) % 5)
+		src := make([]float64, h*w*c)
+		for i := range src {
+			if len(data) > 0 {
+				src[i] = float64(data[i%len(data)] ^ byte(i*37))
+			}
+		}
+		var s WindowScratch
+		got := make([]float64, len(src))
+		// the naive references visit every window position: keep their windows small
+		if kh*kw <= 1<<12 {
+			for _, dilate := range []bool{false, true} {
+				if err := MorphRect(got, src, h, w, c, kh, kw, ay, ax, border, dilate, &s); err != nil {
+					t.Fatal(err)
+				}
+				if want := naiveMorph(src, h, w, c, kh, kw, ay, ax, border, dilate); !slices.Equal(got, want) {
+					t.Fatalf("morph %dx%dx%d window %dx%d anchor (%d, %d) border %d dilate %v", h, w, c, kh, kw, ay, ax, border, dilate)
+				}
+			}
+			mh, mw := kh|1, kw|1
+			if err := MedianRect(got, src, h, w, c, mh, mw, &s); err != nil {
+				t.Fatal(err)
+			}
+			if want := naiveMedian(src, h, w, c, mh, mw); !slices.Equal(got, want) {
+				t.Fatalf("median %dx%dx%d window %dx%d", h, w, c, mh, mw)
+			}
+			return
+		}
+		// larger windows: no error, no panic, and every value one of the plane's
+		if err := MorphRect(got, src, h, w, c, kh, kw, ay, ax, border, true, &s); err != nil {
+			t.Fatal(err)
+		}
+		if err := MedianRect(got, src, h, w, c, kh|1, kw|1, &s); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range got {
+			if !slices.Contains(src, v) {
+				t.Fatalf("median %g is not a plane value", v)
+			}
+		}
+	})
+}
