@@ -373,7 +373,7 @@ func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int
 			}
 			if f.MaxPixels > 0 && (r == averrorInvalidData || r == -C.int(syscall.EINVAL)) {
 				// What FFmpeg answers to a frame over max_pixels (and to corrupt data).
-				return false, fmt.Errorf("decoding frame %d: %s (a frame larger than max_image_pixels=%d is refused too, whatever the header's %dx%d)", want, ffErr(r), f.MaxPixels, f.Info.Width, f.Info.Height)
+				return false, fmt.Errorf("decoding frame %d: %s (corrupt data, or a frame of more than max_image_pixels=%d pixels, whatever the header's %dx%d says)", want, ffErr(r), f.MaxPixels, f.Info.Width, f.Info.Height)
 			}
 			return false, fmt.Errorf("decoding frame %d: %s", want, ffErr(r))
 		}
