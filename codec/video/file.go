@@ -167,15 +167,32 @@ func (i Info) CheckPixels(max int64) error {
 	return nil
 }
 
-// CheckSequence refuses a sample of frames frames of i's size holding more than max
-// pixels together (0: no bound), each frame within the bound: the message says the
-// sample's size; the caller names the argument that set frames.
-func (i Info) CheckSequence(frames int, max int64) error {
+// SequencePixelsFactor is how many images' worth of pixels (max_image_pixels each) one
+// sample's frames may hold together: a clip of real frames may exceed one image's budget
+// (at the default, about 690 frames of 1080p fit), padding may not.
+const SequencePixelsFactor = 8
+
+// CheckSequence bounds one sample of frames frames, padded of them padding (repeated or
+// empty frames the video lacks), before it is allocated: all of them together at most
+// SequencePixelsFactor x max pixels, the padding at most max (0: no limit). The error
+// wraps ErrTooManyPixels.
+func (i Info) CheckSequence(frames, padded int, max int64) error {
 	if err := i.CheckPixels(max); err != nil || max <= 0 || frames <= 0 {
 		return err
 	}
-	if px := int64(i.Width) * int64(i.Height); px > 0 && int64(frames) > max/px {
-		return pixelsError(fmt.Sprintf("%d frames of %dx%d are %.4g pixels, more than max_image_pixels=%d for one sample (all its frames together)", frames, i.Width, i.Height, float64(frames)*float64(px), max))
+	px := int64(i.Width) * int64(i.Height)
+	if px <= 0 {
+		return nil
+	}
+	if padded > 0 && int64(padded) > max/px {
+		return pixelsError(fmt.Sprintf("%d padding frames of %dx%d are %.4g pixels, more than max_image_pixels=%d (the padding of one sample)", padded, i.Width, i.Height, float64(padded)*float64(px), max))
+	}
+	limit := max
+	if max <= math.MaxInt64/SequencePixelsFactor {
+		limit = max * SequencePixelsFactor
+	}
+	if int64(frames) > limit/px {
+		return pixelsError(fmt.Sprintf("%d frames of %dx%d are %.4g pixels, more than %d x max_image_pixels=%d for one sample (all its frames together)", frames, i.Width, i.Height, float64(frames)*float64(px), SequencePixelsFactor, max))
 	}
 	return nil
 }

@@ -106,21 +106,29 @@ func TestHugeDeclaredFramesNotDecoded(t *testing.T) {
 }
 
 func TestCheckSequence(t *testing.T) {
-	info := Info{Width: 64, Height: 48}
+	info := Info{Width: 64, Height: 48} // 3072 pixels a frame
 	for _, c := range []struct {
-		frames int
-		max    int64
-		bad    bool
+		frames, padded int
+		max            int64
+		bad            bool
 	}{
-		{1, 0, false}, {math.MaxInt, 0, false}, {58254, 178956970, false}, {58255, 178956970, true},
-		{1000000, 178956970, true}, {math.MaxInt, 178956970, true}, {0, 3072, false}, {1, 3071, true}, {2, 6143, true}, {2, 6144, false},
+		{1, 0, 0, false}, {math.MaxInt, math.MaxInt, 0, false},
+		// all frames: up to SequencePixelsFactor (8) images' worth
+		{466033, 0, 178956970, false}, {466034, 0, 178956970, true},
+		{1000000, 0, 178956970, true}, {math.MaxInt, 0, 178956970, true},
+		// padding: up to one image's worth
+		{58254, 58254, 178956970, false}, {58255, 58255, 178956970, true},
+		{1000000, 999900, 178956970, true},
+		{0, 0, 3072, false}, {1, 0, 3071, true}, {8, 0, 3072, false}, {9, 0, 3072, true},
+		{2, 1, 3072, false}, {3, 2, 3072, true}, {2, 0, 6143, false},
+		{1, 0, math.MaxInt64, false},
 	} {
-		err := info.CheckSequence(c.frames, c.max)
+		err := info.CheckSequence(c.frames, c.padded, c.max)
 		if (err != nil) != c.bad || (err != nil && !errors.Is(err, ErrTooManyPixels)) {
-			t.Errorf("CheckSequence(%d, %d) = %v", c.frames, c.max, err)
+			t.Errorf("CheckSequence(%d, %d, %d) = %v", c.frames, c.padded, c.max, err)
 		}
 	}
-	if err := (Info{Width: 1 << 30, Height: 1 << 30}).CheckSequence(1<<40, 1<<62); err == nil || !strings.Contains(err.Error(), "1073741824x1073741824") {
+	if err := (Info{Width: 1 << 30, Height: 1 << 30}).CheckSequence(1<<40, 0, 1<<62); err == nil || !strings.Contains(err.Error(), "1073741824x1073741824") {
 		t.Errorf("huge: %v", err)
 	}
 }

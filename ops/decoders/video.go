@@ -162,7 +162,7 @@ func (d *videoDecoder) setup(ws *engine.Workspace, st *videoDecoderState) error 
 		return engine.Errorf(engine.StatusData, "no frame selected to repeat (pad_mode edge): the video has %d frames", n)
 	}
 	// The output (padding included) is bounded before it is allocated.
-	if err := st.f.Info.CheckSequence(st.total, maxPixels); err != nil {
+	if err := st.f.Info.CheckSequence(st.total, st.total-len(st.avail), maxPixels); err != nil {
 		if d.seqLen > 0 {
 			return d.args.ArgDataErrorf(ws, "sequence_length", "%v; lower sequence_length or raise max_image_pixels", err)
 		}

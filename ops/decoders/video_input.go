@@ -158,7 +158,7 @@ func (d *videoInput) Setup(ws *engine.Workspace) error {
 	if d.pad {
 		f = d.seqLen
 	}
-	if err := p.s.info.CheckSequence(f, maxPixels); err != nil {
+	if err := p.s.info.CheckSequence(f, f-st.frames, maxPixels); err != nil {
 		return d.args.ArgDataErrorf(ws, "sequence_length", "%v; lower sequence_length or raise max_image_pixels", err)
 	}
 	ws.Out[0].SetShape(f, p.s.info.Height, p.s.info.Width, 3)

@@ -201,7 +201,7 @@ func TestVideoInputBoundedByMaxImagePixels(t *testing.T) {
 		seqLen       int
 		want         []string
 	}{
-		{clip, "pad", 1000000, []string{`argument "sequence_length"`, "1000000 frames of 64x48", "max_image_pixels=178956970"}},
+		{clip, "pad", 1000000, []string{`argument "sequence_length"`, "padding frames of 64x48", "max_image_pixels=178956970"}},
 		{huge, "partial", 2, []string{"16000x16000", "max_image_pixels=178956970"}},
 	} {
 		p := videoInputPipeline(t, 1, c.seqLen, c.policy)

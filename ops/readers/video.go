@@ -406,7 +406,7 @@ func (r *videoReader) Setup(ws *engine.Workspace) error {
 	if err := info.CheckPixels(maxPixels); err != nil {
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
-	if err := info.CheckSequence(r.seqLen, maxPixels); err != nil {
+	if err := info.CheckSequence(r.seqLen, 0, maxPixels); err != nil {
 		return r.args.ArgDataErrorf(ws, "sequence_length", "%v; lower sequence_length or raise max_image_pixels", err)
 	}
 	ws.Out[0].SetShape(r.seqLen, info.Height, info.Width, 3)

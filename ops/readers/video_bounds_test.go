@@ -60,9 +60,10 @@ func TestVideoFramesBoundedByMaxImagePixels(t *testing.T) {
 	wantErr(t, "decoders.video, 16000x16000", runVideoErr(t, "", decoder(huge, ``), "v"),
 		"huge.avi", `"D"`, "16000x16000", "max_image_pixels=178956970")
 	wantErr(t, "decoders.video, padded", runVideoErr(t, "", decoder(clip, `"sequence_length": 1000000`), "v"),
-		"clip.mp4", `argument "sequence_length"`, "1000000 frames of 64x48", "max_image_pixels=178956970")
-	wantErr(t, "decoders.video, every frame", runVideoErr(t, `, "max_image_pixels": 10000`, decoder(clip, ``), "v"),
-		"clip.mp4", "5 frames of 64x48", "max_image_pixels=10000")
+		"clip.mp4", `argument "sequence_length"`, "999995 padding frames of 64x48", "max_image_pixels=178956970")
+	// padding: at most one image's worth (3 padding frames of 3072 pixels > 6144)
+	wantErr(t, "decoders.video, padding", runVideoErr(t, `, "max_image_pixels": 6144`, decoder(clip, `"sequence_length": 8`), "v"),
+		"clip.mp4", "3 padding frames of 64x48", "max_image_pixels=6144")
 	wantErr(t, "readers.video, padded", runVideoErr(t, "", reader(clip, `, "sequence_length": 1000000, "pad_sequences": true`), "v"),
 		"clip.mp4", `argument "sequence_length"`, "1000000 frames of 64x48")
 	// within the bounds: as before

@@ -79,7 +79,8 @@ class Pipeline:
     compatibility: godali always runs ahead of the consumer.
 
     godali extras: max_image_pixels (refuse images, and video frames, whose header
-    declares more pixels, and video samples whose frames together hold more; None: the
+    declares more pixels, video samples whose frames together hold 8 times more or whose
+    padding holds more; None: the
     library's default, 0: no limit), max_file_bytes (readers refuse larger
     files before reading them; None: the library's default, 256 MiB; 0: no limit),
     on_error ("raise": a bad sample raises
