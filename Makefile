@@ -146,7 +146,7 @@ FUZZPARALLEL ?= 1
 FUZZ_TARGETS := codec:FuzzDecode codec:FuzzJPEG codec:FuzzPNG codec:FuzzBMP codec:FuzzTIFF \
                 codec:FuzzWebP codec:FuzzPNM codec:FuzzGIF \
                 engine:FuzzPipelineDescription engine:FuzzCheckpointRestore formats/lmdb:FuzzLMDB \
-                source/remote:FuzzRemoteResponse source/remote:FuzzS3Listing
+                source/remote:FuzzRemoteResponse source/remote:FuzzS3Listing imaging:FuzzWindowFilters
 
 fuzz: setup
 	@for t in $(FUZZ_TARGETS); do \

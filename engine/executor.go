@@ -144,6 +144,12 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 			lt.TakeLimits(p.limits)
 		}
 	}
+	// Other nodes that read before a sample's Setup (a streamed input's planner).
+	for _, n := range g.Nodes {
+		if lt, ok := n.Op.(LimitsTaker); ok && (n.Schema == nil || !n.Schema.IsReader) {
+			lt.TakeLimits(p.limits)
+		}
+	}
 	p.nodeReader = nodeReaders(g)
 	return p, nil
 }

@@ -146,6 +146,14 @@ type Limits struct {
 	MaxFileBytes   int64 // readers refuse larger files (0: no limit)
 }
 
+// MaxImagePixels is the pipeline's max_image_pixels (0: no limit, as without Limits).
+func (ws *Workspace) MaxImagePixels() int64 {
+	if ws.Limits == nil {
+		return 0
+	}
+	return ws.Limits.MaxImagePixels
+}
+
 // SeedBatch seeds r from the node's stream keys (its own seed, or the pipeline seed and
 // the node), the epoch and the batch, the same for every sample of the batch: the stream of a batch-wide random choice (a permutation
 // of the batch) that each sample computes whole and reads its own part of.

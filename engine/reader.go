@@ -31,9 +31,10 @@ type BatchSource interface {
 // the batches in flight and the workers.
 type Interrupter interface{ Interrupt() }
 
-// LimitsTaker is implemented by readers that enforce the pipeline's limits before a
-// sample reaches Setup (a remote read-ahead refusing files over max_file_bytes before
-// downloading them); NewPipeline hands them the limits.
+// LimitsTaker is implemented by readers and other operators that enforce the
+// pipeline's limits before a sample reaches Setup (a remote read-ahead refusing files
+// over max_file_bytes before downloading them, a streamed video's planner bounding the
+// frames its probe may decode); NewPipeline hands them the limits.
 type LimitsTaker interface{ TakeLimits(Limits) }
 
 // BatchReplayer is implemented by readers that start reading a batch's data as soon as

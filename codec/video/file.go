@@ -25,6 +25,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"syscall"
 	"unsafe"
 )
 
@@ -45,6 +46,13 @@ type Info struct {
 type File struct {
 	c    *C.gdv_file
 	Info Info
+
+	// MaxPixels (> 0) bounds a decoded frame's width x height, as read by the next
+	// Reopen: the decoder refuses a larger frame before allocating it, even one larger
+	// than the container's header says (FFmpeg's max_pixels). Opening does not refuse
+	// a header that declares larger frames: the caller checks Info (CheckPixels) and
+	// says which sample it is.
+	MaxPixels int64
 
 	mem     unsafe.Pointer // C copy of the bytes (OpenBytes), kept until Close
 	memCap  int
@@ -114,7 +122,7 @@ func (f *File) ReopenBytes(data []byte, threads int) error {
 func (f *File) open(path *C.char, mem *C.uint8_t, n, threads int) error {
 	// The C results land in f's own fields: locals passed to C would move to the heap.
 	info := &f.cinfo
-	if r := C.gdv_open(path, mem, C.size_t(n), C.int(threads), &f.c, info, &f.cerr[0], C.int(len(f.cerr))); r != 0 {
+	if r := C.gdv_open(path, mem, C.size_t(n), C.int(threads), C.int64_t(max(f.MaxPixels, 0)), &f.c, info, &f.cerr[0], C.int(len(f.cerr))); r != 0 {
 		f.c = nil
 		return errors.New(C.GoString(&f.cerr[0]))
 	}
@@ -126,7 +134,65 @@ func (f *File) open(path *C.char, mem *C.uint8_t, n, threads int) error {
 	f.live, f.lastIdx = false, -1
 	if f.Info.Width <= 0 || f.Info.Height <= 0 {
 		f.closeStream()
+		if f.MaxPixels > 0 {
+			// A stream whose size only its frames tell (a raw MJPEG or H.264 stream): the
+			// probing decoder refused the first frame, or it is not a video.
+			return pixelsError(fmt.Sprintf("the video stream has no frame size in its header, and its first frame did not decode within max_image_pixels=%d pixels (larger frames, or not a video)", f.MaxPixels))
+		}
 		return fmt.Errorf("the video stream has no frame size (%dx%d)", f.Info.Width, f.Info.Height)
+	}
+	return nil
+}
+
+// averrorInvalidData is FFmpeg's AVERROR_INVALIDDATA (-MKTAG('I', 'N', 'D', 'A')), a
+// macro cgo cannot read.
+const averrorInvalidData = -C.int('I' | 'N'<<8 | 'D'<<16 | 'A'<<24)
+
+// ErrTooManyPixels marks videos whose frames exceed the caller's pixel bound
+// (the pipeline's max_image_pixels): errors.Is(err, ErrTooManyPixels).
+var ErrTooManyPixels = errors.New("video frames exceed max_image_pixels")
+
+// pixelsError is an ErrTooManyPixels with its own message.
+type pixelsError string
+
+func (e pixelsError) Error() string        { return string(e) }
+func (e pixelsError) Is(target error) bool { return target == ErrTooManyPixels }
+
+// CheckPixels refuses frames of more than max pixels (0: no bound), before any is
+// decoded: the error gives the frame size and names max_image_pixels.
+func (i Info) CheckPixels(max int64) error {
+	if px := int64(i.Width) * int64(i.Height); max > 0 && px > max {
+		return pixelsError(fmt.Sprintf("video frames of %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", i.Width, i.Height, px, max))
+	}
+	return nil
+}
+
+// SequencePixelsFactor is how many images' worth of pixels (max_image_pixels each) one
+// sample's frames may hold together: a clip of real frames may exceed one image's budget
+// (at the default, about 690 frames of 1080p fit), padding may not.
+const SequencePixelsFactor = 8
+
+// CheckSequence bounds one sample of frames frames, padded of them padding (repeated or
+// empty frames the video lacks), before it is allocated: all of them together at most
+// SequencePixelsFactor x max pixels, the padding at most max (0: no limit). The error
+// wraps ErrTooManyPixels.
+func (i Info) CheckSequence(frames, padded int, max int64) error {
+	if err := i.CheckPixels(max); err != nil || max <= 0 || frames <= 0 {
+		return err
+	}
+	px := int64(i.Width) * int64(i.Height)
+	if px <= 0 {
+		return nil
+	}
+	if padded > 0 && int64(padded) > max/px {
+		return pixelsError(fmt.Sprintf("%d padding frames of %dx%d are %.4g pixels, more than max_image_pixels=%d (the padding of one sample)", padded, i.Width, i.Height, float64(padded)*float64(px), max))
+	}
+	limit := max
+	if max <= math.MaxInt64/SequencePixelsFactor {
+		limit = max * SequencePixelsFactor
+	}
+	if int64(frames) > limit/px {
+		return pixelsError(fmt.Sprintf("%d frames of %dx%d are %.4g pixels, more than %d x max_image_pixels=%d for one sample (all its frames together)", frames, i.Width, i.Height, float64(frames)*float64(px), SequencePixelsFactor, max))
 	}
 	return nil
 }
@@ -319,6 +385,13 @@ func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int
 			return false, fmt.Errorf("frame %d: %w: the stream ends first (truncated file?)", want, ErrFrame)
 		}
 		if r < 0 {
+			if r == C.GDV_ETOOBIG {
+				return false, fmt.Errorf("decoding frame %d: %w", want, f.Info.CheckPixels(f.MaxPixels))
+			}
+			if f.MaxPixels > 0 && (r == averrorInvalidData || r == -C.int(syscall.EINVAL)) {
+				// What FFmpeg answers to a frame over max_pixels (and to corrupt data).
+				return false, fmt.Errorf("decoding frame %d: %s (corrupt data, or a frame of more than max_image_pixels=%d pixels, whatever the header's %dx%d says)", want, ffErr(r), f.MaxPixels, f.Info.Width, f.Info.Height)
+			}
 			return false, fmt.Errorf("decoding frame %d: %s", want, ffErr(r))
 		}
 		i := ix.frameOf(int64(p))

@@ -27,6 +27,8 @@
 	X(GDV_AVUTIL, av_log_set_level)                                                      \
 	X(GDV_AVUTIL, av_display_rotation_get)                                               \
 	X(GDV_AVUTIL, av_get_pix_fmt_name)                                                   \
+	X(GDV_AVUTIL, av_dict_set_int)                                                       \
+	X(GDV_AVUTIL, av_dict_free)                                                          \
 	X(GDV_AVCODEC, avcodec_version)                                                      \
 	X(GDV_AVCODEC, avcodec_find_decoder)                                                 \
 	X(GDV_AVCODEC, avcodec_alloc_context3)                                               \
@@ -147,6 +149,7 @@ struct gdv_file {
 	AVBSFContext *bsf;         // gdv_annexb's filter (NULL: packets as demuxed)
 	AVPacket *out;             // gdv_read_packet's current packet
 	int bsf_eof;               // the filter was sent the end of the stream
+	int too_big;               // the header's frame size is over max_pixels: gdv_decode refuses
 };
 
 static int mem_read(void *opaque, uint8_t *buf, int n) {
@@ -204,7 +207,22 @@ static int fail(gdv_file *f, int code, const char *what, char *err, int errlen) 
 	return code < 0 ? code : -1;
 }
 
-int gdv_open(const char *path, const uint8_t *mem, size_t n, int threads, gdv_file **out,
+// find_info is avformat_find_stream_info with every stream's probing decoder bounded to
+// max_pixels a frame (0: FFmpeg's own bound), so that a frame size known only from the
+// bitstream (a raw MJPEG or H.264 stream) is refused before its frame is allocated.
+static int find_info(AVFormatContext *fmt, int64_t max_pixels) {
+	if (max_pixels <= 0 || fmt->nb_streams == 0) return p_avformat_find_stream_info(fmt, NULL);
+	AVDictionary **opts = calloc(fmt->nb_streams, sizeof *opts);
+	if (!opts) return AVERROR(ENOMEM);
+	int r = 0;
+	for (unsigned i = 0; i < fmt->nb_streams && r >= 0; i++) r = p_av_dict_set_int(&opts[i], "max_pixels", max_pixels, 0);
+	if (r >= 0) r = p_avformat_find_stream_info(fmt, opts);
+	for (unsigned i = 0; i < fmt->nb_streams; i++) p_av_dict_free(&opts[i]);
+	free(opts);
+	return r;
+}
+
+int gdv_open(const char *path, const uint8_t *mem, size_t n, int threads, int64_t max_pixels, gdv_file **out,
              gdv_info *info, char *err, int errlen) {
 	*out = NULL;
 	gdv_file *f = calloc(1, sizeof *f);
@@ -233,7 +251,7 @@ int gdv_open(const char *path, const uint8_t *mem, size_t n, int threads, gdv_fi
 	const AVCodec *codec = NULL;
 	f->stream = p_av_find_best_stream(f->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
 	if (f->stream < 0 || f->fmt->streams[f->stream]->codecpar->width == 0) {
-		if ((r = p_avformat_find_stream_info(f->fmt, NULL)) < 0)
+		if ((r = find_info(f->fmt, max_pixels)) < 0)
 			return fail(f, r, "no stream information", err, errlen);
 		f->stream = p_av_find_best_stream(f->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
 	}
@@ -255,6 +273,13 @@ int gdv_open(const char *path, const uint8_t *mem, size_t n, int threads, gdv_fi
 	if (!f->dec) return fail(f, AVERROR(ENOMEM), "out of memory", err, errlen);
 	if ((r = p_avcodec_parameters_to_context(f->dec, st->codecpar)) < 0)
 		return fail(f, r, "decoder parameters", err, errlen);
+	// The decoder refuses (before allocating it) a frame over max_pixels, whatever the
+	// container's header said. A header already over it leaves the stream readable
+	// (packets, index) but not decodable: the caller says which sample is too large.
+	if (max_pixels > 0) {
+		if ((int64_t)st->codecpar->width * st->codecpar->height > max_pixels) f->too_big = 1;
+		else f->dec->max_pixels = max_pixels;
+	}
 	f->dec->thread_count = threads > 0 ? threads : 1;
 	if (threads > 1) f->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
 	if ((r = p_avcodec_open2(f->dec, codec, NULL)) < 0)
@@ -377,6 +402,7 @@ int gdv_read_packet(gdv_file *f, const uint8_t **data, int *size, int64_t *pts, 
 }
 
 int gdv_decode(gdv_file *f, int64_t *pts) {
+	if (f->too_big) return GDV_ETOOBIG;
 	for (;;) {
 		int r = p_avcodec_receive_frame(f->dec, f->frame);
 		if (r == 0) {

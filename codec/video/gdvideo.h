@@ -20,6 +20,10 @@ int gdv_load(const char *const paths[GDV_NLIBS], char *err, int errlen);
 
 typedef struct gdv_file gdv_file;
 
+// GDV_ETOOBIG: gdv_decode's answer for a stream whose header declares frames over
+// gdv_open's max_pixels (no FFmpeg error has this value).
+enum { GDV_ETOOBIG = -0x67647462 };
+
 typedef struct {
 	int width, height;
 	int tb_num, tb_den;        // the stream's time base
@@ -33,8 +37,10 @@ typedef struct {
 } gdv_info;
 
 // gdv_open opens a file by path, or, with path NULL, mem[0:n] (which must stay valid
-// until gdv_close). threads bounds the decoder's own threads (1: none). 0 on success.
-int gdv_open(const char *path, const uint8_t *mem, size_t n, int threads, gdv_file **out,
+// until gdv_close). threads bounds the decoder's own threads (1: none). max_pixels > 0
+// bounds a decoded frame's width x height (FFmpeg's max_pixels): larger frames are
+// refused before they are allocated, whatever the container says. 0 on success.
+int gdv_open(const char *path, const uint8_t *mem, size_t n, int threads, int64_t max_pixels, gdv_file **out,
              gdv_info *info, char *err, int errlen);
 
 // gdv_next_packet reads the next packet of the video stream without decoding it: its

@@ -139,3 +139,48 @@ func Run(t testing.TB, ff string, args ...string) {
 		t.Fatalf("ffmpeg %v: %v\n%s", args, err, msg)
 	}
 }
+
+// Resize rewrites the frame size an MJPEG AVI (Spec{Codec: "mjpeg", Ext: "avi"})
+// declares, without touching its few bytes of picture data: with header, the AVI's main
+// and stream headers (avih, strf) say w x h; with frames, every JPEG's SOF0 does. A
+// decoder reading such a file learns of frames of w x h before any pixel, which is how
+// the tests make a file that declares 16000x16000 frames in a few kilobytes.
+func Resize(t testing.TB, path string, w, h int, header, frames bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := func(at, v int) {
+		b[at], b[at+1], b[at+2], b[at+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	if header {
+		i, j := bytes.Index(b, []byte("avih")), bytes.Index(b, []byte("strf"))
+		if i < 0 || j < 0 {
+			t.Fatalf("%s: no avih or strf chunk: not an AVI", path)
+		}
+		le(i+8+32, w) // MainAVIHeader dwWidth, dwHeight
+		le(i+8+36, h)
+		le(j+8+4, w) // BITMAPINFOHEADER biWidth, biHeight
+		le(j+8+8, h)
+	}
+	if frames {
+		n := 0
+		for i := bytes.Index(b, []byte{0xff, 0xc0}); i >= 0; {
+			// FF C0, length (2), precision (1), height (2), width (2), big-endian
+			b[i+5], b[i+6], b[i+7], b[i+8] = byte(h>>8), byte(h), byte(w>>8), byte(w)
+			n++
+			k := bytes.Index(b[i+2:], []byte{0xff, 0xc0})
+			if k < 0 {
+				break
+			}
+			i += 2 + k
+		}
+		if n == 0 {
+			t.Fatalf("%s: no JPEG SOF0 marker", path)
+		}
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

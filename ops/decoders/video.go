@@ -115,7 +115,13 @@ func (d *videoDecoder) setup(ws *engine.Workspace, st *videoDecoderState) error 
 	if st.f == nil {
 		st.f = &video.File{}
 	}
+	maxPixels := ws.MaxImagePixels()
+	st.f.MaxPixels = maxPixels
 	if err := st.f.ReopenBytes(ws.In[0].Data, 1); err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	// The frame size from the header, before the index is read or a frame decoded.
+	if err := st.f.Info.CheckPixels(maxPixels); err != nil {
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
 	if st.ix == nil {
@@ -154,6 +160,13 @@ func (d *videoDecoder) setup(ws *engine.Workspace, st *videoDecoderState) error 
 	}
 	if len(st.avail) == 0 && st.total > 0 && d.padMode == "edge" {
 		return engine.Errorf(engine.StatusData, "no frame selected to repeat (pad_mode edge): the video has %d frames", n)
+	}
+	// The output (padding included) is bounded before it is allocated.
+	if err := st.f.Info.CheckSequence(st.total, st.total-len(st.avail), maxPixels); err != nil {
+		if d.seqLen > 0 {
+			return d.args.ArgDataErrorf(ws, "sequence_length", "%v; lower sequence_length or raise max_image_pixels", err)
+		}
+		return d.args.DataErrorf(ws, "%v; select fewer frames (start_frame, end_frame, stride, frames or sequence_length) or raise max_image_pixels", err)
 	}
 	ws.Out[0].SetShape(st.total, st.f.Info.Height, st.f.Info.Width, 3)
 	return nil

@@ -38,7 +38,7 @@ type videoInput struct {
 	pad    bool
 
 	// The planner's state: used only by the producer (PlanBatch), in batch order.
-	scan   video.File
+	scan   video.File // its MaxPixels: the pipeline's max_image_pixels (TakeLimits)
 	cur    *videoStream
 	cursor int // the next frame of cur to plan
 }
@@ -73,6 +73,10 @@ func newVideoInput(a *engine.Args) (engine.Operator, error) {
 	}
 	return d, nil
 }
+
+// TakeLimits bounds the frames the planner's probe may decode (engine.LimitsTaker): a
+// raw stream's frame size is known only from its first frame.
+func (d *videoInput) TakeLimits(l engine.Limits) { d.scan.MaxPixels = l.MaxImagePixels }
 
 // ExternalSource marks the node for the executor's feed queues.
 func (*videoInput) ExternalSource() {}
@@ -136,8 +140,13 @@ func (d *videoInput) Setup(ws *engine.Workspace) error {
 	}
 	p := sb.Plan.(*videoInputPlan)
 	st := ws.State.(*videoInputState)
+	maxPixels := ws.MaxImagePixels()
+	if err := p.s.info.CheckPixels(maxPixels); err != nil {
+		return d.args.DataErrorf(ws, "%v", err)
+	}
 	if st.open != p.s {
 		st.open = nil
+		st.f.MaxPixels = maxPixels
 		if err := st.f.ReopenBytes(sb.Data, 1); err != nil {
 			return d.args.DataErrorf(ws, "%v", err)
 		}
@@ -148,6 +157,9 @@ func (d *videoInput) Setup(ws *engine.Workspace) error {
 	f := st.frames
 	if d.pad {
 		f = d.seqLen
+	}
+	if err := p.s.info.CheckSequence(f, f-st.frames, maxPixels); err != nil {
+		return d.args.ArgDataErrorf(ws, "sequence_length", "%v; lower sequence_length or raise max_image_pixels", err)
 	}
 	ws.Out[0].SetShape(f, p.s.info.Height, p.s.info.Width, 3)
 	return nil

@@ -187,3 +187,35 @@ func TestVideoInputRefused(t *testing.T) {
 		t.Errorf("two samples fed: %v", err)
 	}
 }
+
+// Issue 24: inputs.video's frames and padded sequences are bounded by max_image_pixels
+// before anything is allocated; the errors name the option and sequence_length.
+func TestVideoInputBoundedByMaxImagePixels(t *testing.T) {
+	needVideoInput(t)
+	dir := t.TempDir()
+	clip := videotest.Make(t, dir, "clip", videotest.Spec{Frames: 5})
+	huge := videotest.Make(t, dir, "huge", videotest.Spec{Codec: "mjpeg", Ext: "avi", W: 16, H: 16, Frames: 3})
+	videotest.Resize(t, huge, 16000, 16000, true, true)
+	for _, c := range []struct {
+		path, policy string
+		seqLen       int
+		want         []string
+	}{
+		{clip, "pad", 1000000, []string{`argument "sequence_length"`, "padding frames of 64x48", "max_image_pixels=178956970"}},
+		{huge, "partial", 2, []string{"16000x16000", "max_image_pixels=178956970"}},
+	} {
+		p := videoInputPipeline(t, 1, c.seqLen, c.policy)
+		var released atomic.Int32
+		feedVideo(t, p, c.path, &released)
+		_, err := p.Next()
+		if err == nil {
+			t.Errorf("%s: no error", c.path)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: the error does not say %q: %v", c.path, w, err)
+			}
+		}
+	}
+}

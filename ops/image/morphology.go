@@ -27,7 +27,7 @@ func init() {
 		InputLayouts: windowLayouts, InputDtypes: windowDtypes,
 		Args: []engine.ArgSpec{
 			{Name: "window_size", Type: engine.ArgIntList, Default: []int64{3, 3}, TensorInput: true,
-				Doc: "(width, height) of the window, odd, or one value for both; may come per sample"},
+				Doc: fmt.Sprintf("(width, height) of the window, odd, at most %d, or one value for both; may come per sample", maxFilterWindow)},
 		},
 	})
 	engine.RegisterBackend("experimental.median_blur", "cpu", func(a *engine.Args) (engine.Operator, error) {
@@ -52,7 +52,7 @@ func init() {
 			InputLayouts: windowLayouts, InputDtypes: windowDtypes,
 			Args: []engine.ArgSpec{
 				{Name: "mask_size", Type: engine.ArgIntList, Default: []int64{3, 3}, TensorInput: true,
-					Doc: "(width, height) of the structuring element, each 1 or more; may come per sample"},
+					Doc: fmt.Sprintf("(width, height) of the structuring element, each 1 to %d (grown by iterations: at most %[1]d); may come per sample", maxFilterWindow)},
 				{Name: "anchor", Type: engine.ArgIntList, Default: []int64{-1, -1}, TensorInput: true,
 					Doc: "(x, y) of the element's point placed on the pixel; -1: the centre (size // 2); may come per sample"},
 				{Name: "iterations", Type: engine.ArgInt, Default: 1,
@@ -71,10 +71,23 @@ func init() {
 			if it := a.Int("iterations"); it < 1 {
 				return nil, a.Errorf("iterations", "iterations must be >= 1, got %d", it)
 			}
+			if !a.AnyPerSample("mask_size") {
+				if m, ok := engine.Pair(a.Ints("mask_size")); ok {
+					if _, arg, msg := morphWindow(m, int64(a.Int("iterations"))); msg != "" {
+						return nil, a.Errorf(arg, "%s", msg)
+					}
+				}
+			}
 			return o, nil
 		})
 	}
 }
+
+// maxFilterWindow bounds the windows of median_blur, dilate and erode (mask_size grown
+// by iterations) along each axis, as gaussian_blur's window is bounded. Within it a
+// window larger than the image costs no more than one the image's size (imaging's
+// MorphRect and MedianRect); beyond it a size says nothing an image could show.
+const maxFilterWindow = 2*maxBlurRadius + 1
 
 // medianWindow reads (width, height) (one value: both); msg says what is wrong.
 func medianWindow(v []int64) ([2]int, string) {
@@ -86,8 +99,30 @@ func medianWindow(v []int64) ([2]int, string) {
 		if s < 1 || s%2 == 0 {
 			return [2]int{}, fmt.Sprintf("The window size must be an odd integer, got %v", v)
 		}
+		if s > maxFilterWindow {
+			return [2]int{}, fmt.Sprintf("window_size %v is larger than godali's limit (%d)", v, maxFilterWindow)
+		}
 	}
 	return [2]int{int(p[0]), int(p[1])}, ""
+}
+
+// morphWindow is the (width, height) of the window mask m applied iterations times
+// (as one pass, OpenCV's rule for a rectangle: each extra iteration adds size - 1);
+// arg and msg say which argument is wrong and how.
+func morphWindow(m [2]int64, iterations int64) (win [2]int, arg, msg string) {
+	for i, s := range m {
+		if s < 1 {
+			return win, "mask_size", fmt.Sprintf("expected sizes of 1 or more, got %v", m)
+		}
+		if s > maxFilterWindow {
+			return win, "mask_size", fmt.Sprintf("mask_size %v is larger than godali's limit (%d)", m, maxFilterWindow)
+		}
+		if iterations > 1 && s > 1 && iterations > (maxFilterWindow-1)/(s-1) {
+			return win, "iterations", fmt.Sprintf("mask_size %v applied iterations=%d times makes a window larger than godali's limit (%d)", m, iterations, maxFilterWindow)
+		}
+		win[i] = int((s-1)*max(iterations, 1) + 1)
+	}
+	return win, "", ""
 }
 
 type windowOp struct {
@@ -107,8 +142,9 @@ func (o *windowOp) Setup(ws *engine.Workspace) error {
 }
 
 type windowState struct {
-	src, dst, tmp []float64
-	ibuf          []int
+	src, dst []float64
+	scratch  imaging.WindowScratch
+	ibuf     []int
 }
 
 func (o *windowOp) NewWorkerState() any { return &windowState{} }
@@ -151,8 +187,10 @@ func (o *windowOp) Run(ws *engine.Workspace) error {
 		if err != nil {
 			return err
 		}
-		if m[0] < 1 || m[1] < 1 {
-			return a.ArgDataErrorf(ws, "mask_size", "expected sizes of 1 or more, got %v", m)
+		it := a.Int("iterations")
+		win, arg, msg := morphWindow([2]int64{int64(m[0]), int64(m[1])}, int64(it))
+		if msg != "" {
+			return a.ArgDataErrorf(ws, arg, "%s", msg)
 		}
 		an, err := o.pairAt(ws, "anchor", st)
 		if err != nil {
@@ -166,8 +204,7 @@ func (o *windowOp) Run(ws *engine.Workspace) error {
 				return a.ArgDataErrorf(ws, "anchor", "the anchor (x, y) %v must lie within the mask %v (or be -1)", an, m)
 			}
 		}
-		it := a.Int("iterations")
-		kw, kh = (m[0]-1)*it+1, (m[1]-1)*it+1
+		kw, kh = win[0], win[1]
 		ax, ay = an[0]*it, an[1]*it
 	}
 	n := h * w * inner
@@ -183,9 +220,9 @@ func (o *windowOp) Run(ws *engine.Workspace) error {
 		}
 		var err error
 		if o.median {
-			st.tmp, err = imaging.MedianRect(st.dst, st.src, h, w, inner, kh, kw, st.tmp)
+			err = imaging.MedianRect(st.dst, st.src, h, w, inner, kh, kw, &st.scratch)
 		} else {
-			st.tmp, err = imaging.MorphRect(st.dst, st.src, h, w, inner, kh, kw, ay, ax, o.border, o.dilate, st.tmp)
+			err = imaging.MorphRect(st.dst, st.src, h, w, inner, kh, kw, ay, ax, o.border, o.dilate, &st.scratch)
 		}
 		if err != nil {
 			return a.DataErrorf(ws, "%v", err)

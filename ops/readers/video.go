@@ -238,15 +238,19 @@ func (r *videoReader) Open() error {
 
 // indexFile reads a file's packets to number its frames.
 func (r *videoReader) indexFile(f *videoFile) error {
-	vf, err := video.Open(f.path, 1)
+	// Indexing decodes nothing, but a raw stream's probe decodes its first frame: bounded
+	// by max_image_pixels. Frames over it are refused per sample (Setup).
+	vf := &video.File{MaxPixels: r.limits.MaxImagePixels}
+	defer vf.Close()
+	if err := vf.Reopen(f.path, 1); err != nil {
+		return err
+	}
+	f.info = vf.Info
+	ix, err := vf.Scan()
 	if err != nil {
 		return err
 	}
-	defer vf.Close()
-	f.info = vf.Info
-	if f.ix, err = vf.Scan(); err != nil {
-		return err
-	}
+	f.ix = ix
 	if f.ix.VariableRate() && !r.args.Bool("skip_vfr_check") {
 		return errors.New("variable frame rate video (the intervals between frames differ); set skip_vfr_check=True to read it (frames are numbered by their timestamps)")
 	}
@@ -396,6 +400,15 @@ func (r *videoReader) NewWorkerState() any { return &videoReaderState{file: -1} 
 func (r *videoReader) Setup(ws *engine.Workspace) error {
 	seq := r.seqs[ws.Ref.Index]
 	info := &r.files[seq.file].info
+	// The frame size from the header and the sequence, bounded before anything is
+	// allocated or decoded.
+	maxPixels := ws.MaxImagePixels()
+	if err := info.CheckPixels(maxPixels); err != nil {
+		return engine.Errorf(engine.StatusData, "%v", err)
+	}
+	if err := info.CheckSequence(r.seqLen, 0, maxPixels); err != nil {
+		return r.args.ArgDataErrorf(ws, "sequence_length", "%v; lower sequence_length or raise max_image_pixels", err)
+	}
 	ws.Out[0].SetShape(r.seqLen, info.Height, info.Width, 3)
 	for k := 1; k < len(ws.Out); k++ {
 		ws.Out[k].SetShape(1)
@@ -426,6 +439,7 @@ func (st *videoReaderState) open(r *videoReader, seq videoSeq) (*videoFile, erro
 		if st.f == nil {
 			st.f = &video.File{}
 		}
+		st.f.MaxPixels = r.limits.MaxImagePixels
 		if err := st.f.Reopen(vf.path, 1); err != nil {
 			return nil, engine.Errorf(engine.StatusData, "%v", err)
 		}

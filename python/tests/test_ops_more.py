@@ -431,3 +431,73 @@ def test_dilate_per_sample_mask_and_errors():
                     ({"iterations": 0}, "iterations"), ({"mask_size": [0, 3]}, "mask_size")]:
         with pytest.raises(Exception, match=msg):
             _run(lambda x: fn.experimental.erode(x, **kw), data, layouts=["HWC"])
+
+
+# --- window filters: windows larger than the image, and their bound (issue 24) -------------
+
+SMALL = [RNG.integers(0, 256, size=(16, 20, 3), dtype=np.uint8), RNG.integers(0, 256, size=(9, 5, 3), dtype=np.uint8)]
+
+
+@pytest.mark.parametrize("ksize", [41, 401])
+def test_median_blur_window_larger_than_image_matches_opencv(ksize):
+    # windows over 64 positions count the repeated edge pixels instead of visiting them
+    (got,), _ = _run(lambda x: fn.experimental.median_blur(x, window_size=ksize), SMALL, layouts=["HWC"])
+    for img, g in zip(SMALL, got[0]):
+        np.testing.assert_array_equal(g, cv2.medianBlur(img, ksize))
+
+
+@pytest.mark.parametrize("op", ["dilate", "erode"])
+@pytest.mark.parametrize("border", ["constant", "replicate", "reflect", "reflect_101", "wrap"])
+def test_dilate_erode_mask_larger_than_image(op, border):
+    f = fn.experimental.dilate if op == "dilate" else fn.experimental.erode
+    ksize, anchor = (41, 37), (5, 30)
+    (got,), _ = _run(lambda x: [f(x, mask_size=list(ksize), anchor=list(anchor), border_mode=border),
+                                f(x, mask_size=6001, border_mode=border)], SMALL, layouts=["HWC"])
+    cvf = cv2.dilate if op == "dilate" else cv2.erode
+    el = cv2.getStructuringElement(cv2.MORPH_RECT, ksize)
+    ext = np.max if op == "dilate" else np.min
+    for img, g, g_huge in zip(SMALL, got[0], got[1]):
+        if border == "wrap":
+            ref = np.stack([_np_morph(img[..., c], ksize, anchor, op) for c in range(3)], axis=-1)
+        else:
+            ref = cvf(img, el, anchor=anchor, borderType=CV_BORDER[border])
+        np.testing.assert_array_equal(g, ref)
+        # a 6001x6001 window centred on any pixel holds the whole image, whatever the border
+        np.testing.assert_array_equal(g_huge, np.broadcast_to(ext(img, axis=(0, 1)), img.shape))
+
+
+@pytest.mark.parametrize("graph, arg", [
+    (lambda x: fn.experimental.median_blur(x, window_size=20001), "window_size"),
+    (lambda x: fn.experimental.median_blur(x, window_size=[3, 6003]), "window_size"),
+    (lambda x: fn.experimental.dilate(x, mask_size=99999), "mask_size"),
+    (lambda x: fn.experimental.erode(x, mask_size=[3, 3], iterations=10**9), "iterations"),
+    (lambda x: fn.experimental.erode(x, mask_size=[2, 3], iterations=2**62), "iterations"),
+])
+def test_window_filters_refuse_windows_over_the_limit_at_build(graph, arg):
+    # as gaussian_blur: the limit (6001) is named, and nothing runs for minutes first
+    with pytest.raises(Exception, match=arg) as e:
+        _run(graph, SMALL, layouts=["HWC"])
+    assert "godali's limit (6001)" in str(e.value)
+
+
+def test_window_filters_refuse_per_sample_windows_over_the_limit():
+    sizes = [np.array([3, 3], np.int32), np.array([99999, 3], np.int32)]
+    for graph, arg in [(lambda x, m: fn.experimental.dilate(x, mask_size=m), "mask_size"),
+                       (lambda x, m: fn.experimental.median_blur(x, window_size=m | 1), "window_size")]:
+        with pytest.raises(Exception, match=arg) as e:
+            _run(graph, SMALL, sizes, layouts=["HWC", ""])
+        assert "godali's limit (6001)" in str(e.value)
+
+
+def test_window_filters_at_the_limit_are_fast():
+    # window 6001 on 16x20 images: the cost of the images' size (it took minutes before)
+    import time
+    t = time.monotonic()
+    (got,), _ = _run(lambda x: [fn.experimental.median_blur(x, window_size=6001),
+                                fn.experimental.dilate(x, mask_size=6001, iterations=1),
+                                fn.experimental.erode(x, mask_size=[3, 3], iterations=3000)], SMALL, layouts=["HWC"])
+    assert time.monotonic() - t < 10
+    for img, med, dil, ero in zip(SMALL, *got):
+        assert med.shape == img.shape and med.dtype == img.dtype
+        np.testing.assert_array_equal(dil, np.broadcast_to(img.max(axis=(0, 1)), img.shape))
+        np.testing.assert_array_equal(ero, np.broadcast_to(img.min(axis=(0, 1)), img.shape))

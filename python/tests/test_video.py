@@ -396,6 +396,109 @@ def test_inputs_video_refuses_two_samples_and_names_bad_video(tmp_path):
     assert [out[i].as_array().shape[0] for i in range(len(out))] == [2, 2]
 
 
+# --- max_image_pixels on video (issue 24) ---------------------------------------------------
+
+def craft_huge_avi(path, w=16000, h=16000):
+    """A 16x16 MJPEG AVI of a few kilobytes whose headers (avih, strf) and JPEGs (SOF0) are
+    rewritten to declare w x h frames: a decoder learns the size before any pixel."""
+    import struct
+    make_clip(path, frames=3, size="16x16", codec="mjpeg", extra=["-pix_fmt", "yuvj420p"])
+    d = bytearray(open(path, "rb").read())
+    i = d.find(b"avih")
+    struct.pack_into("<II", d, i + 8 + 32, w, h)
+    i = d.find(b"strf")
+    struct.pack_into("<ii", d, i + 8 + 4, w, h)
+    i, n = d.find(b"\xff\xc0"), 0
+    while i >= 0:
+        struct.pack_into(">HH", d, i + 5, h, w)
+        i, n = d.find(b"\xff\xc0", i + 2), n + 1
+    assert n == 3
+    open(path, "wb").write(d)
+    return str(path)
+
+
+# The pipeline runs in a child process whose address space is capped: a regression that
+# allocates what the file or the arguments declare fails there instead of swapping.
+LIMITED = r"""
+import resource, sys, numpy as np, godali
+from godali import fn
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+case, path = sys.argv[1], sys.argv[2]
+pipe = godali.Pipeline(batch_size=1, num_threads=1, device_id=None, seed=1)
+data = np.fromfile(path, dtype=np.uint8)
+with pipe:
+    if case == "reader":
+        out = fn.readers.video(filenames=[path], sequence_length=2)
+    elif case == "reader_pad":
+        out = fn.readers.video(filenames=[path], sequence_length=10**6, pad_sequences=True)
+    elif case == "decoder":
+        out = fn.decoders.video(fn.readers.file(files=[path])[0])
+    elif case == "decoder_pad":
+        out = fn.decoders.video(fn.external_source(source=lambda: [data]), sequence_length=10**6)
+    elif case == "input":
+        out = fn.experimental.inputs.video(name="VIN", sequence_length=2)
+    pipe.set_outputs(out)
+pipe.build()
+if case == "input":
+    pipe.feed_input("VIN", [data])
+try:
+    pipe.run()
+    print("NO ERROR")
+except Exception as e:
+    print("ERROR", type(e).__name__, e)
+"""
+
+
+def run_limited(case, path):
+    r = subprocess.run([sys.executable, "-c", LIMITED, case, str(path)], capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
+
+
+@pytest.mark.parametrize("case", ["reader", "decoder", "input"])
+def test_max_image_pixels_bounds_video_frames(tmp_path, case):
+    # a 7 KB file declaring 16000x16000 frames: refused from its header, nothing decoded
+    path = craft_huge_avi(tmp_path / "huge.avi")
+    out = run_limited(case, path)
+    assert out.startswith("ERROR DataError"), out
+    assert "16000x16000" in out and "max_image_pixels=178956970" in out, out
+    if case != "input":  # a fed video has no file name
+        assert "huge.avi" in out, out
+
+
+@pytest.mark.parametrize("case", ["decoder_pad", "reader_pad"])
+def test_padded_sequences_bounded(tmp_path, case):
+    # 10**6 frames of 64x48 (9.2 GB) from a 2-second clip: refused before allocation
+    path = make_clip(tmp_path / "clip.mp4", frames=50)
+    out = run_limited(case, path)
+    assert out.startswith("ERROR DataError"), out
+    for part in ['argument "sequence_length"', "frames of 64x48", "max_image_pixels=178956970"]:
+        assert part in out, out
+
+
+def test_max_image_pixels_zero_and_raised_bounds(tmp_path):
+    path = make_clip(tmp_path / "clip.mp4", frames=5)
+    ref = np.stack(pyav_frames(path))
+    data = np.fromfile(path, dtype=np.uint8)
+    # 5 frames of 64x48 (3072 pixels) padded to L: the padding may hold one image's worth
+    # of pixels, all frames together 8 (codec/video.SequencePixelsFactor)
+    for mip, L, ok in [(64 * 48 * 3, 8, True), (64 * 48 * 3 - 1, 8, False), (0, 300, True),
+                       (64 * 48, 5, True), (64 * 48, 6, True), (64 * 48, 7, False)]:
+        pipe = godali.Pipeline(batch_size=1, num_threads=1, device_id=None, max_image_pixels=mip)
+        with pipe:
+            pipe.set_outputs(fn.decoders.video(fn.external_source(source=lambda: [data]), sequence_length=L))
+        pipe.build()
+        if not ok:
+            with pytest.raises(godali.DataError, match="sequence_length"):
+                pipe.run()
+            continue
+        got = pipe.run()[0][0].as_array()
+        assert got.shape == (L, 48, 64, 3)
+        np.testing.assert_array_equal(got[:5], ref)
+        assert not got[5:].any()  # padding: black frames
+
+
 # --- rotation metadata -------------------------------------------------------------------
 
 def test_rotation_metadata_is_not_applied_as_in_dali(tmp_path):

@@ -99,8 +99,10 @@ class Pipeline:
     {"cpu_size": a, "gpu_size": b}). exec_pipelined and exec_async are accepted for
     compatibility: godali always runs ahead of the consumer.
 
-    godali extras: max_image_pixels (refuse images whose header declares more pixels;
-    None: the library's default, 0: no limit), max_file_bytes (readers refuse larger
+    godali extras: max_image_pixels (refuse images, and video frames, whose header
+    declares more pixels, video samples whose frames together hold 8 times more or whose
+    padding holds more; None: the
+    library's default, 0: no limit), max_file_bytes (readers refuse larger
     files before reading them; None: the library's default, 256 MiB; 0: no limit),
     on_error ("raise": a bad sample raises
     DataError naming the file, and the next run() goes on; "skip": it is replaced and
