@@ -809,11 +809,14 @@ func (p *Pipeline) phaseErrors(b *Batch, phase int) error {
 	more, copies, pastEnd := b.countFailures(failed)
 	err := sampleFailure(b.errs[failed[0]], more)
 	if copies > 0 {
-		where := ""
-		if pastEnd {
-			where = ", past the end of the epoch (pad_last_batch repeats the epoch's last sample; without it the next epoch begins there)"
+		places, where := "places", ""
+		if copies == 1 {
+			places = "place"
 		}
-		err.Err = fmt.Errorf("%w (the same file fails at %d more places of this batch%s)", err.Err, copies, where)
+		if pastEnd {
+			where = ", past the end of the epoch: pad_last_batch repeats the epoch's last sample there, or the next epoch begins there"
+		}
+		err.Err = fmt.Errorf("%w (the same file fails at %d more %s of this batch%s)", err.Err, copies, places, where)
 	}
 	return err
 }

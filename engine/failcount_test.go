@@ -35,7 +35,7 @@ func TestOneBadFileCountsOneFailedSample(t *testing.T) {
 			{"op": "decoders.image", "name": "dec", "inputs": ["b"], "outputs": ["img"]}],
 			"outputs": ["img", "l"]}`, threads, seed, onError, dir, pad, shuffle)
 	}
-	copiesRE := regexp.MustCompile(`the same file fails at (\d+) more places`)
+	copiesRE := regexp.MustCompile(`the same file fails at (\d+) more place`)
 
 	// Unshuffled with pad_last_batch: the third batch is the bad file and 15 copies.
 	p := mustPipeline(t, desc("raise", 2, true, false, 1))
