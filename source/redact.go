@@ -72,12 +72,14 @@ func IsURL(s string) bool {
 // ...). The scheme, host, port, path, the other parameters (in their order) and the
 // fragment are kept as written. A checkpoint identifies its reader's sources by their
 // Location, so that it resumes after credentials changed or a presigned URL was signed
-// again, and refuses another object. Location(Redact(s)) == Location(s); a string that
-// is not a URL is returned as it is.
+// again, and refuses another object. Location(Redact(s)) == Location(s), and URLs
+// inside s (a proxy's path) are redacted; a string that is not a URL is returned as it
+// is.
 func Location(s string) string {
 	if !IsURL(s) {
 		return s
 	}
+	s = Redact(s) // a URL inside this one's path loses its secrets too
 	i := strings.Index(s, "://") + 3
 	rest := s[i:]
 	end := strings.IndexAny(rest, "/?#")
@@ -87,33 +89,47 @@ func Location(s string) string {
 	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
 		rest = rest[at+1:]
 	}
-	out := s[:i]
+	out, frag := s[:i], ""
+	if h := strings.IndexByte(rest, '#'); h >= 0 {
+		rest, frag = rest[:h], rest[h:]
+	}
 	q := strings.IndexByte(rest, '?')
 	if q < 0 {
-		return out + rest
+		return out + rest + frag
 	}
 	out += rest[:q]
-	query, frag := rest[q+1:], ""
-	if h := strings.IndexByte(query, '#'); h >= 0 {
-		query, frag = query[:h], query[h:]
+	// The parameters, each with the separator before it (& or ;).
+	type param struct{ sep, text string }
+	var params []param
+	for query, sep := rest[q+1:], "&"; ; {
+		j := strings.IndexAny(query, "&;")
+		if j < 0 {
+			params = append(params, param{sep, query})
+			break
+		}
+		params = append(params, param{sep, query[:j]})
+		sep, query = query[j:j+1], query[j+1:]
 	}
-	params := strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' })
 	signed := false
 	for _, p := range params {
-		name, _, _ := strings.Cut(p, "=")
+		name, _, _ := strings.Cut(p.text, "=")
 		if n := strings.ToLower(unescape(name)); n == "sig" || n == "signature" {
 			signed = true
 		}
 	}
-	var kept []string
+	kept := ""
 	for _, p := range params {
-		name, _, _ := strings.Cut(p, "=")
-		if !signingParam(unescape(name), signed) {
-			kept = append(kept, p)
+		name, _, _ := strings.Cut(p.text, "=")
+		if p.text == "" || signingParam(unescape(name), signed) {
+			continue
 		}
+		if kept != "" {
+			kept += p.sep
+		}
+		kept += p.text
 	}
-	if len(kept) > 0 {
-		out += "?" + strings.Join(kept, "&")
+	if kept != "" {
+		out += "?" + kept
 	}
 	return out + frag
 }

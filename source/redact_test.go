@@ -89,6 +89,9 @@ func FuzzLocation(f *testing.F) {
 		if IsURL(s) && Location(Redact(s)) != loc {
 			t.Fatalf("Location(Redact(%q)) = %q, Location = %q", s, Location(Redact(s)), loc)
 		}
+		if IsURL(s) && Redact(loc) != loc {
+			t.Fatalf("Location(%q) = %q keeps what Redact removes: %q", s, loc, Redact(loc))
+		}
 		if Location(loc) != loc {
 			t.Fatalf("Location is not idempotent on %q: %q then %q", s, loc, Location(loc))
 		}
