@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/godali/godali/source"
 )
 
 // A checkpoint (docs/pipeline.md, "Checkpoints") records where the consumer of a
@@ -26,6 +28,12 @@ import (
 // pipeline fails with a message that names what differs; the reader's state carries
 // digests of its file list and of the epoch's order, so that a changed data set is
 // refused instead of silently resuming elsewhere.
+//
+// A checkpoint holds no secret: URLs among the reader's arguments are stored redacted
+// (source.Redact) and compared by their Location (scheme, host, path and the query
+// parameters that name the object), and the files digest is of the files' Locations. So
+// a checkpoint resumes after the credentials changed or a presigned URL was signed
+// again, and is refused, naming the differing location, when a URL names another object.
 
 const (
 	checkpointFormat = "godali-checkpoint"
@@ -103,7 +111,7 @@ func (p *Pipeline) fingerprint() pipelineFingerprint {
 		if n.Schema.IsReader {
 			rf := &readerFingerprint{Name: n.Name, Op: n.OpName, Args: map[string]json.RawMessage{}}
 			for k, v := range n.Args.Values() {
-				b, _ := json.Marshal(v)
+				b, _ := json.Marshal(mapURLs(v, source.Redact))
 				rf.Args[k] = b
 			}
 			if n == p.Graph.Reader {
@@ -116,7 +124,11 @@ func (p *Pipeline) fingerprint() pipelineFingerprint {
 			}
 			continue
 		}
-		desc := map[string]any{"op": n.OpName, "device": n.Device, "args": n.Args.Values()}
+		args := n.Args.Values()
+		for k, v := range args {
+			args[k] = mapURLs(v, source.Location)
+		}
+		desc := map[string]any{"op": n.OpName, "device": n.Device, "args": args}
 		var in, argIn, out []string
 		for _, d := range n.In {
 			in = append(in, d.Name)
@@ -449,11 +461,95 @@ func (c *readerFingerprint) matches(f *readerFingerprint, differ func(what strin
 			continue
 		}
 		a, b := compactJSON(c.Args[k]), compactJSON(f.Args[k])
-		if a != b {
-			return differ(fmt.Sprintf("argument %q of reader %q", k, f.Name), orUnset(a), orUnset(b))
+		if a == b {
+			continue
 		}
+		what := fmt.Sprintf("argument %q of reader %q", k, f.Name)
+		ca, fa := locations(c.Args[k]), locations(f.Args[k])
+		if ca == nil || fa == nil {
+			return differ(what, orUnset(a), orUnset(b))
+		}
+		if reflect.DeepEqual(ca, fa) {
+			continue // the same objects, other credentials or signatures
+		}
+		err := differ(what, jsonText(ca), jsonText(fa))
+		cl, cok := ca.([]any)
+		fl, fok := fa.([]any)
+		switch {
+		case cok && fok && len(cl) != len(fl):
+			err = Errorf(StatusInvalidArgument, "checkpoint is from a different pipeline: %s has %d entries in the checkpoint, %d in this pipeline", what, len(cl), len(fl))
+		case cok && fok:
+			for i := range cl {
+				if !reflect.DeepEqual(cl[i], fl[i]) {
+					err = differ(fmt.Sprintf("entry %d of %s", i, what), jsonText(cl[i]), jsonText(fl[i]))
+					break
+				}
+			}
+		}
+		if hasURL(ca) || hasURL(fa) {
+			e := err.(*Error)
+			e.Msg += " (URLs are compared without their credentials and signatures)"
+		}
+		return err
 	}
 	return nil
+}
+
+// mapURLs applies f to the URLs (source.IsURL) among an argument's values: a string or
+// a list of strings. Other values and strings are returned as they are.
+func mapURLs(v any, f func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		if source.IsURL(v) {
+			return f(v)
+		}
+	case []string:
+		out := make([]string, len(v))
+		for i, s := range v {
+			out[i] = mapURLs(s, f).(string)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, s := range v {
+			out[i] = mapURLs(s, f)
+		}
+		return out
+	}
+	return v
+}
+
+// locations decodes a checkpoint's argument value with its URLs replaced by their
+// Locations (source.Location); nil if it is not JSON.
+func locations(raw json.RawMessage) any {
+	var v any
+	if raw == nil || json.Unmarshal(raw, &v) != nil || v == nil {
+		return nil
+	}
+	return mapURLs(v, source.Location)
+}
+
+func hasURL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return source.IsURL(v)
+	case []any:
+		for _, s := range v {
+			if hasURL(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jsonText is v as JSON, with & < > as they are (URLs stay readable).
+func jsonText(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSpace(b.String())
 }
 
 func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

@@ -812,7 +812,67 @@ func (p *Pipeline) phaseErrors(b *Batch, phase int) error {
 		}
 		return err
 	}
-	return sampleFailure(b.errs[failed[0]], len(failed)-1)
+	more, copies, pastEnd := b.countFailures(failed)
+	err := sampleFailure(b.errs[failed[0]], more)
+	if copies > 0 {
+		places, where := "places", ""
+		if copies == 1 {
+			places = "place"
+		}
+		if pastEnd {
+			where = ", past the end of the epoch: pad_last_batch repeats the epoch's last sample there, or the next epoch begins there"
+		}
+		err.Err = fmt.Errorf("%w (the same file fails at %d more %s of this batch%s)", err.Err, copies, places, where)
+	}
+	return err
+}
+
+// countFailures sorts the batch's failed samples (sample indices, ascending) into
+// distinct ones and copies: a copy reads the same entries of every reader as a failed
+// sample before it, as the padding of an epoch's last batch does (pad_last_batch), or a
+// shuffled epoch that starts with the file the previous one ended with. It returns the
+// distinct failed samples after the first, the copies, and whether every copy lies past
+// the epoch's end (b.Valid).
+func (b *Batch) countFailures(failed []int) (more, copies int, pastEnd bool) {
+	pastEnd = true
+	for k, i := range failed {
+		copied := false
+		for _, j := range failed[:k] {
+			if b.sameSample(i, j) {
+				copied = true
+				break
+			}
+		}
+		switch {
+		case k == 0:
+		case copied:
+			copies++
+			pastEnd = pastEnd && i >= b.Valid
+		default:
+			more++
+		}
+	}
+	return more, copies, pastEnd
+}
+
+// sameSample reports whether samples i and j of the batch are copies of one sample: they
+// read the same list entry of every reader, and no data fed from outside makes them
+// differ. Samples without a file (fed ones) are never copies.
+func (b *Batch) sameSample(i, j int) bool {
+	if len(b.fed) > 0 || len(b.rrefs) == 0 {
+		return false
+	}
+	for _, refs := range b.rrefs {
+		if refs[i].Path == "" || refs[i] != refs[j] {
+			return false
+		}
+	}
+	ei, ej := b.errs[i], b.errs[j]
+	var si, sj *SampleError
+	if errors.As(ei, &si) != errors.As(ej, &sj) || (si != nil && (si.Node != sj.Node || si.Source != sj.Source)) {
+		return false
+	}
+	return true
 }
 
 // replace runs each failed sample again with the file of a good sample of the batch,
@@ -877,7 +937,7 @@ func (p *Pipeline) replace(b *Batch, failed []int, phase int) error {
 
 // sampleFailure is the batch's error for a failed sample (and more others): a data error,
 // or out of memory.
-func sampleFailure(err error, more int) error {
+func sampleFailure(err error, more int) *Error {
 	st := StatusData
 	if StatusOf(err) == StatusOutOfMemory {
 		st = StatusOutOfMemory

@@ -34,3 +34,66 @@ func TestRedact(t *testing.T) {
 		t.Fatalf("Redact(%q) = %q: %v, host %q path %q", in, out, err, u.Host, u.Path)
 	}
 }
+
+// Every kind of secret a URL carries is redacted, and is no part of its Location.
+func TestRedactAndLocationDropEverySecret(t *testing.T) {
+	for _, c := range []struct{ in, loc string }{
+		{"https://alice:PW1@h.example:8443/d/a.jpg", "https://h.example:8443/d/a.jpg"},
+		{"https://TOKEN1@github.com/x/a.jpg", "https://github.com/x/a.jpg"},
+		{"https://b.s3.amazonaws.com/k.jpg?versionId=3&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIASECRET1%2F20261124%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20261124T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Security-Token=SECRET2&X-Amz-Signature=SECRET3",
+			"https://b.s3.amazonaws.com/k.jpg?versionId=3"},
+		{"https://b.s3.amazonaws.com/k.jpg?AWSAccessKeyId=SECRET1&Expires=1700000000&Signature=SECRET2", "https://b.s3.amazonaws.com/k.jpg"},
+		{"https://storage.googleapis.com/b/o.jpg?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=SECRET1&X-Goog-Date=20261124T000000Z&X-Goog-Expires=900&X-Goog-SignedHeaders=host&X-Goog-Signature=SECRET2",
+			"https://storage.googleapis.com/b/o.jpg"},
+		{"https://storage.googleapis.com/b/o.jpg?GoogleAccessId=SECRET1&Expires=1&Signature=SECRET2", "https://storage.googleapis.com/b/o.jpg"},
+		{"https://a.blob.core.windows.net/c/b.jpg?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-01T00:00:00Z&st=2026-11-01&spr=https&sig=SECRET1%3D",
+			"https://a.blob.core.windows.net/c/b.jpg"},
+		{"https://d.cloudfront.net/a.jpg?Expires=1&Signature=SECRET1&Key-Pair-Id=SECRET2", "https://d.cloudfront.net/a.jpg"},
+		{"https://h/a.jpg?token=SECRET1&size=big", "https://h/a.jpg?size=big"},
+		{"https://h/a.jpg?access_token=SECRET1#frag", "https://h/a.jpg#frag"},
+		{"https://h/a.jpg?key=SECRET1&apikey=SECRET2&x-api-key=SECRET3&password=SECRET4&api_key=SECRET5", "https://h/a.jpg"},
+		{"https://h/a.jpg?X%2DAmz%2DSignature=SECRET1", "https://h/a.jpg"},
+		// Not a signed URL: se, sp and expires name the object.
+		{"http://h/q?se=1&sp=2&expires=3", "http://h/q?se=1&sp=2&expires=3"},
+		{"s3://bucket/prefix/a.jpg", "s3://bucket/prefix/a.jpg"},
+		{"/data/a?token=x.jpg", "/data/a?token=x.jpg"},
+	} {
+		red := Redact(c.in)
+		if strings.Contains(red, "SECRET") || strings.Contains(red, "PW1") || strings.Contains(red, "TOKEN1") {
+			if IsURL(c.in) {
+				t.Errorf("Redact(%q) = %q keeps a secret", c.in, red)
+			}
+		}
+		if got := Location(c.in); got != c.loc {
+			t.Errorf("Location(%q)\n = %q\nwant %q", c.in, got, c.loc)
+		}
+		if got := Location(red); IsURL(c.in) && got != c.loc {
+			t.Errorf("Location(Redact(%q))\n = %q\nwant %q", c.in, got, c.loc)
+		}
+	}
+	// Signed again (new date, expiry and signature), the same object; another key, not.
+	a := "https://b.s3.amazonaws.com/k1.jpg?X-Amz-Date=20261124T000000Z&X-Amz-Expires=60&X-Amz-Signature=aaa"
+	b := "https://b.s3.amazonaws.com/k1.jpg?X-Amz-Date=20261125T000000Z&X-Amz-Expires=600&X-Amz-Signature=bbb"
+	c := "https://b.s3.amazonaws.com/k2.jpg?X-Amz-Date=20261124T000000Z&X-Amz-Expires=60&X-Amz-Signature=aaa"
+	if Location(a) != Location(b) || Location(a) == Location(c) {
+		t.Errorf("Location: %q %q %q", Location(a), Location(b), Location(c))
+	}
+}
+
+func FuzzLocation(f *testing.F) {
+	f.Add("https://u:p@h:1/a/b?X-Amz-Signature=s&v=1#f")
+	f.Add("s3://b/k?sig=1&se=2")
+	f.Add("http://@/?&;=")
+	f.Fuzz(func(t *testing.T, s string) {
+		loc := Location(s)
+		if IsURL(s) && Location(Redact(s)) != loc {
+			t.Fatalf("Location(Redact(%q)) = %q, Location = %q", s, Location(Redact(s)), loc)
+		}
+		if IsURL(s) && Redact(loc) != loc {
+			t.Fatalf("Location(%q) = %q keeps what Redact removes: %q", s, loc, Redact(loc))
+		}
+		if Location(loc) != loc {
+			t.Fatalf("Location is not idempotent on %q: %q then %q", s, loc, Location(loc))
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
 )
 
 // What every reader shares lives here: the list of samples, DALI's shard arithmetic,
@@ -338,8 +339,9 @@ func (b *Base) state(epoch, batches int64, batchSize, shard int, order []int) en
 		OrderDigest: hex.EncodeToString(h.Sum(nil)[:16])}
 }
 
-// filesDigest identifies the data set: the samples' paths (through DigestPath) and
-// labels, in listing order.
+// filesDigest identifies the data set: the samples' paths (through DigestPath, then
+// source.Location: a URL without its credentials and signature) and labels, in listing
+// order.
 func (b *Base) filesDigest() string {
 	b.digestOnce.Do(func() {
 		h := sha256.New()
@@ -348,6 +350,7 @@ func (b *Base) filesDigest() string {
 			if b.DigestPath != nil {
 				p = b.DigestPath(p)
 			}
+			p = source.Location(p) // no secret, and the same after a URL is signed again
 			fmt.Fprintf(h, "%s\x00%d\n", p, e.Label)
 		}
 		b.digest = hex.EncodeToString(h.Sum(nil)[:16])

@@ -330,6 +330,26 @@ func sampleError(err error) error {
 	return fmt.Errorf("read error: %w", pe.Err)
 }
 
+// memberDigest is a DigestPath for samples named archive + ":" + member: the archive's
+// URL (one of archives) by its Location, the member as it is. (A presigned archive URL
+// ends in its signature, which the member would otherwise be taken to be part of.)
+func memberDigest(archives []string) func(string) string {
+	urls := map[string]bool{}
+	for _, a := range archives {
+		if source.IsURL(a) {
+			urls[a] = true
+		}
+	}
+	return func(p string) string {
+		for i := strings.LastIndexByte(p, ':'); i > 0 && len(urls) > 0; i = strings.LastIndexByte(p[:i], ':') {
+			if urls[p[:i]] {
+				return source.Location(p[:i]) + p[i:]
+			}
+		}
+		return p
+	}
+}
+
 // relToRoot is a DigestPath that names files by their path relative to root.
 func relToRoot(root string) func(string) string {
 	return func(p string) string {

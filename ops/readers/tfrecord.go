@@ -139,6 +139,7 @@ func newTFRecordReader(a *engine.Args) (engine.Operator, error) {
 	if len(r.paths) == 0 {
 		return nil, a.Errorf("path", "give at least one TFRecord file")
 	}
+	r.DigestPath = memberDigest(r.paths)
 	if len(r.index) != 0 && len(r.index) != len(r.paths) {
 		return nil, a.Errorf("index_path", "has %d entries; give none or one per file (path has %d)", len(r.index), len(r.paths))
 	}

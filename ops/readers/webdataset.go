@@ -68,6 +68,7 @@ func newWebdatasetReader(a *engine.Args) (engine.Operator, error) {
 	if len(r.paths) == 0 {
 		return nil, a.Errorf("paths", "give at least one tar archive")
 	}
+	r.DigestPath = memberDigest(r.paths)
 	if len(r.index) != 0 && len(r.index) != len(r.paths) {
 		return nil, a.Errorf("index_paths", "has %d entries; give none or one per archive (paths has %d)", len(r.index), len(r.paths))
 	}

@@ -1,7 +1,10 @@
 package tensor
 
 import (
+	"strings"
+
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/source"
 )
 
 func init() {
@@ -9,7 +12,8 @@ func init() {
 		Name: "get_property",
 		Doc: "Returns a property of each input sample as a 1D UINT8 tensor of characters (DALI's " +
 			"fn.get_property): key \"source_info\" gives the file (or archive:member) the sample " +
-			"was read from, empty for data fed from outside; \"layout\" gives its layout.",
+			"was read from (a URL without its password, signature or token), empty for data fed from " +
+			"outside; \"layout\" gives its layout.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "key", Type: engine.ArgString, Required: true, Doc: "\"source_info\" or \"layout\""},
@@ -37,6 +41,9 @@ func (o *getPropertyOp) value(ws *engine.Workspace) string {
 	}
 	if ws.Ref == nil {
 		return ""
+	}
+	if strings.Contains(ws.Ref.Path, "://") {
+		return source.Redact(ws.Ref.Path) // a URL's password, signature or token is not shown
 	}
 	return ws.Ref.Path
 }

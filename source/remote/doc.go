@@ -37,7 +37,10 @@
 // URLs may carry a password (http://user:password@host/...) or presigned query
 // parameters (X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token). *Error
 // messages, fs.PathError paths and cache entry headers show them through
-// source.Redact, never in clear.
+// source.Redact, never in clear. Checkpoints identify objects by source.Location (the
+// URL without credentials, signatures and signing fields), so that they survive a URL
+// signed again. A URL presigned for GET is refused for HEAD by S3 and GCS (the method
+// is signed): a HEAD answered 403 or 405 is followed by a one-byte ranged GET.
 //
 // # Environment
 //

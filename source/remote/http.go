@@ -44,10 +44,13 @@ func (h *httpBackend) stat(ctx context.Context, url string) (ObjectInfo, error) 
 		return ObjectInfo{}, &Error{Op: "open", URL: url, Err: err}
 	}
 	resp.Body.Close()
-	if err := statusError("open", url, resp.StatusCode); err != nil {
+	// A URL presigned for GET (S3, GCS) refuses HEAD, whose signature would differ
+	// (403), and some servers do not allow HEAD (405): ask for the first byte instead.
+	headRefused := resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusMethodNotAllowed
+	if err := statusError("open", url, resp.StatusCode); err != nil && !headRefused {
 		return ObjectInfo{}, err
 	}
-	if resp.ContentLength < 0 {
+	if resp.ContentLength < 0 || headRefused {
 		// Some servers send no length for HEAD: ask for the first byte instead.
 		r, err := h.get(ctx, url, getRequest{Off: 0, Len: 1})
 		if err != nil {
