@@ -441,6 +441,12 @@ func cropSizeAt(a *engine.Args, ws *engine.Workspace) (int, int, error) {
 		if cw, err = a.FloatAt(ws, "crop_w"); err != nil {
 			return 0, 0, err
 		}
+		if err := a.CheckExtents(ws, "crop_h", ch); err != nil {
+			return 0, 0, err
+		}
+		if err := a.CheckExtents(ws, "crop_w", cw); err != nil {
+			return 0, 0, err
+		}
 	}
 	if !(ch >= 0 && cw >= 0 && ch < 1<<30 && cw < 1<<30) || (int(ch) == 0) != (int(cw) == 0) {
 		return 0, 0, a.ArgDataErrorf(ws, "crop", "expected a positive (height, width), got %gx%g", ch, cw)

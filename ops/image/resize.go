@@ -58,6 +58,11 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	s := &ResizeSpec{W: a.Float("resize_x"), H: a.Float("resize_y"), Shorter: a.Float("resize_shorter"),
 		Longer: a.Float("resize_longer"), Mode: a.String("mode"), Antialias: a.Bool("antialias"),
 		ROIStart: a.Floats("roi_start"), ROIEnd: a.Floats("roi_end"), ROIRelative: a.Bool("roi_relative")}
+	// Arguments in pixels (or fractions of the input, with roi_relative). max_size is a
+	// limit: a huge one never applies and is harmless.
+	if err := a.CheckExtentArgs("resize_x", "resize_y", "size", "resize_shorter", "resize_longer", "roi_start", "roi_end"); err != nil {
+		return nil, err
+	}
 	if a.Has("size") {
 		if a.Has("resize_x") || a.Has("resize_y") {
 			return nil, a.Errorf("size", "give size or resize_x/resize_y, not both")
@@ -122,11 +127,6 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	}
 	if a.Given("size") && (a.Given("resize_x") || a.Given("resize_y")) {
 		return nil, a.Errorf("size", "give size or resize_x/resize_y, not both")
-	}
-	// Arguments in pixels (or fractions of the input, with roi_relative). max_size is a
-	// limit: a huge one never applies and is harmless.
-	if err := a.CheckExtentArgs("resize_x", "resize_y", "size", "resize_shorter", "resize_longer", "roi_start", "roi_end"); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
