@@ -113,6 +113,12 @@ func newVideoReader(a *engine.Args) (engine.Operator, error) {
 	if r.stride < 1 {
 		return nil, a.Errorf("stride", "must be >= 1, got %d", r.stride)
 	}
+	if err := a.CheckFrameArgs("sequence_length", "step", "stride"); err != nil {
+		return nil, err
+	}
+	if err := a.CheckFrameSpan(0, r.seqLen, r.stride, "sequence_length", "stride"); err != nil {
+		return nil, err
+	}
 	if r.dtype != engine.UInt8 && r.dtype != engine.Float32 {
 		return nil, a.Errorf("dtype", "expected UINT8 or FLOAT, got %s", r.dtype)
 	}
