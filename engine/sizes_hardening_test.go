@@ -114,3 +114,27 @@ func runOnce(desc string) error {
 	_, err = p.Next()
 	return err
 }
+
+// Window and crop-shape arguments that were converted to int before their bound was
+// checked: gaussian_blur's window_size 1e30 was called "not odd", random_bbox_crop's
+// crop_shape 1e30 drew its anchor from int(-1e30).
+func TestExtremeWindowArguments(t *testing.T) {
+	root := t.TempDir()
+	img := filepath.Join(root, "small.jpg")
+	writeJPEG(t, img, 32, 24, 0)
+	for _, v := range []string{"1e308", "1e30", "9223372036854775807", "4611686018427387904"} {
+		blur := fmt.Sprintf(`{"batch_size": 1, "ops": [{"op": "readers.file", "name": "R", "outputs": ["b", "l"], "args": {"files": [%q]}},
+		 {"op": "decoders.image", "name": "dec", "inputs": ["b"], "outputs": ["img"]},
+		 {"op": "gaussian_blur", "name": "g", "inputs": ["img"], "outputs": ["out"], "args": {"window_size": %s}}], "outputs": ["out"]}`, img, v)
+		if err := runOnce(blur); err == nil || !strings.Contains(err.Error(), "window_size") {
+			t.Errorf("gaussian_blur window_size=%s: %v", v, err)
+		}
+		crop := fmt.Sprintf(`{"batch_size": 1, "ops": [{"op": "constant", "name": "c", "outputs": ["boxes"], "args": {"fdata": [0.1, 0.1, 0.5, 0.5], "shape": [1, 4]}},
+		 {"op": "random_bbox_crop", "name": "rbc", "inputs": ["boxes"], "outputs": ["anchor", "shape", "bb"], "args": {"input_shape": [100, 100], "crop_shape": [%s, %s]}}],
+		 "outputs": ["anchor", "shape"]}`, v, v)
+		err := runOnce(crop)
+		if err != nil && (StatusOf(err) == StatusInternal || strings.Contains(err.Error(), "internal error")) {
+			t.Errorf("random_bbox_crop crop_shape=%s: %v", v, err)
+		}
+	}
+}
