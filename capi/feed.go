@@ -13,8 +13,11 @@ import (
 )
 
 // maxFeedDims bounds ndim of a fed sample or a host function's output: a sample of the
-// pipeline's, with at most engine.MaxSampleNDim dimensions.
+// pipeline's, with at most engine.MaxSampleNDim dimensions (GODALI_MAX_SAMPLE_NDIM).
 const maxFeedDims = engine.MaxSampleNDim
+
+// The header's constant is the engine's: this fails to compile when they differ.
+var _ = [1]struct{}{}[C.GODALI_MAX_SAMPLE_NDIM-maxFeedDims]
 
 // deleterOf wraps the caller's deleter into a release called exactly once. The caller's
 // ctx is opaque (Python passes integer keys): it is kept as an integer, never in a Go
