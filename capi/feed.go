@@ -12,8 +12,12 @@ import (
 	"github.com/godali/godali/engine"
 )
 
-// maxFeedDims bounds ndim of a fed sample (a larger value is a caller's bug).
-const maxFeedDims = 64
+// maxFeedDims bounds ndim of a fed sample or a host function's output: a sample of the
+// pipeline's, with at most engine.MaxSampleNDim dimensions (GODALI_MAX_SAMPLE_NDIM).
+const maxFeedDims = engine.MaxSampleNDim
+
+// The header's constant is the engine's: this fails to compile when they differ.
+var _ = [1]struct{}{}[C.GODALI_MAX_SAMPLE_NDIM-maxFeedDims]
 
 // deleterOf wraps the caller's deleter into a release called exactly once. The caller's
 // ctx is opaque (Python passes integer keys): it is kept as an integer, never in a Go
@@ -81,7 +85,7 @@ func (a feedArgs) feed(fill func(d engine.DType, ndim int, f *engine.Feed) error
 			return engine.Errorf(engine.StatusInvalidArgument, "flags %#x: unknown bits (valid: GODALI_FEED_COPY)", uint32(a.flags))
 		}
 		if a.ndim < 0 || a.ndim > maxFeedDims {
-			return engine.Errorf(engine.StatusInvalidArgument, "ndim %d: expected 0 to %d", int(a.ndim), maxFeedDims)
+			return engine.Errorf(engine.StatusInvalidArgument, "ndim %d: expected 0 to %d (at most %d dimensions per sample, %d with the batch's: numpy's limit)", int(a.ndim), maxFeedDims, maxFeedDims, engine.MaxNDim)
 		}
 		d, err := dtypeFromDL(a.dtype)
 		if err != nil {

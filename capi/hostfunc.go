@@ -211,7 +211,7 @@ func godali_host_call_output(id C.uint64_t, output C.int32_t, sample C.int64_t, 
 		}
 		nd := int(t.ndim)
 		if nd < 0 || nd > maxFeedDims {
-			return engine.Errorf(engine.StatusInvalidArgument, "output %d sample %d: ndim %d out of range [0, %d]", int(output), int64(sample), nd, maxFeedDims)
+			return engine.Errorf(engine.StatusInvalidArgument, "output %d sample %d: ndim %d out of range [0, %d] (at most %d dimensions per sample, %d with the batch's: numpy's limit)", int(output), int64(sample), nd, maxFeedDims, maxFeedDims, engine.MaxNDim)
 		}
 		var dims, strides []int64
 		if nd > 0 {

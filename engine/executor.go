@@ -1093,7 +1093,7 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		for k, d := range n.Out {
 			t := ws.Out[k]
 			// The size Setup chose is checked before any memory is given to it.
-			need, err := checkSampleSize(t, ws.Limits)
+			need, err := checkSampleSize(t, ws.Limits, n.OpName)
 			if err != nil {
 				return wrapSampleErr(ref, n, err)
 			}

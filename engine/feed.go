@@ -262,7 +262,7 @@ func (p *Pipeline) checkFeed(n *Node, f *Feed) error {
 			}
 		}
 		t := Tensor{Shape: s.Shape, DType: f.DType}
-		need, err := checkSampleSize(&t, &p.limits)
+		need, err := checkSampleSize(&t, &p.limits, "")
 		if err != nil {
 			return Errorf(StatusInvalidArgument, "feed_input: %s: sample %d: %v", where, i, err)
 		}

@@ -434,7 +434,7 @@ func (st *gpuStage) runSamples(b *Batch, gb *gpuBatch, sn *stageNode) error {
 			return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
 		}
 		for _, t := range ws.Out { // sizes checked before memory is given to them
-			if _, err := checkSampleSize(t, ws.Limits); err != nil {
+			if _, err := checkSampleSize(t, ws.Limits, sn.n.OpName); err != nil {
 				return &Error{Status: StatusData, Err: wrapSampleErr(ws.Ref, sn.n, err)}
 			}
 		}

@@ -91,7 +91,7 @@ func (hw *HostBatchWorkspace) OutputLayout(k, i int, dt DType, shape []int, layo
 	t.DType = dt
 	t.Layout = layout
 	t.SetShape(shape...)
-	need, err := checkSampleSize(t, hw.lim)
+	need, err := checkSampleSize(t, hw.lim, hw.n.OpName)
 	if err != nil {
 		return nil, err
 	}

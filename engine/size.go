@@ -15,6 +15,24 @@ const (
 	MaxPrefetchQueueDepth = 64
 )
 
+// MaxNDim bounds the dimensions of every tensor godali hands out, a dense batch's leading
+// sample dimension included: numpy 1.x takes at most 32 (NPY_MAXDIMS; numpy 2.x 64) and
+// crashes or fails without a message beyond that, so the engine refuses more at build (a
+// schema's shape) or per sample (a shape known at run time), naming the operator.
+const MaxNDim = 32
+
+// MaxSampleNDim bounds a sample's dimensions: a dense batch of such samples has MaxNDim.
+const MaxSampleNDim = MaxNDim - 1
+
+// CheckNDim refuses a sample of ndim dimensions, more than MaxSampleNDim; what names the
+// tensor ("output \"x\"", "the array"). Callers give the error their status.
+func CheckNDim(what string, ndim int) error {
+	if ndim <= MaxSampleNDim {
+		return nil
+	}
+	return fmt.Errorf("%s would have %d dimensions; godali's outputs have at most %d per sample (%d with the batch's, numpy's limit)", what, ndim, MaxSampleNDim, MaxNDim)
+}
+
 // mulSize returns n times every dimension, or ok=false when a factor is negative or the
 // product does not fit an int. Every size computed from shapes, dtypes and counts goes
 // through it.
@@ -90,6 +108,9 @@ func checkOutputMeta(n *Node, d *DataNode, maxPixels int64, batch int) error {
 	if len(m.Layout) >= MaxLayout {
 		return Errorf(StatusInvalidPipeline, "%s: output %q would have layout %q: at most %d letters", where, d.Name, m.Layout, MaxLayout-1)
 	}
+	if err := CheckNDim(fmt.Sprintf("output %q", d.Name), len(m.Shape)); err != nil {
+		return Errorf(StatusInvalidPipeline, "%s: %v", where, err)
+	}
 	for _, k := range m.Shape {
 		if k < -1 {
 			return Errorf(StatusInvalidPipeline, "%s: output %q would have shape %v%s: a negative size", where, d.Name, m.Shape, givenSizeArgs(n.Args))
@@ -116,8 +137,16 @@ func checkOutputMeta(n *Node, d *DataNode, maxPixels int64, batch int) error {
 }
 
 // checkSampleSize checks a sample's output shape, set by Setup, before memory is given to
-// it: the error fails that sample (a data error naming its file), never the process.
-func checkSampleSize(t *Tensor, lim *Limits) (int, error) {
+// it: the error fails that sample (a data error naming its file), never the process. op
+// names the operator that set the shape ("" when none did: a fed sample).
+func checkSampleSize(t *Tensor, lim *Limits, op string) (int, error) {
+	what := "the sample"
+	if op != "" {
+		what = op + " output"
+	}
+	if err := CheckNDim(what, len(t.Shape)); err != nil {
+		return 0, &Error{Status: StatusData, Err: err}
+	}
 	need, ok := checkedBytes(t.DType, t.Shape)
 	if !ok {
 		return 0, Errorf(StatusData, "output of shape %v (%s) is too large to allocate", t.Shape, t.DType)

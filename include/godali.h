@@ -128,13 +128,18 @@ typedef struct {
 /* GODALI_MAX_LAYOUT: the size of godali_output_info_t.layout, NUL included. */
 #define GODALI_MAX_LAYOUT 16
 
+/* The most dimensions a sample has (outputs, feeds, host function outputs): a dense batch
+ * then has at most 32, numpy 1.x's limit. More is refused with GODALI_ERROR_INVALID_PIPELINE
+ * at build, or GODALI_ERROR_DATA / GODALI_ERROR_INVALID_ARGUMENT for a sample. */
+#define GODALI_MAX_SAMPLE_NDIM 31
+
 /* godali_output_info_t: facts about output `index` of the current batch.
  * ABI: fields are only ever appended; `layout` was appended after num_samples (version
  * 0.1 had no layout), so a program must be compiled against this header to call
  * godali_pipeline_output_info of this library. */
 typedef struct {
   int32_t uniform;     /* 1 when every sample has the same shape: a dense [N, ...] tensor */
-  int32_t ndim;        /* dimensions of one sample */
+  int32_t ndim;        /* dimensions of one sample: at most GODALI_MAX_SAMPLE_NDIM */
   int32_t device_type; /* DLDeviceType: kDLCPU or kDLCUDA */
   int32_t device_id;
   DLDataType dtype;

@@ -18,6 +18,11 @@ const Magic = "\x93NUMPY"
 // 10000 bytes unless told otherwise.
 const MaxHeaderSize = 1 << 20
 
+// MaxDims bounds a shape's dimensions: numpy 2.x's NPY_MAXDIMS (numpy 1.x's is 32), the
+// most any numpy writes. Callers apply their own, lower, limits (the engine's outputs
+// have at most engine.MaxSampleNDim).
+const MaxDims = 64
+
 // DType is an element type with its byte order.
 type DType struct {
 	Kind      byte // 'b' bool, 'u' unsigned, 'i' signed, 'f' float
@@ -281,8 +286,8 @@ func (p *lexer) tuple() ([]int64, error) {
 		if p.i < len(p.s) && p.s[p.i] == 'L' {
 			p.i++
 		}
-		if len(out) == 64 {
-			return nil, fmt.Errorf("more than 64 dimensions")
+		if len(out) == MaxDims {
+			return nil, fmt.Errorf("more than %d dimensions (numpy's limit)", MaxDims)
 		}
 		out = append(out, v)
 		if !p.eat(',') {

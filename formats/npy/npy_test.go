@@ -3,9 +3,11 @@ package npy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/godali/godali/formats"
@@ -186,5 +188,27 @@ func TestFortranToC(t *testing.T) {
 	}
 	if err := FortranToC(dst[:3], src, shape, 2); err == nil {
 		t.Error("mismatched lengths accepted")
+	}
+}
+
+// A shape of MaxDims dimensions parses; one more is malformed, named (issue 24: numpy
+// cannot take it, and the engine's own limit is lower still).
+func TestParseHeaderRank(t *testing.T) {
+	dims := func(n int) string {
+		return "(" + strings.Repeat("1, ", n) + ")"
+	}
+	for _, n := range []int{0, 1, 31, 32, 33, MaxDims} {
+		b := header("{'descr': '|u1', 'fortran_order': False, 'shape': "+dims(n)+", }", 1, 1)
+		h, err := ParseHeader(bytes.NewReader(b), int64(len(b)))
+		if err != nil || len(h.Shape) != n {
+			t.Errorf("%d dimensions: %v, %v", n, h.Shape, err)
+		}
+	}
+	for _, n := range []int{MaxDims + 1, 70, 1000} {
+		b := header("{'descr': '|u1', 'fortran_order': False, 'shape': "+dims(n)+", }", 1, 1)
+		_, err := ParseHeader(bytes.NewReader(b), int64(len(b)))
+		if !errors.Is(err, formats.ErrMalformed) || !strings.Contains(err.Error(), fmt.Sprintf("more than %d dimensions", MaxDims)) {
+			t.Errorf("%d dimensions: %v", n, err)
+		}
 	}
 }

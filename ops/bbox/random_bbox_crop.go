@@ -612,7 +612,7 @@ func (o *randomBBoxCropOp) sampleCropper(ws *engine.Workspace, st *cropState, di
 		}
 		for d := 0; d < dims; d++ {
 			// Anchors on whole units only when both extents are whole numbers.
-			if cs[d] != math.Trunc(cs[d]) || in[d] != math.Trunc(in[d]) || in[d] > 1<<30 {
+			if cs[d] != math.Trunc(cs[d]) || in[d] != math.Trunc(in[d]) || in[d] > 1<<30 || cs[d] > 1<<30 {
 				c.Grid = [3]float64{}
 			}
 		}

@@ -79,8 +79,12 @@ func (d *cropDecoder) window(ws *engine.Workspace, w, h int) (codec.Rect, error)
 		return codec.Rect{W: w, H: h}, nil // no crop: the whole image
 	}
 	r := codec.Rect{W: int(cw), H: int(ch)}
-	r.X = int(math.Floor(px*float64(w-r.W) + 0.5))
-	r.Y = int(math.Floor(py*float64(h-r.H) + 0.5))
+	if r.X, err = a.Extent(ws, "crop_pos_x", px*float64(w-r.W)+0.5, math.Floor); err != nil {
+		return r, err
+	}
+	if r.Y, err = a.Extent(ws, "crop_pos_y", py*float64(h-r.H)+0.5, math.Floor); err != nil {
+		return r, err
+	}
 	if r.X < 0 || r.Y < 0 || r.X+r.W > w || r.Y+r.H > h {
 		return r, a.DataErrorf(ws, "cropping window [%d..%d, %d..%d] is not valid for image dimensions [%d x %d]", r.Y, r.Y+r.H, r.X, r.X+r.W, h, w)
 	}

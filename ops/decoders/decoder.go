@@ -69,9 +69,9 @@ func (rc *RandomCrop) Window(w, h int, rng *engine.RNG) codec.Rect {
 	for i := 0; i < rc.Attempts; i++ {
 		target := area * rng.Uniform(rc.AreaMin, rc.AreaMax)
 		ratio := math.Exp(rng.Uniform(logLo, logHi))
-		cw := int(math.Round(math.Sqrt(target * ratio)))
-		ch := int(math.Round(math.Sqrt(target / ratio)))
-		if cw > 0 && ch > 0 && cw <= w && ch <= h {
+		cw, okW := engine.Extent(math.Sqrt(target*ratio), math.Round)
+		ch, okH := engine.Extent(math.Sqrt(target/ratio), math.Round)
+		if okW && okH && cw > 0 && ch > 0 && cw <= w && ch <= h {
 			x := rng.Intn(w - cw + 1)
 			y := rng.Intn(h - ch + 1)
 			return codec.Rect{X: x, Y: y, W: cw, H: ch}
@@ -79,10 +79,11 @@ func (rc *RandomCrop) Window(w, h int, rng *engine.RNG) codec.Rect {
 	}
 	inRatio := float64(w) / float64(h)
 	cw, ch := w, h
+	// Both are at most the image's side: inRatio < RatioMin makes cw / RatioMin < h.
 	if inRatio < rc.RatioMin {
-		ch = int(math.Round(float64(cw) / rc.RatioMin))
+		ch, _ = engine.Extent(float64(cw)/rc.RatioMin, math.Round)
 	} else if inRatio > rc.RatioMax {
-		cw = int(math.Round(float64(ch) * rc.RatioMax))
+		cw, _ = engine.Extent(float64(ch)*rc.RatioMax, math.Round)
 	}
 	cw, ch = max(1, min(cw, w)), max(1, min(ch, h))
 	return codec.Rect{X: (w - cw) / 2, Y: (h - ch) / 2, W: cw, H: ch}

@@ -57,6 +57,14 @@ func newVideoDecoder(a *engine.Args) (engine.Operator, error) {
 	if d.seqLen == 0 || d.seqLen < -1 {
 		return nil, a.Errorf("sequence_length", "must be >= 1 (or -1), got %d", d.seqLen)
 	}
+	if err := a.CheckFrameArgs("start_frame", "stride", "sequence_length"); err != nil {
+		return nil, err
+	}
+	if d.seqLen > 0 && d.frames == nil {
+		if err := a.CheckFrameSpan(d.start, d.seqLen, d.stride, "start_frame", "sequence_length", "stride"); err != nil {
+			return nil, err
+		}
+	}
 	switch d.padMode {
 	case "constant", "edge", "none":
 	default:

@@ -61,6 +61,9 @@ func newVideoInput(a *engine.Args) (engine.Operator, error) {
 	if d.seqLen < 1 {
 		return nil, a.Errorf("sequence_length", "must be >= 1, got %d", d.seqLen)
 	}
+	if err := a.CheckFrameArgs("sequence_length"); err != nil {
+		return nil, err
+	}
 	switch p := a.String("last_sequence_policy"); p {
 	case "partial":
 	case "pad":

@@ -123,10 +123,10 @@ func blurWindows(windows [][]float32, sig, win []float64, n, sample int) ([][]fl
 			return windows, fmt.Sprintf("`window_size` must have non-negative values, got %d for sample: %d, axis : %d.", int(w), sample, ax)
 		case s == 0 && w == 0:
 			return windows, fmt.Sprintf("`sigma` and `window_size` shouldn't be 0 at the same time for sample: %d, axis: %d.", sample, ax)
+		case s > maxBlurRadius/3 || w > 2*maxBlurRadius+1: // before int(w): 1e30 is not even
+			return windows, fmt.Sprintf("sigma %g or window_size %g is larger than godali's limit (sigma %d, window %d)", s, w, maxBlurRadius/3, 2*maxBlurRadius+1)
 		case w != math.Trunc(w) || (w > 0 && int(w)%2 == 0):
 			return windows, fmt.Sprintf("Kernel window should have odd length, got: %g.", w)
-		case s > maxBlurRadius/3 || w > 2*maxBlurRadius+1:
-			return windows, fmt.Sprintf("sigma %g or window_size %g is larger than godali's limit (sigma %d, window %d)", s, w, maxBlurRadius/3, 2*maxBlurRadius+1)
 		}
 		taps := blurTaps(s, int(w))
 		if cap(windows[ax]) < taps {

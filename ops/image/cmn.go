@@ -63,6 +63,9 @@ type CMNSpec struct {
 
 func newCMN(a *engine.Args) (*cmnOp, error) {
 	s := &CMNSpec{args: a, Scale: float32(a.Float("scale")), Shift: float32(a.Float("shift")), Pad: a.Bool("pad_output")}
+	if err := a.CheckExtentArgs("crop", "crop_h", "crop_w", "crop_d"); err != nil {
+		return nil, err
+	}
 	if a.Has("crop") {
 		if a.Has("crop_h") || a.Has("crop_w") {
 			return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")
@@ -310,7 +313,10 @@ func (s *CMNSpec) paramsND(ws *engine.Workspace, st *cmnState) error {
 		if err != nil {
 			return err
 		}
-		nd.Start[c.ax], nd.Size[c.ax] = s.rounding.start(p, in.Shape[c.ax]-c.crop), c.crop
+		if nd.Start[c.ax], err = s.rounding.startAt(a, ws, c.pos, p, in.Shape[c.ax]-c.crop); err != nil {
+			return err
+		}
+		nd.Size[c.ax] = c.crop
 	}
 	for j := 0; j < n; j++ {
 		if nd.Start[j] >= 0 && nd.Start[j]+nd.Size[j] <= in.Shape[j] {
@@ -435,6 +441,12 @@ func cropSizeAt(a *engine.Args, ws *engine.Workspace) (int, int, error) {
 		if cw, err = a.FloatAt(ws, "crop_w"); err != nil {
 			return 0, 0, err
 		}
+		if err := a.CheckExtents(ws, "crop_h", ch); err != nil {
+			return 0, 0, err
+		}
+		if err := a.CheckExtents(ws, "crop_w", cw); err != nil {
+			return 0, 0, err
+		}
 	}
 	if !(ch >= 0 && cw >= 0 && ch < 1<<30 && cw < 1<<30) || (int(ch) == 0) != (int(cw) == 0) {
 		return 0, 0, a.ArgDataErrorf(ws, "crop", "expected a positive (height, width), got %gx%g", ch, cw)
@@ -536,9 +548,9 @@ func (o *resizeCMNOp) Setup(ws *engine.Workspace) error {
 	h, w, c := in.Shape[0], in.Shape[1], in.Shape[2]
 	spec := o.resize.spec
 	st.roi = spec.ROI(w, h)
-	st.ow, st.oh = spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
-	if st.ow == 0 {
-		return o.resize.args.DataErrorf(ws, "empty input region %v of a %dx%d image", st.roi, w, h)
+	var err error
+	if st.ow, st.oh, err = spec.sampleSize(o.resize.args, ws, st.roi, w, h); err != nil {
+		return err
 	}
 	if err := o.cmn.spec.params(ws, st.ow, st.oh, &st.np); err != nil {
 		return err

@@ -19,16 +19,16 @@ func TestCropRoundingTorchvision(t *testing.T) {
 		} else {
 			want = -((-d) / 2)
 		}
-		if got := roundTorchvision.start(0.5, d); got != want {
+		if got, _ := roundTorchvision.start(0.5, d); got != want {
 			t.Fatalf("torchvision rounding, size - crop = %d: start %d, want %d", d, got, want)
 		}
 	}
 	// The image of the issue: 341 wide, crop 224 -> d = 117: torchvision starts at 58,
 	// DALI's half-up at 59.
-	if got := roundTorchvision.start(0.5, 117); got != 58 {
+	if got, _ := roundTorchvision.start(0.5, 117); got != 58 {
 		t.Fatalf("d=117: got %d, want 58", got)
 	}
-	if got := roundHalfAway.start(0.5, 117); got != 59 {
+	if got, _ := roundHalfAway.start(0.5, 117); got != 59 {
 		t.Fatalf("half_up d=117: got %d, want 59", got)
 	}
 }

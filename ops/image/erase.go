@@ -187,7 +187,7 @@ func (o *eraseOp) Run(ws *engine.Workspace) error {
 			if o.centered {
 				a -= s / 2
 			}
-			if math.IsNaN(a) || math.IsNaN(s) || s < 0 {
+			if math.IsNaN(a) || math.IsNaN(s) || math.IsNaN(a+s) || s < 0 { // -Inf + Inf
 				return o.args.DataErrorf(ws, "region %d: anchor %g, shape %g: expected numbers with shape >= 0", r, a, s)
 			}
 			l, h := math.Round(a), math.Round(a+s)

@@ -89,6 +89,9 @@ type cropState struct{ start, size []int }
 
 func newCrop(a *engine.Args) (*cropOp, error) {
 	o := &cropOp{args: a}
+	if err := a.CheckExtentArgs("crop", "crop_h", "crop_w", "crop_d"); err != nil {
+		return nil, err
+	}
 	if a.Has("crop") {
 		c := a.Floats("crop")
 		switch len(c) {
@@ -260,7 +263,10 @@ func (o *cropOp) setupND(ws *engine.Workspace, lay string, ax [3]int) error {
 			return err
 		}
 		c := int(size[k])
-		st.start[ax[k]], st.size[ax[k]] = o.rounding.start(p, in.Shape[ax[k]]-c), c
+		if st.start[ax[k]], err = o.rounding.startAt(a, ws, name, p, in.Shape[ax[k]]-c); err != nil {
+			return err
+		}
+		st.size[ax[k]] = c
 	}
 	for j := range in.Shape {
 		if st.start[j] >= 0 && st.start[j]+st.size[j] <= in.Shape[j] {
@@ -343,7 +349,12 @@ func cropPosAt(a *engine.Args, ws *engine.Workspace, w, h, cw, ch int, r cropRou
 	if err != nil {
 		return 0, 0, err
 	}
-	return r.start(px, w-cw), r.start(py, h-ch), nil
+	x, err := r.startAt(a, ws, "crop_pos_x", px, w-cw)
+	if err != nil {
+		return 0, 0, err
+	}
+	y, err := r.startAt(a, ws, "crop_pos_y", py, h-ch)
+	return x, y, err
 }
 
 // cropRoundingArg selects how a window's start, pos * (size - crop), becomes a pixel.
@@ -386,17 +397,28 @@ func parseCropRounding(a *engine.Args) (cropRounding, error) {
 
 // start is the window's first pixel along a dimension where the image is d pixels
 // larger than the window (d < 0: smaller, padded).
-func (r cropRounding) start(pos float64, d int) int {
+// ok=false when pos * d is no usable extent (engine.Extent: NaN, infinite, too large).
+func (r cropRounding) start(pos float64, d int) (int, bool) {
 	x := pos * float64(d)
 	switch {
 	case r == roundTorchvision && d > 0:
-		return int(math.RoundToEven(x))
+		return engine.Extent(x, math.RoundToEven)
 	case r == roundTorchvision:
-		return int(math.Floor(x + 0.5))
+		return engine.Extent(x+0.5, math.Floor)
 	case r == roundTruncate:
-		return int(math.Trunc(x))
+		return engine.Extent(x, math.Trunc)
 	}
-	return int(math.Round(x))
+	return engine.Extent(x, math.Round)
+}
+
+// startAt is start for the position argument name of the workspace's sample, an error
+// naming it when the position is no usable extent.
+func (r cropRounding) startAt(a *engine.Args, ws *engine.Workspace, name string, pos float64, d int) (int, error) {
+	x, ok := r.start(pos, d)
+	if !ok {
+		return 0, a.ExtentError(ws, name, pos*float64(d))
+	}
+	return x, nil
 }
 
 func (o *cropOp) Run(ws *engine.Workspace) error {
@@ -526,6 +548,9 @@ func newRandomResizedCrop(a *engine.Args) (*randomResizedCropOp, error) {
 		return nil, err
 	}
 	s, err := a.FloatPair("size")
+	if err == nil {
+		err = a.CheckExtentArgs("size")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,9 @@ func init() {
 		if !a.AnyPerSample("ratio") && a.Float("ratio") < 1 {
 			return nil, a.Errorf("ratio", "ratio of less than 1 is not supported, got %g", a.Float("ratio"))
 		}
+		if err := a.CheckExtentArgs("ratio", "min_canvas_size"); err != nil {
+			return nil, err
+		}
 		if !a.AnyPerSample("min_canvas_size") && a.Float("min_canvas_size") < 0 {
 			return nil, a.Errorf("min_canvas_size", "min_canvas_size_ of less than 0 is not supported, got %g", a.Float("min_canvas_size"))
 		}
@@ -97,10 +100,22 @@ func (o *pasteOp) Setup(ws *engine.Workspace) error {
 	if err != nil {
 		return err
 	}
-	ch, cw := int(float64(h)*ratio), int(float64(w)*ratio)
-	ch, cw = max(ch, int(minSide), h), max(cw, int(minSide), w)
-	if int64(ch)*int64(cw)*int64(c) > 1<<34 {
-		return o.args.DataErrorf(ws, "the canvas %dx%d is too large", cw, ch)
+	a := o.args
+	ch, err := a.Extent(ws, "ratio", float64(h)*ratio, nil)
+	if err != nil {
+		return err
+	}
+	cw, err := a.Extent(ws, "ratio", float64(w)*ratio, nil)
+	if err != nil {
+		return err
+	}
+	side, err := a.Extent(ws, "min_canvas_size", minSide, nil)
+	if err != nil {
+		return err
+	}
+	ch, cw = max(ch, side, h), max(cw, side, w)
+	if n, ok := engine.SampleBytes(engine.UInt8, []int{ch, cw, c}); !ok || n > 1<<34 {
+		return a.DataErrorf(ws, "the canvas %dx%d is too large", cw, ch)
 	}
 	st.y, st.x = int(py*float64(ch-h)), int(px*float64(cw-w))
 	ws.Out[0].SetShape(ch, cw, c)

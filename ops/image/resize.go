@@ -58,6 +58,11 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	s := &ResizeSpec{W: a.Float("resize_x"), H: a.Float("resize_y"), Shorter: a.Float("resize_shorter"),
 		Longer: a.Float("resize_longer"), Mode: a.String("mode"), Antialias: a.Bool("antialias"),
 		ROIStart: a.Floats("roi_start"), ROIEnd: a.Floats("roi_end"), ROIRelative: a.Bool("roi_relative")}
+	// Arguments in pixels (or fractions of the input, with roi_relative). max_size is a
+	// limit: a huge one never applies and is harmless.
+	if err := a.CheckExtentArgs("resize_x", "resize_y", "size", "resize_shorter", "resize_longer", "roi_start", "roi_end"); err != nil {
+		return nil, err
+	}
 	if a.Has("size") {
 		if a.Has("resize_x") || a.Has("resize_y") {
 			return nil, a.Errorf("size", "give size or resize_x/resize_y, not both")
@@ -144,6 +149,9 @@ func (r *resizeOp) specAt(ws *engine.Workspace, buf *ResizeSpec) (*ResizeSpec, e
 	}{{"resize_x", &s.W}, {"resize_y", &s.H}, {"resize_shorter", &s.Shorter}, {"resize_longer", &s.Longer}} {
 		if a.AnyPerSample(p.name) {
 			v, err := a.FloatAt(ws, p.name)
+			if err == nil {
+				err = a.CheckExtents(ws, p.name, v)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -152,6 +160,9 @@ func (r *resizeOp) specAt(ws *engine.Workspace, buf *ResizeSpec) (*ResizeSpec, e
 	}
 	if a.AnyPerSample("size") {
 		sz, err := a.FloatPairAt(ws, "size")
+		if err == nil {
+			err = a.CheckExtents(ws, "size", sz[:]...)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -163,6 +174,9 @@ func (r *resizeOp) specAt(ws *engine.Workspace, buf *ResizeSpec) (*ResizeSpec, e
 	}{{"roi_start", &s.ROIStart}, {"roi_end", &s.ROIEnd}} {
 		if a.AnyPerSample(p.name) {
 			v, err := a.FloatsAt(ws, p.name, nil)
+			if err == nil {
+				err = a.CheckExtents(ws, p.name, v...)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -196,11 +210,13 @@ func (s *ResizeSpec) ROI(w, h int) [4]float64 {
 	return [4]float64{x0, y0, x1, y1}
 }
 
-// OutputSize is the output size for an input region of w x h.
-func (s *ResizeSpec) OutputSize(w, h float64) (int, int) {
+// OutputSize is the output size for an input region of w x h: 0, 0 for an empty region;
+// ok=false when the sizes ask for more than engine.MaxExtent pixels along a side for this
+// region (a tiny region scaled to a given size).
+func (s *ResizeSpec) OutputSize(w, h float64) (int, int, bool) {
 	w, h = math.Abs(w), math.Abs(h)
 	if w == 0 || h == 0 {
-		return 0, 0
+		return 0, 0, true
 	}
 	if s.Truncate && s.Shorter > 0 {
 		return s.truncatedSize(w, h)
@@ -253,11 +269,13 @@ func (s *ResizeSpec) OutputSize(w, h float64) (int, int) {
 	if s.MaxH > 0 && oh > s.MaxH {
 		ow, oh = ow*s.MaxH/oh, s.MaxH
 	}
-	return max(1, int(math.Round(ow))), max(1, int(math.Round(oh)))
+	iw, okW := engine.Extent(ow, math.Round)
+	ih, okH := engine.Extent(oh, math.Round)
+	return max(1, iw), max(1, ih), okW && okH
 }
 
 // truncatedSize is torchvision's _compute_resized_output_size for Resize(int, max_size).
-func (s *ResizeSpec) truncatedSize(w, h float64) (int, int) {
+func (s *ResizeSpec) truncatedSize(w, h float64) (int, int, bool) {
 	short, long := h, w
 	if w <= h {
 		short, long = w, h
@@ -267,17 +285,50 @@ func (s *ResizeSpec) truncatedSize(w, h float64) (int, int) {
 	if s.MaxW > 0 && newLong > s.MaxW {
 		newShort, newLong = math.Trunc(s.MaxW*newShort/newLong), s.MaxW
 	}
-	ns, nl := max(1, int(newShort)), max(1, int(newLong))
+	ns, okS := engine.Extent(newShort, nil)
+	nl, okL := engine.Extent(newLong, nil)
+	ns, nl = max(1, ns), max(1, nl)
 	if w <= h {
-		return ns, nl
+		return ns, nl, okS && okL
 	}
-	return nl, ns
+	return nl, ns, okS && okL
+}
+
+// sizeArg names the argument that sets the size, for errors.
+func (s *ResizeSpec) sizeArg(a *engine.Args) string {
+	switch {
+	case s.Shorter > 0:
+		return "resize_shorter"
+	case s.Longer > 0:
+		return "resize_longer"
+	case a.Given("size"):
+		return "size"
+	case s.W > 0:
+		return "resize_x"
+	}
+	return "resize_y"
+}
+
+// sampleSize is OutputSize for the region roi of a w x h input, with the errors: an empty
+// region, a size that is no usable extent (naming the argument that set it).
+func (s *ResizeSpec) sampleSize(a *engine.Args, ws *engine.Workspace, roi [4]float64, w, h int) (int, int, error) {
+	ow, oh, ok := s.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
+	if !ok {
+		return 0, 0, a.ArgDataErrorf(ws, s.sizeArg(a), "the output size for the %gx%g input region %v is more than 2^40 = %d pixels along a side",
+			math.Abs(roi[2]-roi[0]), math.Abs(roi[3]-roi[1]), roi, int64(engine.MaxExtent))
+	}
+	if ow == 0 || oh == 0 {
+		return 0, 0, a.DataErrorf(ws, "empty input region %v of a %dx%d image", roi, w, h)
+	}
+	return ow, oh, nil
 }
 
 // StaticSize reports the output size when it does not depend on the input.
 func (s *ResizeSpec) StaticSize() (int, int, bool) {
 	if s.W > 0 && s.H > 0 && (s.Mode == "default" || s.Mode == "stretch") && s.MaxW == 0 && s.MaxH == 0 {
-		return int(math.Round(s.W)), int(math.Round(s.H)), true
+		w, okW := engine.Extent(s.W, math.Round) // parseResizeSpec checked them
+		h, okH := engine.Extent(s.H, math.Round)
+		return w, h, okW && okH
 	}
 	return 0, 0, false
 }
@@ -331,7 +382,11 @@ func (r *resizeOp) OutputSizeFor(w, h int) (int, int) {
 		return 0, 0 // not known before the sample's arguments: no hint
 	}
 	roi := r.spec.ROI(w, h)
-	return r.spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
+	ow, oh, ok := r.spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
+	if !ok {
+		return 0, 0 // Setup reports it
+	}
+	return ow, oh
 }
 
 func (r *resizeOp) NewWorkerState() any { return &resizeState{} }
@@ -345,9 +400,9 @@ func (r *resizeOp) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	st.roi = spec.ROI(w, h)
-	ow, oh := spec.OutputSize(st.roi[2]-st.roi[0], st.roi[3]-st.roi[1])
-	if ow == 0 {
-		return r.args.DataErrorf(ws, "empty input region %v of a %dx%d image", st.roi, w, h)
+	ow, oh, err := spec.sampleSize(r.args, ws, st.roi, w, h)
+	if err != nil {
+		return err
 	}
 	ws.Out[0].SetShape(oh, ow, c)
 	return nil

@@ -68,6 +68,9 @@ func newResizeCropMirror(a *engine.Args) (*resizeCropMirrorOp, error) {
 	}
 	o.crop = a.Given("crop") || a.Given("crop_h") || a.Given("crop_w")
 	o.dynCrop = a.AnyPerSample("crop", "crop_h", "crop_w")
+	if err := a.CheckExtentArgs("crop", "crop_h", "crop_w"); err != nil {
+		return nil, err
+	}
 	if o.crop && !o.dynCrop {
 		if a.Has("crop") {
 			c, err := a.FloatPair("crop")
@@ -121,9 +124,9 @@ func (o *resizeCropMirrorOp) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	roi := spec.ROI(w, h)
-	ow, oh := spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
-	if ow == 0 || oh == 0 {
-		return a.DataErrorf(ws, "empty input region %v of a %dx%d image", roi, w, h)
+	ow, oh, err := spec.sampleSize(a, ws, roi, w, h)
+	if err != nil {
+		return err
 	}
 	st.roi = roi
 	cw, ch := ow, oh

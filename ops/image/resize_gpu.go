@@ -77,9 +77,9 @@ func (r *gpuResize) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	roi := spec.ROI(w, h)
-	ow, oh := spec.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
-	if ow == 0 {
-		return r.cpu.args.DataErrorf(ws, "empty input region %v of a %dx%d image", roi, w, h)
+	ow, oh, err := spec.sampleSize(r.cpu.args, ws, roi, w, h)
+	if err != nil {
+		return err
 	}
 	ws.Out[0].SetShape(oh, ow, c)
 	*r.plan.at(ws.Sample) = kernels.ResizeSample{Src: in.Dev, SrcW: w, SrcH: h, Channels: c, DstW: ow, DstH: oh,

@@ -18,18 +18,18 @@ func TestTruncatedSizeMatchesTorchvision(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := &ResizeSpec{Shorter: float64(c.size), Truncate: true, MaxW: float64(c.maxSize), MaxH: float64(c.maxSize)}
-		w, h := s.OutputSize(float64(c.w), float64(c.h))
+		w, h, _ := s.OutputSize(float64(c.w), float64(c.h))
 		if w != c.ow || h != c.oh {
 			t.Errorf("%dx%d (h x w) to %d, max %d: got %dx%d, want %dx%d", c.h, c.w, c.size, c.maxSize, h, w, c.oh, c.ow)
 		}
 	}
 	// 97 * 40 / 61 = 63.6: the default rounds (DALI), truncate gives torchvision's 63
 	s := &ResizeSpec{Shorter: 40}
-	if w, h := s.OutputSize(97, 61); w != 64 || h != 40 {
+	if w, h, _ := s.OutputSize(97, 61); w != 64 || h != 40 {
 		t.Errorf("rounding: got %dx%d", w, h)
 	}
 	s.Truncate = true
-	if w, h := s.OutputSize(97, 61); w != 63 || h != 40 {
+	if w, h, _ := s.OutputSize(97, 61); w != 63 || h != 40 {
 		t.Errorf("truncating: got %dx%d", w, h)
 	}
 }

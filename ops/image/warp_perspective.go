@@ -75,6 +75,9 @@ func newWarpPerspective(a *engine.Args) (engine.Operator, error) {
 			return nil, a.Errorf("matrix", "%s", err)
 		}
 	}
+	if err := a.CheckExtentArgs("size"); err != nil {
+		return nil, err
+	}
 	if s := a.Floats("size"); a.Has("size") && !a.AnyPerSample("size") && len(s) != 2 {
 		return nil, a.Errorf("size", "expected (height, width), got %v", s)
 	}
@@ -143,7 +146,10 @@ func (o *warpPerspectiveOp) Setup(ws *engine.Workspace) error {
 		if err != nil {
 			return err
 		}
-		if len(s) != 2 || math.IsNaN(s[0]) || math.IsNaN(s[1]) || s[0] > 1<<20 || s[1] > 1<<20 {
+		if err := a.CheckExtents(ws, "size", s...); err != nil {
+			return err
+		}
+		if len(s) != 2 || s[0] > 1<<20 || s[1] > 1<<20 {
 			return a.ArgDataErrorf(ws, "size", "expected (height, width) up to 2^20, got %v", s)
 		}
 		out.Shape[hAxis], out.Shape[hAxis+1] = max(int(math.Round(s[0])), 1), max(int(math.Round(s[1])), 1)

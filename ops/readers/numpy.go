@@ -162,6 +162,9 @@ func (r *numpyReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 		if r.dtype, err = npyDType(h.DType); err != nil {
 			return nil, listErrorf(a, "%s: %v", first, err)
 		}
+		if err := engine.CheckNDim("its array", len(h.Shape)); err != nil {
+			return nil, listErrorf(a, "%s: %v", first, err)
+		}
 		r.ndim, r.typed = len(h.Shape), true
 		for _, ax := range a.Ints("roi_axes") {
 			if ax >= int64(r.ndim) {

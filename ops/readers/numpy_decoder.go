@@ -63,6 +63,9 @@ func (o *npyDecoder) Setup(ws *engine.Workspace) error {
 		return o.args.DataErrorf(ws, "%v", err)
 	}
 	dt, err := npyDType(h.DType)
+	if err == nil {
+		err = engine.CheckNDim("the array", len(h.Shape))
+	}
 	if err != nil {
 		return o.args.DataErrorf(ws, "%v", err)
 	}

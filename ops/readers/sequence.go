@@ -56,6 +56,12 @@ func newSequenceReader(a *engine.Args) (engine.Operator, error) {
 	if r.stride < 1 {
 		return nil, a.Errorf("stride", "must be >= 1, got %d", r.stride)
 	}
+	if err := a.CheckFrameArgs("sequence_length", "step", "stride"); err != nil {
+		return nil, err
+	}
+	if err := a.CheckFrameSpan(0, r.seqLen, r.stride, "sequence_length", "stride"); err != nil {
+		return nil, err
+	}
 	switch a.String("image_type") {
 	case "RGB":
 		r.out, r.channels = codec.RGB, 3

@@ -113,6 +113,12 @@ func newVideoReader(a *engine.Args) (engine.Operator, error) {
 	if r.stride < 1 {
 		return nil, a.Errorf("stride", "must be >= 1, got %d", r.stride)
 	}
+	if err := a.CheckFrameArgs("sequence_length", "step", "stride"); err != nil {
+		return nil, err
+	}
+	if err := a.CheckFrameSpan(0, r.seqLen, r.stride, "sequence_length", "stride"); err != nil {
+		return nil, err
+	}
 	if r.dtype != engine.UInt8 && r.dtype != engine.Float32 {
 		return nil, a.Errorf("dtype", "expected UINT8 or FLOAT, got %s", r.dtype)
 	}
@@ -264,10 +270,12 @@ func (r *videoReader) frameRange(f *videoFile) (lo, hi int, err error) {
 		return 0, n, nil
 	}
 	start, end := f.start, f.end
+	okLo, okHi := true, true
 	if r.args.Bool("file_list_frame_num") {
-		lo, hi = int(start), int(end)
+		lo, okLo = engine.Extent(start, nil)
+		hi, okHi = engine.Extent(end, nil)
 		if end <= 0 {
-			hi = n + int(end)
+			hi += n
 		}
 	} else {
 		fps := frameRate(f)
@@ -275,10 +283,15 @@ func (r *videoReader) frameRange(f *videoFile) (lo, hi int, err error) {
 			end += float64(n) / fps
 		}
 		if r.args.Bool("file_list_include_preceding_frame") {
-			lo, hi = int(math.Floor(start*fps+1e-6)), int(math.Ceil(end*fps-1e-6))
+			lo, okLo = engine.Extent(start*fps+1e-6, math.Floor)
+			hi, okHi = engine.Extent(end*fps-1e-6, math.Ceil)
 		} else {
-			lo, hi = int(math.Ceil(start*fps-1e-6)), int(math.Floor(end*fps+1e-6))
+			lo, okLo = engine.Extent(start*fps-1e-6, math.Ceil)
+			hi, okHi = engine.Extent(end*fps+1e-6, math.Floor)
 		}
+	}
+	if !okLo || !okHi {
+		return 0, 0, fmt.Errorf("file_list range [%g, %g) is outside the video's %d frames", f.start, f.end, n)
 	}
 	if lo < 0 || lo > hi || hi > n {
 		return 0, 0, fmt.Errorf("file_list range [%g, %g) gives frames [%d, %d), outside the video's %d frames", f.start, f.end, lo, hi, n)

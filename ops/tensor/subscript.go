@@ -116,6 +116,11 @@ func (o *subscriptOp) layout(l string, nd int) string {
 
 // sliceRange applies Python's slice.indices to one dimension of extent n: the first
 // index and the count.
+// clampStep bounds a slice step to the extent n: a longer step takes the start alone, as
+// a step of n does; clamping keeps (stop - start + step - 1) and step * stride from
+// overflowing (x[::2**62], issue 24).
+func clampStep(step, n int64) int64 { return max(min(step, max(n, 1)), -max(n, 1)) }
+
 func sliceRange(lo, hi, step int64, hasLo, hasHi bool, n int64) (int64, int64) {
 	clamp := func(v, min, max int64) int64 {
 		if v < min {
@@ -215,9 +220,10 @@ func (o *subscriptOp) Setup(ws *engine.Workspace) error {
 			o.fixed += int(i) * inStride[d]
 			continue
 		}
-		start, count := sliceRange(int64(v), o.hi[j], o.step[j], o.hasLo[j] != 0, o.hasHi[j] != 0, n)
+		step := clampStep(o.step[j], n)
+		start, count := sliceRange(int64(v), o.hi[j], step, o.hasLo[j] != 0, o.hasHi[j] != 0, n)
 		o.fixed += int(start) * inStride[d]
-		o.stride = append(o.stride, int(o.step[j])*inStride[d])
+		o.stride = append(o.stride, int(step)*inStride[d])
 		o.outDims = append(o.outDims, int(count))
 	}
 	out := ws.Out[0]

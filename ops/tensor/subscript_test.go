@@ -28,3 +28,24 @@ func TestSliceRangeMatchesPython(t *testing.T) {
 		}
 	}
 }
+
+// Steps far beyond the extent (2**62, 2**63-1, -2**63) select what Python selects: the
+// start alone, or nothing (issue 24: the step overflowed the count arithmetic).
+func TestHugeSliceStep(t *testing.T) {
+	const maxI, minI = int64(1<<63 - 1), int64(-1 << 63)
+	for _, step := range []int64{1 << 62, maxI, minI, -(1 << 62), 11, -11} {
+		for _, n := range []int64{0, 1, 10} {
+			f, cnt := sliceRange(0, 0, clampStep(step, n), false, false, n)
+			want, first := int64(0), int64(0)
+			if n > 0 {
+				want = 1
+				if step < 0 {
+					first = n - 1
+				}
+			}
+			if cnt != want || (cnt > 0 && f != first) {
+				t.Errorf("[::%d] of %d: first %d count %d, want %d %d", step, n, f, cnt, first, want)
+			}
+		}
+	}
+}

@@ -169,6 +169,21 @@ for _o in (_view_deleter_c, _capsule_destructor_c, _NAME_BUF, _NAME_V_BUF, _expo
 del _o
 
 
+# The most dimensions a tensor godali hands out may have, a batch's leading dimension
+# included (the engine's MaxNDim): numpy 1.x's NPY_MAXDIMS. numpy crashes (stack overflow)
+# or fails without a message on an __array_interface__ or DLPack tensor with more.
+MAX_NDIM = 32
+
+
+def check_ndim(shape):
+    """Raises ValueError naming the rank when `shape` has more than MAX_NDIM dimensions,
+    before anything describes such a tensor to a consumer."""
+    if len(shape) > MAX_NDIM:
+        raise ValueError("godali: a tensor of %d dimensions cannot be exported; numpy and "
+                         "godali take at most %d (%d per sample plus the batch's)"
+                         % (len(shape), MAX_NDIM, MAX_NDIM - 1))
+
+
 def compact_strides(shape):
     """Row-major strides in elements of a compact tensor of `shape`; a dimension of size 0
     strides as if it were 1, as torch and numpy lay out contiguous tensors."""
@@ -188,6 +203,7 @@ def to_capsule(owner, data, device_type, device_id, code, bits, lanes, shape, st
     of producers. The capsule is named "dltensor" (or "dltensor_versioned"); a consumer renames
     it when it takes ownership, after which the consumer's deleter call releases owner.
     """
+    check_ndim(shape)
     ndim = len(shape)
     if strides is None:
         strides = compact_strides(shape)

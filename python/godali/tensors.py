@@ -142,6 +142,7 @@ def _is_gpu(buf):
 def _array_interface(buf, holder):
     if _is_gpu(buf):
         raise AttributeError("__array_interface__: the data is on the GPU")
+    _dlpack.check_ndim(buf.shape)
     ts = _dlpack.typestr(_dlpack.dtype_name(buf.code, buf.bits, buf.lanes))
     if ts is None:
         raise AttributeError("__array_interface__: no numpy type for %s"
@@ -155,6 +156,7 @@ def _array_interface(buf, holder):
 def _cuda_array_interface(buf):
     if not _is_gpu(buf):
         raise AttributeError("__cuda_array_interface__: the data is in host memory")
+    _dlpack.check_ndim(buf.shape)
     ts = _dlpack.typestr(_dlpack.dtype_name(buf.code, buf.bits, buf.lanes))
     if ts is None:
         raise AttributeError("__cuda_array_interface__: no numpy type")
@@ -185,6 +187,7 @@ def _torch_from(buf):
 
 def _numpy_from(obj, buf):
     import numpy as np
+    _dlpack.check_ndim(buf.shape)
     if _is_gpu(buf):
         return _torch_from(buf).cpu().numpy()
     from_dlpack = getattr(np, "from_dlpack", None)
