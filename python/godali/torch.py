@@ -335,21 +335,163 @@ def _tv_augs(space, bins):
     return out
 
 
-def _flatten(transform):
+def _delegate_reference(self, img):
+    return self.transforms(img)
+
+
+def _only_delegates(func):
+    """True when func is a plain function whose body is exactly
+    `return self.transforms(<its one argument>)` (compared bytecode for bytecode with such
+    a function compiled by this interpreter: names of the parameters and a docstring may
+    differ, nothing else)."""
+    import types
+    if not isinstance(func, types.FunctionType):
+        return False
+    c, r = func.__code__, _delegate_reference.__code__
+    return (c.co_code == r.co_code and c.co_names == r.co_names and
+            c.co_argcount == 2 and c.co_posonlyargcount == 0 and
+            c.co_kwonlyargcount == 0 and (c.co_flags & 0x0C) == 0 and  # no *args, **kw
+            c.co_nlocals == 2 and not c.co_freevars and not c.co_cellvars)
+
+
+def _plain_module(t):
+    """True unless t is a torch.nn.Module whose call would run more than its forward
+    (hooks, an overridden __call__, a forward set on the instance)."""
+    nn = _torch.nn
+    if not isinstance(t, nn.Module):
+        return True
+    if type(t).__call__ is not nn.Module.__call__ or "forward" in vars(t):
+        return False
+    if getattr(t, "_forward_hooks", None) or getattr(t, "_forward_pre_hooks", None):
+        return False
+    g = nn.modules.module
+    return not (getattr(g, "_global_forward_hooks", None) or
+                getattr(g, "_global_forward_pre_hooks", None))
+
+
+def _delegated(t):
+    """The object a preset-style wrapper delegates to (torchvision's reference
+    ClassificationPresetTrain/Eval: a class whose __call__, or forward for a Module, is
+    only `return self.transforms(img)`), or None when t is not such a wrapper."""
+    import inspect
+    cls = type(t)
+    if isinstance(t, _torch.nn.Module):
+        if not _plain_module(t):
+            return None
+        body = inspect.getattr_static(cls, "forward", None)
+    else:
+        body = inspect.getattr_static(cls, "__call__", None)
+    if not _only_delegates(body):
+        return None
+    if cls.__getattribute__ not in (object.__getattribute__,
+                                    _torch.nn.Module.__getattribute__):
+        return None
+    static = inspect.getattr_static(cls, "transforms", None)
+    if hasattr(type(static), "__get__") and hasattr(type(static), "__set__"):
+        return None  # a property or other data descriptor: not a plain attribute
+    d = vars(t)
+    if "transforms" in d:
+        return d["transforms"]
+    mods = d.get("_modules") if isinstance(t, _torch.nn.Module) else None
+    if mods is not None and "transforms" in mods:
+        return mods["transforms"]
+    return None
+
+
+def _preset_steps(t):
+    """torchvision's weights.transforms() for classification
+    (torchvision.transforms._presets.ImageClassification, the class itself, not a
+    subclass) as the transforms its forward runs on a PIL image: resize the shorter side
+    to resize_size, centre crop, pil_to_tensor, convert_image_dtype(float), normalize.
+    (Its antialias argument only matters for tensor inputs: PIL always antialiases.)
+    None for anything else."""
+    try:
+        from torchvision.transforms import _presets
+        import torchvision.transforms as T
+    except ImportError:
+        return None
+    if type(t) is not getattr(_presets, "ImageClassification", None) or \
+            not _plain_module(t):
+        return None
+    return [T.Resize(list(t.resize_size), interpolation=t.interpolation),
+            T.CenterCrop(list(t.crop_size)), T.PILToTensor(),
+            T.ConvertImageDtype(_torch.float), T.Normalize(list(t.mean), list(t.std))]
+
+
+def _flatten(transform, depth=0):
     if transform is None:
         return []
+    if depth > 50:
+        raise _unsupported("a transform nested %d levels deep" % depth)
     name = type(transform).__name__
     if name == "Compose":
         out = []
         for t in transform.transforms:
-            out.extend(_flatten(t))
+            out.extend(_flatten(t, depth + 1))
         return out
     if isinstance(transform, (list, tuple)):
         out = []
         for t in transform:
-            out.extend(_flatten(t))
+            out.extend(_flatten(t, depth + 1))
         return out
+    inner = _delegated(transform)
+    if inner is not None:
+        return _flatten(inner, depth + 1)
+    steps = _preset_steps(transform)
+    if steps is not None:
+        return steps
     return [transform]
+
+
+def _v2():
+    """torchvision.transforms.v2, or None (torchvision before 0.15)."""
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    return v2
+
+
+def _host_step(t):
+    """True for the transforms godali applies to the tensors of the batch in Python,
+    sample after sample, after the engine: torchvision's RandomErasing (v1 and v2) and
+    v2's ToPureTensor (nothing to do: godali's tensors are plain)."""
+    try:
+        import torchvision.transforms as T
+    except ImportError:
+        return False
+    v2 = _v2()
+    cls = type(t)
+    if cls is T.RandomErasing or (v2 is not None and cls is v2.RandomErasing):
+        return _plain_module(t)
+    return v2 is not None and cls is getattr(v2, "ToPureTensor", None)
+
+
+def _split_steps(transform):
+    """(engine steps, host steps) of a transform: the flattened transforms without their
+    trailing RandomErasing/ToPureTensor, and the RandomErasing objects among those."""
+    ts = _flatten(transform)
+    k = len(ts)
+    while k > 0 and _host_step(ts[k - 1]):
+        k -= 1
+    v2 = _v2()
+    tail = [t for t in ts[k:] if not (v2 is not None and
+                                      type(t) is getattr(v2, "ToPureTensor", None))]
+    return ts[:k], tail
+
+
+def _run_host_steps(x, steps):
+    """Applies the host steps (RandomErasing objects) to every sample of the batch x
+    [N, C, H, W], sample after sample as torch's DataLoader does (their random draws come
+    from torch's generator of this process); x is updated in place and returned."""
+    for i in range(x.shape[0]):
+        s = x[i]
+        out = s
+        for t in steps:
+            out = t(out)
+        if out is not s:
+            x[i].copy_(out)
+    return x
 
 
 class _Translator:
@@ -397,6 +539,8 @@ class _Translator:
     def run(self, jpegs):
         ts = list(self.ts)
         if ts and type(ts[0]).__name__ == "RandomResizedCrop":
+            if type(ts[0]).__module__.startswith("torchvision.transforms.v2"):
+                self._v2_own(ts[0], "RandomResizedCrop")
             images = self._rrc(jpegs, ts.pop(0), decode=True)
         else:
             images = self._op("decoders.image", jpegs, output_type=_types.RGB)
@@ -420,8 +564,18 @@ class _Translator:
 
     def _one(self, images, t):
         name = type(t).__name__
+        if type(t).__module__.startswith("torchvision.transforms.v2"):
+            return self._v2_one(images, t, name)
         meth = getattr(self, "_t_" + name, None)
         if meth is None:
+            if name in ("RandomErasing", "ToPureTensor"):
+                raise _unsupported("%s followed by other transforms" % name,
+                                   "godali applies RandomErasing to the batch's tensors "
+                                   "after everything else; it must come last")
+            if hasattr(t, "transforms"):
+                raise _unsupported(name, "it has a .transforms but its __call__ (or forward) "
+                                   "does more than return self.transforms(img), so godali "
+                                   "cannot tell what it computes")
             raise _unsupported(name)
         if self.tensor is not None and name not in ("Normalize", "ConvertImageDtype",
                                                      "RandomHorizontalFlip",
@@ -430,6 +584,75 @@ class _Translator:
                                "godali runs image transforms before the tensor conversion; "
                                "move %s before ToTensor()" % name)
         return meth(images, t)
+
+    # -- torchvision.transforms.v2 ----------------------------------------------------
+
+    # v2 classes translated, by identity: on a PIL image (what ImageFolder gives) they
+    # run the same PIL operations with the same random draws as their v1 namesakes
+    # (v2's ToDtype(float32, scale=True) multiplies by 1/255 where ConvertImageDtype
+    # divides by 255: within the documented float32 rounding).
+    _V2_SAME = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomHorizontalFlip",
+                "RandomVerticalFlip", "PILToTensor", "Normalize")
+
+    @staticmethod
+    def _v2_own(t, name):
+        v2 = _v2()
+        if v2 is None or type(t) is not getattr(v2, name, None) or not _plain_module(t):
+            raise _unsupported("%s.%s" % (type(t).__module__, name),
+                               "not one of torchvision.transforms.v2's own classes")
+
+    def _v2_one(self, images, t, name):
+        self._v2_own(t, name)
+        if name in ("ToImage", "ToDtype", "ToPureTensor"):
+            meth = getattr(self, "_v2_" + name)
+        elif name in self._V2_SAME:
+            meth = getattr(self, "_t_" + name)
+        else:
+            raise _unsupported("transforms.v2.%s" % name,
+                               "the v2 classes godali translates are %s, ToImage, ToDtype, "
+                               "ToPureTensor and RandomErasing (last)"
+                               % ", ".join(self._V2_SAME))
+        if self.tensor is not None and name not in ("Normalize", "ToDtype", "ToPureTensor",
+                                                     "RandomHorizontalFlip",
+                                                     "RandomVerticalFlip", "CenterCrop"):
+            raise _unsupported("transforms.v2.%s after the tensor conversion" % name,
+                               "torchvision then runs its tensor kernels, godali's "
+                               "operators follow PIL's")
+        if name == "Resize" and getattr(t, "size", 0) is None:
+            raise _unsupported("transforms.v2.Resize(size=None, max_size=...)")
+        return meth(images, t)
+
+    def _v2_ToImage(self, images, t):
+        if self.tensor is not None:
+            raise _unsupported("transforms.v2.ToImage of a tensor")
+        return self._t_PILToTensor(images, t)
+
+    def _v2_ToPureTensor(self, images, t):
+        if self.tensor is None:
+            raise _unsupported("transforms.v2.ToPureTensor of a PIL image")
+        return images
+
+    def _v2_ToDtype(self, images, t):
+        dt = t.dtype
+        if self.tensor is None:
+            raise UnsupportedTransformError("godali.torch: transforms.v2.ToDtype needs a "
+                                            "tensor: put ToImage() or PILToTensor() before it")
+        if not isinstance(dt, _torch.dtype):
+            raise _unsupported("transforms.v2.ToDtype(dtype=%r)" % (dt,),
+                               "one torch.dtype for the image")
+        if dt == _torch.uint8:
+            if self.tensor != "uint8":
+                raise _unsupported("transforms.v2.ToDtype(torch.uint8) of a float image")
+            return images
+        names = {_torch.float32: "float32", _torch.float16: "float16"}
+        if dt not in names:
+            raise _unsupported("transforms.v2.ToDtype(%s)" % dt, "float32 and float16 only")
+        # uint8 -> float: divided by 255 with scale=True, the values as they are without;
+        # float -> float: a cast (the range of both is [0, 1]).
+        if self.tensor == "uint8" and getattr(t, "scale", False):
+            self.std = 255.0
+        self.tensor = names[dt]
+        return images
 
     # -- geometry -------------------------------------------------------------------
 
@@ -796,7 +1019,7 @@ def translate(transform, jpegs, approximate=False, gpu_from=None):
 
     gpu_from (see gpu_placement): the image operators from that index on run on the GPU
     (0: the decoder too, as device "mixed"); None: all on the CPU."""
-    return _Translator(_flatten(transform), approximate, gpu_from).run(jpegs)
+    return _Translator(_split_steps(transform)[0], approximate, gpu_from).run(jpegs)
 
 
 def gpu_placement(transform, approximate=False):
@@ -1025,12 +1248,6 @@ class DataLoader:
                  seed=None, device=None):
         _check_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
                          drop_last, timeout, prefetch_factor, persistent_workers)
-        if collate_fn is not None and collate_fn is not _default_collate():
-            raise UnsupportedArgumentError(
-                "godali.torch.DataLoader: a custom collate_fn (%r) is not supported: "
-                "batches are collated by the engine (images [N, C, H, W], labels [N]); "
-                "apply your function to the batches the loader yields instead"
-                % (collate_fn,))
         if worker_init_fn is not None:
             raise UnsupportedArgumentError(
                 "godali.torch.DataLoader: worker_init_fn is not supported: godali has no "
@@ -1086,6 +1303,13 @@ class DataLoader:
         self._src = src
         self._samples = src.samples
         self._transform = src.transform
+        # RandomErasing at the end of the transform: applied to the batch's tensors here,
+        # sample after sample (see _run_host_steps).
+        self._host_steps = _split_steps(src.transform)[1]
+        # A collate_fn other than default_collate gets the list of (image, target) samples
+        # torch would give it: the batch's images one by one, the targets as ints (or
+        # target_transform's results).
+        self._collate_fn = None if collate_fn in (None, _default_collate()) else collate_fn
         self._target_transform = src.target_transform
         self._approx = src.approximate
         self._queue_depth = None     # godali's ImageFolderLoader sets it
@@ -1343,7 +1567,7 @@ def _pinned(obj):
     """The tensors in obj (a tensor, or lists, tuples and dicts of them, as default_collate
     makes) in pinned memory."""
     if isinstance(obj, _torch.Tensor):
-        return obj.pin_memory()
+        return obj if obj.is_cuda or obj.is_pinned() else obj.pin_memory()
     if isinstance(obj, (list, tuple)):
         return type(obj)(_pinned(o) for o in obj)
     if isinstance(obj, dict):
@@ -1487,6 +1711,22 @@ class _LoaderIter:
         if keep < bs:
             x, y = x[:keep], y[:keep]
         y = y.to(_torch.int64)
+        if ld._host_steps:
+            x = _run_host_steps(x, ld._host_steps)
+        if ld._collate_fn is not None:
+            tt = ld._target_transform
+            ys = [int(v) for v in y.tolist()]
+            if tt is not None:
+                ys = [tt(v) for v in ys]
+            batch = ld._collate_fn([(x[i], v) for i, v in enumerate(ys)])
+            if self._to_pin:
+                batch = _pinned(batch)
+            if self._to_device is not None:
+                batch = _moved(batch, self._to_device)
+            self._done += 1
+            if self._done >= self._steps:
+                self._finish()
+            return batch
         if self._collate is not None:
             tt = ld._target_transform
             y = self._collate([tt(int(v)) for v in y.tolist()])
@@ -1528,7 +1768,7 @@ def _check_translation(transform, approximate):
     pipe = _Pipeline(batch_size=1, num_threads=1, device_id=None)
     with pipe:
         jpegs, _ = _fn.readers.file(file_root=".", files=["_"], labels=[0])
-        tr = _Translator(_flatten(transform), approximate)
+        tr = _Translator(_split_steps(transform)[0], approximate)
         tr.run(jpegs)
     return tr.used
 
