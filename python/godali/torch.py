@@ -49,7 +49,11 @@ SUPPORTED_TRANSFORMS = (
     "RandomHorizontalFlip", "RandomVerticalFlip", "ToTensor", "PILToTensor",
     "ConvertImageDtype", "Normalize", "ColorJitter", "RandomRotation", "GaussianBlur",
     "RandomGrayscale", "Grayscale(num_output_channels=3)", "AutoAugment", "RandAugment",
-    "TrivialAugmentWide",
+    "TrivialAugmentWide", "RandomErasing (last)",
+    "presets whose __call__ is only `return self.transforms(img)`",
+    "weights.transforms() (ImageClassification)",
+    "transforms.v2: Compose, RandomResizedCrop, Resize, CenterCrop, RandomHorizontalFlip, "
+    "RandomVerticalFlip, PILToTensor, ToImage, ToDtype, Normalize, RandomErasing, ToPureTensor",
 )
 
 
@@ -64,8 +68,8 @@ class UnsupportedDatasetError(TypeError):
 
 
 class UnsupportedArgumentError(ValueError):
-    """A DataLoader argument godali cannot honour with torch's semantics (a custom
-    collate_fn, batch_sampler, worker_init_fn, an unknown sampler, batch_size=None)."""
+    """A DataLoader argument godali cannot honour with torch's semantics (batch_sampler,
+    worker_init_fn, an unknown sampler, batch_size=None)."""
 
 
 def _internal_op(name):
@@ -581,8 +585,9 @@ class _Translator:
                                                      "RandomHorizontalFlip",
                                                      "RandomVerticalFlip", "CenterCrop"):
             raise _unsupported("%s after ToTensor/PILToTensor" % name,
-                               "godali runs image transforms before the tensor conversion; "
-                               "move %s before ToTensor()" % name)
+                               "torchvision then runs its tensor kernels (not PIL's, which "
+                               "godali's operators follow); godali runs image transforms "
+                               "before ToTensor/PILToTensor")
         return meth(images, t)
 
     # -- torchvision.transforms.v2 ----------------------------------------------------
@@ -1226,8 +1231,11 @@ class DataLoader:
     transform runs on the GPU from the last step without a GPU operator on (all of it for
     the standard ImageNet transforms; see gpu_placement and docs/pytorch.md#gpu); with the
     CPU flavour the batches are decoded on the CPU and copied from pinned memory, which
-    the log says once. Custom collate_fn, batch_sampler, other samplers and
-    worker_init_fn raise UnsupportedArgumentError naming them; other datasets
+    the log says once. collate_fn: called, as torch calls it, on the list of
+    (image, target) samples of each batch (the images are the batch's, one by one; the
+    targets ints or target_transform's results), in this process. A RandomErasing at the
+    end of the transform runs here too, on each sample of the batch. batch_sampler, other
+    samplers and worker_init_fn raise UnsupportedArgumentError naming them; other datasets
     UnsupportedDatasetError; transforms godali cannot run exactly
     UnsupportedTransformError (all when the loader is created).
 
