@@ -573,9 +573,9 @@ class _Translator:
         meth = getattr(self, "_t_" + name, None)
         if meth is None:
             if name in ("RandomErasing", "ToPureTensor"):
-                raise _unsupported("%s followed by other transforms" % name,
+                raise _unsupported("%s other than at the end (or with hooks)" % name,
                                    "godali applies RandomErasing to the batch's tensors "
-                                   "after everything else; it must come last")
+                                   "after everything else")
             if hasattr(t, "transforms"):
                 raise _unsupported(name, "it has a .transforms but its __call__ (or forward) "
                                    "does more than return self.transforms(img), so godali "
@@ -1816,8 +1816,12 @@ def _dispatch(orig, args, kwargs):
         except _NOT_SERVED as e:
             reason = _first_sentence(e)
         else:
-            _log.info("DataLoader(%s, batch_size=%s): served by godali", _describe(dataset),
-                      loader.batch_size)
+            here = [type(t).__name__ for t in loader._host_steps]
+            if loader._collate_fn is not None:
+                here.append("collate_fn")
+            _log.info("DataLoader(%s, batch_size=%s): served by godali%s", _describe(dataset),
+                      loader.batch_size, " (%s on each batch in this process, drawing from "
+                      "torch's generator)" % " and ".join(here) if here else "")
             return loader
     loader = orig(*args, **kwargs)
     _log.info("DataLoader(%s, batch_size=%s): torch's DataLoader keeps it: %s",
