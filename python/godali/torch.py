@@ -276,6 +276,8 @@ def _one_fill(fill, what):
         return 0.0
     if isinstance(fill, (int, float)):
         return float(fill)
+    if isinstance(fill, dict):  # transforms.v2: a fill per input type
+        raise _unsupported("%s(fill=%r)" % (what, fill), "one fill value for every input")
     vals = [float(f) for f in fill]
     if len(set(vals)) != 1:
         raise _unsupported("%s(fill=%r)" % (what, fill),
@@ -292,9 +294,11 @@ _TV_AUG_ORDER = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Ro
                  "AutoContrast", "Equalize", "Invert"]
 
 
-def _tv_augs(space, bins):
+def _tv_augs(space, bins, v2=False):
     """space: "auto" (AutoAugment: no Identity, Invert last), "rand" (RandAugment) or
-    "wide" (TrivialAugmentWide)."""
+    "wide" (TrivialAugmentWide). v2: transforms.v2's tables, which differ in Solarize
+    only (the threshold is 255.0 * linspace(1, 0)[bin], in double, where v1 has
+    linspace(255, 0)[bin] in float32)."""
     wide = space == "wide"
     big = 0.99 if wide else 0.9
 
@@ -335,6 +339,8 @@ def _tv_augs(space, bins):
         mags = ref.get(n, (None,))[0]
         if mags is not None and mags.ndim > 0 and not d["rel"]:
             d["mags"] = [float(v) for v in mags.tolist()]
+        if v2 and n == "Solarize":
+            d["mags"] = [255.0 * float(v) for v in _torch.linspace(1.0, 0.0, bins)]
         out.append(d)
     return out
 
@@ -610,12 +616,18 @@ class _Translator:
         self._v2_own(t, name)
         if name in ("ToImage", "ToDtype", "ToPureTensor"):
             meth = getattr(self, "_v2_" + name)
+        elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
+            # v2's operations on a PIL image are v1's (the same PIL calls); the random
+            # choices draw from the same distributions; Solarize's thresholds differ.
+            def meth(images, t, m=getattr(self, "_t_" + name)):
+                return m(images, t, v2=True)
         elif name in self._V2_SAME:
             meth = getattr(self, "_t_" + name)
         else:
             raise _unsupported("transforms.v2.%s" % name,
-                               "the v2 classes godali translates are %s, ToImage, ToDtype, "
-                               "ToPureTensor and RandomErasing (last)"
+                               "the v2 classes godali translates are %s, "
+                               "TrivialAugmentWide, RandAugment, AutoAugment, ToImage, "
+                               "ToDtype, ToPureTensor and RandomErasing (last)"
                                % ", ".join(self._V2_SAME))
         if self.tensor is not None and name not in ("Normalize", "ToDtype", "ToPureTensor",
                                                      "RandomHorizontalFlip",
@@ -906,9 +918,9 @@ class _Translator:
         return self._op("_auto_aug", images, policy=_json.dumps(policy), fill_value=fill,
                         interp_type=interp)
 
-    def _t_AutoAugment(self, images, t):
+    def _t_AutoAugment(self, images, t, v2=False):
         name = getattr(t.policy, "value", str(t.policy))
-        table = _tv_augs("auto", 10)
+        table = _tv_augs("auto", 10, v2)
         subs = []
         for sp in t._get_policies(t.policy):
             subs.append([[_TV_AUG_ORDER.index(op), float(p), -1 if b is None else int(b)]
@@ -916,7 +928,7 @@ class _Translator:
         policy = {"scheme": "auto", "bins": 10, "augs": table, "sub_policies": subs}
         return self._tv_auto_aug(images, "AutoAugment(policy=%s)" % name, t, policy)
 
-    def _t_RandAugment(self, images, t):
+    def _t_RandAugment(self, images, t, v2=False):
         bins, n, m = int(t.num_magnitude_bins), int(t.num_ops), int(t.magnitude)
         if bins < 2:
             raise ValueError("godali.torch: RandAugment: num_magnitude_bins must be >= 2, "
@@ -924,16 +936,16 @@ class _Translator:
         if not 0 <= m < bins:
             raise ValueError("godali.torch: RandAugment: magnitude must be in [0, %d] "
                              "(num_magnitude_bins - 1), got %d" % (bins - 1, m))
-        policy = {"scheme": "rand", "bins": bins, "augs": _tv_augs("rand", bins),
+        policy = {"scheme": "rand", "bins": bins, "augs": _tv_augs("rand", bins, v2),
                   "n": n, "m": m}
         return self._tv_auto_aug(images, "RandAugment", t, policy)
 
-    def _t_TrivialAugmentWide(self, images, t):
+    def _t_TrivialAugmentWide(self, images, t, v2=False):
         bins = int(t.num_magnitude_bins)
         if bins < 2:
             raise ValueError("godali.torch: TrivialAugmentWide: num_magnitude_bins must be "
                              ">= 2, got %d" % bins)
-        policy = {"scheme": "trivial", "bins": bins, "augs": _tv_augs("wide", bins)}
+        policy = {"scheme": "trivial", "bins": bins, "augs": _tv_augs("wide", bins, v2)}
         return self._tv_auto_aug(images, "TrivialAugmentWide", t, policy)
 
     def _t_AugMix(self, images, t):

@@ -226,3 +226,76 @@ def test_augmix_bilinear_and_fill_refused(folder):
                      approximate=True)
     x, _ = next(iter(DataLoader(ds, batch_size=5)))
     assert x.shape == (5, 3, 32, 32)
+
+
+def _v2_space(space, bins, hw):
+    """transforms.v2's own magnitude tables (functions of bins, height, width)."""
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    cls = {"rand": v2.RandAugment, "wide": v2.TrivialAugmentWide, "auto": v2.AutoAugment}
+    return cls[space]._AUGMENTATION_SPACE
+
+
+@pytest.mark.parametrize("space,bins", [("rand", 31), ("wide", 31), ("auto", 10)])
+@pytest.mark.parametrize("name", _TV_AUG_ORDER)
+def test_each_v2_op_matches_torchvision_v2(jpegs, space, bins, name):
+    """transforms.v2's AutoAugment family: each operation as v2 applies it to a PIL image
+    (its own _apply_image_or_video_transform) against the engine given godali's v2 tables."""
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    if name == "Invert" and space != "auto" or name == "Identity" and space == "auto":
+        pytest.skip("not in that augmentation space")
+    table = _v2_space(space, bins, None)
+    augs = _tv_augs(space, bins, v2=True)
+    order = _TV_AUG_ORDER if space == "auto" else _TV_AUG_ORDER[:-1]
+    aug = dict(augs[order.index(name)])
+    cls = {"rand": v2.RandAugment, "wide": v2.TrivialAugmentWide, "auto": v2.AutoAugment}
+    tr = cls[space](interpolation=InterpolationMode.NEAREST)
+    for b in sorted({1, bins // 3, bins - 1}):
+        for sign in ([1, -1] if aug["negate"] else [1]):
+            a = dict(aug, negate=False)
+            if sign < 0:
+                a["lo"], a["hi"] = -a["lo"], -a["hi"]
+                if "mags" in a:
+                    a["mags"] = [-v for v in a["mags"]]
+            pol = {"scheme": "rand", "bins": bins, "augs": [a], "n": 1, "m": b,
+                   "torchvision": True}
+            for src, got in _run(jpegs, pol)[0]:
+                h, w = src.shape[:2]
+                mags = table[name][0](bins, h, w)
+                mag = float(mags[b]) if mags is not None else 0.0
+                want = np.asarray(tr._apply_image_or_video_transform(
+                    Image.fromarray(src), name, sign * mag, InterpolationMode.NEAREST,
+                    tr._fill))
+                diff = np.any(got != want, axis=-1)
+                what = (name, space, bins, b, sign, (h, w), int(diff.sum()))
+                if name in WARPS:
+                    assert diff.mean() <= 0.025, what
+                else:
+                    assert not diff.any(), what
+
+
+def test_v2_solarize_thresholds_are_v2s(tmp_path):
+    """v2's thresholds are 255.0 * linspace(1, 0)[bin], in double; v1's are float32
+    linspace(255, 0)[bin]: at some bins they lie on either side of an integer, and that
+    value solarizes differently. Every bin of TrivialAugmentWide on an image holding all
+    256 values (a PNG, lossless) against v2's own Solarize."""
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    vals = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)
+    path = str(tmp_path / "ramp.png")
+    Image.fromarray(vals).save(path)
+    k = _TV_AUG_ORDER.index("Solarize")
+    a = _tv_augs("wide", 31, v2=True)[k]
+    tr = v2.TrivialAugmentWide()
+    differ = 0
+    for b in range(31):
+        pol = {"scheme": "rand", "bins": 31, "augs": [a], "n": 1, "m": b,
+               "torchvision": True}
+        (src, got), = _run([path], pol)[0]
+        mag = float(v2.TrivialAugmentWide._AUGMENTATION_SPACE["Solarize"][0](31, 16, 16)[b])
+        want = np.asarray(tr._apply_image_or_video_transform(
+            Image.fromarray(src), "Solarize", mag, InterpolationMode.NEAREST, tr._fill))
+        assert np.array_equal(got, want), b
+        v1 = np.asarray(_apply_op(Image.fromarray(src), "Solarize",
+                                  float(T.TrivialAugmentWide()._augmentation_space(31)
+                                        ["Solarize"][0][b]), InterpolationMode.NEAREST, None))
+        differ += not np.array_equal(v1, want)
+    assert differ > 0  # the v1 table would not do
