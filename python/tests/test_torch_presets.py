@@ -283,18 +283,20 @@ def test_v2_pipelines_are_served(root, caplog):
     loader, line = served(torchvision.datasets.ImageFolder(root, tr), caplog, batch_size=5)
     assert type(loader) is gt.DataLoader, line
     assert next(iter(loader))[0].shape == (5, 3, 24, 24)
-    # v2's auto-augment classes with their default NEAREST interpolation are translated
-    # (tests/test_tv_autoaug.py compares each operation with v2's).
-    aa = v2.Compose([v2.RandomResizedCrop(24), v2.TrivialAugmentWide(), v2.RandAugment(),
-                     v2.AutoAugment(), v2.PILToTensor()])
+    # v2's auto-augment classes are translated (tests/test_tv_autoaug.py compares each
+    # operation with v2's).
+    bilinear = T.InterpolationMode.BILINEAR
+    aa = v2.Compose([v2.RandomResizedCrop(24), v2.TrivialAugmentWide(),
+                     v2.RandAugment(interpolation=bilinear), v2.AutoAugment(),
+                     v2.PILToTensor()])
     loader, line = served(torchvision.datasets.ImageFolder(root, aa), caplog, batch_size=5)
     assert type(loader) is gt.DataLoader, line
     assert next(iter(loader))[0].shape == (5, 3, 24, 24)
-    # BILINEAR warps, v2 classes godali does not translate, and tensor-backend pipelines
-    # (torchvision's tensor kernels after PILToTensor) stay torch's, saying why.
-    bilinear = v2.TrivialAugmentWide(interpolation=T.InterpolationMode.BILINEAR)
-    for tf, why in ((v2.Compose([v2.RandomResizedCrop(24), bilinear, v2.PILToTensor()]),
-                     "BILINEAR"),
+    # v2 classes godali does not translate, a fill per input type, and tensor-backend
+    # pipelines (torchvision's tensor kernels after PILToTensor) stay torch's, saying why.
+    per_type = v2.TrivialAugmentWide(fill={torchvision.tv_tensors.Image: 3, "others": 0})
+    for tf, why in ((v2.Compose([v2.RandomResizedCrop(24), per_type, v2.PILToTensor()]),
+                     "fill"),
                     (v2.Compose([v2.RandomResizedCrop(24), v2.AugMix(), v2.PILToTensor()]),
                      "AugMix"),
                     (v2.Compose([v2.PILToTensor(), v2.Resize(32), v2.CenterCrop(28)]),
