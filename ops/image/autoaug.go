@@ -81,7 +81,9 @@ type augPolicy struct {
 	// translations truncated to whole pixels (int(magnitude)), ImageEnhance's float32
 	// blends with truncation (brightness, color with PIL's L, contrast with the grey
 	// int(mean(L) + 0.5), sharpness with ImageFilter.SMOOTH), ImageOps.autocontrast and
-	// ImageOps.equalize. RGB images only for the colour augmentations.
+	// ImageOps.equalize. RGB images only for the colour augmentations. With
+	// INTERP_LINEAR the warps are PIL's Image.transform(BILINEAR) with the matrices
+	// torchvision gives PIL (augImage.pilShear, pilRotate; imaging.Warp.PIL).
 	Torchvision bool `json:"torchvision"`
 }
 
