@@ -383,29 +383,33 @@ def _delegated(t):
     """The object a preset-style wrapper delegates to (torchvision's reference
     ClassificationPresetTrain/Eval: a class whose __call__, or forward for a Module, is
     only `return self.transforms(img)`), or None when t is not such a wrapper."""
+    return _delegation(t)[0]
+
+
+def _delegation(t):
+    """(the object t delegates to, None) or (None, why t is not a plain preset)."""
     import inspect
     cls = type(t)
-    if isinstance(t, _torch.nn.Module):
-        if not _plain_module(t):
-            return None
-        body = inspect.getattr_static(cls, "forward", None)
-    else:
-        body = inspect.getattr_static(cls, "__call__", None)
+    module = isinstance(t, _torch.nn.Module)
+    if module and not _plain_module(t):
+        return None, "a module with hooks, or whose __call__ or forward is replaced"
+    body = inspect.getattr_static(cls, "forward" if module else "__call__", None)
     if not _only_delegates(body):
-        return None
+        return None, ("its %s does more than return self.transforms(img)"
+                      % ("forward" if module else "__call__"))
     if cls.__getattribute__ not in (object.__getattribute__,
                                     _torch.nn.Module.__getattribute__):
-        return None
+        return None, "it overrides __getattribute__"
     static = inspect.getattr_static(cls, "transforms", None)
     if hasattr(type(static), "__get__") and hasattr(type(static), "__set__"):
-        return None  # a property or other data descriptor: not a plain attribute
+        return None, ".transforms is a property, not a plain attribute"
     d = vars(t)
     if "transforms" in d:
-        return d["transforms"]
-    mods = d.get("_modules") if isinstance(t, _torch.nn.Module) else None
+        return d["transforms"], None
+    mods = d.get("_modules") if module else None
     if mods is not None and "transforms" in mods:
-        return mods["transforms"]
-    return None
+        return mods["transforms"], None
+    return None, ".transforms is not an attribute of the object"
 
 
 def _preset_steps(t):
@@ -583,9 +587,9 @@ class _Translator:
                                    "godali applies RandomErasing to the batch's tensors "
                                    "after everything else")
             if hasattr(t, "transforms"):
-                raise _unsupported(name, "it has a .transforms but its __call__ (or forward) "
-                                   "does more than return self.transforms(img), so godali "
-                                   "cannot tell what it computes")
+                raise _unsupported(name, "it has a .transforms but is not a plain preset (%s), "
+                                   "so godali cannot tell what it computes"
+                                   % _delegation(t)[1])
             raise _unsupported(name)
         if self.tensor is not None and name not in ("Normalize", "ConvertImageDtype",
                                                      "RandomHorizontalFlip",

@@ -139,9 +139,9 @@ def test_preset_recognition_is_by_behaviour_not_by_name(root, caplog):
     # .transforms is a property (each call could give another pipeline).
     hooked = ModulePreset()
     hooked.register_forward_hook(lambda m, i, o: o + 1)
-    for tf, why in ((hooked, "ModulePreset"), (DoesMore(crop_size=28, resize_size=32),
-                                                "does more than return self.transforms"),
-                    (PropertyPreset(), "PropertyPreset")):
+    for tf, why in ((hooked, "hooks"), (DoesMore(crop_size=28, resize_size=32),
+                                         "__call__ does more than return self.transforms"),
+                    (PropertyPreset(), ".transforms is a property")):
         ds = torchvision.datasets.ImageFolder(root, tf)
         loader, line = served(ds, caplog, batch_size=5)
         assert type(loader) is not gt.DataLoader, line
