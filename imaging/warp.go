@@ -18,6 +18,11 @@ type Warp struct {
 	Interp  Interp        // InterpNN or InterpLinear
 	UseFill bool
 	Fill    byte
+	// PIL selects, for InterpLinear, PIL's bilinear transform filter (Image.transform
+	// with BILINEAR) instead of DALI's: a point outside [0, w) x [0, h) is the fill
+	// value (0 without UseFill), one inside blends its four neighbours clamped to the
+	// edge, in float64, and the result is truncated.
+	PIL bool
 }
 
 // Apply fills dst (dw x dh x c) from src (w x h x c).
@@ -39,6 +44,10 @@ func (p *Warp) Apply(dst []byte, dw, dh int, src []byte, w, h, c int) error {
 	case InterpNN:
 		p.nearest(dst, dw, dh, src, w, h, c)
 	case InterpLinear, InterpTriangular:
+		if p.PIL {
+			p.pilLinear(dst, dw, dh, src, w, h, c)
+			return nil
+		}
 		p.linear(dst, dw, dh, src, w, h, c)
 	default:
 		return fmt.Errorf("warp: interpolation %v: expected INTERP_NN or INTERP_LINEAR", p.Interp)
@@ -131,6 +140,46 @@ func (p *Warp) linear(dst []byte, dw, dh int, src []byte, w, h, c int) {
 				top := a + (b-a)*ax
 				bot := d + (e-d)*ax
 				o[ch] = SatU8(top + (bot-top)*ay)
+			}
+		}
+	}
+}
+
+// pilLinear is PIL's bilinear_filter32RGB under ImagingGenericTransform with the affine
+// map: the point is M * (x + 0.5, y + 0.5) (products summed left to right, unfused, as
+// PIL's C does), tested against the image before the half-pixel shift.
+func (p *Warp) pilLinear(dst []byte, dw, dh int, src []byte, w, h, c int) {
+	m := &p.M
+	fill := byte(0)
+	if p.UseFill {
+		fill = p.Fill
+	}
+	fw, fh := float64(w), float64(h)
+	for y := 0; y < dh; y++ {
+		fy := float64(y) + 0.5
+		out := dst[y*dw*c : (y+1)*dw*c]
+		for x := 0; x < dw; x++ {
+			fx := float64(x) + 0.5
+			// float64(...) around each product keeps the compiler from fusing them.
+			sx := float64(m[0][0]*fx) + float64(m[0][1]*fy) + m[0][2]
+			sy := float64(m[1][0]*fx) + float64(m[1][1]*fy) + m[1][2]
+			o := out[x*c : (x+1)*c]
+			if !(sx >= 0 && sx < fw && sy >= 0 && sy < fh) {
+				fillBytes(o, fill)
+				continue
+			}
+			sx -= 0.5
+			sy -= 0.5
+			x0, y0 := floorInt(sx), floorInt(sy)
+			dx, dy := sx-float64(x0), sy-float64(y0)
+			xa, xb := clampInt(x0, 0, w-1)*c, clampInt(x0+1, 0, w-1)*c
+			ra, rb := clampInt(y0, 0, h-1)*w*c, clampInt(y0+1, 0, h-1)*w*c
+			for ch := range o {
+				a, b := float64(src[ra+xa+ch]), float64(src[ra+xb+ch])
+				v1 := a + float64((b-a)*dx)
+				d, e := float64(src[rb+xa+ch]), float64(src[rb+xb+ch])
+				v2 := d + float64((e-d)*dx)
+				o[ch] = byte(v1 + float64((v2-v1)*dy))
 			}
 		}
 	}

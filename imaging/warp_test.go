@@ -76,3 +76,37 @@ func TestWarpBorders(t *testing.T) {
 		t.Error("NaN transform accepted")
 	}
 }
+
+// PIL's bilinear transform filter (Geometry.c): a point outside [0, w) x [0, h) is the
+// fill; inside, the neighbours are clamped to the edge and the blend is truncated.
+// Expected values worked by hand from that definition.
+func TestWarpPILBilinear(t *testing.T) {
+	// 2 x 2 grey image: 10 20 / 30 41.
+	src := []byte{10, 20, 30, 41}
+	dst := make([]byte, 4)
+	// Identity shifted by a quarter pixel right and down: output (0, 0) samples
+	// (0.75, 0.75) -> after the half-pixel shift (0.25, 0.25) between all four.
+	p := Warp{M: [2][3]float64{{1, 0, 0.25}, {0, 1, 0.25}}, Interp: InterpLinear, UseFill: true,
+		Fill: 99, PIL: true}
+	if err := p.Apply(dst, 2, 2, src, 2, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	// (0,0): rows 10+10*.25=12.5, 30+11*.25=32.75 -> 12.5+20.25*.25=17.5625 -> 17.
+	// (1,0): x 1.25 -> neighbours 1 and 2 clamped to 1: 20, 41; y .25: 20+21*.25=25.25 -> 25.
+	// (0,1): y 1.25 -> rows 1 and 1: 30+11*.25=32.75 -> 32.
+	// (1,1): point (1.75, 1.75) inside; all neighbours clamp to 41.
+	want := []byte{17, 25, 32, 41}
+	for i := range want {
+		if dst[i] != want[i] {
+			t.Fatalf("got %v, want %v", dst, want)
+		}
+	}
+	// Points at x >= w are the fill (output column 1 samples x = 2.5).
+	p.M = [2][3]float64{{1, 0, 1}, {0, 1, 0}}
+	if err := p.Apply(dst, 2, 2, src, 2, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if dst[1] != 99 || dst[3] != 99 || dst[0] != 20 || dst[2] != 41 {
+		t.Fatalf("outside points: got %v, want [20 99 41 99]", dst)
+	}
+}

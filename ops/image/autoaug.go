@@ -81,7 +81,9 @@ type augPolicy struct {
 	// translations truncated to whole pixels (int(magnitude)), ImageEnhance's float32
 	// blends with truncation (brightness, color with PIL's L, contrast with the grey
 	// int(mean(L) + 0.5), sharpness with ImageFilter.SMOOTH), ImageOps.autocontrast and
-	// ImageOps.equalize. RGB images only for the colour augmentations.
+	// ImageOps.equalize. RGB images only for the colour augmentations. With
+	// INTERP_LINEAR the warps are PIL's Image.transform(BILINEAR) with the matrices
+	// torchvision gives PIL (augImage.pilShear, pilRotate; imaging.Warp.PIL).
 	Torchvision bool `json:"torchvision"`
 }
 
@@ -271,6 +273,9 @@ func (o *autoAugOp) Run(ws *engine.Workspace) error {
 	copy(out.Data, in.Data)
 	st.img.pix = out.Data[:in.Shape[0]*in.Shape[1]*in.Shape[2]]
 	st.img.h, st.img.w, st.img.c = in.Shape[0], in.Shape[1], in.Shape[2]
+	// torchvision's BILINEAR warps are PIL's (its NEAREST ones keep DALI's sampling,
+	// which picks the same pixels but on pixel edges).
+	st.img.pil = o.pol.Torchvision && o.interp == imaging.InterpLinear
 	rng := ws.RNG
 	if o.seed >= 0 {
 		st.rng.Seed(uint64(o.seed), uint64(ws.Epoch), uint64(ws.Position))
@@ -351,9 +356,20 @@ func (o *autoAugOp) applyTV(im *augImage, d *augDef, m float64) (done bool, err 
 	}
 	switch d.Name {
 	case "shear_x":
+		if im.pil {
+			return true, im.pilShear(m, true, o.interp, o.useFill, o.fill)
+		}
 		return true, im.warpFwd([2][3]float64{{1, -m, 0}, {0, 1, 0}}, o.interp, o.useFill, o.fill)
 	case "shear_y":
+		if im.pil {
+			return true, im.pilShear(m, false, o.interp, o.useFill, o.fill)
+		}
 		return true, im.warpFwd([2][3]float64{{1, 0, 0}, {-m, 1, 0}}, o.interp, o.useFill, o.fill)
+	case "rotate":
+		if im.pil {
+			return true, im.pilRotate(m, o.interp, o.useFill, o.fill)
+		}
+		return false, nil
 	case "translate_x":
 		if d.Rel {
 			m *= float64(im.w)

@@ -3,6 +3,7 @@ package image
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/godali/godali/imaging"
 )
@@ -19,6 +20,9 @@ type augImage struct {
 	pix     []byte // h x w x c
 	w, h, c int
 	scratch []byte // at least len(pix) once grown
+	// pil: torchvision's BILINEAR warps, which PIL computes (Warp.PIL, and PIL's own
+	// matrices for the shears and rotations: pilShear, pilRotate).
+	pil bool
 }
 
 func (im *augImage) scratchBuf() []byte {
@@ -44,12 +48,58 @@ func (im *augImage) warpFwd(m [2][3]float64, interp imaging.Interp, useFill bool
 }
 
 func (im *augImage) warp(wp *imaging.Warp) error {
+	wp.PIL = im.pil
 	dst := im.scratchBuf()
 	if err := wp.Apply(dst, im.w, im.h, im.pix, im.w, im.h, im.c); err != nil {
 		return err
 	}
 	copy(im.pix, dst)
 	return nil
+}
+
+// Python's math.radians and math.degrees factors, computed in float64 as C computes
+// them (Go's constant arithmetic would round the exact quotient instead).
+var (
+	pyPi       float64 = math.Pi
+	pyDegToRad         = pyPi / 180.0
+	pyRadToDeg         = 180.0 / pyPi
+)
+
+// pilShear shears as torchvision's F.affine(shear=[degrees(atan(m)), 0], center=[0, 0])
+// (x: true) or shear=[0, degrees(atan(m))] (x: false) does on a PIL image: the matrix
+// its _get_inverse_affine_matrix computes, handed to PIL.
+func (im *augImage) pilShear(m float64, x bool, interp imaging.Interp, useFill bool, fill byte) error {
+	s := float64(math.Atan(m)*pyRadToDeg) * pyDegToRad
+	var a, b, c, d float64
+	if x { // rot 0, shear (s, 0): a = 1, b = -tan(s), c = 0, d = 1
+		a, b, c, d = 1, -math.Tan(s), 0, 1
+	} else { // shear (0, s): a = cos(-s)/cos(s), b = -sin(0), c = sin(-s)/cos(s), d = cos(0)
+		a, b, c, d = math.Cos(-s)/math.Cos(s), -0.0, math.Sin(-s)/math.Cos(s), 1
+	}
+	wp := imaging.Warp{M: [2][3]float64{{d, -b, 0}, {-c, a, 0}}, Interp: interp,
+		UseFill: useFill, Fill: fill}
+	return im.warp(&wp)
+}
+
+// pilRotate is PIL's Image.rotate(deg) (torchvision's F.rotate of a PIL image): the
+// angle taken modulo 360, cos and sin rounded to 15 decimals, about (w/2, h/2).
+func (im *augImage) pilRotate(deg float64, interp imaging.Interp, useFill bool, fill byte) error {
+	deg = math.Mod(deg, 360)
+	if deg < 0 {
+		deg += 360
+	}
+	ang := -(deg * pyDegToRad)
+	r15 := func(v float64) float64 {
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', 15, 64), 64)
+		return f
+	}
+	a, b, d, e := r15(math.Cos(ang)), r15(math.Sin(ang)), r15(-math.Sin(ang)), r15(math.Cos(ang))
+	cx, cy := float64(im.w)/2, float64(im.h)/2
+	c := float64(a*-cx) + float64(b*-cy) + 0.0
+	f := float64(d*-cx) + float64(e*-cy) + 0.0
+	wp := imaging.Warp{M: [2][3]float64{{a, b, c + cx}, {d, e, f + cy}}, Interp: interp,
+		UseFill: useFill, Fill: fill}
+	return im.warp(&wp)
 }
 
 // rotate turns the image counter-clockwise by deg degrees about its centre, keeping

@@ -53,7 +53,11 @@ SUPPORTED_TRANSFORMS = (
     "RandomHorizontalFlip", "RandomVerticalFlip", "ToTensor", "PILToTensor",
     "ConvertImageDtype", "Normalize", "ColorJitter", "RandomRotation", "GaussianBlur",
     "RandomGrayscale", "Grayscale(num_output_channels=3)", "AutoAugment", "RandAugment",
-    "TrivialAugmentWide",
+    "TrivialAugmentWide", "RandomErasing (last)",
+    "presets whose __call__ is only `return self.transforms(img)`",
+    "weights.transforms() (ImageClassification)",
+    "transforms.v2: Compose, RandomResizedCrop, Resize, CenterCrop, RandomHorizontalFlip, "
+    "RandomVerticalFlip, PILToTensor, ToImage, ToDtype, Normalize, RandomErasing, ToPureTensor",
 )
 
 
@@ -78,8 +82,8 @@ class UnsupportedDatasetError(TypeError):
 
 
 class UnsupportedArgumentError(ValueError):
-    """A DataLoader argument godali cannot honour with torch's semantics (a custom
-    collate_fn, batch_sampler, worker_init_fn, an unknown sampler, batch_size=None)."""
+    """A DataLoader argument godali cannot honour with torch's semantics (batch_sampler,
+    worker_init_fn, an unknown sampler, batch_size=None)."""
 
 
 def _internal_op(name):
@@ -295,6 +299,8 @@ def _one_fill(fill, what):
         return 0.0
     if isinstance(fill, (int, float)):
         return float(fill)
+    if isinstance(fill, dict):  # transforms.v2: a fill per input type
+        raise _unsupported("%s(fill=%r)" % (what, fill), "one fill value for every input")
     vals = [float(f) for f in fill]
     if len(set(vals)) != 1:
         raise _unsupported("%s(fill=%r)" % (what, fill),
@@ -311,9 +317,11 @@ _TV_AUG_ORDER = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Ro
                  "AutoContrast", "Equalize", "Invert"]
 
 
-def _tv_augs(space, bins):
+def _tv_augs(space, bins, v2=False):
     """space: "auto" (AutoAugment: no Identity, Invert last), "rand" (RandAugment) or
-    "wide" (TrivialAugmentWide)."""
+    "wide" (TrivialAugmentWide). v2: transforms.v2's tables, which differ in Solarize
+    only (the threshold is 255.0 * linspace(1, 0)[bin], in double, where v1 has
+    linspace(255, 0)[bin] in float32)."""
     wide = space == "wide"
     big = 0.99 if wide else 0.9
 
@@ -354,6 +362,8 @@ def _tv_augs(space, bins):
         mags = ref.get(n, (None,))[0]
         if mags is not None and mags.ndim > 0 and not d["rel"]:
             d["mags"] = [float(v) for v in mags.tolist()]
+        if v2 and n == "Solarize":
+            d["mags"] = [255.0 * float(v) for v in _torch.linspace(1.0, 0.0, bins)]
         out.append(d)
     return out
 
@@ -423,23 +433,178 @@ def _tv_name(t):
                        cls.__qualname__)
 
 
-def _flatten(transform):
-    """The transforms of `transform` in order, Compose (torchvision's) and lists opened,
-    as (torchvision name, transform) pairs."""
+def _delegate_reference(self, img):
+    return self.transforms(img)
+
+
+def _only_delegates(func):
+    """True when func is a plain function whose body is exactly
+    `return self.transforms(<its one argument>)` (compared bytecode for bytecode with such
+    a function compiled by this interpreter: names of the parameters and a docstring may
+    differ, nothing else)."""
+    import types
+    if not isinstance(func, types.FunctionType):
+        return False
+    c, r = func.__code__, _delegate_reference.__code__
+    return (c.co_code == r.co_code and c.co_names == r.co_names and
+            c.co_argcount == 2 and c.co_posonlyargcount == 0 and
+            c.co_kwonlyargcount == 0 and (c.co_flags & 0x0C) == 0 and  # no *args, **kw
+            c.co_nlocals == 2 and not c.co_freevars and not c.co_cellvars)
+
+
+def _plain_module(t):
+    """True unless t is a torch.nn.Module whose call would run more than its forward
+    (hooks, an overridden __call__, a forward set on the instance)."""
+    nn = _torch.nn
+    if not isinstance(t, nn.Module):
+        return True
+    if type(t).__call__ is not nn.Module.__call__ or "forward" in vars(t):
+        return False
+    if getattr(t, "_forward_hooks", None) or getattr(t, "_forward_pre_hooks", None):
+        return False
+    g = nn.modules.module
+    return not (getattr(g, "_global_forward_hooks", None) or
+                getattr(g, "_global_forward_pre_hooks", None))
+
+
+def _delegated(t):
+    """The object a preset-style wrapper delegates to (torchvision's reference
+    ClassificationPresetTrain/Eval: a class whose __call__, or forward for a Module, is
+    only `return self.transforms(img)`), or None when t is not such a wrapper."""
+    return _delegation(t)[0]
+
+
+def _delegation(t):
+    """(the object t delegates to, None) or (None, why t is not a plain preset)."""
+    import inspect
+    cls = type(t)
+    module = isinstance(t, _torch.nn.Module)
+    if module and not _plain_module(t):
+        return None, "a module with hooks, or whose __call__ or forward is replaced"
+    body = inspect.getattr_static(cls, "forward" if module else "__call__", None)
+    if not _only_delegates(body):
+        return None, ("its %s does more than return self.transforms(img)"
+                      % ("forward" if module else "__call__"))
+    if cls.__getattribute__ not in (object.__getattribute__,
+                                    _torch.nn.Module.__getattribute__):
+        return None, "it overrides __getattribute__"
+    static = inspect.getattr_static(cls, "transforms", None)
+    if hasattr(type(static), "__get__") and hasattr(type(static), "__set__"):
+        return None, ".transforms is a property, not a plain attribute"
+    d = vars(t)
+    if "transforms" in d:
+        return d["transforms"], None
+    mods = d.get("_modules") if module else None
+    if mods is not None and "transforms" in mods:
+        return mods["transforms"], None
+    return None, ".transforms is not an attribute of the object"
+
+
+def _preset_steps(t):
+    """torchvision's weights.transforms() for classification
+    (torchvision.transforms._presets.ImageClassification, the class itself, not a
+    subclass) as the transforms its forward runs on a PIL image: resize the shorter side
+    to resize_size, centre crop, pil_to_tensor, convert_image_dtype(float), normalize.
+    (Its antialias argument only matters for tensor inputs: PIL always antialiases.)
+    None for anything else."""
+    try:
+        from torchvision.transforms import _presets
+        import torchvision.transforms as T
+    except ImportError:
+        return None
+    if type(t) is not getattr(_presets, "ImageClassification", None) or \
+            not _plain_module(t):
+        return None
+    return [T.Resize(list(t.resize_size), interpolation=t.interpolation),
+            T.CenterCrop(list(t.crop_size)), T.PILToTensor(),
+            T.ConvertImageDtype(_torch.float), T.Normalize(list(t.mean), list(t.std))]
+
+
+def _flatten(transform, depth=0):
+    """The transforms of `transform` in order, as (torchvision name, transform) pairs:
+    Compose (torchvision's) and lists opened, preset wrappers (an object whose __call__ is
+    only `return self.transforms(img)`) replaced by what they wrap, torchvision's
+    ImageClassification preset by its steps."""
     if transform is None:
         return []
+    if depth > 50:
+        raise _unsupported("a transform nested %d levels deep" % depth)
     if isinstance(transform, (list, tuple)):
         out = []
         for t in transform:
-            out.extend(_flatten(t))
+            out.extend(_flatten(t, depth + 1))
         return out
-    name = _tv_name(transform)
+    inner, why = _delegation(transform)
+    if inner is not None:
+        return _flatten(inner, depth + 1)
+    steps = _preset_steps(transform)
+    if steps is not None:
+        return [pair for st in steps for pair in _flatten(st, depth + 1)]
+    try:
+        name = _tv_name(transform)
+    except UnsupportedTransformError:
+        if hasattr(transform, "transforms") and type(transform) not in _tv_classes():
+            raise _unsupported(type(transform).__qualname__,
+                               "it has a .transforms but is not a plain preset (%s), so "
+                               "godali cannot tell what it computes" % why) from None
+        raise
     if name == "Compose":
         out = []
         for t in transform.transforms:
-            out.extend(_flatten(t))
+            out.extend(_flatten(t, depth + 1))
         return out
     return [(name, transform)]
+
+
+def _v2():
+    """torchvision.transforms.v2, or None (torchvision before 0.15)."""
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    return v2
+
+
+def _host_step(t):
+    """True for the transforms godali applies to the tensors of the batch in Python,
+    sample after sample, after the engine: torchvision's RandomErasing (v1 and v2) and
+    v2's ToPureTensor (nothing to do: godali's tensors are plain)."""
+    try:
+        import torchvision.transforms as T
+    except ImportError:
+        return False
+    v2 = _v2()
+    cls = type(t)
+    if cls is T.RandomErasing or (v2 is not None and cls is v2.RandomErasing):
+        return _plain_module(t)
+    return v2 is not None and cls is getattr(v2, "ToPureTensor", None)
+
+
+def _split_steps(transform):
+    """(engine steps, host steps) of a transform: the flattened transforms without their
+    trailing RandomErasing/ToPureTensor, and the RandomErasing objects among those."""
+    ts = _flatten(transform)
+    k = len(ts)
+    while k > 0 and _host_step(ts[k - 1][1]):
+        k -= 1
+    v2 = _v2()
+    tail = [t for _, t in ts[k:] if not (v2 is not None and
+                                         type(t) is getattr(v2, "ToPureTensor", None))]
+    return ts[:k], tail
+
+
+def _run_host_steps(x, steps):
+    """Applies the host steps (RandomErasing objects) to every sample of the batch x
+    [N, C, H, W], sample after sample as torch's DataLoader does (their random draws come
+    from torch's generator of this process); x is updated in place and returned."""
+    for i in range(x.shape[0]):
+        s = x[i]
+        out = s
+        for t in steps:
+            out = t(out)
+        if out is not s:
+            x[i].copy_(out)
+    return x
 
 
 class _Translator:
@@ -489,7 +654,10 @@ class _Translator:
     def run(self, jpegs):
         ts = list(self.ts)
         if ts and ts[0][0] == "RandomResizedCrop":
-            images = self._rrc(jpegs, ts.pop(0)[1], decode=True)
+            first = ts.pop(0)[1]
+            if type(first).__module__.startswith("torchvision.transforms.v2"):
+                self._v2_own(first, "RandomResizedCrop")
+            images = self._rrc(jpegs, first, decode=True)
         else:
             # like_pil: PIL's Image.open + convert("RGB") (torchvision's loader): no EXIF
             # orientation (but TIFF's, which PIL applies on load), 16-bit grey clipped.
@@ -515,16 +683,102 @@ class _Translator:
 
     def _one(self, images, nt):
         name, t = nt
+        if type(t).__module__.startswith("torchvision.transforms.v2"):
+            return self._v2_one(images, t, name)
         meth = getattr(self, "_t_" + name, None)
         if meth is None:
+            if name in ("RandomErasing", "ToPureTensor"):
+                raise _unsupported("%s other than at the end (or with hooks)" % name,
+                                   "godali applies RandomErasing to the batch's tensors "
+                                   "after everything else")
+            if hasattr(t, "transforms"):
+                raise _unsupported(name, "it has a .transforms but is not a plain preset (%s), "
+                                   "so godali cannot tell what it computes"
+                                   % _delegation(t)[1])
             raise _unsupported(name)
         if self.tensor is not None and name not in ("Normalize", "ConvertImageDtype",
                                                      "RandomHorizontalFlip",
                                                      "RandomVerticalFlip", "CenterCrop"):
             raise _unsupported("%s after ToTensor/PILToTensor" % name,
-                               "godali runs image transforms before the tensor conversion; "
-                               "move %s before ToTensor()" % name)
+                               "torchvision then runs its tensor kernels (not PIL's, which "
+                               "godali's operators follow); godali runs image transforms "
+                               "before ToTensor/PILToTensor")
         return meth(images, t)
+
+    # -- torchvision.transforms.v2 ----------------------------------------------------
+
+    # v2 classes translated, by identity: on a PIL image (what ImageFolder gives) they
+    # run the same PIL operations with the same random draws as their v1 namesakes
+    # (v2's ToDtype(float32, scale=True) multiplies by 1/255 where ConvertImageDtype
+    # divides by 255: within the documented float32 rounding).
+    _V2_SAME = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomHorizontalFlip",
+                "RandomVerticalFlip", "PILToTensor", "Normalize")
+
+    @staticmethod
+    def _v2_own(t, name):
+        v2 = _v2()
+        if v2 is None or type(t) is not getattr(v2, name, None) or not _plain_module(t):
+            raise _unsupported("%s.%s" % (type(t).__module__, name),
+                               "not one of torchvision.transforms.v2's own classes")
+
+    def _v2_one(self, images, t, name):
+        self._v2_own(t, name)
+        if name in ("ToImage", "ToDtype", "ToPureTensor"):
+            meth = getattr(self, "_v2_" + name)
+        elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
+            # v2's operations on a PIL image are v1's (the same PIL calls); the random
+            # choices draw from the same distributions; Solarize's thresholds differ.
+            def meth(images, t, m=getattr(self, "_t_" + name)):
+                return m(images, t, v2=True)
+        elif name in self._V2_SAME:
+            meth = getattr(self, "_t_" + name)
+        else:
+            raise _unsupported("transforms.v2.%s" % name,
+                               "the v2 classes godali translates are %s, "
+                               "TrivialAugmentWide, RandAugment, AutoAugment, ToImage, "
+                               "ToDtype, ToPureTensor and RandomErasing (last)"
+                               % ", ".join(self._V2_SAME))
+        if self.tensor is not None and name not in ("Normalize", "ToDtype", "ToPureTensor",
+                                                     "RandomHorizontalFlip",
+                                                     "RandomVerticalFlip", "CenterCrop"):
+            raise _unsupported("transforms.v2.%s after the tensor conversion" % name,
+                               "torchvision then runs its tensor kernels, godali's "
+                               "operators follow PIL's")
+        if name == "Resize" and getattr(t, "size", 0) is None:
+            raise _unsupported("transforms.v2.Resize(size=None, max_size=...)")
+        return meth(images, t)
+
+    def _v2_ToImage(self, images, t):
+        if self.tensor is not None:
+            raise _unsupported("transforms.v2.ToImage of a tensor")
+        return self._t_PILToTensor(images, t)
+
+    def _v2_ToPureTensor(self, images, t):
+        if self.tensor is None:
+            raise _unsupported("transforms.v2.ToPureTensor of a PIL image")
+        return images
+
+    def _v2_ToDtype(self, images, t):
+        dt = t.dtype
+        if self.tensor is None:
+            raise UnsupportedTransformError("godali.torch: transforms.v2.ToDtype needs a "
+                                            "tensor: put ToImage() or PILToTensor() before it")
+        if not isinstance(dt, _torch.dtype):
+            raise _unsupported("transforms.v2.ToDtype(dtype=%r)" % (dt,),
+                               "one torch.dtype for the image")
+        if dt == _torch.uint8:
+            if self.tensor != "uint8":
+                raise _unsupported("transforms.v2.ToDtype(torch.uint8) of a float image")
+            return images
+        names = {_torch.float32: "float32", _torch.float16: "float16"}
+        if dt not in names:
+            raise _unsupported("transforms.v2.ToDtype(%s)" % dt, "float32 and float16 only")
+        # uint8 -> float: divided by 255 with scale=True, the values as they are without;
+        # float -> float: a cast (the range of both is [0, 1]).
+        if self.tensor == "uint8" and getattr(t, "scale", False):
+            self.std = 255.0
+        self.tensor = names[dt]
+        return images
 
     # -- geometry -------------------------------------------------------------------
 
@@ -764,22 +1018,19 @@ class _Translator:
     def _tv_auto_aug(self, images, what, t, policy):
         images = self._flush(images)
         interp = _interp(t.interpolation, what)
-        if interp != _types.INTERP_NN:
-            if interp != _types.INTERP_LINEAR:
-                raise _unsupported("%s(interpolation=%s)" % (what, t.interpolation),
-                                   "godali's auto-augment warps are NEAREST and BILINEAR")
-            if not self.approx:
-                raise _inexact("%s(interpolation=BILINEAR)" % what,
-                               "the geometric augmentations blend like DALI's warp_affine, "
-                               "not like PIL's bilinear transform near the border")
+        # BILINEAR: the engine's torchvision mode runs PIL's bilinear transform filter
+        # with PIL's matrices (bit-exact, tests/test_tv_autoaug.py).
+        if interp not in (_types.INTERP_NN, _types.INTERP_LINEAR):
+            raise _unsupported("%s(interpolation=%s)" % (what, t.interpolation),
+                               "godali's auto-augment warps are NEAREST and BILINEAR")
         fill = _one_fill(t.fill, what)
         policy["torchvision"] = True
         return self._op("_auto_aug", images, policy=_json.dumps(policy), fill_value=fill,
                         interp_type=interp)
 
-    def _t_AutoAugment(self, images, t):
+    def _t_AutoAugment(self, images, t, v2=False):
         name = getattr(t.policy, "value", str(t.policy))
-        table = _tv_augs("auto", 10)
+        table = _tv_augs("auto", 10, v2)
         subs = []
         for sp in t._get_policies(t.policy):
             subs.append([[_TV_AUG_ORDER.index(op), float(p), -1 if b is None else int(b)]
@@ -787,7 +1038,7 @@ class _Translator:
         policy = {"scheme": "auto", "bins": 10, "augs": table, "sub_policies": subs}
         return self._tv_auto_aug(images, "AutoAugment(policy=%s)" % name, t, policy)
 
-    def _t_RandAugment(self, images, t):
+    def _t_RandAugment(self, images, t, v2=False):
         bins, n, m = int(t.num_magnitude_bins), int(t.num_ops), int(t.magnitude)
         if bins < 2:
             raise ValueError("godali.torch: RandAugment: num_magnitude_bins must be >= 2, "
@@ -795,16 +1046,16 @@ class _Translator:
         if not 0 <= m < bins:
             raise ValueError("godali.torch: RandAugment: magnitude must be in [0, %d] "
                              "(num_magnitude_bins - 1), got %d" % (bins - 1, m))
-        policy = {"scheme": "rand", "bins": bins, "augs": _tv_augs("rand", bins),
+        policy = {"scheme": "rand", "bins": bins, "augs": _tv_augs("rand", bins, v2),
                   "n": n, "m": m}
         return self._tv_auto_aug(images, "RandAugment", t, policy)
 
-    def _t_TrivialAugmentWide(self, images, t):
+    def _t_TrivialAugmentWide(self, images, t, v2=False):
         bins = int(t.num_magnitude_bins)
         if bins < 2:
             raise ValueError("godali.torch: TrivialAugmentWide: num_magnitude_bins must be "
                              ">= 2, got %d" % bins)
-        policy = {"scheme": "trivial", "bins": bins, "augs": _tv_augs("wide", bins)}
+        policy = {"scheme": "trivial", "bins": bins, "augs": _tv_augs("wide", bins, v2)}
         return self._tv_auto_aug(images, "TrivialAugmentWide", t, policy)
 
     def _t_AugMix(self, images, t):
@@ -895,7 +1146,7 @@ def translate(transform, jpegs, approximate=False, gpu_from=None, exact=False):
 
     gpu_from (see gpu_placement): the image operators from that index on run on the GPU
     (0: the decoder too, as device "mixed"); None: all on the CPU."""
-    return _Translator(_flatten(transform), approximate, gpu_from, exact).run(jpegs)
+    return _Translator(_split_steps(transform)[0], approximate, gpu_from, exact).run(jpegs)
 
 
 def gpu_placement(transform, approximate=False):
@@ -1112,8 +1363,11 @@ class DataLoader:
     transform runs on the GPU from the last step without a GPU operator on (all of it for
     the standard ImageNet transforms; see gpu_placement and docs/pytorch.md#gpu); with the
     CPU flavour the batches are decoded on the CPU and copied from pinned memory, which
-    the log says once. Custom collate_fn, batch_sampler, other samplers and
-    worker_init_fn raise UnsupportedArgumentError naming them; other datasets
+    the log says once. collate_fn: called, as torch calls it, on the list of
+    (image, target) samples of each batch (the images are the batch's, one by one; the
+    targets ints or target_transform's results), in this process. A RandomErasing at the
+    end of the transform runs here too, on each sample of the batch. batch_sampler, other
+    samplers and worker_init_fn raise UnsupportedArgumentError naming them; other datasets
     UnsupportedDatasetError; transforms godali cannot run exactly
     UnsupportedTransformError (all when the loader is created).
 
@@ -1142,12 +1396,6 @@ class DataLoader:
                  seed=None, device=None, exact=None):
         _check_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
                          drop_last, timeout, prefetch_factor, persistent_workers)
-        if collate_fn is not None and collate_fn is not _default_collate():
-            raise UnsupportedArgumentError(
-                "godali.torch.DataLoader: a custom collate_fn (%r) is not supported: "
-                "batches are collated by the engine (images [N, C, H, W], labels [N]); "
-                "apply your function to the batches the loader yields instead"
-                % (collate_fn,))
         if worker_init_fn is not None:
             raise UnsupportedArgumentError(
                 "godali.torch.DataLoader: worker_init_fn is not supported: godali has no "
@@ -1205,6 +1453,13 @@ class DataLoader:
         self._src = src
         self._samples = src.samples
         self._transform = src.transform
+        # RandomErasing at the end of the transform: applied to the batch's tensors here,
+        # sample after sample (see _run_host_steps).
+        self._host_steps = _split_steps(src.transform)[1]
+        # A collate_fn other than default_collate gets the list of (image, target) samples
+        # torch would give it: the batch's images one by one, the targets as ints (or
+        # target_transform's results).
+        self._collate_fn = None if collate_fn in (None, _default_collate()) else collate_fn
         self._target_transform = src.target_transform
         self._approx = src.approximate
         self._tkey = _fingerprint(src.transform)  # what the pipelines are built from
@@ -1585,7 +1840,7 @@ def _pinned(obj):
     """The tensors in obj (a tensor, or lists, tuples and dicts of them, as default_collate
     makes) in pinned memory."""
     if isinstance(obj, _torch.Tensor):
-        return obj.pin_memory()
+        return obj if obj.is_cuda or obj.is_pinned() else obj.pin_memory()
     if isinstance(obj, (list, tuple)):
         return type(obj)(_pinned(o) for o in obj)
     if isinstance(obj, dict):
@@ -1737,6 +1992,22 @@ class _LoaderIter:
         if keep < bs:
             x, y = x[:keep], y[:keep]
         y = y.to(_torch.int64)
+        if ld._host_steps:
+            x = _run_host_steps(x, ld._host_steps)
+        if ld._collate_fn is not None:
+            tt = ld._target_transform
+            ys = [int(v) for v in y.tolist()]
+            if tt is not None:
+                ys = [tt(v) for v in ys]
+            batch = ld._collate_fn([(x[i], v) for i, v in enumerate(ys)])
+            if self._to_pin:
+                batch = _pinned(batch)
+            if self._to_device is not None:
+                batch = _moved(batch, self._to_device)
+            self._done += 1
+            if self._done >= self._steps:
+                self._finish()
+            return batch
         if self._collate is not None:
             tt = self._target_transform
             y = self._collate([tt(int(v)) for v in y.tolist()])
@@ -1918,7 +2189,7 @@ def _check_translation(transform, approximate, exact=False):
     pipe = _Pipeline(batch_size=1, num_threads=1, device_id=None)
     with pipe:
         jpegs, _ = _fn.readers.file(file_root=".", files=["_"], labels=[0])
-        tr = _Translator(_flatten(transform), approximate, None, exact)
+        tr = _Translator(_split_steps(transform)[0], approximate, None, exact)
         tr.run(jpegs)
     return tr
 
@@ -1960,9 +2231,14 @@ def _dispatch(orig, args, kwargs):
         except _NOT_SERVED as e:
             reason = _first_sentence(e)
         else:
-            _log.info("DataLoader(%s, batch_size=%s): served by godali%s",
+            here = [type(t).__name__ for t in loader._host_steps]
+            if loader._collate_fn is not None:
+                here.append("collate_fn")
+            _log.info("DataLoader(%s, batch_size=%s): served by godali%s%s",
                       _describe(dataset), loader.batch_size,
-                      "".join("; " + n for n in loader._notes))
+                      "".join("; " + n for n in loader._notes),
+                      "; %s on each batch in this process, drawing from torch's generator"
+                      % " and ".join(here) if here else "")
             return loader
     loader = orig(*args, **kwargs)
     _log.info("DataLoader(%s, batch_size=%s): torch's DataLoader keeps it: %s",

@@ -383,8 +383,8 @@ def test_distributed_sampler_shards_and_set_epoch(folder):
 def test_unsupported_arguments_are_named(folder):
     tf = T.Compose([T.Resize((8, 8)), T.ToTensor()])
     ds = ImageFolder(folder, transform=tf)
-    with pytest.raises(ValueError, match="collate_fn"):
-        DataLoader(ds, collate_fn=lambda b: b)
+    with pytest.raises(ValueError, match="worker_init_fn"):
+        DataLoader(ds, worker_init_fn=lambda w: None)
     with pytest.raises(ValueError, match="WeightedRandomSampler"):
         DataLoader(ds, sampler=torch.utils.data.WeightedRandomSampler([1.0] * 11, 11))
     with pytest.raises(ValueError, match="loader="):

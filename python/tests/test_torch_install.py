@@ -125,7 +125,7 @@ def test_install_serves_imagefolder_and_logs(small, installed, caplog):
 
 
 @pytest.mark.parametrize("make, why", [
-    (lambda ds: dict(dataset=ds, collate_fn=lambda b: b), "collate_fn"),
+    (lambda ds: dict(dataset=ds, worker_init_fn=lambda w: None), "worker_init_fn"),
     (lambda ds: dict(dataset=ds, batch_size=None), "batch_size=None"),
     (lambda ds: dict(dataset=ds, sampler=tud.WeightedRandomSampler([1.0] * 7, 7)),
      "WeightedRandomSampler"),
@@ -133,7 +133,8 @@ def test_install_serves_imagefolder_and_logs(small, installed, caplog):
     (lambda ds: dict(dataset=torchvision.datasets.FakeData(4, (3, 8, 8), 2, T.ToTensor())),
      "FakeData"),
     (lambda ds: dict(dataset=torchvision.datasets.ImageFolder(
-        ds.root, T.Compose([T.Resize((8, 8)), T.ToTensor(), T.RandomErasing()]))),
+        ds.root, T.Compose([T.Resize((8, 8)), T.ToTensor(), T.RandomErasing(),
+                            T.Normalize(MEAN, STD)]))),
      "RandomErasing"),
     (lambda ds: dict(dataset=torchvision.datasets.ImageFolder(
         ds.root, T.Compose([T.Resize((8, 8)), T.Lambda(lambda x: x), T.ToTensor()]))),

@@ -2,8 +2,9 @@
 
 Each operation at fixed magnitudes (both signs) runs through the engine's _auto_aug
 operator in its torchvision mode and through torchvision's own _apply_op on the same PIL
-image (the ImageFolder path). Tolerance: bit-exact for every operation except the warps
-(ShearX/Y, TranslateX/Y, Rotate, NEAREST), where at most 2.5% of the pixels may differ
+image (the ImageFolder path). Tolerance: bit-exact for every operation, the BILINEAR
+warps (PIL's bilinear transform filter and matrices) included, except the NEAREST warps
+(ShearX/Y, TranslateX/Y, Rotate), where at most 2.5% of the pixels may differ
 (sampling points that land on a pixel edge go either way: a rotation by 45 or 135 degrees
 puts the diagonals through the centre on edges; PIL rounds its matrix to 15 digits). The choice of
 operations and magnitude bins is checked with chi-squared tests on the outputs of
@@ -37,13 +38,13 @@ def jpegs(tmp_path_factory):
             for i, (h, w) in enumerate(SIZES)]
 
 
-def _run(files, policy, iters=1, fill=0.0, seed=3):
+def _run(files, policy, iters=1, fill=0.0, seed=3, interp=types.INTERP_NN):
     pipe = godali.Pipeline(batch_size=len(files), num_threads=2, seed=seed)
     with pipe:
         data, _ = fn.readers.file(files=files)
         img = fn.decoders.image(data, output_type=types.RGB)
         out = _internal_op("_auto_aug")(img, policy=json.dumps(policy), fill_value=fill,
-                                         interp_type=types.INTERP_NN)
+                                         interp_type=interp)
         pipe.set_outputs(img, out)
     got = []
     for _ in range(iters):
@@ -88,6 +89,32 @@ def test_each_op_matches_torchvision(jpegs, space, bins, name):
                     assert diff.mean() <= 0.025, what
                 else:
                     assert not diff.any(), what
+
+
+@pytest.mark.parametrize("space,bins,fill", [("rand", 31, 0.0), ("wide", 31, 0.0),
+                                             ("wide", 31, 7.0), ("rand", 10, 0.0)])
+@pytest.mark.parametrize("name", sorted(WARPS))
+def test_bilinear_warps_are_pils(jpegs, space, bins, fill, name):
+    """BILINEAR: PIL's bilinear transform filter with PIL's matrices, bit-exact at every
+    bin, both signs, the fill value included."""
+    augs = _tv_augs(space, bins)
+    aug = dict(augs[_TV_AUG_ORDER.index(name)])
+    for b in range(bins):
+        for sign in (1, -1):
+            a = dict(aug, negate=False)
+            if sign < 0:
+                a["lo"], a["hi"] = -a["lo"], -a["hi"]
+                if "mags" in a:
+                    a["mags"] = [-v for v in a["mags"]]
+            pol = {"scheme": "rand", "bins": bins, "augs": [a], "n": 1, "m": b,
+                   "torchvision": True}
+            for src, got in _run(jpegs, pol, fill=fill, interp=types.INTERP_LINEAR)[0]:
+                h, w = src.shape[:2]
+                mag = float(_space(space, bins, (h, w))[name][0][b].item())
+                want = np.asarray(_apply_op(Image.fromarray(src), name, sign * mag,
+                                            InterpolationMode.BILINEAR, [fill] * 3))
+                diff = np.any(got != want, axis=-1)
+                assert not diff.any(), (name, space, bins, b, sign, (h, w), int(diff.sum()))
 
 
 def _chi2(counts, probs):
@@ -212,17 +239,93 @@ def test_dataloader_imagefolder_runs(folder, aug):
     assert n == 5
 
 
-def test_augmix_bilinear_and_fill_refused(folder):
+def test_augmix_bicubic_and_fill_refused(folder):
     for tf, match in [(T.AugMix(), "AugMix"),
-                      (T.TrivialAugmentWide(interpolation=InterpolationMode.BILINEAR),
-                       "BILINEAR"),
+                      (T.TrivialAugmentWide(interpolation=InterpolationMode.BICUBIC),
+                       "BICUBIC"),
                       (T.RandAugment(fill=[1, 2, 3]), "fill")]:
         with pytest.raises((UnsupportedTransformError, ValueError), match=match):
             list(DataLoader(ImageFolder(folder, transform=T.Compose([tf, T.ToTensor()])),
                             batch_size=5))
+    # BILINEAR (the reference script's default) needs no approximate=True.
     ds = ImageFolder(folder, transform=T.Compose([
         T.Resize((32, 32)), T.TrivialAugmentWide(interpolation=InterpolationMode.BILINEAR,
-                                                 fill=7), T.PILToTensor()]),
-                     approximate=True)
+                                                 fill=7), T.PILToTensor()]))
     x, _ = next(iter(DataLoader(ds, batch_size=5)))
     assert x.shape == (5, 3, 32, 32)
+
+
+def _v2_space(space, bins, hw):
+    """transforms.v2's own magnitude tables (functions of bins, height, width)."""
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    cls = {"rand": v2.RandAugment, "wide": v2.TrivialAugmentWide, "auto": v2.AutoAugment}
+    return cls[space]._AUGMENTATION_SPACE
+
+
+@pytest.mark.parametrize("interp", [InterpolationMode.NEAREST, InterpolationMode.BILINEAR])
+@pytest.mark.parametrize("space,bins", [("rand", 31), ("wide", 31), ("auto", 10)])
+@pytest.mark.parametrize("name", _TV_AUG_ORDER)
+def test_each_v2_op_matches_torchvision_v2(jpegs, space, bins, name, interp):
+    """transforms.v2's AutoAugment family: each operation as v2 applies it to a PIL image
+    (its own _apply_image_or_video_transform) against the engine given godali's v2 tables
+    (BILINEAR warps bit-exact, NEAREST ones as in test_each_op_matches_torchvision)."""
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    if name == "Invert" and space != "auto" or name == "Identity" and space == "auto":
+        pytest.skip("not in that augmentation space")
+    table = _v2_space(space, bins, None)
+    augs = _tv_augs(space, bins, v2=True)
+    order = _TV_AUG_ORDER if space == "auto" else _TV_AUG_ORDER[:-1]
+    aug = dict(augs[order.index(name)])
+    cls = {"rand": v2.RandAugment, "wide": v2.TrivialAugmentWide, "auto": v2.AutoAugment}
+    tr = cls[space](interpolation=interp)
+    engine_interp = types.INTERP_NN if interp == InterpolationMode.NEAREST else \
+        types.INTERP_LINEAR
+    for b in sorted({1, bins // 3, bins - 1}):
+        for sign in ([1, -1] if aug["negate"] else [1]):
+            a = dict(aug, negate=False)
+            if sign < 0:
+                a["lo"], a["hi"] = -a["lo"], -a["hi"]
+                if "mags" in a:
+                    a["mags"] = [-v for v in a["mags"]]
+            pol = {"scheme": "rand", "bins": bins, "augs": [a], "n": 1, "m": b,
+                   "torchvision": True}
+            for src, got in _run(jpegs, pol, interp=engine_interp)[0]:
+                h, w = src.shape[:2]
+                mags = table[name][0](bins, h, w)
+                mag = float(mags[b]) if mags is not None else 0.0
+                want = np.asarray(tr._apply_image_or_video_transform(
+                    Image.fromarray(src), name, sign * mag, interp, tr._fill))
+                diff = np.any(got != want, axis=-1)
+                what = (name, space, bins, b, sign, (h, w), int(diff.sum()))
+                if name in WARPS and interp == InterpolationMode.NEAREST:
+                    assert diff.mean() <= 0.025, what
+                else:
+                    assert not diff.any(), what
+
+
+def test_v2_solarize_thresholds_are_v2s(tmp_path):
+    """v2's thresholds are 255.0 * linspace(1, 0)[bin], in double; v1's are float32
+    linspace(255, 0)[bin]: at some bins they lie on either side of an integer, and that
+    value solarizes differently. Every bin of TrivialAugmentWide on an image holding all
+    256 values (a PNG, lossless) against v2's own Solarize."""
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    vals = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)
+    path = str(tmp_path / "ramp.png")
+    Image.fromarray(vals).save(path)
+    k = _TV_AUG_ORDER.index("Solarize")
+    a = _tv_augs("wide", 31, v2=True)[k]
+    tr = v2.TrivialAugmentWide()
+    differ = 0
+    for b in range(31):
+        pol = {"scheme": "rand", "bins": 31, "augs": [a], "n": 1, "m": b,
+               "torchvision": True}
+        (src, got), = _run([path], pol)[0]
+        mag = float(v2.TrivialAugmentWide._AUGMENTATION_SPACE["Solarize"][0](31, 16, 16)[b])
+        want = np.asarray(tr._apply_image_or_video_transform(
+            Image.fromarray(src), "Solarize", mag, InterpolationMode.NEAREST, tr._fill))
+        assert np.array_equal(got, want), b
+        v1 = np.asarray(_apply_op(Image.fromarray(src), "Solarize",
+                                  float(T.TrivialAugmentWide()._augmentation_space(31)
+                                        ["Solarize"][0][b]), InterpolationMode.NEAREST, None))
+        differ += not np.array_equal(v1, want)
+    assert differ > 0  # the v1 table would not do
