@@ -543,7 +543,9 @@ def _flatten(transform, depth=0):
     try:
         name = _tv_name(transform)
     except UnsupportedTransformError:
-        if hasattr(transform, "transforms") and type(transform) not in _tv_classes():
+        table = _tv_classes()
+        if hasattr(transform, "transforms") and \
+                not any(c in table for c in type(transform).__mro__):
             raise _unsupported(type(transform).__qualname__,
                                "it has a .transforms but is not a plain preset (%s), so "
                                "godali cannot tell what it computes" % why) from None
