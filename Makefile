@@ -165,11 +165,12 @@ test-python: cpu
 # from PyPI (scripts/torch2-requirements.txt), in the venv that scripts/setup.sh makes
 # outside the repository; test-python runs them (with everything else) under Debian's
 # torch 1.13. The CUDA-device tests among them skip without a GPU, as in test-python; of
-# the docs' snippets, those of docs/pytorch.md run here.
+# the docs' snippets, those of docs/pytorch.md run here; torchrun runs in
+# test_torch_install's two-rank script (test_distributed.py would add 25 s for little more).
 TORCH2_VENV  ?= $(or $(GODALI_TORCH2_VENV),/usr/local/lib/godali-torch2)
 TORCH2_TESTS := $(addprefix python/tests/,test_torch_dropin.py test_torch_install.py \
                 test_torch_gpu.py test_pytorch.py test_tv_exact.py test_tv_autoaug.py \
-                test_dlpack.py test_outputs.py test_distributed.py test_doc_snippets.py)
+                test_dlpack.py test_outputs.py test_doc_snippets.py)
 
 test-torch2: cpu
 	@if [ ! -f $(TORCH2_VENV)/godali-requirements.txt ]; then \
