@@ -5,6 +5,7 @@ read from the repo's tests/data/corpus (or the shared corpus when the repo copy 
 missing).
 """
 
+import functools
 import os
 import subprocess
 import sys
@@ -154,12 +155,12 @@ def run_python(code, env=None, timeout=120):
 
 
 # --- Pillow's resize: the order of its two passes ---------------------------------------
-# Pillow (9.4 and earlier) resamples a resize on both axes horizontally first, then
-# vertically, and so does godali. Newer Pillows (13.0) take the vertical pass first for
-# some sizes (mostly where the height shrinks by more than the width; the exact rule is
-# Pillow's own), which moves the result by up to 1 level on some of the pixels. Tests that compare godali
-# bit-exactly with torchvision's PIL path under such a Pillow take their references with
-# the horizontal pass first (pillow_horizontal_first); test_tv_exact.py bounds godali's
+# Pillow before 13 (9.4 here) resamples a resize on both axes horizontally first, then
+# vertically, and so does godali. Pillow 13.0 takes the vertical pass first when the
+# height shrinks significantly more than the width (Pillow's pull request 9549), which
+# moves the result by up to 1 level on some pixels. Tests that compare godali bit-exactly
+# with torchvision's PIL path under such a Pillow take their references with the
+# horizontal pass first (pillow_horizontal_first); test_tv_exact.py bounds godali's
 # difference from the installed Pillow itself.
 
 def _horizontal_first_resize(orig):
@@ -172,6 +173,7 @@ def _horizontal_first_resize(orig):
     return resize
 
 
+@functools.lru_cache(maxsize=None)
 def pil_resizes_vertically_first():
     """True when the installed Pillow takes the vertical pass of a resize first for some
     sizes (probed on a 60x120 image resized to 40x36 and 36x40)."""
