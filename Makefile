@@ -21,7 +21,7 @@ endif
 # $ORIGIN: the library finds the libjpeg copied next to it on hosts that lack one.
 export CGO_LDFLAGS := -Wl,-rpath,$$ORIGIN -Wl,--enable-new-dtags
 
-.PHONY: all setup cpu cuda test test-go test-c test-python bench bench-remote python wheel test-wheel clean fuzz
+.PHONY: all setup cpu cuda test test-go test-c test-python test-torch2 bench bench-remote python wheel test-wheel clean fuzz
 
 all: setup cpu $(if $(WANT_CUDA),cuda)
 
@@ -131,7 +131,7 @@ test-cuda-emu: gpuemu cpu
 	cd engine && for seed in 1 2 3; do $(EMU_ENV) GODALI_EMU_DELAY_US=5000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'TestGPU(Reset|Close|Ragged|Skip|Checkpoint)' $(TESTFLAGS) || exit 1; done
 	$(EMU_ENV) GODALI_FLAVOUR=cuda PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 
-test: all test-go test-c test-python test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu test-wheel-emu)
+test: all test-go test-c test-python test-torch2 test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu test-wheel-emu)
 
 test-go: setup
 	$(GO) vet ./...
@@ -173,6 +173,26 @@ compat-report: cpu
 	  PYTHONPATH=$(DALIDIR) $(PYTHON) tests/compat/surface.py dump-dali tests/compat/dali_surface.json; \
 	else echo "compat-report: DALI not installed in $(DALIDIR): using the stored tests/compat/dali_surface.json"; fi
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/surface.py report tests/compat/dali_surface.json docs/dali-parity.md tests/compat/parity_baseline.json
+
+# The torch-facing tests again, under a current torch 2.x / torchvision / Pillow / numpy
+# from PyPI (scripts/torch2-requirements.txt), in the venv that scripts/setup.sh makes
+# outside the repository; test-python runs them (with everything else) under Debian's
+# torch 1.13. The CUDA-device tests among them skip without a GPU, as in test-python; of
+# the docs' snippets, those of docs/pytorch.md run here; torchrun runs in
+# test_torch_install's two-rank script (test_distributed.py would add 25 s for little more).
+TORCH2_VENV  ?= $(or $(GODALI_TORCH2_VENV),/usr/local/lib/godali-torch2)
+TORCH2_TESTS := $(addprefix python/tests/,test_torch_dropin.py test_torch_install.py \
+                test_torch_gpu.py test_pytorch.py test_tv_exact.py test_tv_autoaug.py \
+                test_dlpack.py test_outputs.py test_doc_snippets.py)
+
+test-torch2: cpu
+	@if [ ! -f $(TORCH2_VENV)/godali-requirements.txt ]; then \
+	  if [ "$(GODALI_NO_TORCH2)" = 1 ]; then echo "make: test-torch2 skipped (GODALI_NO_TORCH2=1: no torch 2 venv)"; exit 0; fi; \
+	  echo "make: no torch 2 venv at $(TORCH2_VENV): run scripts/setup.sh (or set GODALI_NO_TORCH2=1)" >&2; exit 1; \
+	fi; \
+	$(TORCH2_VENV)/bin/python -c 'import sys, torch, torchvision, PIL, numpy; print("test-torch2: Python %s, torch %s, torchvision %s, Pillow %s, numpy %s" % (sys.version.split()[0], torch.__version__, torchvision.__version__, PIL.__version__, numpy.__version__))' && \
+	PYTHONPATH=$(CURDIR)/python $(TORCH2_VENV)/bin/python -m pytest -q $(TORCH2_TESTS) \
+	  -k 'not test_snippet_runs or pytorch.md'
 
 # --- The wheel's libraries: built for an old glibc ------------------------------------
 # A library linked on this machine asks for its glibc's newest symbol versions (Debian

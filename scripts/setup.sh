@@ -39,7 +39,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy" && made_policy=1
   fi
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Progress: one line per 25 packages set up (with their dependencies, a CUDA toolkit is
+  # some 370 packages and minutes of work); apt's errors pass unfiltered.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" |
+    awk '/^Setting up /{n++; if (n % 25 == 0) {print "setup:   " n " packages set up..."; fflush()}}
+         END{print "setup:   " n+0 " packages set up"}'
   if [ "$made_policy" = 1 ]; then $SUDO rm -f "$policy"; fi
 fi
 
@@ -97,5 +101,23 @@ if { [ "${GODALI_BENCH_DALI:-0}" = 1 ] || [ "${GODALI_DALI_ORACLE:-0}" = 1 ]; } 
   $SUDO $PY -m pip install -q --no-deps --target "$DALIDIR" nvidia-dali-cuda120==2.4.0 optree==0.20.0 \
     nvtx==0.2.17 makefun==1.16.0 libcst==1.9.0 ||
     echo "setup: DALI could not be installed; the benchmarks skip it" >&2
+fi
+# torch 2.x from PyPI, for `make test-torch2`: the torch-facing tests run against Debian's
+# torch 1.13 (test-python) and against this current torch / torchvision / Pillow / numpy, in
+# a venv of its own outside the repository (kept between runs and checkouts; updated only
+# when scripts/torch2-requirements.txt changes). torch's PyPI wheel is a CUDA build that
+# brings NVIDIA's libraries: about 3 GB to download, 5.5 GB installed. GODALI_NO_TORCH2=1
+# skips it (make test-torch2 then says so); GODALI_TORCH2_VENV moves it (pass the same to make).
+TORCH2_VENV=${GODALI_TORCH2_VENV:-/usr/local/lib/godali-torch2}
+TORCH2_REQ=$(dirname "$0")/torch2-requirements.txt
+if [ "${GODALI_NO_TORCH2:-0}" != 1 ] && ! cmp -s "$TORCH2_REQ" "$TORCH2_VENV/godali-requirements.txt"; then
+  echo "setup: making $TORCH2_VENV: $(grep -E '^(torch|torchvision|pillow|numpy)==' "$TORCH2_REQ" | tr '\n' ' ')from PyPI (3 GB to download)"
+  [ -x "$TORCH2_VENV/bin/python" ] || $SUDO $PY -m venv "$TORCH2_VENV"
+  # One line per download and one for the (long) unpacking; pip's errors pass unfiltered.
+  $SUDO env PIP_ROOT_USER_ACTION=ignore "$TORCH2_VENV/bin/python" -m pip install --no-cache-dir --progress-bar off -r "$TORCH2_REQ" |
+    sed -un -E -e 's/^ *Downloading ([^ -]+)-([^ -]+)-[^ ]* \((.*)\)$/setup:   downloading \1 \2 (\3)/p' \
+               -e 's/^Installing collected packages: .*/setup:   installing (a few minutes).../p' \
+               -e 's/^Successfully installed .*/setup:   installed/p'
+  $SUDO cp "$TORCH2_REQ" "$TORCH2_VENV/godali-requirements.txt"
 fi
 echo "setup: ok"

@@ -54,6 +54,7 @@ def test_unconsumed_capsule_releases_owner():
     assert _get_name(cap) == b"dltensor"
     del buf
     assert Owner.alive == before + 1  # the capsule keeps it
+    gc.collect()  # exports of earlier tests still waiting in garbage cycles go first
     n = _dlpack.live_exports()
     del cap
     gc.collect()
@@ -107,6 +108,40 @@ def test_torch2_style_keywords_are_accepted():
     if hasattr(torch, "from_dlpack"):
         t = torch.from_dlpack(tl)
         assert tuple(t.shape) == (2, 3)
+
+
+def test_torch_takes_the_struct_it_asks_for_and_frees_it():
+    # A torch that asks for DLPack 1.x (max_version; torch 2.15 does) gets
+    # DLManagedTensorVersioned; torch 1.13 asks for nothing and gets DLManagedTensor. Either way the tensor shares the
+    # memory, and its death runs the struct's deleter, which releases the owner.
+    class Spy:
+        def __init__(self, tl):
+            self.tl, self.asked, self.cap = tl, [], None
+
+        def __dlpack__(self, **kw):
+            self.asked.append(kw.get("max_version"))
+            self.cap = self.tl.__dlpack__(**kw)
+            return self.cap
+
+        def __dlpack_device__(self):
+            return self.tl.__dlpack_device__()
+
+    gc.collect()
+    before = Owner.alive
+    arr = np.arange(6, dtype=np.int16).reshape(2, 3)
+    spy = Spy(TensorList._wrap(dense=_buffer(arr)))
+    t = torch.from_dlpack(spy)
+    assert t.data_ptr() == arr.ctypes.data and t.tolist() == arr.tolist()
+    versioned = _dlpack.wants_versioned(spy.asked[-1])
+    assert _get_name(spy.cap) == (b"used_dltensor_versioned" if versioned else b"used_dltensor")
+    if tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 15):
+        assert versioned, spy.asked  # make test-torch2's torch asks for DLPack 1.x
+    del spy
+    gc.collect()
+    assert Owner.alive == before + 1  # the tensor holds it
+    del t
+    gc.collect()
+    assert Owner.alive == before
 
 
 def test_numpy_consumers_share_memory():

@@ -98,3 +98,33 @@ def test_color_jitter_random_order_and_factors(images):
         _run(images, lambda img: (_internal_op("_tv_color_jitter")(img, hue=[0.1, 0.7]),))
     with pytest.raises(Exception, match="order"):
         _run(images, lambda img: (_internal_op("_tv_color_jitter")(img, hue=[0.1, 0.2], order=[0, 0, 1, 2]),))
+
+
+def test_resize_against_the_installed_pillow(tmp_path):
+    """Resize on both axes through godali.torch against torchvision on the installed
+    Pillow itself: bit-exact where Pillow resamples horizontally first (Pillow 9.4 always);
+    under a Pillow that takes the vertical pass first for some sizes (13.0), within 1
+    level, and exact once the reference takes the horizontal pass first (conftest.py)."""
+    import torch
+    import torchvision.transforms as T
+    from conftest import _horizontal_first_resize, pil_resizes_vertically_first
+    from godali.torch import DataLoader, ImageFolder
+
+    for i, (h, w) in enumerate([(120, 60), (64, 80), (50, 120), (96, 72)]):
+        make_jpeg(str(tmp_path / "c" / ("%d.jpg" % i)), h, w, seed=300 + i)
+    vertical_first = pil_resizes_vertically_first()
+    two_pass = _horizontal_first_resize(Image.Image.resize)
+    differing = 0
+    for size in [(36, 40), (40, 36), (30, 30), (20, 96)]:
+        ds = ImageFolder(str(tmp_path), transform=T.Compose([T.Resize(size), T.PILToTensor()]))
+        got = torch.cat([x for x, _ in DataLoader(ds, batch_size=4)]).numpy()
+        for j, (path, _) in enumerate(ds.samples):
+            im = Image.open(path).convert("RGB")
+            ref = np.asarray(TF.resize(im, list(size))).transpose(2, 0, 1)
+            d = np.abs(got[j].astype(int) - ref.astype(int))
+            assert d.max() <= (1 if vertical_first else 0), (path, size, int(d.max()))
+            differing += int(d.max() > 0)
+            h_first = np.asarray(two_pass(im, size[::-1], Image.BILINEAR)).transpose(2, 0, 1)
+            assert np.array_equal(got[j], h_first), (path, size)
+    # The probe and the comparisons agree on whether this Pillow's order differs.
+    assert (differing > 0) == vertical_first
