@@ -37,6 +37,7 @@ class HostCall(Structure):
         ("inputs", POINTER(_dlpack.DLTensor)),
         ("epoch", c_int64),
         ("iteration", c_int64),
+        ("pipeline", c_uint64),
     ]
 
 
@@ -49,6 +50,22 @@ _EXTRA = {
 }
 
 _entries = {}  # library function id -> _Entry
+# The pipelines whose function this thread is running now (handles, innermost last).
+_running = threading.local()
+
+
+def check_not_inside(handle, what):
+    """Raises ReentrantCallError when the calling thread is running a python_function of
+    the pipeline `handle`: `what` (run(), reset(), ...) would wait for the batch that
+    function is computing, which waits for it."""
+    stack = getattr(_running, "handles", None)
+    if handle and stack and handle in stack:
+        raise _lib.ReentrantCallError(
+            "godali: %s called from inside a python_function of the same pipeline: it would "
+            "wait for the batch the function is computing, which waits for it (a deadlock). "
+            "A python_function may not use its own pipeline; compute what it needs from its "
+            "inputs, or use another pipeline" % what, _lib.ERROR_STATE)
+
 _lock = threading.Lock()
 _bound = None
 
@@ -301,7 +318,14 @@ def _dispatch(ctx, call_ptr):
         if entry is None:
             raise RuntimeError("the python function of this node no longer exists (its "
                                "pipeline graph was collected)")
-        outs = _run(entry, call)
+        stack = getattr(_running, "handles", None)
+        if stack is None:
+            stack = _running.handles = []
+        stack.append(call.pipeline)
+        try:
+            outs = _run(entry, call)
+        finally:
+            stack.pop()
         for k, samples in enumerate(outs):
             for i, arr in enumerate(samples):
                 _give(calls, call_id, k, i, arr)

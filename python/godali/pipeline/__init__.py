@@ -15,7 +15,7 @@ import weakref
 from collections import namedtuple
 from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
 
-from .. import _dlpack, _graph, _lib
+from .. import _dlpack, _graph, _lib, _pyfunc
 from .. import types as _types
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
@@ -509,7 +509,10 @@ class Pipeline:
         self._finalizer = weakref.finalize(self, _destroy_later, stalled, lib, h)
 
     def close(self):
-        """Destroys the pipeline now. Outputs handed out earlier stay valid."""
+        """Destroys the pipeline now. Outputs handed out earlier stay valid. A
+        python_function that does not return is not waited for longer than 2 s (the
+        library says so on stderr); its batches are dropped."""
+        _pyfunc.check_not_inside(self._handle, "close()")
         if self._finalizer is not None:
             self._finalizer()
             self._finalizer = None
@@ -524,6 +527,7 @@ class Pipeline:
     def schedule_run(self):
         """Asks the pipeline to prepare batches ahead (up to prefetch_queue_depth); the
         external sources' sources are polled first."""
+        _pyfunc.check_not_inside(self._handle, "schedule_run()")
         lib = self._lib_or_build()
         _ext.top_up(self)
         lib.pipeline_run(self._handle)
@@ -571,6 +575,7 @@ class Pipeline:
         and the iterators count epochs from the reader's metadata. Raises DataError when
         a sample could not be read (the next call goes on).
         """
+        _pyfunc.check_not_inside(self._handle, "outputs()")
         lib = self._lib_or_build()
         h = self._handle
         if self._ext_groups:
@@ -592,6 +597,7 @@ class Pipeline:
     def _epoch_outputs(self):
         """outputs() within one epoch: raises StopIteration after the epoch's last batch
         (reset() starts the next one). The iterators use this."""
+        _pyfunc.check_not_inside(self._handle, "outputs()")
         lib = self._lib_or_build()
         h = self._handle
         if self._ext_groups:
@@ -655,6 +661,7 @@ class Pipeline:
 
         As in DALI, iter_setup() runs first, also before the first build: external
         sources without dtype/ndim are typed from what it feeds."""
+        _pyfunc.check_not_inside(self._handle, "run()")
         if not self._built and not self._closed:
             self._ensure_outputs()
         self.iter_setup()
@@ -692,6 +699,7 @@ class Pipeline:
     def reset(self):
         """Starts the next epoch (readers move to their next shard unless
         stick_to_shard). Batches already handed out stay valid."""
+        _pyfunc.check_not_inside(self._handle, "reset()")
         lib = self._lib_or_build()
         if _ext.has_sources(self):
             if not self._ext_epoch_over:
