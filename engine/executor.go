@@ -641,10 +641,16 @@ func (p *Pipeline) Close() {
 	}
 	p.feeds.close() // the feeds still queued: their callbacks run now
 	rest := func() {
+		var wg sync.WaitGroup // each stuck batch released as soon as it is done
 		for _, b := range stuck {
-			<-b.done
-			b.release()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-b.done
+				b.release()
+			}()
 		}
+		wg.Wait()
 		if p.built {
 			close(p.tasks)
 			p.workerWG.Wait()
