@@ -36,9 +36,11 @@ type serialHostOp struct{ hostOp }
 
 func (*serialHostOp) SerialCalls() {}
 
-func (o *hostOp) Infer(in []TensorMeta) ([]TensorMeta, error) { return []TensorMeta{DynamicMeta("")}, nil }
-func (o *hostOp) Setup(*Workspace) error                      { return Errorf(StatusInternal, "per batch") }
-func (o *hostOp) Run(*Workspace) error                        { return Errorf(StatusInternal, "per batch") }
+func (o *hostOp) Infer(in []TensorMeta) ([]TensorMeta, error) {
+	return []TensorMeta{DynamicMeta("")}, nil
+}
+func (o *hostOp) Setup(*Workspace) error { return Errorf(StatusInternal, "per batch") }
+func (o *hostOp) Run(*Workspace) error   { return Errorf(StatusInternal, "per batch") }
 
 func (o *hostOp) RunHostBatch(hw *HostBatchWorkspace) error {
 	hook, _ := hostHooks.Load(o.key)
