@@ -252,8 +252,11 @@ def _outputs_of(entry, result, what):
     return list(result)
 
 
-def _run(entry, call):
-    """Calls the function over the batch and returns [output][sample] numpy arrays."""
+def _run(entry, call, give):
+    """Calls the function over the batch and hands each output sample, as a numpy array,
+    to give(k, i, array), which copies it into the pipeline. A per-sample function's
+    outputs are given right after its call, before the next sample's: a function that
+    returns the same buffer every time (safe in DALI) gives every sample its own data."""
     ns, ni = call.num_samples, call.num_inputs
     inputs = [[_array_of(call.inputs[k * ns + i]) for i in range(ns)] for k in range(ni)]
     what = "the function"
@@ -274,14 +277,16 @@ def _run(entry, call):
                 raise ValueError("with batch_processing=True output %d must have %d samples "
                                  "(the batch), got %d" % (k, ns, len(samples)))
             per.append([_to_numpy(s, entry.kind) for s in samples])
-        return per
-    per = [[None] * ns for _ in range(entry.num_outputs)]
+        for k, samples in enumerate(per):
+            for i, arr in enumerate(samples):
+                give(k, i, arr)
+        return
     for i in range(ns):
         args = [_convert_inputs(entry.kind, [inputs[k][i]])[0] for k in range(ni)]
         outs = _outputs_of(entry, entry.function(*args), what)
-        for k, o in enumerate(outs):
-            per[k][i] = _to_numpy(o, entry.kind)
-    return per
+        arrays = [_to_numpy(o, entry.kind) for o in outs]
+        for k, arr in enumerate(arrays):
+            give(k, i, arr)
 
 
 def _give(calls, call_id, k, i, arr):
@@ -323,12 +328,9 @@ def _dispatch(ctx, call_ptr):
             stack = _running.handles = []
         stack.append(call.pipeline)
         try:
-            outs = _run(entry, call)
+            _run(entry, call, lambda k, i, arr: _give(calls, call_id, k, i, arr))
         finally:
             stack.pop()
-        for k, samples in enumerate(outs):
-            for i, arr in enumerate(samples):
-                _give(calls, call_id, k, i, arr)
         return 0
     except BaseException as e:  # noqa: B902 - reported to the pipeline instead
         try:
