@@ -288,3 +288,51 @@ def test_close_returns_while_a_function_is_blocked_and_survives_its_return():
     assert 1.5 < float(closed.split()[1]) < 5, closed
     assert second.split()[0] == "second" and second.split()[2] == "1", second
     assert "has not returned after" in r.stderr
+
+
+_RESET = r"""
+import sys, threading, time
+from godali import fn
+from godali.pipeline import Pipeline
+calls = [0]
+def f(xs):
+    calls[0] += 1
+    if calls[0] == 2:              # batch 1, prepared ahead, never returns
+        threading.Event().wait()
+    return xs
+pipe = Pipeline(batch_size=2, num_threads=2, device_id=None, prefetch_queue_depth=2)
+with pipe:
+    data, labels = fn.readers.file(file_root=sys.argv[1])
+    pipe.set_outputs(fn.python_function(labels, function=f, batch_processing=True))
+pipe.build()
+pipe.run()
+print("blocking", flush=True)
+try:
+    pipe.reset()                   # waits for the batches prepared ahead
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_reaches_a_reset_waiting_for_a_blocked_function(tmp_path):
+    for c in ("a", "b"):
+        (tmp_path / c).mkdir()
+        for i in range(3):
+            (tmp_path / c / ("%d.jpg" % i)).write_bytes(bytes([i]) * 8)  # never decoded
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    proc = subprocess.Popen([sys.executable, "-c", _RESET, str(tmp_path)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _line(proc, 60) == "blocking", proc.stderr.read()
+        time.sleep(0.5)
+        assert proc.poll() is None
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert _line(proc, 5) == "interrupted"
+        assert time.monotonic() - t0 < 1.0
+        assert proc.wait(20) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

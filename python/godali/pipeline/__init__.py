@@ -704,11 +704,13 @@ class Pipeline:
         if _ext.has_sources(self):
             if not self._ext_epoch_over:
                 return  # DALI: a reset before a source ended the epoch does nothing
-            lib.pipeline_reset(self._handle)
+            self._interruptible(lib.pipeline_reset, self._handle)
             _ext.restart(self)
             self._ext_epoch_over = False
             return
-        lib.pipeline_reset(self._handle)
+        # Interruptible: the reset waits for the batches prepared ahead, which a blocked
+        # python_function may hold.
+        self._interruptible(lib.pipeline_reset, self._handle)
 
     def checkpoint(self, filename=None):
         """Returns the pipeline's state after the batches returned so far (not those
