@@ -121,6 +121,33 @@ def test_two_functions_keep_their_own_order_and_their_data():
     assert second[:40] == [k * BS for k in range(40)]
 
 
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_failed_batches_do_not_starve_the_external_source(depth):
+    # A batch whose function raised counts as taken; the source feeding ahead used not
+    # to count it, and after `depth` failures run() said "has no data" for good.
+    import godali
+
+    def f(xs):
+        tag = int(xs[0][0]) // BS
+        if tag % 3 == 1:
+            raise ValueError("tag %d" % tag)
+        return xs
+
+    pipe = Pipeline(batch_size=BS, num_threads=2, device_id=None, prefetch_queue_depth=depth)
+    with pipe:
+        x = fn.external_source(source=_tagged_source(), dtype=types.INT64, ndim=1)
+        pipe.set_outputs(fn.python_function(x, function=f, batch_processing=True))
+    pipe.build()
+    for k in range(30):
+        if k % 3 == 1:
+            with pytest.raises(godali.DataError, match="tag %d" % k):
+                pipe.run()
+            continue
+        (ys,) = pipe.run()
+        np.testing.assert_array_equal(np.array(ys.at(0)), np.full(3, k * BS, np.int64))
+    pipe.close()
+
+
 # --- child processes: calls into the own pipeline, exit and Ctrl-C --------------------
 
 _PRELUDE = r"""

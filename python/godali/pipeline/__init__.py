@@ -491,7 +491,14 @@ class Pipeline:
         except KeyboardInterrupt:
             self._interrupted(None)
             raise
-        return lib.pipeline_next(h)
+        try:
+            return lib.pipeline_next(h)
+        except (_lib.DataError, _lib.OutOfMemoryError):
+            # The failed batch counts as taken (godali_pipeline_next): the external
+            # sources' next batch is one fewer ahead, or they would stop being fed.
+            if self._ext_groups:
+                _ext.took(self)
+            raise
 
     def _interrupted(self, stalled):
         """A KeyboardInterrupt arrived while the library was busy: interrupt the
