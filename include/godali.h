@@ -377,7 +377,8 @@ godali_status_t godali_host_call_fail(uint64_t call, const char *msg, size_t len
 
 /* godali_pipeline_destroy stops the workers and releases the pipeline, after the calls
  * other threads have in flight on it returned. Tensors handed out earlier stay valid
- * until their deleters run. A second destroy returns GODALI_ERROR_INVALID_HANDLE, its
+ * until their deleters run. A host function that has not returned within 2 s is not
+ * waited for (a line on stderr names it; see godali_host_function_t). A second destroy returns GODALI_ERROR_INVALID_HANDLE, its
  * only failure (nothing to retry). */
 godali_status_t godali_pipeline_destroy(godali_pipeline_t p);
 
