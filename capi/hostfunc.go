@@ -123,8 +123,12 @@ func apiName() string {
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
 	for {
 		f, more := frames.Next()
-		if i := strings.LastIndex(f.Function, ".godali_"); i >= 0 {
-			return f.Function[i+1:]
+		if i := strings.Index(f.Function, ".godali_"); i >= 0 {
+			name := f.Function[i+1:]
+			if j := strings.IndexByte(name, '.'); j >= 0 {
+				name = name[:j] // a closure inside it
+			}
+			return name
 		}
 		if !more {
 			return "a godali call"
