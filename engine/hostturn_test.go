@@ -65,6 +65,7 @@ type overlapProbe struct {
 	most    int
 	order   []int32
 	failTag int32 // a tag whose call fails (-1: none)
+	sleep   time.Duration
 }
 
 func (pr *overlapProbe) hook(tag int32) error {
@@ -73,7 +74,7 @@ func (pr *overlapProbe) hook(tag int32) error {
 	pr.most = max(pr.most, pr.now)
 	pr.order = append(pr.order, tag)
 	pr.mu.Unlock()
-	time.Sleep(3 * time.Millisecond) // long enough for the next batches to arrive
+	time.Sleep(pr.sleep) // long enough for the next batches to arrive
 	pr.mu.Lock()
 	pr.now--
 	pr.mu.Unlock()
@@ -103,7 +104,10 @@ func feedTagged(t *testing.T, p *Pipeline, n int, released *atomic.Int32) {
 // before a second serial node passes its turn there (the next batches do not wait for
 // it); a plain host-batch node overlaps batches, which shows the probe sees overlap.
 func TestSerialHostBatchOneAtATimeInOrder(t *testing.T) {
-	a, b, c := &overlapProbe{failTag: 5}, &overlapProbe{failTag: -1}, &overlapProbe{failTag: -1}
+	// c sleeps longest: its calls overlap whichever order a batch runs a and c in.
+	a := &overlapProbe{failTag: 5, sleep: 3 * time.Millisecond}
+	b := &overlapProbe{failTag: -1, sleep: 3 * time.Millisecond}
+	c := &overlapProbe{failTag: -1, sleep: 10 * time.Millisecond}
 	setHook(t, 9001, a.hook)
 	setHook(t, 9002, b.hook)
 	setHook(t, 9003, c.hook)

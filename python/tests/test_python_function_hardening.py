@@ -312,7 +312,7 @@ def test_close_returns_while_a_function_is_blocked_and_survives_its_return():
                        text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     closed, second = r.stdout.splitlines()
-    assert 1.5 < float(closed.split()[1]) < 5, closed
+    assert 1.5 < float(closed.split()[1]) < 10, closed
     assert second.split()[0] == "second" and second.split()[2] == "1", second
     assert "has not returned after" in r.stderr
 
@@ -357,7 +357,7 @@ def test_ctrl_c_reaches_a_reset_waiting_for_a_blocked_function(tmp_path):
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         assert _line(proc, 5) == "interrupted"
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 2.0
         assert proc.wait(20) == 0, proc.stderr.read()
     finally:
         if proc.poll() is None:
