@@ -54,12 +54,17 @@ _entries = {}  # library function id -> _Entry
 _running = threading.local()
 
 
+def inside(handle):
+    """Whether the calling thread is running a python_function of the pipeline `handle`."""
+    stack = getattr(_running, "handles", None)
+    return bool(handle and stack and handle in stack)
+
+
 def check_not_inside(handle, what):
     """Raises ReentrantCallError when the calling thread is running a python_function of
     the pipeline `handle`: `what` (run(), reset(), ...) would wait for the batch that
     function is computing, which waits for it."""
-    stack = getattr(_running, "handles", None)
-    if handle and stack and handle in stack:
+    if inside(handle):
         raise _lib.ReentrantCallError(
             "godali: %s called from inside a python_function of the same pipeline: it would "
             "wait for the batch the function is computing, which waits for it (a deadlock). "

@@ -363,3 +363,43 @@ def test_ctrl_c_reaches_a_reset_waiting_for_a_blocked_function(tmp_path):
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+_COLLECTED_INSIDE = _PRELUDE + r"""
+import gc, weakref
+holder = {}
+gate = threading.Event()
+def f(xs):
+    if xs[0][0] == 2:
+        gate.wait(10)            # the main thread drops its reference meanwhile
+        del holder["p"]          # the last reference: collected here, on the callback thread
+        gc.collect()
+        print("collected inside", holder["ref"]() is None, flush=True)
+    return xs
+
+pipe = make(f, depth=1)
+pipe.run()
+pipe.run()
+holder["p"], holder["ref"] = pipe, weakref.ref(pipe)
+pipe.schedule_run()              # batch 2: the function waits for the gate
+del pipe
+gc.collect()
+gate.set()
+t = time.time()
+while godali.live_pipelines() and time.time() - t < 20:
+    time.sleep(0.05)
+time.sleep(0.5)
+print("live", godali.live_pipelines(), flush=True)
+"""
+
+
+def test_a_pipeline_collected_inside_its_own_function_is_destroyed_later():
+    # The collector may run on the thread of a python function and collect that
+    # function's pipeline: its destroy (which waits for the call) goes to another thread
+    # instead of deadlocking the call (before, the call never returned).
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    r = subprocess.run([sys.executable, "-c", _COLLECTED_INSIDE], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["collected inside True", "live 0"], r.stdout + r.stderr
+    assert "Exception ignored" not in r.stderr, r.stderr

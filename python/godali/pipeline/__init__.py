@@ -920,6 +920,12 @@ def _destroy(lib, handle):
     # cannot be entered; the parent still owns the pipeline.
     if not lib.in_owner_process():
         return
+    if _pyfunc.inside(handle):
+        # Collected by a collection that ran inside one of its own python functions: the
+        # destroy waits for that call, so another thread does it once the call returns.
+        threading.Thread(target=_destroy, args=(lib, handle), name="godali-destroy",
+                         daemon=True).start()
+        return
     try:
         lib.pipeline_destroy(handle)
     except _lib.InvalidHandleError:
