@@ -3,7 +3,10 @@ fn.torch_python_function and their ops classes (DALI's PythonFunction family).
 
 Each node registers its function with the library (godali_host_function_register); the
 engine's python_function operator calls it back once per batch, on a library thread,
-once every sample's inputs are ready (include/godali.h, "Host functions"). One ctypes
+once every sample's inputs are ready, one batch at a time in iteration order
+(include/godali.h, "Host functions"). While a call runs, its thread notes the pipeline
+(call.pipeline), so that the function's calls into that pipeline raise
+ReentrantCallError instead of waiting for themselves. One ctypes
 callback serves every node, so that no callback object can be freed while the library may
 still call it; a node's entry is dropped when its graph node is collected, after which a
 call fails with an error instead of running.
