@@ -75,6 +75,9 @@ func usePipeline(h uint64, fn func(p *pipeline) error) error {
 	if !ok {
 		return errHandle(h)
 	}
+	if node, inside := insideHostFunction(p.eng); inside {
+		return errReentrant(node) // before the lock, which a waiting caller may hold
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.destroyed {

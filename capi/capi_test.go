@@ -8,8 +8,12 @@ import (
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/godali/godali/engine"
 )
@@ -132,5 +136,57 @@ func TestThreadsShareOneHandle(t *testing.T) {
 	pipelines.Unlock()
 	if live != 0 {
 		t.Errorf("%d handles left after destroy", live)
+	}
+}
+
+// TestCallsFromInsideHostFunctionRefused: while a thread runs a host function of a
+// pipeline, that thread's calls into the same pipeline fail at once with a state error
+// naming the node, even when another thread holds the handle's lock; other threads and
+// other pipelines are not affected.
+func TestCallsFromInsideHostFunctionRefused(t *testing.T) {
+	root := writeImageFolder(t, 1, 2)
+	desc := fmt.Sprintf(`{"batch_size": 2, "num_threads": 1, "ops": [
+	 {"op": "readers.file", "name": "r", "outputs": ["jpegs", "labels"], "args": {"file_root": %q}}],
+	 "outputs": ["labels"]}`, root)
+	mk := func() uint64 {
+		eng, err := engine.NewPipeline([]byte(desc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return addPipeline(eng)
+	}
+	h, other := mk(), mk()
+	defer destroyPipeline(h)
+	defer destroyPipeline(other)
+	pipelines.Lock()
+	eng := pipelines.m[h].eng
+	pipelines.Unlock()
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	enterHostFunction(tid, eng, "fn")
+	// Another thread holds the handle's lock (as a consumer waiting in next would).
+	locked, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = usePipeline(h, func(*pipeline) error { close(locked); <-release; return nil })
+	}()
+	<-locked
+	err := usePipeline(h, func(*pipeline) error { return nil })
+	close(release)
+	if status(err) != engine.StatusState || !strings.Contains(err.Error(), `inside the host function of node "fn"`) {
+		t.Fatalf("a call from inside the host function: %v, want a state error naming the node", err)
+	}
+	if err := usePipeline(other, func(*pipeline) error { return nil }); err != nil {
+		t.Fatalf("another pipeline from inside the host function: %v", err)
+	}
+	done := make(chan error)
+	go func() { done <- usePipeline(h, func(*pipeline) error { return nil }) }()
+	if err := <-done; err != nil {
+		t.Fatalf("another thread's call while the host function runs: %v", err)
+	}
+	leaveHostFunction(tid)
+	if err := usePipeline(h, func(*pipeline) error { return nil }); err != nil {
+		t.Fatalf("after the host function returned: %v", err)
 	}
 }

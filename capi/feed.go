@@ -27,7 +27,11 @@ func deleterOf(d C.godali_deleter_t, ctx unsafe.Pointer) func() {
 		return nil
 	}
 	c := C.uintptr_t(uintptr(ctx))
-	return func() { C.godali_call_deleter(d, c) }
+	return func() {
+		if !hostExiting.Load() { // an exiting host's memory: nothing to give back
+			C.godali_call_deleter(d, c)
+		}
+	}
 }
 
 func dtypeFromDL(t C.DLDataType) (engine.DType, error) {

@@ -7,8 +7,13 @@ package main
 import "C"
 
 import (
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/ops/external"
@@ -49,9 +54,106 @@ func (h *hostFunctions) Known(id uint64) bool {
 	return ok
 }
 
+// hostExiting is set by godali_host_shutdown: the host program is going away (an
+// interpreter at exit), so the library calls none of its functions any more.
+var hostExiting atomic.Bool
+
+// hostThreads records which OS threads are inside a host function, and for which
+// pipeline: a call into that pipeline from there (godali_pipeline_next, destroy, ...)
+// would wait for the batch the host function is computing, which waits for the call.
+// The host function runs on the thread of the goroutine that calls it (locked to it),
+// and the host's calls back into the library come on that same thread.
+var hostThreads = struct {
+	sync.Mutex
+	active atomic.Int32 // host functions running now, in any pipeline
+	m      map[int][]hostFrame
+}{m: map[int][]hostFrame{}}
+
+type hostFrame struct {
+	eng  *engine.Pipeline
+	node string
+}
+
+func enterHostFunction(tid int, eng *engine.Pipeline, node string) {
+	hostThreads.Lock()
+	hostThreads.m[tid] = append(hostThreads.m[tid], hostFrame{eng, node})
+	hostThreads.active.Add(1)
+	hostThreads.Unlock()
+}
+
+func leaveHostFunction(tid int) {
+	hostThreads.Lock()
+	if fs := hostThreads.m[tid]; len(fs) > 1 {
+		hostThreads.m[tid] = fs[:len(fs)-1]
+	} else {
+		delete(hostThreads.m, tid)
+	}
+	hostThreads.active.Add(-1)
+	hostThreads.Unlock()
+}
+
+// insideHostFunction is the node whose host function of pipeline eng the calling thread
+// is running, if it is.
+func insideHostFunction(eng *engine.Pipeline) (string, bool) {
+	if hostThreads.active.Load() == 0 {
+		return "", false
+	}
+	tid := unix.Gettid()
+	hostThreads.Lock()
+	defer hostThreads.Unlock()
+	for _, f := range hostThreads.m[tid] {
+		if f.eng == eng {
+			return f.node, true
+		}
+	}
+	return "", false
+}
+
+// errReentrant refuses a call into a pipeline from inside one of its host functions.
+func errReentrant(node string) error {
+	return engine.Errorf(engine.StatusState, "%s called from inside the host function of node %q (python_function) of the same pipeline: "+
+		"it would wait for the batch that function is computing, which waits for the call (a deadlock); a host function may not "+
+		"call into its own pipeline (only godali_host_call_*)", apiName(), node)
+}
+
+// apiName is the exported function the current call came through ("a godali call" when
+// none is found).
+func apiName() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if i := strings.Index(f.Function, ".godali_"); i >= 0 {
+			name := f.Function[i+1:]
+			if j := strings.IndexByte(name, '.'); j >= 0 {
+				name = name[:j] // a closure inside it
+			}
+			return name
+		}
+		if !more {
+			return "a godali call"
+		}
+	}
+}
+
+// pipelineHandle is eng's handle, 0 if it has none any more (destroyed).
+func pipelineHandle(eng *engine.Pipeline) uint64 {
+	pipelines.Lock()
+	defer pipelines.Unlock()
+	for h, p := range pipelines.m {
+		if p.eng == eng {
+			return h
+		}
+	}
+	return 0
+}
+
 // Call describes the batch in C memory (the inputs are pool memory already, outside the
 // Go heap), calls the function and forgets the call.
 func (h *hostFunctions) Call(c *external.HostCall) error {
+	if hostExiting.Load() {
+		return engine.Errorf(engine.StatusState, "the host program is exiting (godali_host_shutdown): the host function of node %q is not called", c.Node)
+	}
 	h.mu.Lock()
 	f, ok := h.fns[c.Function]
 	h.nextCall++
@@ -74,7 +176,16 @@ func (h *hostFunctions) Call(c *external.HostCall) error {
 		return err
 	}
 	defer free()
-	if rc := C.godali_call_host_function(f.fn, f.ctx, call); rc != 0 {
+	call.pipeline = C.godali_pipeline_t(pipelineHandle(c.Pipeline))
+	// The function runs on this thread (locked to it), which is how a call it makes into
+	// its own pipeline is recognised (insideHostFunction).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	enterHostFunction(tid, c.Pipeline, c.Node)
+	rc := C.godali_call_host_function(f.fn, f.ctx, call)
+	leaveHostFunction(tid)
+	if rc != 0 {
 		msg := hc.failMsg
 		if msg == "" {
 			msg = "the host function failed (returned non-zero without a message)"
@@ -181,6 +292,14 @@ func godali_host_function_unregister(id C.uint64_t) C.int {
 			return engine.Errorf(engine.StatusInvalidArgument, "host function %d is not registered", uint64(id))
 		}
 		delete(hostFns.fns, uint64(id))
+		return nil
+	})
+}
+
+//export godali_host_shutdown
+func godali_host_shutdown() C.int {
+	return guard(func() error {
+		hostExiting.Store(true)
 		return nil
 	})
 }

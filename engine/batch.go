@@ -33,6 +33,11 @@ type Batch struct {
 	stream     StreamBatch   // a stream source's item and plan (feed.go)
 	feeds      *feeds
 	cross      []crossValue // data crossing phases (Partition.Cross; hostbatch.go)
+	// The batch's place in the order of the serial host-batch nodes' calls (hostturn.go):
+	// ordered once the producer gave it seq; turnsTaken counts the turns it ended.
+	seq        int64
+	ordered    bool
+	turnsTaken int
 }
 
 // Skip describes a sample replaced under on_error = "skip".

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 )
@@ -29,4 +30,23 @@ func BenchmarkResNetPipeline(b *testing.B) {
 		n += 64
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "images/s")
+}
+
+// BenchmarkSmallBatches runs a pipeline whose per-batch work is tiny (labels of 4
+// files, no decoding), so that the executor's own cost per batch shows (batches/s).
+func BenchmarkSmallBatches(b *testing.B) {
+	root := writeDataset(b, 2, 8)
+	p := mustPipeline(b, fmt.Sprintf(`{"batch_size": 4, "num_threads": 2, "device_id": null, "seed": 1, "prefetch_queue_depth": 2,
+	 "ops": [{"op": "readers.file", "name": "r", "outputs": ["jpegs", "labels"], "args": {"file_root": %q, "random_shuffle": true}}],
+	 "outputs": ["labels"]}`, root))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Next(); errors.Is(err, ErrEndOfEpoch) {
+			p.Reset()
+			i--
+		} else if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "batches/s")
 }

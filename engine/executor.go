@@ -56,6 +56,13 @@ type Pipeline struct {
 	taken    int64 // batches of the epoch the consumer has taken with Next (checkpoints)
 	atEnd    bool
 	current  *Batch
+
+	// host orders the calls of the serial host-batch nodes (python_function): one
+	// batch at a time per node, in iteration order (hostturn.go).
+	host *hostOrder
+	// abandoned is closed when a destroy stopped waiting for a host function: the
+	// batches still running give up at their next step.
+	abandoned chan struct{}
 }
 
 type task struct {
@@ -116,7 +123,8 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1}
+	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1,
+		host: newHostOrder(part), abandoned: make(chan struct{})}
 	p.feeds = newFeeds(g)
 	if err := p.feeds.checkStreams(g); err != nil {
 		return nil, err
@@ -534,30 +542,72 @@ func (p *Pipeline) Reset() error {
 }
 
 // stopProducer ends the producer and drops every batch it queued.
-func (p *Pipeline) stopProducer() {
+func (p *Pipeline) stopProducer() { p.stopProducerWithin(-1) }
+
+// stopProducerWithin is stopProducer that stops waiting for the queued batches once a
+// host function (python_function) has held them up for grace (grace < 0: it waits as
+// long as they take): it returns those batches, not released, and keeps none of their
+// credits. Only a destroy gives a grace.
+func (p *Pipeline) stopProducerWithin(grace time.Duration) []*Batch {
 	if !p.running {
-		return
+		return nil
 	}
 	close(p.stop)
 	<-p.prodDone
+	var queued []*Batch
 	if b := p.head; b != nil {
 		p.head = nil
-		<-b.done
-		b.release()
-		p.credits <- struct{}{}
+		queued = append(queued, b)
 	}
 	for {
 		select {
 		case b := <-p.inflight:
-			<-b.done
-			b.release()
-			p.credits <- struct{}{}
+			queued = append(queued, b)
 			continue
 		default:
 		}
 		break
 	}
 	p.running = false
+	start := time.Now()
+	for i, b := range queued {
+		if calls := p.waitDone(b, start, grace); calls != nil {
+			warn(abandonMessage(calls, time.Since(start)))
+			return queued[i:]
+		}
+		b.release()
+		p.credits <- struct{}{}
+	}
+	return nil
+}
+
+// waitDone waits until b is done (nil), or, with grace >= 0, until a host function has
+// kept it from being done for grace since start: it returns the host calls running then.
+func (p *Pipeline) waitDone(b *Batch, start time.Time, grace time.Duration) []activeHostCall {
+	if grace < 0 {
+		<-b.done
+		return nil
+	}
+	for {
+		wait := time.Until(start.Add(grace))
+		if wait < 10*time.Millisecond {
+			wait = 10 * time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-b.done:
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		// Past the grace: abandon only a wait a host function causes (the workers'
+		// own waits end: Close interrupted their I/O).
+		if time.Since(start) >= grace {
+			if calls := p.host.running(); len(calls) > 0 {
+				return calls
+			}
+		}
+	}
 }
 
 // Interrupt stops the blocking I/O of the pipeline's operators (Interrupter): a Build
@@ -574,7 +624,10 @@ func (p *Pipeline) Interrupt() {
 }
 
 // Close stops everything. Tensors handed out stay valid until released. Remote
-// requests in flight are interrupted first, so Close does not wait for them.
+// requests in flight are interrupted first, so Close does not wait for them. A host
+// function (python_function) that does not return within HostCallGrace is not waited
+// for either: Close says so on stderr, drops the batches it holds and returns; what
+// they use is freed when it returns (or at exit).
 func (p *Pipeline) Close() {
 	p.Interrupt()
 	p.mu.Lock()
@@ -582,24 +635,48 @@ func (p *Pipeline) Close() {
 	if p.closed {
 		return
 	}
-	if p.built {
-		p.stopProducer()
-		p.releaseCurrent()
-		close(p.tasks)
-		p.workerWG.Wait()
-		if p.gpu != nil {
-			p.gpu.close()
-		}
-	}
 	p.closed = true
-	p.feeds.close() // the feeds still queued: their callbacks run now
-	for _, n := range p.Graph.Nodes {
-		if c, ok := n.Op.(Closer); ok {
-			c.Close()
-		}
+	var stuck []*Batch
+	if p.built {
+		stuck = p.stopProducerWithin(HostCallGrace)
+		p.releaseCurrent()
 	}
-	p.pool.Close()
-	releaseMemory()
+	if len(stuck) > 0 {
+		close(p.abandoned) // the stuck batches stop at their next step
+		p.host.abandon()   // and those waiting for a host function's turn at once
+	}
+	p.feeds.close() // the feeds still queued: their callbacks run now
+	rest := func() {
+		var wg sync.WaitGroup // each stuck batch released as soon as it is done
+		for _, b := range stuck {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-b.done
+				b.release()
+			}()
+		}
+		wg.Wait()
+		if p.built {
+			close(p.tasks)
+			p.workerWG.Wait()
+			if p.gpu != nil {
+				p.gpu.close()
+			}
+		}
+		for _, n := range p.Graph.Nodes {
+			if c, ok := n.Op.(Closer); ok {
+				c.Close()
+			}
+		}
+		p.pool.Close()
+		releaseMemory()
+	}
+	if len(stuck) > 0 {
+		go rest()
+		return
+	}
+	rest()
 }
 
 // ReaderMeta describes the reader node named name.
@@ -760,6 +837,7 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			}
 		}
 		p.inflight <- b
+		p.host.enter(b)
 		go p.finish(b)
 		if b.Last && source != nil {
 			// The next NextBatch returns 0: the end-of-epoch marker follows in order.
@@ -773,6 +851,10 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 func (p *Pipeline) finish(b *Batch) {
 	for phase := range p.Part.Phases {
 		if phase > 0 {
+			if p.isAbandoned() {
+				b.err = errAbandoned()
+				break
+			}
 			b.wg.Add(len(b.refs))
 			for i := range b.refs {
 				p.tasks <- task{b: b, i: i, src: i, phase: phase}
@@ -786,11 +868,29 @@ func (p *Pipeline) finish(b *Batch) {
 			break
 		}
 	}
+	if b.err == nil && p.isAbandoned() {
+		b.err = errAbandoned()
+	}
+	p.host.leave(b)
 	if p.gpu != nil && b.err == nil {
 		p.gpu.submit(b) // the GPU stage closes b.done once the batch's work is queued
 		return
 	}
 	close(b.done)
+}
+
+// isAbandoned reports whether a destroy stopped waiting for the batches in flight.
+func (p *Pipeline) isAbandoned() bool {
+	select {
+	case <-p.abandoned:
+		return true
+	default:
+		return false
+	}
+}
+
+func errAbandoned() error {
+	return Errorf(StatusInvalidHandle, "pipeline is destroyed")
 }
 
 // phaseErrors replaces the samples of the phase that failed (on_error = "skip") or

@@ -37,6 +37,9 @@ type HostBatchWorkspace struct {
 	ArgIn     [][]*Tensor // [argument input][sample], in the node's arg_inputs order
 	Epoch     int64
 	Iteration int64
+	// Pipeline runs the call: a host function must not call into it (the C library
+	// refuses such calls, capi/hostfunc.go).
+	Pipeline *Pipeline
 
 	b          *Batch
 	n          *Node
@@ -219,7 +222,7 @@ func (w *worker) loadCross(b *Batch, phase, src int) {
 func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
 	for _, n := range p.Part.HostBatch[phase] {
 		hw := &HostBatchWorkspace{Node: n.Name, Size: len(b.refs), Epoch: b.Epoch, Iteration: b.Iteration,
-			b: b, n: n, part: p.Part, lim: &p.limits, nodeReader: p.nodeReader[n.ID]}
+			Pipeline: p, b: b, n: n, part: p.Part, lim: &p.limits, nodeReader: p.nodeReader[n.ID]}
 		values := func(d *DataNode) []*Tensor {
 			ts := make([]*Tensor, len(b.refs))
 			cv := b.cross[p.Part.cross[d]].t
@@ -234,7 +237,24 @@ func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
 		for _, d := range n.ArgIn {
 			hw.ArgIn = append(hw.ArgIn, values(d))
 		}
-		if err := n.Op.(HostBatchOperator).RunHostBatch(hw); err != nil {
+		k, serial := p.host.index[n]
+		if serial {
+			// One call of the node at a time, in iteration order.
+			if !p.host.turns[k].wait(b.seq) {
+				return errAbandoned()
+			}
+			p.host.started(b, n)
+		}
+		err := n.Op.(HostBatchOperator).RunHostBatch(hw)
+		if serial {
+			p.host.ended(b)
+			p.host.turns[k].pass(b.seq)
+			b.turnsTaken = k + 1
+			if p.isAbandoned() {
+				return errAbandoned()
+			}
+		}
+		if err != nil {
 			if !strings.Contains(err.Error(), fmt.Sprintf("node %q", n.Name)) {
 				err = fmt.Errorf("%s: %w", describe(n.Name, n.OpName), err)
 			}

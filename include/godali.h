@@ -198,14 +198,24 @@ typedef struct {
   const DLTensor *inputs;
   int64_t epoch;
   int64_t iteration;
+  godali_pipeline_t pipeline; /* the pipeline running the call (0 once destroyed) */
 } godali_host_call_t;
 
 /* godali_host_function_t is called once per batch, on a library thread (not the thread
- * that registered it), one call at a time per node. Before returning 0 it gives every
- * sample of every output with godali_host_call_output. A non-zero return fails the
- * batch (GODALI_ERROR_DATA from godali_pipeline_next), with the message given to
+ * that registered it). A node's function runs one call at a time, batch after batch in
+ * iteration order (the node's next batch waits for its turn; the pipeline's other work
+ * goes on), so it may keep state between calls. Before returning 0 it gives every
+ * sample of every output with godali_host_call_output, which copies it: the function
+ * may hand the same buffer back every call. A non-zero return fails the batch
+ * (GODALI_ERROR_DATA from godali_pipeline_next), with the message given to
  * godali_host_call_fail when it was called. The function must not call into godali for
- * the pipeline that runs it, other than godali_host_call_*. */
+ * the pipeline that runs it, other than godali_host_call_* and
+ * godali_pipeline_interrupt: such a call made on the function's thread (next, wait,
+ * reset, destroy, feed, ...) returns GODALI_ERROR_STATE at once ("called from inside the
+ * host function ..."), since it would wait for the function. godali_pipeline_destroy
+ * waits at most 2 s for a host function that does not return, then says so on stderr and
+ * returns without it: the batches it holds are dropped, and the pipeline's memory is
+ * freed when the function returns. */
 typedef int32_t (*godali_host_function_t)(void *ctx, const godali_host_call_t *call);
 
 #ifndef GODALI_INTERNAL_NO_PROTOTYPES /* defined only inside the library's own build */
@@ -380,6 +390,12 @@ godali_status_t godali_host_function_register(godali_host_function_t fn, void *c
  * GODALI_ERROR_INVALID_ARGUMENT for an unknown id. */
 godali_status_t godali_host_function_unregister(uint64_t id);
 
+/* godali_host_shutdown tells the library that the host program is exiting (Python calls it
+ * at interpreter exit, so that no library thread calls into a finalized interpreter):
+ * from then on it calls no host function (a batch that reaches one fails) and no
+ * godali_deleter_t (the exiting host's memory is not given back). Cannot be undone. */
+godali_status_t godali_host_shutdown(void);
+
 /* godali_host_call_output copies sample `sample` of output `output` of a call in progress
  * (from inside the host function only) into the pipeline's memory. t must be host
  * memory (kDLCPU), one lane, of a type godali has, compact row-major or with strides (in
@@ -396,7 +412,8 @@ godali_status_t godali_host_call_fail(uint64_t call, const char *msg, size_t len
 
 /* godali_pipeline_destroy stops the workers and releases the pipeline, after the calls
  * other threads have in flight on it returned. Tensors handed out earlier stay valid
- * until their deleters run. A second destroy returns GODALI_ERROR_INVALID_HANDLE, its
+ * until their deleters run. A host function that has not returned within 2 s is not
+ * waited for (a line on stderr names it; see godali_host_function_t). A second destroy returns GODALI_ERROR_INVALID_HANDLE, its
  * only failure (nothing to retry). */
 godali_status_t godali_pipeline_destroy(godali_pipeline_t p);
 

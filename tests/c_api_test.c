@@ -787,6 +787,109 @@ static void test_feed_input(void) {
   for (int k = 0; k < 8; k++) CHECK(deleted[k] == (k == 4 ? 2 : 1), "deleter %d ran %d times", k, deleted[k]);
 }
 
+/* A host function that calls into its own pipeline: every such call must fail at once
+ * with GODALI_ERROR_STATE (it would wait for the batch the function computes), while a
+ * call into another pipeline works. It records the order of its calls too. */
+typedef struct {
+  godali_pipeline_t self, other;
+  int calls, wrong_handle;
+  int64_t iterations[8];
+  godali_status_t st[7];
+  char msg[7][600];
+} reentry_t;
+
+static int32_t reentrant_fn(void *ctx, const godali_host_call_t *call) {
+  reentry_t *r = (reentry_t *)ctx;
+  if (r->calls < 8) r->iterations[r->calls] = call->iteration;
+  r->calls++;
+  if (call->pipeline != r->self) r->wrong_handle = 1;
+  int ready = 0, n = 0;
+  godali_status_t st[7];
+  st[0] = godali_pipeline_next(r->self);
+  snprintf(r->msg[0], sizeof r->msg[0], "%s", godali_last_error());
+  st[1] = godali_pipeline_reset(r->self);
+  snprintf(r->msg[1], sizeof r->msg[1], "%s", godali_last_error());
+  st[2] = godali_pipeline_destroy(r->self);
+  snprintf(r->msg[2], sizeof r->msg[2], "%s", godali_last_error());
+  st[3] = godali_pipeline_wait(r->self, 10, &ready);
+  snprintf(r->msg[3], sizeof r->msg[3], "%s", godali_last_error());
+  st[4] = godali_pipeline_num_outputs(r->self, &n);
+  snprintf(r->msg[4], sizeof r->msg[4], "%s", godali_last_error());
+  st[5] = godali_pipeline_interrupt(r->self); /* takes no lock: allowed */
+  st[6] = godali_pipeline_next(r->other);     /* another pipeline: allowed */
+  snprintf(r->msg[6], sizeof r->msg[6], "%s", godali_last_error());
+  if (r->calls == 1) memcpy(r->st, st, sizeof st);
+  for (int k = 0; k < 7; k++)
+    if (st[k] != r->st[k]) r->wrong_handle = 2; /* every call answers the same */
+  for (int64_t i = 0; i < call->num_samples; i++) {
+    if (godali_host_call_output(call->call, 0, i, &call->inputs[i]) != GODALI_OK) return 1;
+  }
+  return 0;
+}
+
+static void test_host_function_reentry(void) {
+  const char *src_only =
+      "{\"batch_size\": 2, \"num_threads\": 1, \"device_id\": null, \"prefetch_queue_depth\": 1,"
+      " \"ops\": [{\"op\": \"external_source\", \"name\": \"src\", \"outputs\": [\"x\"],"
+      "   \"args\": {\"dtype\": \"FLOAT\", \"ndim\": 1}}], \"outputs\": [\"x\"]}";
+  reentry_t r;
+  memset(&r, 0, sizeof r);
+  uint64_t fid = 0;
+  MUST(godali_host_function_register(reentrant_fn, &r, &fid));
+  char desc[1024];
+  snprintf(desc, sizeof desc,
+           "{\"batch_size\": 2, \"num_threads\": 2, \"device_id\": null, \"prefetch_queue_depth\": 2,"
+           " \"ops\": [{\"op\": \"external_source\", \"name\": \"src\", \"outputs\": [\"x\"],"
+           "   \"args\": {\"dtype\": \"FLOAT\", \"ndim\": 1}},"
+           "  {\"op\": \"python_function\", \"name\": \"fn\", \"inputs\": [\"x\"], \"outputs\": [\"y\"],"
+           "   \"args\": {\"function_id\": %llu}}], \"outputs\": [\"y\"]}",
+           (unsigned long long)fid);
+  MUST(godali_pipeline_create(desc, 0, &r.self));
+  MUST(godali_pipeline_create(src_only, 0, &r.other));
+  MUST(godali_pipeline_build(r.self));
+  MUST(godali_pipeline_build(r.other));
+  DLDataType f32 = {kDLFloat, 32, 1};
+  float data[4][6];
+  int64_t shape[2] = {2, 3};
+  for (int b = 0; b < 4; b++) {
+    for (int i = 0; i < 6; i++) data[b][i] = (float)(10 * b + i);
+    MUST(godali_pipeline_feed_input(r.other, "src", data[b], f32, 1, shape, NULL, GODALI_FEED_COPY,
+                                    NULL, NULL));
+    MUST(godali_pipeline_feed_input(r.self, "src", data[b], f32, 1, shape, NULL, GODALI_FEED_COPY,
+                                    NULL, NULL));
+  }
+  for (int b = 0; b < 4; b++) {
+    godali_status_t s = godali_pipeline_next(r.self);
+    CHECK(s == GODALI_OK, "batch %d: status %d", b, s);
+    if (s != GODALI_OK) continue;
+    DLManagedTensor *t = NULL;
+    MUST(godali_pipeline_output(r.self, 0, &t));
+    const float *v = (const float *)t->dl_tensor.data;
+    for (int i = 0; i < 6; i++) CHECK(v[i] == data[b][i], "batch %d [%d] = %g", b, i, v[i]);
+    t->deleter(t);
+  }
+  CHECK(r.calls == 4, "host function called %d times, want 4", r.calls);
+  for (int b = 0; b < 4 && b < r.calls; b++)
+    CHECK(r.iterations[b] == b, "call %d ran iteration %lld: want the batches in order", b,
+          (long long)r.iterations[b]);
+  CHECK(r.wrong_handle == 0, "call->pipeline or the answers differ between calls (%d)", r.wrong_handle);
+  const char *names[5] = {"godali_pipeline_next", "godali_pipeline_reset", "godali_pipeline_destroy",
+                          "godali_pipeline_wait", "godali_pipeline_num_outputs"};
+  for (int k = 0; k < 5; k++) {
+    CHECK(r.st[k] == GODALI_ERROR_STATE, "%s from inside its host function: status %d", names[k], r.st[k]);
+    char want[160];
+    snprintf(want, sizeof want, "%s called from inside the host function of node \"fn\"", names[k]);
+    CHECK(strncmp(r.msg[k], want, strlen(want)) == 0, "%s: message %s", names[k], r.msg[k]);
+  }
+  CHECK(r.st[5] == GODALI_OK, "godali_pipeline_interrupt: status %d", r.st[5]);
+  CHECK(r.st[6] == GODALI_OK, "next of another pipeline from a host function: %d %s", r.st[6], r.msg[6]);
+  /* The refused destroy left the pipeline alive: destroyed now, once. */
+  CHECK(godali_pipeline_destroy(r.self) == GODALI_OK, "destroy after the host function");
+  CHECK(godali_pipeline_destroy(r.self) == GODALI_ERROR_INVALID_HANDLE, "second destroy");
+  MUST(godali_pipeline_destroy(r.other));
+  MUST(godali_host_function_unregister(fid));
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "c_api_data";
   char root[512], cls[600], path[700];
@@ -821,6 +924,7 @@ int main(int argc, char **argv) {
   test_end_of_epoch_is_not_an_error(root);
   test_threads_share_a_pipeline(root);
   test_feed_input();
+  test_host_function_reentry();
 
   int64_t live = -1;
   MUST(godali_live_pipelines(&live));

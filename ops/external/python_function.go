@@ -35,6 +35,7 @@ type HostCall struct {
 	Samples    int
 	Epoch      int64
 	Iteration  int64
+	Pipeline   *engine.Pipeline   // the pipeline that runs the call
 	In         [][]*engine.Tensor // [input][sample], host memory valid during the call
 	// Output gives sample i of output k its type and shape and returns the memory to
 	// fill (before the call returns).
@@ -114,6 +115,12 @@ func (o *pythonFunction) Run(*engine.Workspace) error {
 	return engine.Errorf(engine.StatusInternal, "python_function runs per batch")
 }
 
+// SerialCalls: the executor calls the function one batch at a time, in iteration order
+// (engine.SerialHostBatch), as DALI does: a function may keep state from one batch to
+// the next, and may return the same buffer every time (its outputs are copied before
+// the call returns).
+func (o *pythonFunction) SerialCalls() {}
+
 // RunHostBatch calls the function once with the whole batch.
 func (o *pythonFunction) RunHostBatch(hw *engine.HostBatchWorkspace) error {
 	h := hostFunctions()
@@ -122,7 +129,7 @@ func (o *pythonFunction) RunHostBatch(hw *engine.HostBatchWorkspace) error {
 	}
 	written := make([]int, o.numOutputs)
 	c := &HostCall{Function: o.id, Node: hw.Node, NumOutputs: o.numOutputs, Samples: hw.Size,
-		Epoch: hw.Epoch, Iteration: hw.Iteration, In: hw.In,
+		Epoch: hw.Epoch, Iteration: hw.Iteration, Pipeline: hw.Pipeline, In: hw.In,
 		Output: func(k, i int, dt engine.DType, shape []int) ([]byte, error) {
 			if k < 0 || k >= o.numOutputs || i < 0 || i >= hw.Size {
 				return nil, engine.Errorf(engine.StatusInvalidArgument, "output %d sample %d: out of range (%d outputs, %d samples)", k, i, o.numOutputs, hw.Size)

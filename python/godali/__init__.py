@@ -13,7 +13,8 @@ may import it before forking workers that create their own pipelines.
 from . import types
 from ._lib import (CUDAError, DataError, ForkedProcessError, GodaliError,
                    InternalError, InvalidArgumentError, InvalidHandleError,
-                   InvalidPipelineError, NoCUDAError, OutOfMemoryError, StateError)
+                   InvalidPipelineError, NoCUDAError, OutOfMemoryError,
+                   ReentrantCallError, StateError)
 from ._graph import DataNode, newaxis  # noqa: F401  (DALI: nvidia.dali.newaxis)
 from .pipeline import (BatchInfo, OperatorConcurrency, Pipeline, StreamPolicy,  # noqa: F401
                        live_pipelines, memory_stats, pipeline_def)
@@ -26,7 +27,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BatchInfo", "CUDAError", "DataError", "DataNode", "ForkedProcessError", "GodaliError",
     "InternalError", "InvalidArgumentError", "InvalidHandleError",
-    "InvalidPipelineError", "NoCUDAError", "OutOfMemoryError", "Pipeline", "StateError", "Tensor", "TensorCPU",
+    "InvalidPipelineError", "NoCUDAError", "OutOfMemoryError", "Pipeline",
+    "ReentrantCallError", "StateError", "Tensor", "TensorCPU",
     "TensorGPU", "TensorList", "TensorListCPU", "TensorListGPU", "backend", "data_node", "fn",
     "library_info", "live_pipelines", "memory_stats", "ops", "pipeline_def", "plugin_manager",
     "types",

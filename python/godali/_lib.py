@@ -5,6 +5,7 @@ runtime. The CUDA flavour initialises CUDA when it is loaded and terminates the 
 that fails, so it is chosen only after libcuda itself has said that a device works.
 """
 
+import atexit
 import ctypes
 import logging
 import os
@@ -63,6 +64,16 @@ class DataError(GodaliError):
 
 class StateError(GodaliError):
     """A call came out of order, or a ragged output was asked for as a dense tensor."""
+
+
+class ReentrantCallError(StateError):
+    """A python_function (a host function) called into the pipeline that runs it (run(),
+    reset(), close(), ...): the call would wait for the batch the function is computing,
+    which waits for the call. Raised instead of deadlocking."""
+
+
+# How the library words the refusal of such a call (capi/hostfunc.go, errReentrant).
+_REENTRANT_MARK = "called from inside the host function of node"
 
 
 class NoCUDAError(GodaliError):
@@ -165,6 +176,7 @@ _SIGNATURES = {
     "godali_pipeline_wait": [_H, c_int64, POINTER(c_int)],
     "godali_pipeline_interrupt": [_H],
     "godali_pipeline_destroy": [_H],
+    "godali_host_shutdown": [],
     "godali_pipeline_num_outputs": [_H, POINTER(c_int)],
     "godali_pipeline_output_name": [_H, c_int, POINTER(c_char_p)],
     "godali_pipeline_batch_info": [_H, POINTER(BatchInfo)],
@@ -426,7 +438,10 @@ class Library:
                 text = msg.decode("utf-8", errors="replace") if msg else ""
                 if not text:
                     text = "%s failed: %s" % (name, _STATUS_NAMES.get(status, status))
-                raise _ERRORS.get(status, GodaliError)(text, status)
+                cls = _ERRORS.get(status, GodaliError)
+                if status == ERROR_STATE and _REENTRANT_MARK in text:
+                    cls = ReentrantCallError
+                raise cls(text, status)
             return status
 
         call.__name__ = name
@@ -541,7 +556,19 @@ def get():
     with _lib_lock:
         if _lib is None:
             _lib, note = _load()
+            atexit.register(_host_shutdown, _lib)
         return _lib
+
+
+def _host_shutdown(lib):
+    # At interpreter exit: from now on the library calls no Python function (a
+    # python_function, a feed's deleter), so that none of its threads enters the
+    # interpreter once it is finalized (godali_host_shutdown).
+    try:
+        if lib.in_owner_process():
+            lib.host_shutdown()
+    except Exception:  # noqa: BLE001 - nothing to report to at exit
+        pass
 
 
 def loaded():

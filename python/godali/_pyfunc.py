@@ -3,7 +3,10 @@ fn.torch_python_function and their ops classes (DALI's PythonFunction family).
 
 Each node registers its function with the library (godali_host_function_register); the
 engine's python_function operator calls it back once per batch, on a library thread,
-once every sample's inputs are ready (include/godali.h, "Host functions"). One ctypes
+once every sample's inputs are ready, one batch at a time in iteration order
+(include/godali.h, "Host functions"). While a call runs, its thread notes the pipeline
+(call.pipeline), so that the function's calls into that pipeline raise
+ReentrantCallError instead of waiting for themselves. One ctypes
 callback serves every node, so that no callback object can be freed while the library may
 still call it; a node's entry is dropped when its graph node is collected, after which a
 call fails with an error instead of running.
@@ -37,6 +40,7 @@ class HostCall(Structure):
         ("inputs", POINTER(_dlpack.DLTensor)),
         ("epoch", c_int64),
         ("iteration", c_int64),
+        ("pipeline", c_uint64),
     ]
 
 
@@ -49,6 +53,27 @@ _EXTRA = {
 }
 
 _entries = {}  # library function id -> _Entry
+# The pipelines whose function this thread is running now (handles, innermost last).
+_running = threading.local()
+
+
+def inside(handle):
+    """Whether the calling thread is running a python_function of the pipeline `handle`."""
+    stack = getattr(_running, "handles", None)
+    return bool(handle and stack and handle in stack)
+
+
+def check_not_inside(handle, what):
+    """Raises ReentrantCallError when the calling thread is running a python_function of
+    the pipeline `handle`: `what` (run(), reset(), ...) would wait for the batch that
+    function is computing, which waits for it."""
+    if inside(handle):
+        raise _lib.ReentrantCallError(
+            "godali: %s called from inside a python_function of the same pipeline: it would "
+            "wait for the batch the function is computing, which waits for it (a deadlock). "
+            "A python_function may not use its own pipeline; compute what it needs from its "
+            "inputs, or use another pipeline" % what, _lib.ERROR_STATE)
+
 _lock = threading.Lock()
 _bound = None
 
@@ -235,8 +260,11 @@ def _outputs_of(entry, result, what):
     return list(result)
 
 
-def _run(entry, call):
-    """Calls the function over the batch and returns [output][sample] numpy arrays."""
+def _run(entry, call, give):
+    """Calls the function over the batch and hands each output sample, as a numpy array,
+    to give(k, i, array), which copies it into the pipeline. A per-sample function's
+    outputs are given right after its call, before the next sample's: a function that
+    returns the same buffer every time (safe in DALI) gives every sample its own data."""
     ns, ni = call.num_samples, call.num_inputs
     inputs = [[_array_of(call.inputs[k * ns + i]) for i in range(ns)] for k in range(ni)]
     what = "the function"
@@ -257,14 +285,16 @@ def _run(entry, call):
                 raise ValueError("with batch_processing=True output %d must have %d samples "
                                  "(the batch), got %d" % (k, ns, len(samples)))
             per.append([_to_numpy(s, entry.kind) for s in samples])
-        return per
-    per = [[None] * ns for _ in range(entry.num_outputs)]
+        for k, samples in enumerate(per):
+            for i, arr in enumerate(samples):
+                give(k, i, arr)
+        return
     for i in range(ns):
         args = [_convert_inputs(entry.kind, [inputs[k][i]])[0] for k in range(ni)]
         outs = _outputs_of(entry, entry.function(*args), what)
-        for k, o in enumerate(outs):
-            per[k][i] = _to_numpy(o, entry.kind)
-    return per
+        arrays = [_to_numpy(o, entry.kind) for o in outs]
+        for k, arr in enumerate(arrays):
+            give(k, i, arr)
 
 
 def _give(calls, call_id, k, i, arr):
@@ -301,10 +331,14 @@ def _dispatch(ctx, call_ptr):
         if entry is None:
             raise RuntimeError("the python function of this node no longer exists (its "
                                "pipeline graph was collected)")
-        outs = _run(entry, call)
-        for k, samples in enumerate(outs):
-            for i, arr in enumerate(samples):
-                _give(calls, call_id, k, i, arr)
+        stack = getattr(_running, "handles", None)
+        if stack is None:
+            stack = _running.handles = []
+        stack.append(call.pipeline)
+        try:
+            _run(entry, call, lambda k, i, arr: _give(calls, call_id, k, i, arr))
+        finally:
+            stack.pop()
         return 0
     except BaseException as e:  # noqa: B902 - reported to the pipeline instead
         try:

@@ -16,7 +16,7 @@ import weakref
 from collections import namedtuple
 from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
 
-from .. import _dlpack, _graph, _lib
+from .. import _dlpack, _graph, _lib, _pyfunc
 from .. import types as _types
 from .. import external_source as _ext
 from ..tensors import TensorList, _Lease
@@ -608,7 +608,14 @@ class Pipeline:
         except KeyboardInterrupt:
             self._interrupted(None)
             raise
-        return lib.pipeline_next(h)
+        try:
+            return lib.pipeline_next(h)
+        except (_lib.DataError, _lib.OutOfMemoryError):
+            # The failed batch counts as taken (godali_pipeline_next): the external
+            # sources' next batch is one fewer ahead, or they would stop being fed.
+            if self._ext_groups:
+                _ext.took(self)
+            raise
 
     def _interrupted(self, stalled):
         """A KeyboardInterrupt arrived while the library was busy: interrupt the
@@ -626,7 +633,10 @@ class Pipeline:
         self._finalizer = weakref.finalize(self, _destroy_later, stalled, lib, h)
 
     def close(self):
-        """Destroys the pipeline now. Outputs handed out earlier stay valid."""
+        """Destroys the pipeline now. Outputs handed out earlier stay valid. A
+        python_function that does not return is not waited for longer than 2 s (the
+        library says so on stderr); its batches are dropped."""
+        _pyfunc.check_not_inside(self._handle, "close()")
         if self._finalizer is not None:
             self._finalizer()
             self._finalizer = None
@@ -641,6 +651,7 @@ class Pipeline:
     def schedule_run(self):
         """Asks the pipeline to prepare batches ahead (up to prefetch_queue_depth); the
         external sources' sources are polled first."""
+        _pyfunc.check_not_inside(self._handle, "schedule_run()")
         lib = self._lib_or_build()
         _ext.top_up(self)
         lib.pipeline_run(self._handle)
@@ -688,6 +699,7 @@ class Pipeline:
         and the iterators count epochs from the reader's metadata. Raises DataError when
         a sample could not be read (the next call goes on).
         """
+        _pyfunc.check_not_inside(self._handle, "outputs()")
         lib = self._lib_or_build()
         h = self._handle
         if self._ext_groups:
@@ -709,6 +721,7 @@ class Pipeline:
     def _epoch_outputs(self):
         """outputs() within one epoch: raises StopIteration after the epoch's last batch
         (reset() starts the next one). The iterators use this."""
+        _pyfunc.check_not_inside(self._handle, "outputs()")
         lib = self._lib_or_build()
         h = self._handle
         if self._ext_groups:
@@ -779,6 +792,7 @@ class Pipeline:
 
         As in DALI, iter_setup() runs first, also before the first build: external
         sources without dtype/ndim are typed from what it feeds."""
+        _pyfunc.check_not_inside(self._handle, "run()")
         if not self._built and not self._closed:
             self._ensure_outputs()
         self.iter_setup()
@@ -816,15 +830,18 @@ class Pipeline:
     def reset(self):
         """Starts the next epoch (readers move to their next shard unless
         stick_to_shard). Batches already handed out stay valid."""
+        _pyfunc.check_not_inside(self._handle, "reset()")
         lib = self._lib_or_build()
         if _ext.has_sources(self):
             if not self._ext_epoch_over:
                 return  # DALI: a reset before a source ended the epoch does nothing
-            lib.pipeline_reset(self._handle)
+            self._interruptible(lib.pipeline_reset, self._handle)
             _ext.restart(self)
             self._ext_epoch_over = False
             return
-        lib.pipeline_reset(self._handle)
+        # Interruptible: the reset waits for the batches prepared ahead, which a blocked
+        # python_function may hold.
+        self._interruptible(lib.pipeline_reset, self._handle)
 
     def checkpoint(self, filename=None):
         """Returns the pipeline's state after the batches returned so far (not those
@@ -1026,6 +1043,12 @@ def _destroy(lib, handle):
     # Runs at garbage collection or interpreter exit. In a forked child the library
     # cannot be entered; the parent still owns the pipeline.
     if not lib.in_owner_process():
+        return
+    if _pyfunc.inside(handle):
+        # Collected by a collection that ran inside one of its own python functions: the
+        # destroy waits for that call, so another thread does it once the call returns.
+        threading.Thread(target=_destroy, args=(lib, handle), name="godali-destroy",
+                         daemon=True).start()
         return
     try:
         lib.pipeline_destroy(handle)
