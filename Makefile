@@ -183,7 +183,8 @@ compat-report: cpu
 TORCH2_VENV  ?= $(or $(GODALI_TORCH2_VENV),/usr/local/lib/godali-torch2)
 TORCH2_TESTS := $(addprefix python/tests/,test_torch_dropin.py test_torch_install.py \
                 test_torch_gpu.py test_pytorch.py test_tv_exact.py test_tv_autoaug.py \
-                test_dlpack.py test_outputs.py test_doc_snippets.py)
+                test_dlpack.py test_outputs.py test_doc_snippets.py test_torch_faithful.py \
+                test_torch_epochs.py test_torch_presets.py)
 
 test-torch2: cpu
 	@if [ ! -f $(TORCH2_VENV)/godali-requirements.txt ]; then \

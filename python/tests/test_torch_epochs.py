@@ -31,6 +31,9 @@ import godali
 import godali.torch as gt
 from conftest import make_jpeg
 
+# Bit-exact references under Pillow 13 too (conftest: the order of its resize passes).
+pytestmark = pytest.mark.usefixtures("pillow_horizontal_first")
+
 
 def tf(size):
     return T.Compose([T.Resize(size), T.PILToTensor()])

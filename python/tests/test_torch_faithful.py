@@ -23,6 +23,9 @@ from PIL import Image, ImageOps
 
 import godali.torch as gt
 
+# Bit-exact references under Pillow 13 too (conftest: the order of its resize passes).
+pytestmark = pytest.mark.usefixtures("pillow_horizontal_first")
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(REPO, "tests", "data", "corpus")
 PHOTOS = ["pillow/flower.jpg", "pillow/flower2.jpg", "pillow/exif_typeerror.jpg",

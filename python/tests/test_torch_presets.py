@@ -25,6 +25,9 @@ import torchvision.transforms as T
 import godali.torch as gt
 from conftest import make_jpeg
 
+# Bit-exact references under Pillow 13 too (conftest: the order of its resize passes).
+pytestmark = pytest.mark.usefixtures("pillow_horizontal_first")
+
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
