@@ -25,6 +25,12 @@ export CGO_LDFLAGS := -Wl,-rpath,$$ORIGIN -Wl,--enable-new-dtags
 
 all: setup cpu $(if $(WANT_CUDA),cuda)
 
+# `make test` (and test-python) also installs DALI 2.4, the tests' differential oracle
+# (scripts/setup.sh); `make bench` does not.
+ifneq ($(filter test test-python,$(MAKECMDGOALS)),)
+  export GODALI_DALI_ORACLE ?= 1
+endif
+
 setup:
 	@bash scripts/setup.sh
 

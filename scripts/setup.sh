@@ -91,8 +91,10 @@ if [ ! -f "$MXDIR/mxnet/libmxnet.so" ] || [ ! -f "$MXDIR/mxnet/recordio.py" ]; t
   $SUDO $PY -m pip install -q --no-deps --target "$MXDIR" mxnet==1.9.1 ||
     echo "setup: mxnet could not be installed; the RecordIO cross-check tests will skip" >&2
 fi
-# NVIDIA DALI, an optional contender of the benchmarks (it runs on the CPU without a GPU),
-# only with GODALI_BENCH_DALI=1: a 424 MB wheel, installed with its pure-Python
+# NVIDIA DALI 2.4: the differential oracle of the tests (tests/compat/test_oracle.py runs
+# the same pipelines through DALI's CPU operators and godali's; `make test` sets
+# GODALI_DALI_ORACLE=1) and an optional contender of the benchmarks (GODALI_BENCH_DALI=1;
+# it runs on the CPU without a GPU). Not installed for `make bench` alone: a 424 MB wheel, installed with its pure-Python
 # dependencies (--no-deps, so that pip keeps Debian's numpy and torch) into a directory of
 # its own; benchmarks/video_bench.py looks there, other scripts take it on PYTHONPATH.
 DALIDIR=/usr/local/lib/godali-dali
@@ -100,7 +102,7 @@ if { [ "${GODALI_BENCH_DALI:-0}" = 1 ] || [ "${GODALI_DALI_ORACLE:-0}" = 1 ]; } 
   echo "setup: pip installing nvidia-dali-cuda120==2.4.0 into $DALIDIR"
   $SUDO $PY -m pip install -q --no-deps --target "$DALIDIR" nvidia-dali-cuda120==2.4.0 optree==0.20.0 \
     nvtx==0.2.17 makefun==1.16.0 libcst==1.9.0 ||
-    echo "setup: DALI could not be installed; the benchmarks skip it" >&2
+    echo "setup: DALI could not be installed; the benchmarks and the oracle tests skip it" >&2
 fi
 # torch 2.x from PyPI, for `make test-torch2`: the torch-facing tests run against Debian's
 # torch 1.13 (test-python) and against this current torch / torchvision / Pillow / numpy, in

@@ -99,6 +99,10 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	if given != 1 {
 		return nil, a.Errorf("resize_x", "give exactly one of resize_x/resize_y, size, resize_shorter, resize_longer")
 	}
+	// DALI: mode applies to resize_x/resize_y and size only.
+	if a.Has("mode") && (s.Shorter > 0 || s.Longer > 0 || a.AnyPerSample("resize_shorter", "resize_longer")) {
+		return nil, a.Errorf("mode", "`resize_shorter`, `resize_longer` and `mode` arguments are mutually exclusive")
+	}
 	if s.W < 0 || s.H < 0 || s.Shorter < 0 || s.Longer < 0 {
 		return nil, a.Errorf("size", "sizes must be >= 0")
 	}

@@ -113,7 +113,11 @@ func rotatedBox(w, h int, rad float64) (int, int) {
 // for each side to keep the parity of the input side it mostly comes from, so that
 // the centres of input and output pixels line up at small angles.
 func RotatedSize(w, h int, rad float64) (int, int) {
-	c, s := math.Abs(math.Cos(rad)), math.Abs(math.Sin(rad))
+	// Which input side an output side mostly comes from is decided on the angle as DALI
+	// holds it, in float32: at exactly 45 degrees (and the like) the float64 sine and
+	// cosine tie the other way.
+	r32 := float64(float32(rad))
+	c, s := math.Abs(math.Cos(r32)), math.Abs(math.Sin(r32))
 	ow, oh := rotatedBox(w, h, rad)
 	px, py := w%2, h%2
 	if s > c {

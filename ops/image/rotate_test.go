@@ -44,3 +44,22 @@ func TestRotatedSizeFollowsDALI(t *testing.T) {
 		}
 	}
 }
+
+// At 45 degrees (and 135, ...) the bounding box is square in exact arithmetic and the
+// parity choice depends on which of sine and cosine is larger: DALI 2.4 decides it on the
+// angle in float32. Sizes measured with DALI 2.4's CPU rotate, side by side.
+func TestRotatedSizeAtDiagonalsAsDALI(t *testing.T) {
+	for _, c := range []struct {
+		w, h   int
+		deg    float64
+		ow, oh int
+	}{
+		{29, 30, 45, 42, 43}, {29, 30, -45, 42, 43}, {29, 30, 135, 43, 42}, {29, 30, -135, 43, 42},
+		{30, 29, 45, 43, 42}, {30, 29, 135, 42, 43}, {41, 40, 45, 58, 59}, {33, 12, 45, 32, 33},
+	} {
+		ow, oh := RotatedSize(c.w, c.h, c.deg*math.Pi/180)
+		if ow != c.ow || oh != c.oh {
+			t.Errorf("%dx%d rotated %g: %dx%d, DALI %dx%d", c.w, c.h, c.deg, ow, oh, c.ow, c.oh)
+		}
+	}
+}
