@@ -171,14 +171,19 @@ def test_water_nearest_and_mask():
 
 
 def test_sphere_nearest_vs_numpy():
+    # DALI 2.4's mapping, measured with its CPU operator on coordinate-coded images of odd
+    # and even sides (tests/compat/oracle.py compares the two directly): pixel indices
+    # around ((w-1)/2, (h-1)/2), the distance over max(w//2, h//2), the nearest source
+    # pixel (the index + 0.5 floored).
     (got,) = _run(lambda x: fn.sphere(x), IMAGES)
     for img, g in zip(IMAGES, got):
         h, w = img.shape[:2]
-        cx, cy = w // 2, h // 2
-        d = max(cx, cy)
+        cx, cy = (w - 1) / 2, (h - 1) / 2
+        d = max(w // 2, h // 2)
         xs, ys = np.meshgrid(np.arange(w) - cx, np.arange(h) - cy)
         r = np.sqrt(xs * xs + ys * ys) / d
-        np.testing.assert_array_equal(g, _nn_reference(img, cx + r * xs, cy + r * ys))
+        np.testing.assert_array_equal(g, _nn_reference(img, cx + r * xs + 0.5,
+                                                       cy + r * ys + 0.5))
 
 
 # --- grid_mask -------------------------------------------------------------------------

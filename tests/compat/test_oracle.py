@@ -29,9 +29,6 @@ KNOWN = {
     "water/26#1": "pixels whose source falls outside the image near the border",
     "water/26#2": "pixels whose source falls outside the image near the border",
     "water/26#4": "pixels whose source falls outside the image near the border",
-    "sphere/27#0": "a different mapping from DALI's (not yet investigated)",
-    "sphere/27#1": "a different mapping from DALI's (not yet investigated)",
-    "sphere/27#2": "a different mapping from DALI's (not yet investigated)",
     "grid_mask/41#1": "ratio/shift: the mask's cells are placed differently (not yet "
                       "investigated)",
     "grid_mask/41#7": "ratio/shift: the mask's cells are placed differently",
