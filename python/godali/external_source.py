@@ -97,6 +97,32 @@ def _as_array(x, dtype, what):
                         % (what, type(x).__name__, e)) from None
 
 
+def _layout_str(x):
+    f = getattr(x, "layout", None)
+    if f is None or type(x).__module__.startswith(("numpy", "torch")):
+        return None
+    try:
+        lay = f() if callable(f) else f
+    except Exception:
+        return None
+    return lay if isinstance(lay, str) and lay else None
+
+
+def _data_layout(data):
+    """The samples' layout a batch carries: a TensorList's, or the one every Tensor of a
+    list shares (a dense Tensor batch: its layout without the leading sample dimension)."""
+    if isinstance(data, (list, tuple)):
+        lays = {_layout_str(x) for x in data}
+        return lays.pop() if len(lays) == 1 else None
+    lay = _layout_str(data)
+    if lay and not hasattr(data, "__len__") or lay is None:
+        return None
+    if hasattr(data, "shape") and callable(data.shape) and \
+            isinstance(data.shape(), list) and len(lay) == len(data.shape()):
+        return lay[1:] or None  # a dense Tensor [N, ...]: its layout is the batch's
+    return lay
+
+
 def _describe(x):
     """What a source returned, for an error message: a scalar, None, a dict, ..."""
     if x is None:
@@ -120,10 +146,13 @@ def _dl_of(arr, what):
 class _Converted:
     """One output's batch, ready for the library."""
 
-    __slots__ = ("dense", "arrays", "dtype", "ndim", "keep", "layout")
+    __slots__ = ("dense", "arrays", "dtype", "ndim", "keep", "layout", "data_layout")
 
     def __init__(self, data, batch_size, dtype, what):
         self.layout = None  # feed_input(layout=...): the layout this batch is fed with
+        # the layout the data carries (DALI's TensorCPU/TensorListCPU, godali's Tensor and
+        # TensorList), used where the node declares none
+        self.data_layout = _data_layout(data)
         np = _np()
         if data is None or isinstance(data, dict):
             raise TypeError("godali: %s: a batch must be a list of samples or an array whose "
@@ -414,7 +443,7 @@ class _Group:
             node = self.nodes[j]
             node.args.setdefault("dtype", c.dtype)
             node.args.setdefault("ndim", c.ndim)
-            lay = getattr(c, "layout", None)
+            lay = getattr(c, "layout", None) or getattr(c, "data_layout", None)
             if lay and not self.layouts[j] and "layout" not in node.args:
                 # DALI takes the layout of the data fed; godali needs it at build.
                 node.args["layout"] = lay
@@ -426,7 +455,8 @@ class _Group:
     def send(self, conv, from_source):
         p = self.pipe
         for j, c in enumerate(conv):
-            lay = c.layout or self.layouts[j]  # feed_input(layout=) wins
+            # feed_input(layout=) wins, then the node's layout, then the data's own
+            lay = c.layout or self.layouts[j] or c.data_layout
             c.feed(p._lib, p._handle, self.nodes[j].name, lay,
                    self.copy_for(from_source), self.what(j))
         self.fed = True

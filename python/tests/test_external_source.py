@@ -413,3 +413,19 @@ def test_ops_external_source_legacy_api():
     pipe.build()
     (tl,) = pipe.run()
     assert [np.array(tl[i]).tolist() for i in range(2)] == [[1, 2], [3]]
+
+
+def test_source_returning_tensors_keeps_their_layout():
+    # DALI 2.4 gives 'HWC', 'HWC' and '' for these three sources (run side by side).
+    from godali.backend import TensorCPU, TensorListCPU
+    sources = [lambda: [TensorCPU(np.zeros((2, 3, 1), np.uint8), "HWC")] * 2,
+               lambda: TensorListCPU(np.zeros((2, 2, 3, 1), np.uint8), "HWC"),
+               lambda: [np.zeros((2, 3, 1), np.uint8)] * 2]
+    for src, want in zip(sources, ["HWC", "HWC", ""]):
+        @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def pipe():
+            return fn.external_source(source=src)
+
+        p = pipe()
+        p.build()
+        assert p.run()[0].layout() == want
