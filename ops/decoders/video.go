@@ -21,7 +21,7 @@ func init() {
 				{Name: "stride", Type: engine.ArgInt, Default: 1, Doc: "distance between the frames taken"},
 				{Name: "sequence_length", Type: engine.ArgInt, Default: -1, Doc: "frames per output (-1: every selected frame)"},
 				{Name: "frames", Type: engine.ArgIntList, Doc: "explicit frame numbers (instead of start_frame, end_frame and stride)"},
-				{Name: "pad_mode", Type: engine.ArgString, Default: "constant", Doc: "when the video has fewer frames than sequence_length: constant (fill_value), edge (repeat the last frame) or none (a shorter output)"},
+				{Name: "pad_mode", Type: engine.ArgString, Default: "constant", Doc: "when the video has fewer frames than sequence_length: constant (fill_value), edge or repeat (the video's last frame), reflect_1001 or symmetric (ABC -> ABCCBA), reflect_101 or reflect (ABC -> ABCBA), or none (a shorter output); the reflections mirror the frame numbers start_frame + i * stride would have"},
 				{Name: "fill_value", Type: engine.ArgIntList, Default: []int64{0}, Doc: "pad value, one per channel or one for all"},
 				{Name: "affine", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility (mixed backend); no effect"},
 				{Name: "build_index", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility: godali always indexes the packets"},
@@ -65,10 +65,19 @@ func newVideoDecoder(a *engine.Args) (engine.Operator, error) {
 			return nil, err
 		}
 	}
+	// DALI's names: repeat is edge, symmetric is reflect_1001, reflect is reflect_101.
 	switch d.padMode {
-	case "constant", "edge", "none":
+	case "repeat":
+		d.padMode = "edge"
+	case "symmetric":
+		d.padMode = "reflect_1001"
+	case "reflect":
+		d.padMode = "reflect_101"
+	}
+	switch d.padMode {
+	case "constant", "edge", "none", "reflect_1001", "reflect_101":
 	default:
-		return nil, a.Errorf("pad_mode", "expected constant, edge or none, got %q", d.padMode)
+		return nil, a.Errorf("pad_mode", "expected constant, edge (repeat), reflect_1001 (symmetric), reflect_101 (reflect) or none, got %q", d.padMode)
 	}
 	fill := a.Ints("fill_value")
 	switch len(fill) {
@@ -160,14 +169,27 @@ func (d *videoDecoder) setup(ws *engine.Workspace, st *videoDecoderState) error 
 	st.total = len(st.avail)
 	if d.seqLen > 0 {
 		st.avail = st.avail[:min(len(st.avail), d.seqLen)]
-		if d.padMode != "none" {
-			st.total = d.seqLen
-		} else {
+		switch d.padMode {
+		case "none":
 			st.total = len(st.avail)
+		case "constant":
+			st.total = d.seqLen
+		default:
+			// DALI: the frames past the video's end are the frames start + i * stride
+			// would be, read through the border mode (edge: the video's last frame;
+			// the reflections mirror the video's frame numbers).
+			lim := n
+			if d.end >= 0 && d.end < n {
+				lim = d.end
+			}
+			if lim == 0 && len(st.avail) < d.seqLen {
+				return engine.Errorf(engine.StatusData, "no frame to pad with (pad_mode %s): the video has %d frames", d.padMode, n)
+			}
+			for i := len(st.avail); i < d.seqLen; i++ {
+				st.avail = append(st.avail, borderFrame(d.padMode, d.start+i*d.stride, lim))
+			}
+			st.total = d.seqLen
 		}
-	}
-	if len(st.avail) == 0 && st.total > 0 && d.padMode == "edge" {
-		return engine.Errorf(engine.StatusData, "no frame selected to repeat (pad_mode edge): the video has %d frames", n)
 	}
 	// The output (padding included) is bounded before it is allocated.
 	if err := st.f.Info.CheckSequence(st.total, st.total-len(st.avail), maxPixels); err != nil {
@@ -216,15 +238,35 @@ func (st *videoDecoderState) runs(read func(i, n, first, step int) error) error 
 	return nil
 }
 
-// pad fills the output frames after the decoded ones (pad_mode).
+// borderFrame is the frame a padding position v (at or past the end lim) shows, for the
+// border modes: edge repeats frame lim-1; reflect_1001 mirrors including the edge frame
+// (ABC -> ABCCBA), reflect_101 without it (ABC -> ABCBA), both periodic beyond.
+func borderFrame(mode string, v, lim int) int {
+	switch {
+	case lim <= 1 || mode == "edge":
+		return lim - 1
+	case mode == "reflect_1001":
+		p := 2 * lim
+		v %= p
+		if v >= lim {
+			v = p - 1 - v
+		}
+		return v
+	default: // reflect_101
+		p := 2 * (lim - 1)
+		v %= p
+		if v >= lim {
+			v = p - v
+		}
+		return v
+	}
+}
+
+// pad fills the output frames after the decoded ones (pad_mode constant).
 func (d *videoDecoder) pad(st *videoDecoderState, out []byte) {
 	fb := st.f.FrameBytes()
 	for k := len(st.avail); k < st.total; k++ {
 		dst := out[k*fb : (k+1)*fb]
-		if d.padMode == "edge" {
-			copy(dst, out[(len(st.avail)-1)*fb:len(st.avail)*fb])
-			continue
-		}
 		for p := 0; p < len(dst); p += 3 {
 			dst[p], dst[p+1], dst[p+2] = d.fill[0], d.fill[1], d.fill[2]
 		}

@@ -135,21 +135,14 @@ func (d *mixedVideoDecoder) Run(ws *engine.Workspace) error {
 	return ws.GPU().End()
 }
 
-// pad fills the frames after the decoded ones on the device, as the cpu backend does.
+// pad fills the frames after the decoded ones on the device with fill_value (pad_mode
+// constant), as the cpu backend does.
 func (d *mixedVideoDecoder) pad(st *mixedVideoState, dst uintptr, fb int, stream cuda.Stream, dev *cuda.Device) error {
 	got, total := len(st.cpu.avail), st.cpu.total
 	if got >= total {
 		return nil
 	}
-	if d.cpu.padMode == "edge" {
-		last := dst + uintptr((got-1)*fb)
-		for k := got; k < total; k++ {
-			if err := dev.CopyDtoDAsync(dst+uintptr(k*fb), last, fb, stream); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	// (the border modes decode the frames they repeat: only constant padding is left)
 	c := d.cpu.fill
 	if c[0] == c[1] && c[1] == c[2] {
 		return dev.MemsetAsync(dst+uintptr(got*fb), c[0], (total-got)*fb, stream)

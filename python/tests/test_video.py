@@ -137,6 +137,12 @@ except Exception as e:
     ({"start_frame": 2, "end_frame": 9, "stride": 3, "sequence_length": 5}, [2, 5, 8, -1, -1]),
     ({"frames": [9, 1, 4, 4], "pad_mode": "none"}, [9, 1, 4, 4]),
     ({"start_frame": 10, "sequence_length": 6, "pad_mode": "edge"}, [10, 11, 12, 13, 13, 13]),
+    # DALI 2.4's border modes (measured side by side): past the end, the frame numbers
+    # start + i * stride would have, read through the mode; edge is the video's last frame
+    ({"start_frame": 1, "stride": 5, "sequence_length": 5, "pad_mode": "repeat"}, [1, 6, 11, 13, 13]),
+    ({"start_frame": 11, "sequence_length": 6, "pad_mode": "symmetric"}, [11, 12, 13, 13, 12, 11]),
+    ({"start_frame": 11, "sequence_length": 6, "pad_mode": "reflect"}, [11, 12, 13, 12, 11, 10]),
+    ({"start_frame": 5, "stride": 4, "sequence_length": 5, "pad_mode": "reflect_1001"}, [5, 9, 13, 10, 6]),
 ])
 @pytest.mark.parametrize("api", ["experimental.decoders.video", "decoders.video"])
 def test_decoders_video_from_file_bytes(tmp_path, kw, frames, api):
