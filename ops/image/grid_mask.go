@@ -11,8 +11,9 @@ func init() {
 		Name: "grid_mask",
 		Doc: "Zeroes HWC images in a grid of squares (GridMask, arXiv:2001.04086), as DALI's " +
 			"grid_mask: pixel (x, y) is rotated by angle and shifted, (u, v) = (x cos a - y sin a " +
-			"+ shift_x, x sin a + y cos a + shift_y), and zeroed when both u and v modulo tile are " +
-			"below tile * ratio. Any numeric type; every argument may come per sample.",
+			"- shift_x, x sin a + y cos a - shift_y), and zeroed when the fractional parts of both " +
+			"u / tile and v / tile are below ratio (DALI's float32 arithmetic). Any numeric type; " +
+			"every argument may come per sample.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
 		InputLayouts: []string{"HWC", "HW"}, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
@@ -79,15 +80,23 @@ func (o *gridMaskOp) Run(ws *engine.Workspace) error {
 	if len(in.Shape) == 3 {
 		px *= in.Shape[2]
 	}
-	t := float64(tile)
-	black := t * ratio
-	ca, sa := math.Cos(angle), math.Sin(angle)
+	// DALI's arithmetic, in float32 (measured with its CPU operator on coordinate grids:
+	// the squares' edges fall on exactly the same pixels): (u, v) = (x cos a - y sin a -
+	// shift_x, x sin a + y cos a - shift_y), a pixel is black when the fractional parts of
+	// u / tile and v / tile (multiplied by the float32 reciprocal) are both below ratio.
+	inv := float32(1) / float32(tile)
+	r := float32(ratio)
+	ca, sa := float32(math.Cos(angle)), float32(math.Sin(angle))
+	fsx, fsy := float32(sx), float32(sy)
 	for y := 0; y < h; y++ {
 		row := out.Data[y*w*px : (y+1)*w*px]
+		fy := float32(y)
 		for x := 0; x < w; x++ {
-			u := float64(x)*ca - float64(y)*sa + sx
-			v := float64(x)*sa + float64(y)*ca + sy
-			if u-t*math.Floor(u/t) < black && v-t*math.Floor(v/t) < black {
+			fx := float32(x)
+			// (explicit conversions: each product rounded to float32, never fused)
+			u := float32(float32(float32(fx*ca)-float32(fy*sa))-fsx) * inv
+			v := float32(float32(float32(fx*sa)+float32(fy*ca))-fsy) * inv
+			if u-float32(math.Floor(float64(u))) < r && v-float32(math.Floor(float64(v))) < r {
 				clear(row[x*px : (x+1)*px])
 			}
 		}

@@ -29,11 +29,6 @@ KNOWN = {
     "water/26#1": "pixels whose source falls outside the image near the border",
     "water/26#2": "pixels whose source falls outside the image near the border",
     "water/26#4": "pixels whose source falls outside the image near the border",
-    "grid_mask/41#1": "ratio/shift: the mask's cells are placed differently (not yet "
-                      "investigated)",
-    "grid_mask/41#7": "ratio/shift: the mask's cells are placed differently",
-    "grid_mask/41#8": "ratio/shift: the mask's cells are placed differently",
-    "grid_mask/41#9": "ratio/shift: the mask's cells are placed differently",
 }
 
 
