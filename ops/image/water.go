@@ -37,9 +37,15 @@ func init() {
 		ax, ay := a.Float("ampl_x"), a.Float("ampl_y")
 		fx, fy := a.Float("freq_x"), a.Float("freq_y")
 		px, py := a.Float("phase_x"), a.Float("phase_y")
+		// DALI computes the displacement in float32: the same here, so that points on a
+		// pixel or image edge fall on the same side (each step rounded to float32).
+		f := func(v float64) float64 { return float64(float32(v)) }
+		ax, ay, fx, fy, px, py = f(ax), f(ay), f(fx), f(fy), f(px), f(py)
 		o.mapFor = func(w, h int) func(x, y int) (float64, float64) {
 			return func(x, y int) (float64, float64) {
-				return float64(x) + ax*math.Sin(fx*float64(y)+px), float64(y) + ay*math.Cos(fy*float64(x)+py)
+				sx := f(float64(x) + f(ax*f(math.Sin(f(f(fx*float64(y))+px)))))
+				sy := f(float64(y) + f(ay*f(math.Cos(f(f(fy*float64(x))+py)))))
+				return sx, sy
 			}
 		}
 		return o, nil

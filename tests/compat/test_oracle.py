@@ -27,7 +27,6 @@ KNOWN = {
     "warp_affine/15#8": "INTERP_NN: points on a pixel edge round the other way",
     "water/26#0": "pixels whose source falls outside the image near the border",
     "water/26#1": "pixels whose source falls outside the image near the border",
-    "water/26#2": "pixels whose source falls outside the image near the border",
     "water/26#4": "pixels whose source falls outside the image near the border",
 }
 
