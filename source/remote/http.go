@@ -81,11 +81,21 @@ func (h *httpBackend) get(ctx context.Context, url string, r getRequest) (*getRe
 	if r.IfNoneMatch != "" {
 		req.Header.Set("If-None-Match", r.IfNoneMatch)
 	}
-	resp, err := h.client.Do(req)
+	return doGet(h.client, req, url, nil)
+}
+
+// doGet sends a GET request and maps its answer to a getResponse; url names the
+// object in errors. decorate, if set, may rewrite the answer's ETag and the error of
+// a failed status (the stores put their error codes there).
+func doGet(client *http.Client, req *http.Request, url string, decorate func(resp *http.Response, out *getResponse, err *Error)) (*getResponse, error) {
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, &Error{Op: "get", URL: url, Err: err}
 	}
 	out := &getResponse{ETag: resp.Header.Get("ETag"), Total: -1, Len: -1}
+	if decorate != nil {
+		decorate(resp, out, nil)
+	}
 	switch resp.StatusCode {
 	case http.StatusOK:
 		out.Body, out.Len, out.Total = resp.Body, resp.ContentLength, resp.ContentLength
@@ -112,10 +122,14 @@ func (h *httpBackend) get(ctx context.Context, url string, r getRequest) (*getRe
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
-	if err := statusError("get", url, resp.StatusCode); err != nil {
-		return nil, err
+	e, _ := statusError("get", url, resp.StatusCode).(*Error)
+	if e == nil {
+		e = &Error{Op: "get", URL: url, Status: resp.StatusCode, Err: fmt.Errorf("unexpected response %s", resp.Status)}
 	}
-	return nil, &Error{Op: "get", URL: url, Status: resp.StatusCode, Err: fmt.Errorf("unexpected response %s", resp.Status)}
+	if decorate != nil {
+		decorate(resp, nil, e)
+	}
+	return nil, e
 }
 
 // statusError maps a failed HTTP status to an *Error, nil for 2xx.
