@@ -48,8 +48,7 @@ def fake_gcs_binary():
 
 def azurite_command(port: int, location: str) -> list:
     return [azurite_binary(), "--blobHost", "127.0.0.1", "--blobPort", str(port),
-            "--location", location, "--silent", "--skipApiVersionCheck",
-            "--disableProductStyleUrl"]
+            "--location", location, "--silent", "--skipApiVersionCheck"]
 
 
 def fake_gcs_command(port: int) -> list:

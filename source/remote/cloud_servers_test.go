@@ -78,7 +78,7 @@ func azuriteServer(t testing.TB) string {
 	}
 	u := startServer(t, "azurite", "Azurite", func(port int, dir string) []string {
 		return []string{bin, "--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(port), "--location", dir,
-			"--silent", "--skipApiVersionCheck", "--disableProductStyleUrl"}
+			"--silent", "--skipApiVersionCheck"}
 	}, "/")
 	return u + "/" + azuriteAccount
 }
