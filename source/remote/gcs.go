@@ -259,8 +259,10 @@ func objectPath(bucket, object string) string {
 }
 
 // The version of a GCS object is its generation: it stands for the ETag here (in
-// listings, opens and reads), and conditions are ifGenerationMatch and
-// ifGenerationNotMatch, which every GCS server honours on media downloads.
+// listings, opens and reads). Conditions are ifGenerationMatch and
+// ifGenerationNotMatch, which GCS honours on media downloads (412, 304); the
+// generation each download answers (x-goog-generation) is checked too, for servers
+// that ignore them (fake-gcs-server).
 
 func genETag(gen string) string {
 	if gen == "" {
@@ -361,7 +363,8 @@ func (b *gcsBackend) list(ctx context.Context, prefix string) ([]ObjectInfo, err
 	seen := map[string]bool{}
 	timeout := pageTimeout(ctx)
 	for {
-		q := neturl.Values{}
+		// Only the fields read here (GCS answers full metadata otherwise).
+		q := neturl.Values{"fields": {"items(name,size,generation),nextPageToken"}}
 		if object != "" {
 			q.Set("prefix", object)
 		}
