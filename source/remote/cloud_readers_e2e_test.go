@@ -10,12 +10,14 @@ import (
 	"github.com/godali/godali/source/remote/internal/faultproxy"
 )
 
-// readers.webdataset, readers.file (file_root listing and file_list) over az:// from
+// readers.webdataset, readers.tfrecord, readers.file (file_root listing and file_list)
+// over az:// from
 // Azurite and gs:// from fake-gcs-server, through the fault proxy: the same pipeline
 // as over s3:// with only the paths changed.
 
 func TestReadersOverAzureAndGCS(t *testing.T) {
 	d := makeE2E(t)
+	recs := tfrecordFiles(t)
 	for _, kind := range []string{"az", "gs"} {
 		t.Run(kind, func(t *testing.T) {
 			var base string
@@ -50,6 +52,17 @@ func TestReadersOverAzureAndGCS(t *testing.T) {
 			}
 			got := readEpoch(t, fmt.Sprintf(`{"op": "readers.webdataset", "name": "R", "outputs": ["a", "b"], "args": {"paths": %s, "ext": ["bin", "txt"], "io_concurrency": 8}}`, quoted(shards)), keyOfText)
 			checkOnce(t, "webdataset over "+kind, got, d.samples)
+
+			// readers.tfrecord, records written by the PyPI tfrecord package.
+			switch kind {
+			case "az":
+				remote.PutAzure(t, remote.AzuriteServer(t), strings.TrimSuffix(strings.TrimPrefix(base, "az://"), "/"), recs.files)
+			case "gs":
+				remote.PutGCS(t, remote.FakeGCSServer(t), strings.TrimSuffix(strings.TrimPrefix(base, "gs://"), "/"), recs.files)
+			}
+			got = readEpoch(t, fmt.Sprintf(`{"op": "readers.tfrecord", "name": "R", "outputs": ["a", "b"], "args": {"path": [%q, %q], "features": %q}}`,
+				base+"r0.tfrecord", base+"r1.tfrecord", `[{"name": "data", "kind": "fixed", "dtype": "string", "shape": []}, {"name": "key", "kind": "fixed", "dtype": "string", "shape": []}]`), keyOfText)
+			checkOnce(t, "tfrecord over "+kind, got, recs.samples)
 
 			keys := treeKeys(d)
 			byContent := func(got map[string][][]byte) map[string][][]byte {
