@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -463,55 +462,4 @@ func quoteETag(e string) string {
 		return e
 	}
 	return `"` + e + `"`
-}
-
-// fetchListPage sends one listing request (made by mk under the page's context),
-// checks its status and decodes its XML (isXML) or JSON body into page.
-func fetchListPage(ctx context.Context, timeout time.Duration, prefix string, page any, isXML bool,
-	mk func(ctx context.Context) (*http.Request, error), client *http.Client, decorate func(*http.Response, *getResponse, *Error)) error {
-	pctx, cancel := ctx, context.CancelFunc(func() {})
-	if timeout > 0 {
-		pctx, cancel = context.WithTimeout(ctx, timeout)
-	}
-	defer cancel()
-	wrap := func(err error) error {
-		if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			err = fmt.Errorf("no complete answer within %v for a listing page (FetchOptions.AttemptTimeout, io_timeout): %w", timeout, err)
-		}
-		return &Error{Op: "list", URL: prefix, Err: err}
-	}
-	req, err := mk(pctx)
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			return err
-		}
-		return &Error{Op: "list", URL: prefix, Err: fmt.Errorf("%w: %v", ErrBadURL, err)}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return wrap(err)
-	}
-	defer resp.Body.Close()
-	if e := statusError("list", prefix, resp.StatusCode); e != nil {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		if decorate != nil {
-			decorate(resp, nil, e.(*Error))
-		}
-		return e
-	}
-	// A listing page is small (5000 names at most); bound it all the same.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return wrap(err)
-	}
-	if isXML {
-		err = xml.Unmarshal(body, page)
-	} else {
-		err = jsonUnmarshal(body, page)
-	}
-	if err != nil {
-		return &Error{Op: "list", URL: prefix, Err: fmt.Errorf("malformed listing: %v", err)}
-	}
-	return nil
 }

@@ -54,8 +54,6 @@ type staticToken string
 
 func (t staticToken) token(context.Context) (string, error) { return string(t), nil }
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
 func newGCSBackend(o GCSOptions, maxConns int) (*gcsBackend, error) {
 	tr := newTransport(maxConns)
 	b := &gcsBackend{client: &http.Client{Transport: tr}, transport: tr, pageSize: o.PageSize, endpoint: "https://storage.googleapis.com"}
