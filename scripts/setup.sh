@@ -53,6 +53,33 @@ if ! /usr/bin/python3 -c 'import moto.server' 2>/dev/null; then
   echo "setup: installing moto[server] (PyPI)"
   $SUDO /usr/bin/python3 -m pip install -q --break-system-packages 'moto[server]'
 fi
+# ---- begin: cloud blob emulators (issue 27) ----------------------------------------
+# Azurite (Azure Blob, npm) and fake-gcs-server (GCS, a Go program), pinned, which the
+# source/remote tests start on loopback for az:// and gs://. Each goes in a directory
+# of its own, so that neither touches the system's node modules or Go binaries.
+AZURITE_VERSION=3.37.0
+FAKE_GCS_VERSION=v1.52.2
+azurite_dir=/usr/local/lib/godali-azurite
+if [ "$("$azurite_dir/node_modules/.bin/azurite-blob" --version 2>/dev/null || true)" != "$AZURITE_VERSION" ]; then
+  if ! command -v npm >/dev/null; then
+    echo "setup: installing nodejs and npm (Debian)"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
+  echo "setup: installing azurite@$AZURITE_VERSION (npm) under $azurite_dir"
+  $SUDO mkdir -p "$azurite_dir"
+  $SUDO npm install --prefix "$azurite_dir" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION" >/dev/null
+fi
+fake_gcs_dir=/usr/local/lib/godali-gcs
+if [ "$(cat "$fake_gcs_dir/VERSION" 2>/dev/null || true)" != "$FAKE_GCS_VERSION" ] || [ ! -x "$fake_gcs_dir/fake-gcs-server" ]; then
+  if command -v go >/dev/null; then
+    echo "setup: installing fake-gcs-server@$FAKE_GCS_VERSION (Go module proxy) under $fake_gcs_dir"
+    $SUDO mkdir -p "$fake_gcs_dir"
+    (cd /tmp && $SUDO env "PATH=$PATH" GOBIN="$fake_gcs_dir" GOFLAGS=-buildvcs=false go install "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION")
+    echo "$FAKE_GCS_VERSION" | $SUDO tee "$fake_gcs_dir/VERSION" >/dev/null
+  fi
+fi
+# ---- end: cloud blob emulators (issue 27) ------------------------------------------
 # PyPI packages Debian lacks, pinned, with --no-deps so that pip never replaces Debian's
 # torch: auditwheel and ziglang (make wheel: zig's clang builds the wheel's libraries for
 # glibc 2.28, scripts/floor-cc.sh), pyelftools (tests/wheel_check.py), and PyTorch Lightning 2.2 (the last line that supports

@@ -21,7 +21,19 @@ var (
 	// version 2's Signature, AWSAccessKeyId), GCS (X-Goog-Signature, X-Goog-Credential,
 	// GoogleAccessId), Azure SAS (sig), CloudFront (Signature, Key-Pair-Id, Policy), API
 	// keys, tokens and passwords.
-	secretNameRE = regexp.MustCompile(`(?i)^(?:.*(?:signature|token|credential|secret|password|passwd|apikey|api_key|api-key|access_key|accesskeyid|accessid|auth|key-pair-id).*|.*key|sig|policy)$`)
+	secretNameRE = regexp.MustCompile(`(?i)^(?:.*(?:signature|token|credential|secret|password|passwd|apikey|api_key|api-key|access_key|accesskeyid|accessid|auth|key-pair-id).*|.*key|sig|policy|assertion)$`)
+	// authRE matches the credentials of an Authorization header value: a bearer token,
+	// an Azure Shared Key signature (SharedKey account:signature) or basic
+	// credentials.
+	authRE = regexp.MustCompile(`\b(Bearer|bearer|BEARER|Basic|SharedKey|SharedKeyLite)(\s+)([^\s:"',;<>]+:)?[A-Za-z0-9._~+/=-]{8,}`)
+	// connRE matches the secret fields of a connection string (Azure's AccountKey and
+	// SharedAccessSignature) where no separator comes before them.
+	connRE = regexp.MustCompile(`(?i)\b(AccountKey|SharedAccessSignature|SharedAccessKey)=[^;\s"'<>]*`)
+	// jsonSecretRE matches a secret JSON field: OAuth tokens, a service account's
+	// private key, a client secret.
+	jsonSecretRE = regexp.MustCompile(`(?i)("(?:access_token|id_token|refresh_token|private_key|client_secret|assertion)"\s*:\s*)"(?:[^"\\]|\\.)*"`)
+	// pemKeyRE matches a PEM private key.
+	pemKeyRE = regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*-----END [A-Z ]*PRIVATE KEY-----`)
 )
 
 // secretParam reports whether the query parameter name (percent-encoded or not) carries
@@ -37,8 +49,12 @@ func secretParam(name string) bool {
 // password of scheme://user:password@host (a user name alone, which may be a token,
 // is removed too) and the values of query parameters that carry signatures,
 // credentials or tokens (secretParam). Everything that shows, logs or stores a URL
-// passes it through Redact first; the object it names stays recognisable.
+// passes it through Redact first; the object it names stays recognisable. Redact
+// also removes credentials that come outside URLs: Authorization header values
+// (Bearer, Basic, SharedKey), connection strings' AccountKey and
+// SharedAccessSignature, OAuth tokens and private keys in JSON, PEM private keys.
 func Redact(s string) string {
+	s = redactCredentials(s)
 	if !strings.Contains(s, "://") && !strings.ContainsAny(s, "?&;") {
 		return s
 	}
@@ -158,6 +174,22 @@ func signingParam(name string, signed bool) bool {
 func unescape(s string) string {
 	if u, err := url.QueryUnescape(s); err == nil {
 		return u
+	}
+	return s
+}
+
+// redactCredentials removes the secrets that are not URL parts (Redact).
+func redactCredentials(s string) string {
+	if strings.Contains(s, "PRIVATE KEY-----") {
+		s = pemKeyRE.ReplaceAllString(s, Redacted)
+	}
+	s = authRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := authRE.FindStringSubmatch(m)
+		return sub[1] + sub[2] + sub[3] + Redacted // SharedKey keeps its account name
+	})
+	s = connRE.ReplaceAllString(s, "${1}="+Redacted)
+	if strings.Contains(s, `"`) {
+		s = jsonSecretRE.ReplaceAllString(s, `${1}"`+Redacted+`"`)
 	}
 	return s
 }

@@ -18,6 +18,23 @@ func TestRedact(t *testing.T) {
 		{"remote get http://u:p@h/x?token=T1 (after 8 attempts): Get \"http://u:xxxxx@h/x?token=T1\": EOF",
 			"remote get http://u:xxxxx@h/x?token=xxxxx (after 8 attempts): Get \"http://u:xxxxx@h/x?token=xxxxx\": EOF"},
 		{"no url here", "no url here"},
+		// Credentials outside URLs (Azure, GCS, OAuth).
+		{"Authorization: SharedKey devstoreaccount1:AbC+/d3F=", "Authorization: SharedKey devstoreaccount1:xxxxx"},
+		{"Authorization: Bearer ya29.a0SECRET-TOKEN_x; next", "Authorization: Bearer xxxxx; next"},
+		{"header Basic dXNlcjpwYXNz", "header Basic xxxxx"},
+		{"AccountKey=Eby8vd+M/02x==;AccountName=a", "AccountKey=xxxxx;AccountName=a"},
+		{"DefaultEndpointsProtocol=https;AccountName=a;AccountKey=K3Y/+=;EndpointSuffix=core.windows.net",
+			"DefaultEndpointsProtocol=https;AccountName=a;AccountKey=xxxxx;EndpointSuffix=core.windows.net"},
+		{"BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=sv=2022&sig=S1G",
+			"BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=xxxxx"},
+		{`{"access_token": "ya29.SECRET", "expires_in": 3599, "token_type": "Bearer"}`, `{"access_token": "xxxxx", "expires_in": 3599, "token_type": "Bearer"}`},
+		{`{"private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n", "client_email": "a@b"}`, `{"private_key": "xxxxx", "client_email": "a@b"}`},
+		{"key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpQ\n-----END RSA PRIVATE KEY-----\n", "key:\nxxxxx\n"},
+		{"grant_type=urn%3Aietf&assertion=eyJhbGciOi.eyJpc3Mi.c2ln", "grant_type=urn%3Aietf&assertion=xxxxx"},
+		{"az://container/dir/a.jpg", "az://container/dir/a.jpg"},
+		{"gs://bucket/dir/a.jpg", "gs://bucket/dir/a.jpg"},
+		{"the bearer of bad news", "the bearer of bad news"},
+		{"Basic usage", "Basic usage"},
 	} {
 		if got := Redact(c.in); got != c.want {
 			t.Errorf("Redact(%q)\n = %q\nwant %q", c.in, got, c.want)

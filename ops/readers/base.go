@@ -41,7 +41,7 @@ func CommonArgs() []engine.ArgSpec {
 		{Name: "lazy_init", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
 		{Name: "prefetch_queue_depth", Type: engine.ArgInt, Default: 1, Doc: "accepted for DALI compatibility; the pipeline's prefetch applies"},
 		{Name: "skip_cached_images", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility; no effect"},
-		{Name: "io_concurrency", Type: engine.ArgInt, Default: 0, Doc: "requests in flight when reading s3:// or http(s):// data (0: the default, 32)"},
+		{Name: "io_concurrency", Type: engine.ArgInt, Default: 0, Doc: "requests in flight when reading s3://, az://, gs:// or http(s):// data (0: the default, 32)"},
 		{Name: "cache_dir", Type: engine.ArgString, Doc: "directory where remote objects are cached on local disk (none: no cache)"},
 		{Name: "cache_size", Type: engine.ArgInt, Default: 0, Doc: "bound of cache_dir in bytes, least recently used objects evicted first (0: 10 GiB)"},
 		{Name: "io_timeout", Type: engine.ArgFloat, Default: 0.0, Doc: "seconds one attempt of a remote request (HEAD, ranged GET, listing page) may take, body included, before it is retried; a request is tried at most 8 times, then the sample (or build) fails naming the URL (0: 30 s)"},

@@ -51,7 +51,7 @@ func init() {
 type cocoReader struct {
 	Base
 	args    *engine.Args
-	io      *readerIO // local paths, or s3:// and http(s):// URLs
+	io      *readerIO // local paths, or s3://, az://, gs:// and http(s):// URLs
 	opt     coco.Options
 	samples []coco.Sample
 	polys   bool

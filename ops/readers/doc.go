@@ -1,7 +1,7 @@
 // Package readers holds the reader operators (readers.file, webdataset, tfrecord, numpy,
 // mxnet, caffe, caffe2) and Base, what they share: they choose the samples of each batch
 // (engine.BatchSource) and read their bytes through a source.Source (local, or
-// remote.FS for s3:// and http(s):// paths).
+// remote.FS for s3://, az://, gs:// and http(s):// paths).
 //
 // Its operators register themselves from init functions (see package ops).
 package readers

@@ -20,7 +20,7 @@ import (
 
 // readerIO is where a reader gets its bytes: source.Local for local paths, a
 // remote.FS (retries, read-ahead, optional disk cache from the reader's cache_dir and
-// cache_size) for s3:// and http(s):// URLs. The remote side is made on first use.
+// cache_size) for s3://, az://, gs:// and http(s):// URLs. The remote side is made on first use.
 type readerIO struct {
 	args   *engine.Args
 	ctx    context.Context // cancelled by close
@@ -579,8 +579,8 @@ func (s listScope) check(entry, resolved string) error {
 	return fmt.Errorf("%s %s: entry %q is refused: %s (set allow_outside_root=True to read files outside the data set)", s.arg, s.list, entry, why)
 }
 
-// origin is a URL's lower-case scheme and host (the bucket for s3://), without user
-// information; "" when it does not parse.
+// origin is a URL's lower-case scheme and host (the bucket for s3:// and gs://, the
+// container for az://), without user information; "" when it does not parse.
 func origin(u string) string {
 	p, err := url.Parse(u)
 	if err != nil || p.Host == "" {

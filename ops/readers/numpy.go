@@ -25,7 +25,7 @@ func init() {
 		Doc: "Reads .npy files (numpy.save): from file_root (every file below it matching file_filter, " +
 			"sorted), a file_list of paths, or files. Outputs each array with its dtype and shape in C order " +
 			"(Fortran-ordered files are transposed, big-endian ones swapped). Every file must have the dtype " +
-			"and number of dimensions of the first one. Paths may be s3:// or http(s):// URLs. A region of interest " +
+			"and number of dimensions of the first one. Paths may be s3://, az://, gs:// or http(s):// URLs. A region of interest " +
 			"(roi_start / rel_roi_start with roi_end / rel_roi_end / roi_shape / rel_roi_shape, on roi_axes) reads " +
 			"only that part of each array (its contiguous runs); out_of_bounds_policy says what a region leaving the " +
 			"array does: error, trim_to_shape, or pad (with fill_value). Region bounds are rounded to the nearest " +

@@ -21,7 +21,7 @@ func init() {
 			"int64 features give INT64 tensors, float32 FLOAT, string the bytes (uint8, 1-D).",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"out0"}, VariableOutputs: true, IsReader: true,
 		Args: append([]engine.ArgSpec{
-			{Name: "path", Type: engine.ArgStringList, Required: true, Doc: "the TFRecord files (local paths, s3:// or http(s):// URLs)"},
+			{Name: "path", Type: engine.ArgStringList, Required: true, Doc: "the TFRecord files (local paths, s3://, az://, gs:// or http(s):// URLs)"},
 			{Name: "index_path", Type: engine.ArgStringList, Doc: "one index file (tfrecord2idx: \"offset size\" lines) per file; without them the files are scanned"},
 			{Name: "features", Type: engine.ArgString, Required: true, Doc: "the features to extract, in output order (JSON, see the operator's doc)"},
 			{Name: "verify_crc", Type: engine.ArgBool, Default: false, Doc: "check every record's CRCs"},

@@ -20,7 +20,7 @@ func init() {
 			"extensions whose component goes there, as raw bytes (uint8, 1-D) unless dtypes says otherwise.",
 		MinInputs: 0, MaxInputs: 0, Outputs: []string{"out0"}, VariableOutputs: true, IsReader: true,
 		Args: append([]engine.ArgSpec{
-			{Name: "paths", Type: engine.ArgStringList, Required: true, Doc: "the tar archives (local paths, s3:// or http(s):// URLs)"},
+			{Name: "paths", Type: engine.ArgStringList, Required: true, Doc: "the tar archives (local paths, s3://, az://, gs:// or http(s):// URLs)"},
 			{Name: "index_paths", Type: engine.ArgStringList, Doc: "one index file (DALI's wds2idx format) per archive; without them the archives are scanned"},
 			{Name: "ext", Type: engine.ArgStringList, Required: true, Doc: "one entry per output: the ';'-separated extensions that go to it"},
 			{Name: "missing_component_behavior", Type: engine.ArgString, Default: "", Doc: "a sample with no component for an output: \"empty\" (default, an empty tensor), \"skip\" (drop the sample) or \"error\""},

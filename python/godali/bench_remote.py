@@ -21,6 +21,8 @@ Contenders (LAT: each --latency):
   folder           godali readers.file over the local image folder (the bench's figure)
   wds-local        godali readers.webdataset over the local shards
   wds-s3@LAT       godali readers.webdataset over s3:// shards, default settings
+  wds-az@LAT       the same over az:// shards in Azurite (Azure Blob emulator)
+  wds-gs@LAT       the same over gs:// shards in fake-gcs-server (GCS emulator)
   torch-boto3@LAT  torch DataLoader whose Dataset.__getitem__ does s3.get_object of one
                    image, PIL decode and the torchvision transforms; num_workers = cores
   wds-curl@LAT     the webdataset package, pipe:curl of each shard from nginx, PIL
@@ -51,8 +53,20 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 BUCKET = "godali-bench"
 DEFAULT_LATENCIES = "20ms,50ms"
-ALL_KINDS = ("folder", "wds-local", "wds-s3", "torch-boto3", "wds-curl")
+ALL_KINDS = ("folder", "wds-local", "wds-s3", "wds-az", "wds-gs", "torch-boto3", "wds-curl")
 DEFAULT_KINDS = ALL_KINDS
+
+
+def _emulators():
+    """godali/cloud_emulators.py, loaded by path (standard library only), like _bench."""
+    name = "godali_cloud_emulators"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, HERE / "cloud_emulators.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _bench():
@@ -168,14 +182,15 @@ def _worker_wds_curl(cfg: dict) -> dict:
     return b._timed(iter(loader), cfg, lambda: None)
 
 
-WORKERS = {"wds-local": _worker_wds, "wds-s3": _worker_wds,
+WORKERS = {"wds-local": _worker_wds, "wds-s3": _worker_wds, "wds-az": _worker_wds,
+           "wds-gs": _worker_wds,
            "torch-boto3": _worker_torch_boto3, "wds-curl": _worker_wds_curl}
 
 
 def worker_main(cfg_json: str) -> int:
     cfg = json.loads(cfg_json)
     kind = cfg["kind"]
-    if kind in ("wds-local", "wds-s3"):
+    if kind in ("wds-local", "wds-s3", "wds-az", "wds-gs"):
         # Load the library before torch (bench.worker_main says why).
         os.environ["GODALI_FLAVOUR"] = "cpu"
         import godali
@@ -296,6 +311,28 @@ http {{
                                   "-c", str(d / "nginx.conf"), "-g", "daemon off;"])
         url = f"http://127.0.0.1:{port}"
         _wait_http(url + "/", p, 20)
+        return url
+
+    def azurite(self) -> str:
+        """Starts Azurite; returns its Blob endpoint (http://127.0.0.1:PORT/devstoreaccount1)."""
+        ce = _emulators()
+        if ce.azurite_binary() is None:
+            raise RuntimeError("Azurite is not installed (scripts/setup.sh installs it)")
+        port = _free_port()
+        d = self.workdir / "azurite"
+        d.mkdir(exist_ok=True)
+        p = self._start("azurite", ce.azurite_command(port, str(d)))
+        _wait_http(f"http://127.0.0.1:{port}/", p, 60)
+        return f"http://127.0.0.1:{port}/{ce.AZURITE_ACCOUNT}"
+
+    def fake_gcs(self) -> str:
+        ce = _emulators()
+        if ce.fake_gcs_binary() is None:
+            raise RuntimeError("fake-gcs-server is not installed (scripts/setup.sh installs it)")
+        port = _free_port()
+        p = self._start("fake-gcs", ce.fake_gcs_command(port))
+        url = f"http://127.0.0.1:{port}"
+        _wait_http(url + "/storage/v1/b", p, 60)
         return url
 
     def proxy(self, binary: str, target: str, latency: str, limit: str) -> str:
@@ -460,7 +497,8 @@ def main(argv=None) -> int:
     results = {}
     try:
         with Servers(tmp) as srv:
-            remote = [k for k in args.kinds if k in ("wds-s3", "torch-boto3", "wds-curl")]
+            remote = [k for k in args.kinds if k in ("wds-s3", "wds-az", "wds-gs", "torch-boto3",
+                                                     "wds-curl")]
             proxies = {}
             if remote:
                 binary = faultproxy_binary(tmp)
@@ -473,6 +511,38 @@ def main(argv=None) -> int:
                     print(f"moto on {moto}: uploaded in {time.perf_counter() - t0:.1f} s")
                     for lat in args.latencies:
                         proxies[("s3", lat)] = srv.proxy(binary, moto, lat, limit)
+                ce = _emulators()
+                shard_objs = None
+                if "wds-az" in remote or "wds-gs" in remote:
+                    shard_objs = {"shards/" + os.path.basename(p): Path(p).read_bytes()
+                                  for p in shards}
+                for kind, start in (("wds-az", srv.azurite), ("wds-gs", srv.fake_gcs)):
+                    if kind in remote:
+                        try:
+                            started = start()
+                        except RuntimeError as e:
+                            print(f"{kind}: left out: {e}", file=sys.stderr)
+                            remote.remove(kind)
+                            args.kinds.remove(kind)
+                            continue
+                        if kind == "wds-az":
+                            az = started
+                        else:
+                            gs = started
+                if "wds-az" in remote:
+                    t0 = time.perf_counter()
+                    ce.azure_put(az, BUCKET, shard_objs)
+                    print(f"Azurite on {az}: uploaded in {time.perf_counter() - t0:.1f} s")
+                    host = az.rsplit("/", 1)[0]
+                    for lat in args.latencies:
+                        proxies[("az", lat)] = srv.proxy(binary, host, lat, limit) + \
+                            "/" + ce.AZURITE_ACCOUNT
+                if "wds-gs" in remote:
+                    t0 = time.perf_counter()
+                    ce.gcs_put(gs, BUCKET, shard_objs)
+                    print(f"fake-gcs-server on {gs}: uploaded in {time.perf_counter() - t0:.1f} s")
+                    for lat in args.latencies:
+                        proxies[("gs", lat)] = srv.proxy(binary, gs, lat, limit)
                 if "wds-curl" in remote:
                     www = tmp / "www"
                     www.mkdir(exist_ok=True)
@@ -543,6 +613,15 @@ def _configs(args, proxies, shards, keys, labels, data, tmp) -> list:
                     base, kind=kind, contender=kind, keys=keys,
                     shards=[f"s3://{BUCKET}/shards/{os.path.basename(p)}" for p in shards],
                     io_concurrency=args.io_concurrency, env=_s3_env(url, tmp)), remote_file))
+            elif kind in ("wds-az", "wds-gs"):
+                ce = _emulators()
+                url = proxies[(kind[4:], lat)]
+                env = ce.azure_env(url) if kind == "wds-az" else ce.gcs_env(url)
+                out.append((f"{kind}@{lat}", dict(
+                    base, kind=kind, contender=kind, keys=keys,
+                    shards=[f"{kind[4:]}://{BUCKET}/shards/{os.path.basename(p)}"
+                            for p in shards],
+                    io_concurrency=args.io_concurrency, env=env), remote_file))
             elif kind == "torch-boto3":
                 url = proxies[("s3", lat)]
                 out.append((f"torch-boto3@{lat}", dict(

@@ -1,12 +1,14 @@
 // Package remote reads training data where users keep it: S3 and S3-compatible object
-// stores (s3://bucket/prefix/...), web servers (http:// and https://) and local paths,
-// behind one small interface. It knows nothing of the engine; readers use it to list
+// stores (s3://bucket/prefix/...), Azure Blob Storage (az://container/prefix/..., and
+// https://ACCOUNT.blob.core.windows.net/...), Google Cloud Storage (gs://bucket/...),
+// web servers (http:// and https://) and local paths, behind one small interface. It knows nothing of the engine; readers use it to list
 // and fetch the files they decode.
 //
 // # Pieces
 //
 //   - Store opens (size + ETag), reads ranges of, and lists objects by URL scheme.
-//     S3 listing is paginated (ListObjectsV2); HTTP has no listing, so readers of
+//     S3 listing is paginated (ListObjectsV2), as are Azure's (List Blobs, continuation
+//     markers) and GCS's (objects.list, page tokens); HTTP has no listing, so readers of
 //     http(s) data need an index file naming the objects (ErrListUnsupported).
 //     Servers that ignore Range are handled by reading the full body.
 //   - Fetcher keeps many requests in flight (FetchOptions.Concurrency, io_concurrency,
@@ -56,14 +58,33 @@
 //	                                                             custom endpoint is set
 //	GODALI_S3_ANONYMOUS=1                                        unsigned requests, for public buckets
 //
+// Azure Blob (azure.go: the REST API over net/http, Shared Key signing with
+// HMAC-SHA256 as Microsoft documents it) reads the variables of Azure's tools:
+//
+//	AZURE_STORAGE_CONNECTION_STRING   AccountName, AccountKey, SharedAccessSignature, BlobEndpoint,
+//	                                  EndpointSuffix, DefaultEndpointsProtocol, UseDevelopmentStorage
+//	AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY   account and key (Shared Key)
+//	AZURE_STORAGE_SAS_TOKEN           SAS token
+//	AZURE_STORAGE_SERVICE_ENDPOINT    Blob endpoint (emulators, sovereign clouds)
+//	GODALI_AZURE_STORAGE_TOKEN        OAuth bearer token (Azure's tools have no variable for one)
+//
+// GCS (gcs.go: the JSON API; an object's generation stands for its ETag):
+//
+//	GOOGLE_OAUTH_ACCESS_TOKEN         access token
+//	GOOGLE_APPLICATION_CREDENTIALS    service-account key file (RS256 JWT exchanged at token_uri)
+//	STORAGE_EMULATOR_HOST             emulator endpoint
+//	GODALI_GCS_ANONYMOUS=1            no credentials (also the default without any)
+//
 // HTTP(S) requests honour HTTP_PROXY, HTTPS_PROXY and NO_PROXY.
 //
 // # Tests
 //
-// The tests start real servers on loopback: nginx and moto (an S3-compatible server
-// speaking signed S3), both installed by scripts/setup.sh, behind a fault proxy
+// The tests start real servers on loopback: nginx, moto (an S3-compatible server
+// speaking signed S3), Azurite (Azure Blob, checking Shared Key and SAS signatures) and
+// fake-gcs-server, all installed by scripts/setup.sh, behind a fault proxy
 // (internal/faultproxy) that adds latency, answers 503s and cuts bodies short. They
-// skip when a server is missing, except under CI=true, where that is a failure.
+// skip when a server is missing, except under CI=true or GODALI_STRICT_REFERENCES=1,
+// where that is a failure.
 // fetchbench (a program in this directory) prints throughput against io_concurrency
 // for added latencies.
 package remote

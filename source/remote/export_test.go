@@ -16,6 +16,15 @@ var (
 	NginxServer = nginxServer
 	S3Env       = s3Env
 	TestName    = testName
+
+	AzuriteServer  = azuriteServer
+	FakeGCSServer  = fakeGCSServer
+	AzureEnv       = azureEnv
+	GCSEnv         = gcsEnv
+	PutAzure       = putAzure
+	PutGCS         = putGCS
+	BucketName     = bucketName
+	AzuriteAccount = azuriteAccount
 )
 
 func PutObjects(t *testing.T, endpoint, bucket string, data map[string][]byte) {

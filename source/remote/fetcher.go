@@ -395,6 +395,11 @@ func (s *Stream) fetchWhole(idx int, hit *cached) {
 			return nil
 		case resp.Unsatisfiable: // a range past the end of an empty object
 			data, total, got = []byte{}, 0, 0
+			if etag == "" {
+				// Azure answers 416 without an ETag: keep the listing's, so that the
+				// cached copy of an empty object is recognised as current.
+				etag = it.info.ETag
+			}
 			return nil
 		}
 		defer resp.Body.Close()

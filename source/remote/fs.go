@@ -76,16 +76,18 @@ func (s *FS) Stat(path string) (int64, error) {
 
 // listAll lists every object under dir (a "directory": dir + "/"), all pages.
 func (s *FS) listAll(dir string) ([]ObjectInfo, string, error) {
-	prefix := dir
+	// A URL's query (an Azure SAS URL's signature) stays after the path.
+	prefix, query := splitQuery(dir)
 	if IsRemote(dir) && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
+	full := prefix + query
 	var out []ObjectInfo
 	// A listing is many pages: each page request has the per-attempt timeout, not
 	// the whole listing (a large bucket takes minutes).
 	err := s.f.retryWithin(s.ctx, dir, 0, func(actx context.Context) error {
 		var err error
-		out, err = s.f.store.List(withPageTimeout(actx, s.f.opts.AttemptTimeout), prefix)
+		out, err = s.f.store.List(withPageTimeout(actx, s.f.opts.AttemptTimeout), full)
 		return err
 	})
 	if err != nil {
@@ -108,7 +110,8 @@ func (s *FS) List(dir string) ([]source.Entry, error) {
 	seen := map[string]bool{}
 	var out []source.Entry
 	for _, o := range all {
-		rest, ok := strings.CutPrefix(o.URL, prefix)
+		u, _ := splitQuery(o.URL)
+		rest, ok := strings.CutPrefix(u, prefix)
 		if !ok || rest == "" {
 			continue
 		}
@@ -183,4 +186,15 @@ func (f *fsFile) ReadAt(p []byte, off int64) (int, error) {
 		return n, pathErr("read", info.URL, err)
 	}
 	return n, rerr
+}
+
+// splitQuery splits a remote URL before its query ("?..."); a local path is not split.
+func splitQuery(u string) (string, string) {
+	if !IsRemote(u) {
+		return u, ""
+	}
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		return u[:i], u[i:]
+	}
+	return u, ""
 }

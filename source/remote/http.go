@@ -2,6 +2,9 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -81,11 +84,21 @@ func (h *httpBackend) get(ctx context.Context, url string, r getRequest) (*getRe
 	if r.IfNoneMatch != "" {
 		req.Header.Set("If-None-Match", r.IfNoneMatch)
 	}
-	resp, err := h.client.Do(req)
+	return doGet(h.client, req, url, nil)
+}
+
+// doGet sends a GET request and maps its answer to a getResponse; url names the
+// object in errors. decorate, if set, may rewrite the answer's ETag and the error of
+// a failed status (the stores put their error codes there).
+func doGet(client *http.Client, req *http.Request, url string, decorate func(resp *http.Response, out *getResponse, err *Error)) (*getResponse, error) {
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, &Error{Op: "get", URL: url, Err: err}
 	}
 	out := &getResponse{ETag: resp.Header.Get("ETag"), Total: -1, Len: -1}
+	if decorate != nil {
+		decorate(resp, out, nil)
+	}
 	switch resp.StatusCode {
 	case http.StatusOK:
 		out.Body, out.Len, out.Total = resp.Body, resp.ContentLength, resp.ContentLength
@@ -112,10 +125,14 @@ func (h *httpBackend) get(ctx context.Context, url string, r getRequest) (*getRe
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
-	if err := statusError("get", url, resp.StatusCode); err != nil {
-		return nil, err
+	e, _ := statusError("get", url, resp.StatusCode).(*Error)
+	if e == nil {
+		e = &Error{Op: "get", URL: url, Status: resp.StatusCode, Err: fmt.Errorf("unexpected response %s", resp.Status)}
 	}
-	return nil, &Error{Op: "get", URL: url, Status: resp.StatusCode, Err: fmt.Errorf("unexpected response %s", resp.Status)}
+	if decorate != nil {
+		decorate(resp, nil, e)
+	}
+	return nil, e
 }
 
 // statusError maps a failed HTTP status to an *Error, nil for 2xx.
@@ -175,4 +192,55 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 		return 0, 0, 0, false
 	}
 	return start, end, total, true
+}
+
+// fetchListPage sends one listing request (made by mk under the page's context),
+// checks its status and decodes its XML (isXML) or JSON body into page.
+func fetchListPage(ctx context.Context, timeout time.Duration, prefix string, page any, isXML bool,
+	mk func(ctx context.Context) (*http.Request, error), client *http.Client, decorate func(*http.Response, *getResponse, *Error)) error {
+	pctx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		pctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	wrap := func(err error) error {
+		if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			err = fmt.Errorf("no complete answer within %v for a listing page (FetchOptions.AttemptTimeout, io_timeout): %w", timeout, err)
+		}
+		return &Error{Op: "list", URL: prefix, Err: err}
+	}
+	req, err := mk(pctx)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return err
+		}
+		return &Error{Op: "list", URL: prefix, Err: fmt.Errorf("%w: %v", ErrBadURL, err)}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return wrap(err)
+	}
+	defer resp.Body.Close()
+	if e := statusError("list", prefix, resp.StatusCode); e != nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		if decorate != nil {
+			decorate(resp, nil, e.(*Error))
+		}
+		return e
+	}
+	// A listing page is small (5000 names at most); bound it all the same.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return wrap(err)
+	}
+	if isXML {
+		err = xml.Unmarshal(body, page)
+	} else {
+		err = json.Unmarshal(body, page)
+	}
+	if err != nil {
+		return &Error{Op: "list", URL: prefix, Err: fmt.Errorf("malformed listing: %v", err)}
+	}
+	return nil
 }

@@ -46,7 +46,7 @@ var (
 	ErrChanged           = errors.New("object changed while it was being read (ETag mismatch)")
 	ErrListUnsupported   = errors.New("listing is not available over HTTP; give the reader an index (list) file of the object URLs")
 	ErrTooLarge          = errors.New("object larger than the allowed maximum")
-	ErrUnsupportedScheme = errors.New("unsupported URL scheme (expected s3://, http://, https:// or a local path)")
+	ErrUnsupportedScheme = errors.New("unsupported URL scheme (expected s3://, az://, gs://, http://, https:// or a local path)")
 	ErrBadURL            = errors.New("malformed URL")
 )
 
@@ -120,16 +120,21 @@ type Options struct {
 	// at least the Fetcher's Concurrency, or connections are reopened all the time.
 	MaxConnsPerHost int
 	S3              S3Options
+	Azure           AzureOptions
+	GCS             GCSOptions
 }
 
-// Store opens and lists objects by URL scheme: s3://bucket/key, http(s)://..., and
-// local paths (or file:// URLs). It is safe for concurrent use.
+// Store opens and lists objects by URL scheme: s3://bucket/key, az://container/blob
+// (and https://ACCOUNT.blob.core.windows.net/...), gs://bucket/object, http(s)://...,
+// and local paths (or file:// URLs). It is safe for concurrent use.
 type Store struct {
 	opts  Options
 	http  *httpBackend
 	file  fileBackend
+	s3mu  sync.Mutex // guards the clients below, built on first use
 	s3    *s3Backend
-	s3mu  sync.Mutex
+	az    *azureBackend
+	gcs   *gcsBackend
 	owned *http.Transport // the transport built here, closed by CloseIdleConnections
 }
 
@@ -155,17 +160,44 @@ func (s *Store) CloseIdleConnections() {
 		s.owned.CloseIdleConnections()
 	}
 	s.s3mu.Lock()
-	b := s.s3
+	var trs []*http.Transport
+	if s.s3 != nil {
+		trs = append(trs, s.s3.transport)
+	}
+	if s.az != nil {
+		trs = append(trs, s.az.transport)
+	}
+	if s.gcs != nil {
+		trs = append(trs, s.gcs.transport)
+	}
 	s.s3mu.Unlock()
-	if b != nil && b.transport != nil {
-		b.transport.CloseIdleConnections()
+	for _, t := range trs {
+		if t != nil {
+			t.CloseIdleConnections()
+		}
 	}
 }
 
 func (s *Store) backend(ctx context.Context, url string) (backend, error) {
 	switch scheme(url) {
 	case "http", "https":
+		if isAzureHost(url) {
+			return s.azure()
+		}
 		return s.http, nil
+	case "az":
+		return s.azure()
+	case "gs":
+		s.s3mu.Lock()
+		defer s.s3mu.Unlock()
+		if s.gcs == nil {
+			b, err := newGCSBackend(s.opts.GCS, s.opts.MaxConnsPerHost)
+			if err != nil {
+				return nil, err
+			}
+			s.gcs = b
+		}
+		return s.gcs, nil
 	case "s3":
 		s.s3mu.Lock()
 		defer s.s3mu.Unlock()
@@ -181,6 +213,19 @@ func (s *Store) backend(ctx context.Context, url string) (backend, error) {
 		return s.file, nil
 	}
 	return nil, &Error{Op: "open", URL: url, Err: ErrUnsupportedScheme}
+}
+
+func (s *Store) azure() (backend, error) {
+	s.s3mu.Lock()
+	defer s.s3mu.Unlock()
+	if s.az == nil {
+		b, err := newAzureBackend(s.opts.Azure, s.opts.MaxConnsPerHost)
+		if err != nil {
+			return nil, err
+		}
+		s.az = b
+	}
+	return s.az, nil
 }
 
 // scheme returns the lower-case URL scheme, "" for a local path.
@@ -202,7 +247,7 @@ func scheme(url string) string {
 // local file.
 func IsRemote(url string) bool {
 	switch scheme(url) {
-	case "s3", "http", "https":
+	case "s3", "az", "gs", "http", "https":
 		return true
 	}
 	return false
@@ -226,7 +271,8 @@ func (s *Store) open(ctx context.Context, url string) (*object, error) {
 	return &object{ctx: ctx, b: b, info: info}, nil
 }
 
-// List returns the objects under prefix, in key order for S3 (all pages); local
+// List returns the objects under prefix, in key order for S3, Azure and GCS (all
+// pages); local
 // prefixes list a directory's regular files, recursively. HTTP has no listing and
 // fails with ErrListUnsupported.
 func (s *Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {

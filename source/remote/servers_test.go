@@ -63,8 +63,8 @@ func stopServers() {
 
 func missing(t testing.TB, what string) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not installed (scripts/setup.sh installs it); in CI this is a failure", what)
+	if os.Getenv("CI") == "true" || os.Getenv("GODALI_STRICT_REFERENCES") == "1" {
+		t.Fatalf("%s is not installed (scripts/setup.sh installs it); under CI=true or GODALI_STRICT_REFERENCES=1 this is a failure", what)
 	}
 	t.Skipf("%s is not installed (run scripts/setup.sh); skipping", what)
 }
