@@ -11,13 +11,14 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/godali/godali/internal/testref"
 	"github.com/godali/godali/internal/videotest"
 )
 
 func needFFmpeg(t *testing.T) {
 	t.Helper()
 	if err := Load(); err != nil {
-		t.Skipf("FFmpeg libraries not loadable: %v", err)
+		testref.Missing(t, "FFmpeg libraries not loadable: %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ read from the repo's tests/data/corpus (or the shared corpus when the repo copy 
 missing).
 """
 
+import importlib
 import os
 import subprocess
 import sys
@@ -21,6 +22,35 @@ if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
 from godali import _lib  # noqa: E402
+
+# A test whose independent reference (PIL, cv2, scipy, torch, PyAV, ffmpeg, lmdb, the
+# image corpus...) is missing is skipped; with GODALI_STRICT_REFERENCES=1 (`make test`,
+# CI: scripts/setup.sh installs every reference) it fails instead, so that a broken setup
+# cannot turn the comparisons into silent skips. Go's twin: internal/testref.
+STRICT_ENV = "GODALI_STRICT_REFERENCES"
+
+
+def strict_references():
+    """Whether a missing reference fails the test (GODALI_STRICT_REFERENCES set, not 0)."""
+    return os.environ.get(STRICT_ENV, "") not in ("", "0")
+
+
+def missing_reference(reason):
+    """Ends the test (or module) because a reference is absent: a skip naming it, or
+    under GODALI_STRICT_REFERENCES=1 a failure naming it and the switch."""
+    if strict_references():
+        pytest.fail("reference missing (%s=1 makes this a failure): %s" % (STRICT_ENV, reason),
+                    pytrace=False)
+    pytest.skip("reference missing: " + reason, allow_module_level=True)
+
+
+def need(module, reason=None):
+    """Imports and returns a reference module (pytest.importorskip through
+    missing_reference)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        missing_reference("%s (%s)" % (reason or "needs %s" % module, e))
 
 
 def _flavour():
@@ -118,7 +148,7 @@ def corpus_dir():
     for d in (os.path.join(REPO, "tests", "data", "corpus"), "/work/shared/testdata/images"):
         if os.path.isdir(d):
             return d
-    pytest.skip("no image corpus (tests/data/corpus)")
+    missing_reference("no image corpus (tests/data/corpus)")
 
 
 def corpus_jpegs(corpus_dir):

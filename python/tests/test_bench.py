@@ -14,6 +14,7 @@ sys.path.insert(0, str(PYTHON_DIR))
 
 from godali import bench  # noqa: E402
 from godali.tools import make_dataset  # noqa: E402
+from conftest import need
 
 HAVE_GODALI_CPU = "cpu" in bench._godali_flavours()
 
@@ -264,7 +265,7 @@ def test_new_run_dir_never_reuses_a_name(tmp_path):
 
 
 def test_chart_carries_the_warnings(tmp_path):
-    pytest.importorskip("matplotlib")
+    need("matplotlib")
     from PIL import Image
     rows = [{"key": "godali-cpu", "label": "godali cpu", "status": "ok",
              "images_per_s": 100.0, "images_per_s_runs": [90.0, 100.0, 110.0]},

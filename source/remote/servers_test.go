@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // The tests run real servers on loopback: moto (an S3-compatible server speaking
@@ -66,7 +68,7 @@ func missing(t testing.TB, what string) {
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("%s is not installed (scripts/setup.sh installs it); in CI this is a failure", what)
 	}
-	t.Skipf("%s is not installed (run scripts/setup.sh); skipping", what)
+	testref.Missing(t, "%s is not installed (run scripts/setup.sh)", what)
 }
 
 func freePort(t testing.TB) int {
