@@ -131,7 +131,43 @@ test-cuda-emu: gpuemu cpu
 	cd engine && for seed in 1 2 3; do $(EMU_ENV) GODALI_EMU_DELAY_US=5000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'TestGPU(Reset|Close|Ragged|Skip|Checkpoint)' $(TESTFLAGS) || exit 1; done
 	$(EMU_ENV) GODALI_FLAVOUR=cuda PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 
+# `make test` (and CI, .ci/run) turn a test's missing reference (PIL, FFmpeg, cv2, scipy,
+# torch, lmdb, the corpus...: scripts/setup.sh installs them all) into a failure instead
+# of a skip (internal/testref, python/tests/conftest.py).
+test: export GODALI_STRICT_REFERENCES = 1
 test: all test-go test-c test-python test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu test-wheel-emu)
+
+# --- The edit loop ----------------------------------------------------------------------
+# `make check`: go vet, the Go tests in -short mode (long reference runs and fuzz-seed
+# sweeps skip themselves with testing.Short) and the Python tests not marked slow, on
+# the CPU flavour only: a few minutes where `make test` takes tens (benchmarks/RESULTS.md
+# has the figure). Narrow it to one operator family or one operator:
+#   make check FAMILY=image     ./ops/image's Go tests and the Python tests marked image
+#                               (families: python/tests/conftest.py FAMILIES)
+#   make check OP=resize        Go tests of ./ops/... and imaging whose names contain the
+#                               operator's (any case, '_' ignored) and pytest -k resize
+# Missing references skip here; GODALI_STRICT_REFERENCES=1 makes them failures.
+FAMILY ?=
+OP     ?=
+ifneq ($(OP),)
+  CHECK_GO_PKGS := ./ops/... ./imaging/...
+  CHECK_GO_RUN  := -run '(?i)$(subst _,,$(OP))'
+  CHECK_PY_SEL  := -k '$(OP)'
+else ifneq ($(FAMILY),)
+  CHECK_GO_PKGS := $(if $(wildcard ops/$(FAMILY)),./ops/$(FAMILY)/...,$(error FAMILY=$(FAMILY): no ops/$(FAMILY); families: $(filter-out all internal,$(notdir $(patsubst %/,%,$(wildcard ops/[a-z]*/))))))
+  CHECK_GO_RUN  :=
+  CHECK_PY_SEL  := -m 'family_$(FAMILY) and not slow'
+else
+  CHECK_GO_PKGS := ./...
+  CHECK_GO_RUN  :=
+  CHECK_PY_SEL  :=
+endif
+
+.PHONY: check
+check: cpu
+	$(GO) vet $(if $(OP)$(FAMILY),$(CHECK_GO_PKGS),./...)
+	$(GO) test -short $(CHECK_GO_RUN) $(CHECK_GO_PKGS)
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q -p no:cacheprovider $(if $(CHECK_PY_SEL),$(CHECK_PY_SEL),-m 'not slow') python/tests
 
 test-go: setup
 	$(GO) vet ./...

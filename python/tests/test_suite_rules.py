@@ -1,5 +1,7 @@
-"""GODALI_STRICT_REFERENCES: a missing reference skips by default and fails when set (make
-test, CI), and every test reaches references through conftest's need/missing_reference."""
+"""Rules of the test suite itself. GODALI_STRICT_REFERENCES: a missing reference skips by
+default and fails when set (make test, CI), and every test reaches references through
+conftest's need/missing_reference. Families: every test file belongs to one (make check
+FAMILY=x)."""
 
 import os
 import re
@@ -37,3 +39,16 @@ def test_no_test_skips_on_a_reference_by_itself():
                     if pattern.search(line):
                         offenders.append("%s:%d: %s" % (name, i, line.strip()))
     assert not offenders, "use conftest.need / missing_reference:\n" + "\n".join(offenders)
+
+
+def test_every_test_file_has_a_family():
+    files = sorted(n[:-3] for n in os.listdir(HERE) if n.startswith("test_") and n.endswith(".py"))
+    listed = {f for fs in conftest.FAMILIES.values() for f in fs}
+    assert not [f for f in files if f not in listed], "add them to conftest.FAMILIES"
+    assert not sorted(listed - set(files)), "conftest.FAMILIES names files that do not exist"
+
+
+def test_family_marks_select_their_files(request):
+    # This file is in the api family: its items carry the marker make check FAMILY=api uses.
+    assert request.node.get_closest_marker("family_api") is not None
+    assert request.node.get_closest_marker("family_image") is None
