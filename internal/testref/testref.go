@@ -32,3 +32,13 @@ func Missing(t testing.TB, format string, args ...any) {
 	}
 	t.Skip("reference missing: " + msg)
 }
+
+// Long skips t under `go test -short` (make check's edit loop): a test that runs for
+// seconds (a Python reference importing a large package, a sweep over many sizes).
+// `make test` runs it. why says what makes it long.
+func Long(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long (" + why + "): -short skips it; make test runs it")
+	}
+}
