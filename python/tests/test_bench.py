@@ -132,6 +132,7 @@ def tiny_data(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a whole bench run with every contender (about a minute)
 def test_bench_smoke_run(tiny_data, tmp_path, capsys):
     keys = ["torch", "decode-pil", "godali-cpu", "decode-godali", "godali-cuda",
             "godali-iter"]
@@ -223,6 +224,7 @@ def _decode_pil_args(data, *extra):
             "--warmup", "0", "--repeats", "1", "--contenders", "decode-pil", *extra]
 
 
+@pytest.mark.slow  # two bench runs
 def test_each_run_writes_into_a_folder_of_its_own(tiny_data, tmp_path, monkeypatch,
                                                   capsys):
     # Two runs with the default destination never share a results file (a run from a
