@@ -198,6 +198,13 @@ test-python: cpu
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat $(PYTHON) -m pytest -q tests/compat
 
+# docs/operators-reference.md (every operator, from the schemas) and docs/not-supported.md
+# (the DALI names godali refuses), written by scripts/gen_operator_reference.py;
+# python/tests/test_operator_reference.py fails when they are stale.
+.PHONY: operator-reference
+operator-reference: cpu
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) scripts/gen_operator_reference.py
+
 # DALI 2.4's public surface against godali's (tests/compat/surface.py): re-dumps DALI's
 # names and schemas when DALI is installed (GODALI_DALI_ORACLE=1 scripts/setup.sh puts it
 # in $(DALIDIR)), then regenerates docs/dali-parity.md and the baseline that

@@ -467,7 +467,7 @@ func checkSchemaInput(a *Args, device string, in []TensorMeta) error {
 	}
 	err := CheckInput(a, 0, in[0], layouts, dtypes)
 	if b := s.Backends[device]; err != nil && b.Doc != "" {
-		err = Errorf(StatusInvalidPipeline, "%v (the %s backend takes %s)", err, device, b.Doc)
+		err = Errorf(StatusInvalidPipeline, "%v (device %s: %s)", err, device, b.Doc)
 	}
 	return err
 }

@@ -15,5 +15,5 @@ var (
 // images, one kernel launch per batch; other layouts, types and sequences stay on the cpu.
 var gpuHWCu8 = engine.BackendFacts{
 	InputLayouts: hwc, InputDtypes: u8,
-	Doc: "HWC uint8 images; other layouts and types, and sequences, on device cpu",
+	Doc: "other layouts and types, and sequences, run on device cpu",
 }
