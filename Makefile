@@ -143,7 +143,8 @@ test: all test-go test-c test-python test-wheel $(if $(WANT_CUDA),test-cuda test
 # the CPU flavour only: a few minutes where `make test` takes tens (benchmarks/RESULTS.md
 # has the figure). Narrow it to one operator family or one operator:
 #   make check FAMILY=image     ./ops/image's Go tests and the Python tests marked image
-#                               (families: python/tests/conftest.py FAMILIES)
+#                               (families: the ops/ packages, and api (engine, capi),
+#                               torch and tools: python/tests/conftest.py FAMILIES)
 #   make check OP=resize        Go tests of ./ops/... and imaging whose names contain the
 #                               operator's (any case, '_' ignored) and pytest -k resize
 # Missing references skip here; GODALI_STRICT_REFERENCES=1 makes them failures.
@@ -154,7 +155,8 @@ ifneq ($(OP),)
   CHECK_GO_RUN  := -run '(?i)$(subst _,,$(OP))'
   CHECK_PY_SEL  := -k '$(OP)'
 else ifneq ($(FAMILY),)
-  CHECK_GO_PKGS := $(if $(wildcard ops/$(FAMILY)),./ops/$(FAMILY)/...,$(error FAMILY=$(FAMILY): no ops/$(FAMILY); families: $(filter-out all internal,$(notdir $(patsubst %/,%,$(wildcard ops/[a-z]*/))))))
+  CHECK_FAMILIES := $(filter-out all internal,$(notdir $(patsubst %/,%,$(wildcard ops/[a-z]*/)))) api torch tools
+  CHECK_GO_PKGS := $(if $(filter-out $(CHECK_FAMILIES),$(FAMILY)),$(error FAMILY=$(FAMILY): families are $(CHECK_FAMILIES)))$(if $(wildcard ops/$(FAMILY)),./ops/$(FAMILY)/...,$(if $(filter api,$(FAMILY)),./engine/... ./capi/...))
   CHECK_GO_RUN  :=
   CHECK_PY_SEL  := -m 'family_$(FAMILY) and not slow'
 else
@@ -165,8 +167,8 @@ endif
 
 .PHONY: check
 check: cpu
-	$(GO) vet $(if $(OP)$(FAMILY),$(CHECK_GO_PKGS),./...)
-	$(GO) test -short $(CHECK_GO_RUN) $(CHECK_GO_PKGS)
+	$(if $(CHECK_GO_PKGS),$(GO) vet $(CHECK_GO_PKGS),@echo "check: FAMILY=$(FAMILY) has no Go packages")
+	$(if $(CHECK_GO_PKGS),$(GO) test -short $(CHECK_GO_RUN) $(CHECK_GO_PKGS))
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q -p no:cacheprovider $(if $(CHECK_PY_SEL),$(CHECK_PY_SEL),-m 'not slow') python/tests
 
 test-go: setup

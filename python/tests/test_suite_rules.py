@@ -52,3 +52,10 @@ def test_family_marks_select_their_files(request):
     # This file is in the api family: its items carry the marker make check FAMILY=api uses.
     assert request.node.get_closest_marker("family_api") is not None
     assert request.node.get_closest_marker("family_image") is None
+
+
+def test_families_are_the_ops_packages_and_three_more():
+    # make check FAMILY=x runs ops/x's Go tests with the Python tests of family x.
+    ops = os.path.join(conftest.REPO, "ops")
+    pkgs = {d for d in os.listdir(ops) if os.path.isdir(os.path.join(ops, d))} - {"all", "internal"}
+    assert set(conftest.FAMILIES) == pkgs | {"api", "torch", "tools"}
