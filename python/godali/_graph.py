@@ -177,6 +177,22 @@ class OpSchema:
             "%d" % self.min_inputs if self.min_inputs == self.max_inputs
             else "%d to %d" % (self.min_inputs, self.max_inputs),
             ", ".join(self.outputs) or "none"))
+        facts = []
+        if self.input_layouts or self.input_dtypes:
+            facts.append("Input 0: %s." % " ".join(
+                x for x in (" or ".join(self.input_layouts),
+                            " or ".join(d.lower() for d in self.input_dtypes)) if x))
+        if self.allows_sequences:
+            facts.append("Takes sequences (F layouts) frame by frame.")
+        if self.volumetric:
+            facts.append("Takes volumes (a D axis).")
+        for dev, b in sorted(self.backends.items()):
+            if b.get("input_layouts") or b.get("input_dtypes"):
+                facts.append("On %s (CUDA flavour): %s." % (dev, " ".join(
+                    x for x in (" or ".join(b.get("input_layouts") or []),
+                                " or ".join(d.lower() for d in b.get("input_dtypes") or [])) if x)))
+        if facts:
+            lines.append(" ".join(facts))
         lines.append("")
         lines.append("Keyword arguments:")
         for a in self.args.values():
