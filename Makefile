@@ -137,7 +137,45 @@ test-cuda-emu: gpuemu cpu
 	cd engine && for seed in 1 2 3; do $(EMU_ENV) GODALI_EMU_DELAY_US=5000 GODALI_EMU_DELAY_RANDOM=1 GODALI_EMU_SEED=$$seed ../$(CUDA_TESTS)/engine.test -test.run 'TestGPU(Reset|Close|Ragged|Skip|Checkpoint)' $(TESTFLAGS) || exit 1; done
 	$(EMU_ENV) GODALI_FLAVOUR=cuda PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 
+# `make test` (and CI, .ci/run) turn a test's missing reference (PIL, FFmpeg, cv2, scipy,
+# torch, lmdb, the corpus...: scripts/setup.sh installs them all) into a failure instead
+# of a skip (internal/testref, python/tests/conftest.py).
+test: export GODALI_STRICT_REFERENCES = 1
 test: all test-go test-c test-python test-torch2 test-wheel $(if $(WANT_CUDA),test-cuda test-cuda-emu test-wheel-emu)
+
+# --- The edit loop ----------------------------------------------------------------------
+# `make check`: go vet, the Go tests in -short mode (long reference runs and fuzz-seed
+# sweeps skip themselves with testing.Short) and the Python tests not marked slow, on
+# the CPU flavour only: a few minutes where `make test` takes tens (benchmarks/RESULTS.md
+# has the figure). Narrow it to one operator family or one operator:
+#   make check FAMILY=image     ./ops/image's Go tests and the Python tests marked image
+#                               (families: the ops/ packages, and api (engine, capi),
+#                               torch and tools: python/tests/conftest.py FAMILIES)
+#   make check OP=resize        Go tests of ./ops/... and imaging whose names contain the
+#                               operator's (any case, '_' ignored) and pytest -k resize
+# Missing references skip here; GODALI_STRICT_REFERENCES=1 makes them failures.
+FAMILY ?=
+OP     ?=
+ifneq ($(OP),)
+  CHECK_GO_PKGS := ./ops/... ./imaging/...
+  CHECK_GO_RUN  := -run '(?i)$(subst _,,$(OP))'
+  CHECK_PY_SEL  := -k '$(OP)'
+else ifneq ($(FAMILY),)
+  CHECK_FAMILIES := $(filter-out all internal,$(notdir $(patsubst %/,%,$(wildcard ops/[a-z]*/)))) api torch tools
+  CHECK_GO_PKGS := $(if $(filter-out $(CHECK_FAMILIES),$(FAMILY)),$(error FAMILY=$(FAMILY): families are $(CHECK_FAMILIES)))$(if $(wildcard ops/$(FAMILY)),./ops/$(FAMILY)/...,$(if $(filter api,$(FAMILY)),./engine/... ./capi/...))
+  CHECK_GO_RUN  :=
+  CHECK_PY_SEL  := -m 'family_$(FAMILY) and not slow'
+else
+  CHECK_GO_PKGS := ./...
+  CHECK_GO_RUN  :=
+  CHECK_PY_SEL  :=
+endif
+
+.PHONY: check
+check: cpu
+	$(if $(CHECK_GO_PKGS),$(GO) vet $(CHECK_GO_PKGS),@echo "check: FAMILY=$(FAMILY) has no Go packages")
+	$(if $(CHECK_GO_PKGS),$(GO) test -short $(CHECK_GO_RUN) $(CHECK_GO_PKGS))
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q -p no:cacheprovider $(if $(CHECK_PY_SEL),$(CHECK_PY_SEL),-m 'not slow') python/tests
 
 test-go: setup
 	$(GO) vet ./...
@@ -167,6 +205,13 @@ test-c: cpu
 test-python: cpu
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat $(PYTHON) -m pytest -q tests/compat
+
+# docs/operators-reference.md (every operator, from the schemas) and docs/not-supported.md
+# (the DALI names godali refuses), written by scripts/gen_operator_reference.py;
+# python/tests/test_operator_reference.py fails when they are stale.
+.PHONY: operator-reference
+operator-reference: cpu
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) scripts/gen_operator_reference.py
 
 # DALI 2.4's public surface against godali's (tests/compat/surface.py): re-dumps DALI's
 # names and schemas when DALI is installed (GODALI_DALI_ORACLE=1 scripts/setup.sh puts it

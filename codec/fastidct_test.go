@@ -3,6 +3,8 @@ package codec
 import (
 	"os"
 	"testing"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // TestFastIDCT: use_fast_idct changes the decode (the flag reaches libjpeg) and stays
@@ -10,7 +12,7 @@ import (
 func TestFastIDCT(t *testing.T) {
 	data, err := os.ReadFile("../tests/data/corpus/pillow/flower.jpg")
 	if err != nil {
-		t.Skip(err)
+		testref.Missing(t, "image corpus: %v", err)
 	}
 	d := NewDecoder()
 	defer d.Close()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // corpusDir holds the real-world images (Pillow and libjpeg-turbo test images, with
@@ -106,7 +108,7 @@ func requirePIL(t testing.TB) {
 		pilAvailable = exec.Command(systemPython, "-c", "import PIL.Image, PIL.ImageOps").Run() == nil
 	})
 	if !pilAvailable {
-		t.Skip("needs /usr/bin/python3 with PIL for reference decodes")
+		testref.Missing(t, "needs /usr/bin/python3 with PIL for reference decodes")
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // roiFiles cover the JPEG flavours ROI decoding must handle: 4:2:0, 4:2:2, 4:4:4,
@@ -68,6 +70,7 @@ func randomROIs(r *rand.Rand, w, h, n int) []Rect {
 // TestROIEqualsFullWindow: a ROI decode equals the same window of the full decode, bit
 // for bit, for every orientation and output type (no scaling).
 func TestROIEqualsFullWindow(t *testing.T) {
+	testref.Long(t, "a sweep of windows")
 	d := NewDecoder()
 	defer d.Close()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -124,6 +127,7 @@ func decodeAtScale(t *testing.T, d *Decoder, data []byte, opt Options, n int) ([
 // TestScaledROIEqualsScaledWindow: at every scale n/8, a ROI decode equals the matching
 // window of the full decode at the same scale, bit for bit, for every orientation.
 func TestScaledROIEqualsScaledWindow(t *testing.T) {
+	testref.Long(t, "a sweep of windows and scales")
 	d := NewDecoder()
 	defer d.Close()
 	r := rand.New(rand.NewPCG(3, 4))
@@ -344,6 +348,7 @@ func boxDownscale(src []byte, w, h, n int) []byte {
 // photos (measured: mean 0.25..2.0, PSNR 37..52 dB; single pixels at sharp edges differ
 // by up to about 55).
 func TestScaledCloseToBoxFilter(t *testing.T) {
+	testref.Long(t, "a sweep of scales")
 	d := NewDecoder()
 	defer d.Close()
 	for _, f := range []string{"pillow/flower.jpg", "pillow/iptc.jpg", "pillow/flower2.jpg", "pillow/junk_jpeg_header.jpg"} {

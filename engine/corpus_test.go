@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // TestCorpusThroughPipeline runs every real-world test image (Pillow's and
@@ -17,7 +19,7 @@ func TestCorpusThroughPipeline(t *testing.T) {
 	dir := filepath.Join("..", "tests", "data", "corpus")
 	f, err := os.Open(filepath.Join(dir, "MANIFEST.tsv"))
 	if err != nil {
-		t.Skip("corpus not present:", err)
+		testref.Missing(t, "corpus not present: %v", err)
 	}
 	defer f.Close()
 	type entry struct {

@@ -202,7 +202,7 @@ func BuildGraph(s *Spec) (*Graph, error) {
 			fop := &frameOp{inner: op, name: n.OpName, args: n.Args, framed: framed,
 				planes: channelFramed(n.OpName) && isChannelSequence(in[0])}
 			op, n.Op = fop, fop
-			if err := checkSchemaInput(n.Args, fop.frameInputs(in)); err != nil {
+			if err := checkSchemaInput(n.Args, n.Device, fop.frameInputs(in)); err != nil {
 				return nil, err
 			}
 			for i, m := range argMetas {
@@ -210,7 +210,7 @@ func BuildGraph(s *Spec) (*Graph, error) {
 					argMetas[i] = frameMeta(m)
 				}
 			}
-		} else if err := checkSchemaInput(n.Args, in); err != nil {
+		} else if err := checkSchemaInput(n.Args, n.Device, in); err != nil {
 			return nil, err
 		}
 		if n.Args != nil {

@@ -454,13 +454,22 @@ func dalisCheckWording(index int, m TensorMeta, layouts []string, dtypes []DType
 	return extra
 }
 
-// checkSchemaInput applies a schema's declared input constraints before Infer.
-func checkSchemaInput(a *Args, in []TensorMeta) error {
+// checkSchemaInput applies a schema's declared input constraints before Infer: those of
+// the node's backend (Schema.Backends) where it declares its own, else the schema's.
+func checkSchemaInput(a *Args, device string, in []TensorMeta) error {
 	s := a.Schema
-	if len(in) == 0 || (len(s.InputLayouts) == 0 && len(s.InputDtypes) == 0) {
+	layouts, dtypes := s.InputLayouts, s.InputDtypes
+	if b, ok := s.Backends[device]; ok && (len(b.InputLayouts) > 0 || len(b.InputDtypes) > 0) {
+		layouts, dtypes = b.InputLayouts, b.InputDtypes
+	}
+	if len(in) == 0 || (len(layouts) == 0 && len(dtypes) == 0) {
 		return nil
 	}
-	return CheckInput(a, 0, in[0], s.InputLayouts, s.InputDtypes)
+	err := CheckInput(a, 0, in[0], layouts, dtypes)
+	if b := s.Backends[device]; err != nil && b.Doc != "" {
+		err = Errorf(StatusInvalidPipeline, "%v (device %s: %s)", err, device, b.Doc)
+	}
+	return err
 }
 
 // --- gpu operators ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ func (passOp) Run(ws *Workspace) error {
 
 func init() {
 	RegisterSchema(&Schema{Name: "_test.pass", Doc: "test only: copies its input",
-		MinInputs: 0, MaxInputs: 1, Outputs: []string{"out"},
+		MinInputs: 0, MaxInputs: 1, Outputs: []string{"out"}, Backends: map[string]BackendFacts{"mixed": {}, "gpu": {}},
 		Args: []ArgSpec{{Name: "flag", Type: ArgInt, Default: 0, TensorInput: true, Doc: "ignored"}}})
 	for _, dev := range []string{"cpu", "mixed", "gpu"} {
 		RegisterBackend("_test.pass", dev, func(*Args) (Operator, error) { return passOp{}, nil })

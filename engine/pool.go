@@ -9,8 +9,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/godali/godali/imaging"
-
+	"github.com/godali/godali/internal/float16"
 	"github.com/godali/godali/internal/poolstats"
 )
 
@@ -234,7 +233,7 @@ func readScalar(b []byte, d DType) float64 {
 	case Int64:
 		return float64(int64(binary.LittleEndian.Uint64(b)))
 	case Float16:
-		return float64(imaging.Float16ToFloat32(binary.LittleEndian.Uint16(b)))
+		return float64(float16.ToFloat32(binary.LittleEndian.Uint16(b)))
 	case Float32:
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
 	case Float64:
@@ -264,7 +263,7 @@ func writeScalar(b []byte, d DType, v float64) {
 	case Float32:
 		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
 	case Float16:
-		binary.LittleEndian.PutUint16(b, imaging.Float32ToFloat16(float32(v)))
+		binary.LittleEndian.PutUint16(b, float16.FromFloat32(float32(v)))
 	case Float64:
 		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
 	}

@@ -3,39 +3,28 @@ package engine
 import (
 	"fmt"
 	"strings"
-	"sync"
 )
 
 // Sequences (DALI's "F" layouts: FHWC video, FCHW) go through image operators frame by
 // frame, as DALI's sequence-aware operators do, without splitting the batch: a cpu node
-// whose operator is marked with MarkSequenceOps and whose first input's layout starts
+// whose schema declares Sequences.PerFrame and whose first input's layout starts
 // with "F" runs its operator once per frame of each sample, the frame's views standing
 // for the sample. Every frame of a sample sees the same random choices (the sample's
 // random stream is replayed for each frame) and the same per-sample arguments, except
 // arguments whose own layout starts with "F" (fn.per_frame), which give one value per
 // frame. The outputs get the frame dimension in front and "F" in front of their layout.
 
-var sequenceOps = struct {
-	sync.RWMutex
-	names map[string]bool
-}{names: map[string]bool{}}
-
-// MarkSequenceOps declares operators that take sequences frame by frame (their operator
-// family knows which of its operators make sense per frame).
-func MarkSequenceOps(names ...string) {
-	sequenceOps.Lock()
-	defer sequenceOps.Unlock()
-	for _, n := range names {
-		sequenceOps.names[n] = true
+// sequencesOf returns the sequence support an operator's schema declares.
+func sequencesOf(name string) Sequences {
+	if s, ok := LookupSchema(name); ok {
+		return s.Sequences
 	}
+	return Sequences{}
 }
 
-// TakesSequences reports whether an operator was marked with MarkSequenceOps.
-func TakesSequences(name string) bool {
-	sequenceOps.RLock()
-	defer sequenceOps.RUnlock()
-	return sequenceOps.names[name]
-}
+// TakesSequences reports whether an operator's schema lets it take sequences frame by
+// frame (Schema.Sequences.PerFrame).
+func TakesSequences(name string) bool { return sequencesOf(name).PerFrame }
 
 // FrameSizer is implemented by per-frame operators whose frames could differ in output
 // size (rotate by per-frame angles): before a sequence's frames are set up, the engine
@@ -45,7 +34,7 @@ type FrameSizer interface {
 	SizeFrame(ws *Workspace, f, n int) error
 }
 
-// WholeSequences is implemented by operators marked with MarkSequenceOps that, with
+// WholeSequences is implemented by sequence operators (Sequences.PerFrame) that, with
 // some arguments, take sequences whole (crop_mirror_normalize cropping along F): the
 // graph then gives them the sequence instead of running them frame by frame.
 type WholeSequences interface {
@@ -57,60 +46,18 @@ func takesWholeSequences(op Operator) bool {
 	return ok && w.WholeSequences()
 }
 
-// Operators marked with MarkArgFramedOps (the transforms.* family, coord_transform) may
-// take their frames from elsewhere than input 0: from any input that is a sequence or,
-// with no sequence input, from per-frame arguments alone (transforms.rotation(angle=
-// fn.per_frame(angles)) gives one matrix per frame). Non-sequence inputs are then given
-// whole to every frame.
-var argFramedOps = struct {
-	sync.RWMutex
-	names map[string]bool
-}{names: map[string]bool{}}
-
-// MarkArgFramedOps declares sequence operators (also to be marked with MarkSequenceOps)
-// whose frames may come from any sequence input or from per-frame arguments.
-func MarkArgFramedOps(names ...string) {
-	argFramedOps.Lock()
-	defer argFramedOps.Unlock()
-	for _, n := range names {
-		argFramedOps.names[n] = true
-	}
-}
-
-// Operators marked with MarkChannelFramedOps (gaussian_blur, laplacian: DALI expands
-// their channels too) also take channel-first sequences ("CF...", e.g. CFHW) plane by
-// plane: every (channel, frame) plane is run alone, with frame f's per-frame arguments.
-var channelFramedOps = struct {
-	sync.RWMutex
-	names map[string]bool
-}{names: map[string]bool{}}
-
-// MarkChannelFramedOps declares sequence operators that take "CF..." inputs plane by plane.
-func MarkChannelFramedOps(names ...string) {
-	channelFramedOps.Lock()
-	defer channelFramedOps.Unlock()
-	for _, n := range names {
-		channelFramedOps.names[n] = true
-	}
-}
-
-func channelFramed(name string) bool {
-	channelFramedOps.RLock()
-	defer channelFramedOps.RUnlock()
-	return channelFramedOps.names[name]
-}
-
 // isChannelSequence reports whether m describes channel-first sequences ("CF" and at
 // least one more dimension).
 func isChannelSequence(m TensorMeta) bool {
 	return len(m.Layout) >= 3 && strings.HasPrefix(m.Layout, "CF") && (len(m.Layout) == len(m.Shape) || m.Shape == nil)
 }
 
-func argFramed(name string) bool {
-	argFramedOps.RLock()
-	defer argFramedOps.RUnlock()
-	return argFramedOps.names[name]
-}
+// argFramed: the operator's frames may come from any sequence input or from per-frame
+// arguments (Sequences.FramesFromArgs).
+func argFramed(name string) bool { return sequencesOf(name).FramesFromArgs }
+
+// channelFramed: the operator takes "CF..." inputs plane by plane (Sequences.ChannelFrames).
+func channelFramed(name string) bool { return sequencesOf(name).ChannelFrames }
 
 // isSequence reports whether m describes sequences: a layout starting with "F" that names
 // every dimension.

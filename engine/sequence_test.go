@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/godali/godali/codec/video"
+	"github.com/godali/godali/internal/testref"
 	"github.com/godali/godali/internal/videotest"
 )
 
@@ -12,7 +13,7 @@ import (
 // absorbs resize, and the output keeps its frame dimension and a static shape.
 func TestSequenceWrapperAndFusion(t *testing.T) {
 	if err := video.Load(); err != nil {
-		t.Skipf("FFmpeg libraries not loadable: %v", err)
+		testref.Missing(t, "FFmpeg libraries not loadable: %v", err)
 	}
 	clip := videotest.Make(t, t.TempDir(), "a", videotest.Spec{Frames: 12})
 	desc := fmt.Sprintf(`{"batch_size": 2, "num_threads": 1, "device_id": null, "seed": 1,

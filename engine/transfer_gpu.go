@@ -8,6 +8,7 @@ func init() {
 		Doc: "Copies host data to the GPU (DataNode.gpu()). Each worker uploads its samples " +
 			"from pinned memory on its own stream while the CPU phase goes on.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"data"},
+		Backends: map[string]BackendFacts{"mixed": {}},
 	})
 	RegisterBackend("_to_gpu", "mixed", func(a *Args) (Operator, error) { return &toGPU{}, nil })
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/godali/godali/internal/float16"
 )
 
 // NormalizeND describes crop_mirror_normalize of an N-dimensional sample (volumes,
@@ -128,7 +130,7 @@ func storeNormalized(b []byte, f float64, t DType) {
 	case Float32:
 		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(f)))
 	case Float16:
-		binary.LittleEndian.PutUint16(b, Float32ToFloat16(float32(f)))
+		binary.LittleEndian.PutUint16(b, float16.FromFloat32(float32(f)))
 	case UInt8:
 		b[0] = uint8(math.Min(math.Max(math.Round(f), 0), 255))
 	case Int8:

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"strings"
 	"unsafe"
+
+	"github.com/godali/godali/internal/float16"
 )
 
 // DType is the element type of crop_mirror_normalize's output.
@@ -264,7 +266,7 @@ func NormalizedBits(v int, mean, std, scale, shift float64, out DType) uint32 {
 	case Float32:
 		return math.Float32bits(float32(f))
 	case Float16:
-		return uint32(Float32ToFloat16(float32(f)))
+		return uint32(float16.FromFloat32(float32(f)))
 	case UInt8:
 		return uint32(math.Min(math.Max(math.Round(f), 0), 255))
 	case Int8:

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/godali/godali/internal/float16"
 )
 
 // refCMN is a direct float64 transcription of crop_mirror_normalize. It returns the
@@ -63,7 +65,7 @@ func decodeOut(b []byte, t DType) []float64 {
 		case Float32:
 			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 		case Float16:
-			out[i] = float64(Float16ToFloat32(binary.LittleEndian.Uint16(b[2*i:])))
+			out[i] = float64(float16.ToFloat32(binary.LittleEndian.Uint16(b[2*i:])))
 		case UInt8:
 			out[i] = float64(b[i])
 		case Int8:

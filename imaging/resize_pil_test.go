@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // pilScript resizes raw images with PIL as the independent reference: it reads a JSON
@@ -33,10 +35,10 @@ const systemPython = "/usr/bin/python3"
 func pythonWithPIL(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat(systemPython); err != nil {
-		t.Skipf("%s not found: skipping the comparison with PIL", systemPython)
+		testref.Missing(t, "%s not found: skipping the comparison with PIL", systemPython)
 	}
 	if out, err := exec.Command(systemPython, "-c", "import PIL.Image").CombinedOutput(); err != nil {
-		t.Skipf("PIL not importable by %s: %v: %s", systemPython, err, out)
+		testref.Missing(t, "PIL not importable by %s: %v: %s", systemPython, err, out)
 	}
 	return systemPython
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/godali/godali/codec/video"
 	"github.com/godali/godali/internal/cuda"
 	_ "github.com/godali/godali/internal/cuda/cudatest" // skips this binary without a GPU
+	"github.com/godali/godali/internal/testref"
 	"github.com/godali/godali/internal/videotest"
 	"github.com/godali/godali/kernels"
 )
@@ -36,7 +37,7 @@ type gpuEnv struct {
 func newGPUEnv(t *testing.T) *gpuEnv {
 	t.Helper()
 	if err := video.Load(); err != nil {
-		t.Skipf("FFmpeg libraries not loadable: %v", err)
+		testref.Missing(t, "FFmpeg libraries not loadable: %v", err)
 	}
 	videotest.FFmpeg(t)
 	if err := Load(); err != nil {

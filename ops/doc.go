@@ -1,11 +1,8 @@
-// Package ops holds godali's operators, one package per family:
-//
-//	ops/readers   readers.file: which samples make a batch, and their bytes (via source/)
-//	ops/decoders  decoders.image, decoders.image_random_crop (cpu; mixed with nvJPEG)
-//	ops/image     resize, random_resized_crop, crop, flip, crop_mirror_normalize,
-//	              brightness_contrast, hsv, color_twist, rotate, gaussian_blur
-//	ops/random    random.coin_flip, random.uniform, random.normal, random.choice
-//	ops/all       imports every family for its side effects
+// Package ops holds godali's operators, one package per family (bbox, decoders,
+// external, image, math, random, readers, tensor, transforms; ops/all imports every
+// family for its side effects). Which operator is where, and everything about each, is
+// in docs/operators-reference.md, generated from the schemas (make operator-reference):
+// the schema is the one description of an operator, so no list is kept here.
 //
 // Each family registers its operators from init functions, the way database/sql drivers
 // do: engine.RegisterSchema for the schema (name, doc, inputs, outputs, arguments),
@@ -17,7 +14,10 @@
 //
 // Add one file to the family's package, say ops/image/posterize.go:
 //
-//   - an init function that registers the schema and the "cpu" factory;
+//   - an init function that registers the schema and the "cpu" factory; the schema
+//     declares the operator's facts too: input layouts and types, Sequences (frame by
+//     frame), Volumetric, each gpu/mixed backend (Backends) and when conditional
+//     outputs exist (OutputIf with engine.IfArg and kin);
 //   - the factory, which checks the arguments (Args.Int, Args.Floats, Args.Errorf naming
 //     the argument) and returns an engine.Operator;
 //   - Infer (output metadata at build time), Setup (each sample's output shapes) and Run

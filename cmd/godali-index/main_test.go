@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // refScript writes a webdataset shard with tarfile plus its index in DALI's wds2idx
@@ -34,6 +35,7 @@ create_index(d + "/t.tfrecord", d + "/t.ref.idx")
 `
 
 func TestIndexToolMatchesReferences(t *testing.T) {
+	testref.Long(t, "three Python references")
 	d := t.TempDir()
 	pyref.Run(t, []string{"tfrecord", "crc32c"}, refScript, d)
 	for _, c := range []struct{ kind, in, ref string }{

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/godali/godali/internal/testref"
 	"github.com/godali/godali/internal/videotest"
 )
 
 func needFFmpeg(t *testing.T) {
 	t.Helper()
 	if err := Load(); err != nil {
-		t.Skipf("FFmpeg libraries not loadable: %v", err)
+		testref.Missing(t, "FFmpeg libraries not loadable: %v", err)
 	}
 }
 
@@ -95,6 +96,7 @@ func checkSequences(t *testing.T, path string, nseq int) {
 }
 
 func TestCodecsMatchFFmpegCommand(t *testing.T) {
+	testref.Long(t, "encodes a clip per codec")
 	needFFmpeg(t)
 	dir := t.TempDir()
 	cases := []struct {
@@ -172,6 +174,7 @@ func TestShortFile(t *testing.T) {
 }
 
 func TestTruncatedAndCorrupt(t *testing.T) {
+	testref.Long(t, "decodes many damaged clips")
 	needFFmpeg(t)
 	dir := t.TempDir()
 	src := videotest.Make(t, dir, "mkvsrc", videotest.Spec{Ext: "mkv", Frames: 40})
@@ -237,6 +240,7 @@ func TestTruncatedAndCorrupt(t *testing.T) {
 }
 
 func TestOpenBytesMatchesPath(t *testing.T) {
+	testref.Long(t, "encodes a clip per container")
 	needFFmpeg(t)
 	p := videotest.Make(t, t.TempDir(), "mem", videotest.Spec{BFrames: 2})
 	b, _ := os.ReadFile(p)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/godali/godali/formats"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // checkDB opens b and reads every record. A corrupt input must fail with an error
@@ -95,6 +96,7 @@ func TestBuiltDB(t *testing.T) {
 // TestCorruptions reproduces issue 16's crashes on a Python-written database and on
 // a built one: each is an error naming the file, no panic, no huge allocation.
 func TestCorruptions(t *testing.T) {
+	testref.Long(t, "many corrupted databases")
 	keys, vals := sampleKV(300)
 	built := buildDB(512, keys, vals, 100)
 	want := kvMap(keys, vals)
@@ -259,6 +261,7 @@ env.close()
 // TestMultiTxnAgainstPyLMDB reads a database written over several transactions,
 // and its compacted copy, and compares every key and value with what lmdb reads.
 func TestMultiTxnAgainstPyLMDB(t *testing.T) {
+	testref.Long(t, "py-lmdb as reference")
 	dir := filepath.Join(t.TempDir(), "db")
 	out := pyref.Run(t, []string{"lmdb"}, multiTxnScript+`
 env = lmdb.open(sys.argv[1], readonly=True, lock=False)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/godali/godali/formats"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // mxnetScript writes records with mxnet's own MXIndexedRecordIO and recordio.pack
@@ -60,6 +61,7 @@ type mxRecord struct {
 }
 
 func TestAgainstMXNet(t *testing.T) {
+	testref.Long(t, "mxnet as reference")
 	dir := t.TempDir()
 	recPath, idxPath := filepath.Join(dir, "d.rec"), filepath.Join(dir, "d.idx")
 	var want []mxRecord

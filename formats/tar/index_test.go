@@ -10,6 +10,7 @@ import (
 
 	"github.com/godali/godali/formats"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // wdsIndexScript writes a shard with webdataset's TarWriter plus a few files that
@@ -48,6 +49,7 @@ with open(idx_path, "w") as f:
 `
 
 func TestIndexMatchesWds2idxFormat(t *testing.T) {
+	testref.Long(t, "the webdataset package as reference")
 	dir := t.TempDir()
 	tarPath, idxPath := filepath.Join(dir, "s.tar"), filepath.Join(dir, "s.idx")
 	pyref.Run(t, []string{"webdataset"}, wdsIndexScript, tarPath, idxPath)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/godali/godali/formats"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // tarfileScript writes, with Python's tarfile, one archive per header format holding
@@ -133,6 +134,7 @@ json.dump(samples, sys.stdout)
 `
 
 func TestSamplesAgainstWebdataset(t *testing.T) {
+	testref.Long(t, "the webdataset package as reference")
 	path := filepath.Join(t.TempDir(), "shard.tar")
 	var want []struct {
 		Key   string

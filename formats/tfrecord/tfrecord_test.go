@@ -13,6 +13,7 @@ import (
 
 	"github.com/godali/godali/formats"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // writerScript writes records with the PyPI tfrecord package's TFRecordWriter
@@ -92,6 +93,7 @@ type pyFeature struct {
 }
 
 func TestAgainstPythonTfrecord(t *testing.T) {
+	testref.Long(t, "the tfrecord package as reference")
 	dir := t.TempDir()
 	path, idxPath := filepath.Join(dir, "data.tfrecord"), filepath.Join(dir, "data.idx")
 	out := pyref.Run(t, []string{"tfrecord", "crc32c"}, writerScript, path, idxPath)

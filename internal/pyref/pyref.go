@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // Python is the interpreter the references run under: $GODALI_PYTHON, else the
@@ -67,7 +69,7 @@ func Run(t testing.TB, modules []string, script string, args ...string) []byte {
 	t.Helper()
 	out, err := Output(modules, script, args...)
 	if errors.Is(err, ErrMissing) {
-		t.Skipf("skipping: %v", err)
+		testref.Missing(t, "%v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

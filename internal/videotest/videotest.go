@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // Spec describes a synthetic clip: FFmpeg's testsrc2 pattern (moving, coloured, with a
@@ -32,7 +34,7 @@ func FFmpeg(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("ffmpeg")
 	if err != nil {
-		t.Skip("ffmpeg command not installed (scripts/setup.sh installs it): the video tests make their clips with it")
+		testref.Missing(t, "ffmpeg command not installed (scripts/setup.sh installs it): the video tests make their clips with it")
 	}
 	return p
 }

@@ -10,6 +10,7 @@ func init() {
 			"row-major; T a scalar (every output coordinate) or out_dim values; MT, exclusive with M and T, is " +
 			"[M | T] (out_dim * (in_dim + 1) values, e.g. from transforms.*) or a scalar. Integer outputs are " +
 			"rounded and saturated.",
+		Sequences: engine.Sequences{PerFrame: true, FramesFromArgs: true},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"points"}, HostOnly: true,
 		InputDoc: "points, one per row",
 		Args: []engine.ArgSpec{
@@ -188,12 +189,4 @@ func (o *coordTransformOp) Run(ws *engine.Workspace) error {
 		}
 	}
 	return nil
-}
-
-// coord_transform takes sequences of points (layout "F**") frame by frame, and per-frame
-// M, T or MT (fn.per_frame; e.g. from transforms.* given per-frame arguments) also on
-// points without frames (engine/sequence.go).
-func init() {
-	engine.MarkSequenceOps("coord_transform")
-	engine.MarkArgFramedOps("coord_transform")
 }

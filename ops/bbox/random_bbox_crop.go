@@ -22,7 +22,7 @@ func init() {
 			"(at most 65536 when not set, so that impossible constraints cannot hang the pipeline) the best window " +
 			"found is used, or the whole image when no window kept a box.",
 		MinInputs: 1, MaxInputs: 2, Outputs: []string{"anchor", "shape", "bboxes", "labels", "bbox_indices"}, HostOnly: true,
-		OutputIf: map[string]string{"labels": "inputs>1", "bbox_indices": "output_bbox_indices"},
+		OutputIf: map[string]engine.OutputCond{"labels": engine.IfInputsOver(1), "bbox_indices": engine.IfArg("output_bbox_indices")},
 		Args: []engine.ArgSpec{
 			{Name: "thresholds", Type: engine.ArgFloatList, Default: []float64{0.0}, Doc: "minimum overlaps, one picked at random per attempt"},
 			{Name: "threshold_type", Type: engine.ArgString, Default: "iou", Doc: "iou (intersection over union of box and window) or overlap (intersection over the box's area)"},

@@ -34,6 +34,7 @@ func init() {
 		Name: "decoders.image",
 		Doc: "Decodes images (JPEG with libjpeg-turbo; PNG, BMP, TIFF, WebP, PNM, GIF) to HWC uint8. " +
 			"The format comes from the content, not the file name.",
+		Backends:  map[string]engine.BackendFacts{"mixed": {Doc: "nvJPEG (hardware decoder where the GPU has one); formats nvJPEG lacks decode on the CPU and are uploaded"}},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, Args: decoderArgs,
 	})
 	engine.RegisterBackend("decoders.image", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCPUDecoder(a, false) })
@@ -42,6 +43,7 @@ func init() {
 		Doc: "Decodes a random crop of each image (area and aspect ratio drawn as torchvision's " +
 			"RandomResizedCrop does, center crop after num_attempts failures), decoding only " +
 			"the region it needs and downscaling in the DCT domain when the consumer shrinks it anyway.",
+		Backends:  map[string]engine.BackendFacts{"mixed": {Doc: "nvJPEG, decoding the crop window"}},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: append(append(append([]engine.ArgSpec{}, decoderArgs...), RandomCropArgs...),
 			engine.ArgSpec{Name: "dct_downscale", Type: engine.ArgBool, Default: true, Doc: "godali only: when the consumer (a resize) shrinks the window at least 2x, JPEG windows are scaled down in the DCT domain while decoding (faster; pixels differ by a few levels from a full-size decode + resize); false decodes the window at full size, as PIL does"}),

@@ -1,6 +1,6 @@
-// Package decoders holds decoders.image and decoders.image_random_crop: libjpeg-turbo and
-// the codec package on the CPU; nvJPEG (hardware, CUDA and hybrid decoders) on device
-// "mixed" in the CUDA flavour.
+// Package decoders holds the image and video decoders (docs/operators-reference.md lists
+// them): libjpeg-turbo, the codec package and FFmpeg on the CPU; nvJPEG (hardware, CUDA
+// and hybrid decoders) and NVDEC on device "mixed" in the CUDA flavour.
 //
 // Its operators register themselves from init functions (see package ops).
 package decoders

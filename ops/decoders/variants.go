@@ -20,7 +20,7 @@ func init() {
 		alias := *s
 		alias.Name = "experimental." + n.name
 		alias.Doc = "DALI's experimental name of " + n.name + ". " + s.Doc
-		alias.Devices = nil
+		alias.Devices, alias.Backends = nil, nil // the cpu backend only
 		engine.RegisterSchema(&alias)
 		engine.RegisterBackend(alias.Name, "cpu", n.f)
 	}

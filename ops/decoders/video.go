@@ -14,6 +14,7 @@ func init() {
 				"opened at run time (docs/pipeline.md#video). Frames start_frame, start_frame+stride, ... " +
 				"before end_frame (default: the end), or the frames listed in frames; with sequence_length, " +
 				"that many, the missing ones padded as pad_mode says. Frames are numbered by presentation time.",
+			Backends:  map[string]engine.BackendFacts{"mixed": {Doc: "NVDEC for 8-bit 4:2:0 streams it decodes; others on the CPU, uploaded"}},
 			MinInputs: 1, MaxInputs: 1, Outputs: []string{"video"},
 			Args: []engine.ArgSpec{
 				{Name: "start_frame", Type: engine.ArgInt, Default: 0, Doc: "first frame"},

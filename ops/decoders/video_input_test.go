@@ -11,13 +11,14 @@ import (
 
 	"github.com/godali/godali/codec/video"
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/internal/testref"
 	"github.com/godali/godali/internal/videotest"
 )
 
 func needVideoInput(t *testing.T) {
 	t.Helper()
 	if err := video.Load(); err != nil {
-		t.Skipf("FFmpeg libraries not loadable: %v", err)
+		testref.Missing(t, "FFmpeg libraries not loadable: %v", err)
 	}
 	videotest.FFmpeg(t)
 }

@@ -23,6 +23,7 @@ func init() {
 			"is 2 * ceil(3 * sigma) + 1 taps; with only window_size, sigma = ((window_size - 1) / 2 " +
 			"- 1) * 0.3 + 0.8. Each takes one value or one per spatial axis (outer first), and may " +
 			"come per sample. Any numeric input; the output has its type or FLOAT (dtype).",
+		Sequences: engine.Sequences{PerFrame: true, ChannelFrames: true}, Volumetric: true,
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "sigma", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "standard deviation of the Gaussian, in pixels: one value or one per spatial axis; 0 = from window_size"},

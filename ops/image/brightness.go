@@ -12,6 +12,7 @@ func init() {
 			"brightness_shift * output_range + brightness * in (output_range the output type's " +
 			"maximum, 1 for FLOAT), float32, integers rounded and saturated. Inputs and outputs " +
 			"UINT8, INT16, INT32 or FLOAT. Arguments may come per sample.",
+		Sequences: engine.PerFrame, Volumetric: true,
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness multiplier"},
@@ -34,6 +35,7 @@ func init() {
 			"contrast_center + contrast * (in - contrast_center), float32, integers rounded and " +
 			"saturated. Inputs and outputs UINT8, INT16, INT32 or FLOAT. Arguments may come per " +
 			"sample.",
+		Sequences: engine.PerFrame, Volumetric: true,
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "contrast", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "contrast multiplier; 0 gives a uniform contrast_center"},
@@ -55,6 +57,7 @@ func init() {
 		Doc: "Rotates the hue of RGB images (HWC, FHWC, DHWC; UINT8, INT16, INT32 or FLOAT) by hue " +
 			"degrees, as DALI does (hsv's YIQ transform with saturation and value 1). hue may come " +
 			"per sample.",
+		Sequences: engine.PerFrame, Volumetric: true,
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees"},
@@ -75,6 +78,7 @@ func init() {
 		Doc: "Scales the saturation of RGB images (HWC, FHWC, DHWC; UINT8, INT16, INT32 or FLOAT), " +
 			"as DALI does (hsv's YIQ transform with hue 0 and value 1): 0 gives grey, 1 leaves the " +
 			"image unchanged. saturation may come per sample.",
+		Sequences: engine.PerFrame, Volumetric: true,
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "saturation", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation multiplier"},

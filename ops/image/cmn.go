@@ -15,6 +15,8 @@ func init() {
 			"layout and type of images (HWC, CHW), volumes (DHWC, CDHW) and sequences of them (F first) in " +
 			"one pass; no layout means HWC. HWC uint8 images take a fused fast path, and a resize feeding " +
 			"them is fused in.",
+		Sequences: engine.PerFrame, Volumetric: true,
+		Backends:  map[string]engine.BackendFacts{"gpu": gpuHWCu8},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: []engine.ArgSpec{
 			{Name: "crop", Type: engine.ArgFloatList, TensorInput: true, Doc: "crop size (height, width); default: no crop"},

@@ -35,11 +35,9 @@ type gpuCMN struct {
 	channels []int
 }
 
-// Infer: the gpu variant takes what the fused kernel does, HWC uint8 images.
+// Infer: the gpu variant takes what the fused kernel does, HWC uint8 images (the
+// schema's Backends["gpu"], checked by the graph).
 func (o *gpuCMN) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if err := engine.CheckInput(o.cpu.spec.args, 0, in[0], hwc, u8); err != nil {
-		return nil, err
-	}
 	if !o.cpu.spec.fast("HWC", engine.UInt8) {
 		return nil, o.cpu.spec.args.Invalidf("on the gpu: crop_d, trim_to_shape, nonzero fill_values and output layouts other than HWC/CHW are cpu only")
 	}

@@ -22,6 +22,8 @@ func init() {
 			"type's maximum (255 UINT8, 32767 INT16, 2^31-1 INT32) and 1 for FLOAT; computed in " +
 			"float32, integers rounded to nearest and saturated, as in DALI. Inputs UINT8, INT16, " +
 			"INT32 or FLOAT. Every argument may come per sample (e.g. from random.uniform).",
+		Sequences: engine.PerFrame, Volumetric: true,
+		Backends:  map[string]engine.BackendFacts{"gpu": gpuHWCu8},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness multiplier"},
@@ -39,6 +41,8 @@ func init() {
 			"or FLOAT) the way DALI does: a linear transform in YIQ space (rotate the chroma by hue " +
 			"degrees, scale it by saturation, scale all by value), applied as one 3x3 matrix in " +
 			"float32. Arguments may come per sample.",
+		Sequences: engine.PerFrame, Volumetric: true,
+		Backends:  map[string]engine.BackendFacts{"gpu": gpuHWCu8},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees (additive; wraps around)"},
@@ -55,6 +59,8 @@ func init() {
 			"INT16, INT32 or FLOAT) as DALI does: hsv's YIQ transform, then out = brightness * " +
 			"(contrast * x + grey * (1 - contrast)), grey 128 for integer and 0.5 for float input. " +
 			"Arguments may come per sample.",
+		Sequences: engine.PerFrame, Volumetric: true,
+		Backends:  map[string]engine.BackendFacts{"gpu": gpuHWCu8},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: bcLayouts, InputDtypes: bcTypes, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "brightness", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "brightness factor (>= 0): 0 black, 1 unchanged, 2 twice as bright"},

@@ -42,11 +42,8 @@ type gpuBrightnessContrast struct {
 }
 
 // gpuColorInfer is the CPU operator's Infer (cpuInfer) within the gpu kernel's limits:
-// HWC uint8 in, UINT8 or FLOAT out.
+// HWC uint8 in (the schema's Backends["gpu"], checked by the graph), UINT8 or FLOAT out.
 func gpuColorInfer(a *engine.Args, in []engine.TensorMeta, cpuInfer func([]engine.TensorMeta) ([]engine.TensorMeta, error)) ([]engine.TensorMeta, error) {
-	if in[0].DType != engine.UInt8 || len(in[0].Shape) != 3 {
-		return nil, a.Invalidf("the gpu backend takes HWC uint8 images, got %s %v; use device \"cpu\" for other types and sequences", in[0].DType, in[0].Shape)
-	}
 	out, err := cpuInfer(in)
 	if err == nil && out[0].DType != engine.UInt8 && out[0].DType != engine.Float32 {
 		return nil, a.Invalidf("the gpu backend gives UINT8 or FLOAT, not %s; use device \"cpu\"", out[0].DType)

@@ -18,6 +18,7 @@ func init() {
 			"Cr = 0.439 R - 0.368 G - 0.071 B + 128; back: 1.164 (Y - 16) + 1.596 Cr' etc.). Float " +
 			"images are in 0..1 (offsets 16/256 and 0.5), computed in float32; uint8 rounded and " +
 			"saturated. The output type is the input's.",
+		Sequences: engine.PerFrame,
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8OrFloat,
 		Args: []engine.ArgSpec{
 			{Name: "image_type", Type: engine.ArgImageType, Required: true, Doc: "color space of the input: RGB, BGR, GRAY or YCbCr"},

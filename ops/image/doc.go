@@ -1,6 +1,6 @@
-// Package image holds the image operators: resize, random_resized_crop, crop, flip,
-// crop_mirror_normalize, the color operators (brightness_contrast, hsv, color_twist),
-// rotate and gaussian_blur. The CPU variants compute with imaging; the gpu
+// Package image holds the image operators: geometry, color, filters, noise and the
+// fused resize/crop/normalize paths (docs/operators-reference.md lists them). The CPU
+// variants compute with imaging; the gpu
 // variants (files *_gpu.go, CUDA flavour) launch kernels/.
 //
 // Its operators register themselves from init functions (see package ops).

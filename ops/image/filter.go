@@ -18,7 +18,7 @@ func init() {
 			"without a layout): 2 or 3 of them (HW, HWC, CHW, FHWC, DHWC, ...). Inputs UINT8, INT8, UINT16, INT16, " +
 			"UINT32, INT32, FLOAT16 or FLOAT; computed in floating point; the output is the input's type (rounded " +
 			"to nearest even, saturated) or dtype=FLOAT.",
-		MinInputs: 2, MaxInputs: 3, Outputs: []string{"output"}, HostOnly: true,
+		MinInputs: 2, MaxInputs: 3, Outputs: []string{"output"}, HostOnly: true, Volumetric: true,
 		InputDtypes: []engine.DType{engine.UInt8, engine.Int8, engine.UInt16, engine.Int16, engine.UInt32, engine.Int32, engine.Float16, engine.Float32},
 		Args: []engine.ArgSpec{
 			{Name: "anchor", Type: engine.ArgIntList, Default: []int64{-1}, TensorInput: true,

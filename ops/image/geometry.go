@@ -16,6 +16,8 @@ func init() {
 		Doc: "Crops images (HWC, CHW), volumes (DHWC, CDHW) and sequences (F first; crop_d without D crops " +
 			"the frames) of any type to (height, width) or (depth, height, width) at crop_pos_x/y/z; no layout " +
 			"means HWC. HWC uint8 images take the image kernel.",
+		Sequences: engine.PerFrame, Volumetric: true,
+		Backends:  map[string]engine.BackendFacts{"gpu": gpuHWCu8},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: []engine.ArgSpec{
 			{Name: "crop", Type: engine.ArgFloatList, TensorInput: true, Doc: "crop size (height, width) or (depth, height, width); may come per sample"},
@@ -40,6 +42,8 @@ func init() {
 		Doc: "Flips samples of any type along the W (horizontal), H (vertical) and D (depthwise) axes of their " +
 			"layout (HWC, CHW, DHWC, CDHW, FHWC, FCHW, FDHWC, FCDHW, ...; no layout: HWC). Samples with no " +
 			"elements pass through.",
+		Sequences: engine.PerFrame, Volumetric: true,
+		Backends:  map[string]engine.BackendFacts{"gpu": gpuHWCu8},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: []engine.ArgSpec{
 			{Name: "horizontal", Type: engine.ArgInt, Default: 1, TensorInput: true, Doc: "flip horizontally when nonzero"},
@@ -54,6 +58,8 @@ func init() {
 		Doc: "Crops a random region (area and aspect ratio as torchvision's RandomResizedCrop) and resizes it to " +
 			"size, along the H and W axes of any layout (HWC, CHW, FHWC, FCHW, CFHW, ...; no layout: HWC) and " +
 			"type; HWC uint8 images take the fixed-point resize.",
+		Sequences: engine.PerFrame,
+		Backends:  map[string]engine.BackendFacts{"gpu": gpuHWCu8},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
 		Args: append([]engine.ArgSpec{
 			{Name: "size", Type: engine.ArgFloatList, Required: true, Doc: "output size (height, width); a scalar applies to both"},

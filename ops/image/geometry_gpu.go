@@ -26,11 +26,9 @@ type gpuCrop struct {
 	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
 
-// Infer: the gpu variant crops HWC uint8 images (the cpu one any layout and type).
+// Infer: the gpu variant crops HWC uint8 images (the schema's Backends["gpu"], checked
+// by the graph; the cpu one takes any layout and type).
 func (o *gpuCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if err := engine.CheckInput(o.cpu.args, 0, in[0], hwc, u8); err != nil {
-		return nil, err
-	}
 	if !o.cpu.fast("HWC", engine.UInt8) {
 		return nil, o.cpu.args.Invalidf("on the gpu: crop depth, trim_to_shape, per-channel or non-byte fill_values and dtype other than UINT8 are cpu only")
 	}
@@ -69,11 +67,9 @@ type gpuFlip struct {
 	plan gpuPlan[kernels.CropSample, *kernels.CropSample]
 }
 
-// Infer: the gpu flip takes HWC uint8 images (the cpu one any layout and type).
+// Infer: the gpu flip takes HWC uint8 images (the schema's Backends["gpu"], checked by
+// the graph; the cpu one takes any layout and type).
 func (o *gpuFlip) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if err := engine.CheckInput(o.cpu.args, 0, in[0], hwc, u8); err != nil {
-		return nil, err
-	}
 	return o.cpu.Infer(in)
 }
 

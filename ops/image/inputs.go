@@ -10,3 +10,10 @@ var (
 	u8OrFloat   = []engine.DType{engine.UInt8, engine.Float32}
 	fromDecoder = "e.g. from a decoder"
 )
+
+// gpuHWCu8 is what the family's gpu backends take (Schema.Backends["gpu"]): HWC uint8
+// images, one kernel launch per batch; other layouts, types and sequences stay on the cpu.
+var gpuHWCu8 = engine.BackendFacts{
+	InputLayouts: hwc, InputDtypes: u8,
+	Doc: "other layouts and types, and sequences, run on device cpu",
+}

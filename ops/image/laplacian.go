@@ -23,6 +23,7 @@ func init() {
 			"borders reflected (101). The spatial axes are the layout's except a leading F and/or C " +
 			"and a trailing C (every axis when there is no layout): 1 to 3 of them. Any numeric " +
 			"type; the output is the input's type (rounded, saturated) or dtype=FLOAT.",
+		Sequences: engine.Sequences{PerFrame: true, ChannelFrames: true}, Volumetric: true,
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "window_size", Type: engine.ArgIntList, Default: []int64{3}, TensorInput: true, Doc: "size of the derivative window (odd, 3 or more): one value or one per spatial axis; may come per sample"},

@@ -15,6 +15,8 @@ func init() {
 		Doc: "Resizes HWC uint8 images. Output size from resize_x/resize_y, size, resize_shorter or " +
 			"resize_longer with mode (default, stretch, not_smaller, not_larger) and max_size, as in DALI. " +
 			"Linear and triangular filters with antialias agree with PIL's BILINEAR.",
+		Sequences: engine.PerFrame,
+		Backends:  map[string]engine.BackendFacts{"gpu": gpuHWCu8},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "resize_x", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "output width (0: from the aspect ratio)"},

@@ -35,7 +35,7 @@ func init() {
 			doc = "DALI's legacy alias of resize_crop_mirror, with antialias off by default. " + doc
 		}
 		engine.RegisterSchema(&engine.Schema{
-			Name: name, Doc: doc,
+			Name: name, Doc: doc, Sequences: engine.PerFrame,
 			MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 			Args: args,
 		})

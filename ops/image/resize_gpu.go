@@ -100,11 +100,9 @@ type gpuRandomResizedCrop struct {
 	plan gpuPlan[kernels.ResizeSample, *kernels.ResizeSample]
 }
 
-// Infer: the gpu variant resizes HWC uint8 images (the cpu one any layout and type).
+// Infer: the gpu variant resizes HWC uint8 images (the schema's Backends["gpu"], checked
+// by the graph; the cpu one takes any layout and type).
 func (o *gpuRandomResizedCrop) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	if err := engine.CheckInput(o.cpu.args, 0, in[0], hwc, u8); err != nil {
-		return nil, err
-	}
 	m, err := o.cpu.Infer(in)
 	if err == nil && o.cpu.out != engine.UInt8 {
 		return nil, o.cpu.args.Errorf("dtype", "the gpu variant outputs UINT8 only")

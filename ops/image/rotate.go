@@ -15,6 +15,7 @@ func init() {
 			"the parity of the input's sides kept to avoid half-pixel blur); keep_size keeps the " +
 			"input size, size sets it. Pixels from outside the input are fill_value, or the nearest " +
 			"edge pixel when fill_value is not given. angle may come per sample.",
+		Sequences: engine.PerFrame,
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "angle", Type: engine.ArgFloat, Required: true, TensorInput: true, Doc: "rotation in degrees, counter-clockwise (top-left origin)"},

@@ -16,7 +16,7 @@ func init() {
 			"them) or as the start/rel_start and end/rel_end/shape/rel_shape arguments; axes not listed are " +
 			"kept whole. A window leaving the input is an error, padded with fill_values, or trimmed, as " +
 			"out_of_bounds_policy says.",
-		MinInputs: 1, MaxInputs: 3, Outputs: []string{"output"}, HostOnly: true,
+		MinInputs: 1, MaxInputs: 3, Outputs: []string{"output"}, HostOnly: true, Volumetric: true,
 		Args: append(append([]engine.ArgSpec{}, decoders.SliceArgs...),
 			engine.ArgSpec{Name: "dtype", Type: engine.ArgDType, Doc: "output type (default: the input's); values convert as cast does"}),
 	})

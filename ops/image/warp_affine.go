@@ -21,6 +21,7 @@ func init() {
 			"input 1 (a 2x3 FLOAT tensor per sample). Points are sampled exactly (no sub-pixel grid). " +
 			"Pixels from outside the input are fill_value, or the nearest edge pixel when it is not " +
 			"given. UINT8, INT16, UINT16 or FLOAT input; dtype picks the output type (default the input's).",
+		Sequences: engine.PerFrame,
 		MinInputs: 1, MaxInputs: 2, Outputs: []string{"images"}, HostOnly: true, InputLayouts: hwc, InputDtypes: warpTypes, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "matrix", Type: engine.ArgFloatList, TensorInput: true, Doc: "the 2x3 transform, row-major (6 numbers); may come per sample; or give input 1"},

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/imaging"
+	"github.com/godali/godali/internal/float16"
 )
 
 func opNames() string {
@@ -319,7 +319,7 @@ func roundTo(v float64, t engine.DType) float64 {
 	case engine.Float32:
 		return float64(float32(v))
 	case engine.Float16:
-		return float64(imaging.Float16ToFloat32(imaging.Float32ToFloat16(float32(v))))
+		return float64(float16.ToFloat32(float16.FromFloat32(float32(v))))
 	}
 	return v
 }

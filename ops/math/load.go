@@ -5,7 +5,7 @@ import (
 	gomath "math"
 
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/imaging"
+	"github.com/godali/godali/internal/float16"
 )
 
 // Element access: each input is widened once into the computation's domain (float64,
@@ -108,7 +108,7 @@ func storeFloat(t *engine.Tensor, src []float64) {
 		}
 	case engine.Float16:
 		for i, v := range src {
-			binary.LittleEndian.PutUint16(b[2*i:], imaging.Float32ToFloat16(float32(v)))
+			binary.LittleEndian.PutUint16(b[2*i:], float16.FromFloat32(float32(v)))
 		}
 	case engine.Bool:
 		for i, v := range src {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // betaKS runs scipy's Kolmogorov-Smirnov test of the values (float64, little-endian in
@@ -29,6 +30,7 @@ print(stats.kstest(x, "beta", args=(float(sys.argv[2]), float(sys.argv[3]))).pva
 // level (deterministic: the seed is fixed, so the test does not flake); it also checks
 // the values against another beta, which the test must reject.
 func TestBetaMatchesScipyDistribution(t *testing.T) {
+	testref.Long(t, "a large sample against scipy")
 	dir := t.TempDir()
 	for _, c := range [][2]float64{{0.5, 0.5}, {2, 5}, {1, 1}, {0.2, 3}} {
 		desc := fmt.Sprintf(`{"batch_size": 8, "num_threads": 2, "prefetch_queue_depth": 1, "seed": 11, "ops": [

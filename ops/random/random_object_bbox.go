@@ -21,7 +21,7 @@ func init() {
 			"\"start_end\" (start and one-past-end) or \"box\" (one output: start then end); int32, one value per " +
 			"dimension. output_class adds the box's label (int32 scalar).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"anchor", "shape", "label"}, HostOnly: true,
-		OutputIf: map[string]string{"shape": "format!=box", "label": "output_class"},
+		OutputIf: map[string]engine.OutputCond{"shape": engine.IfArgNot("format", "box"), "label": engine.IfArg("output_class")},
 		InputDoc: "an integer label map",
 		Args: []engine.ArgSpec{
 			{Name: "format", Type: engine.ArgString, Default: "anchor_shape", Doc: "\"anchor_shape\", \"start_end\" or \"box\""},

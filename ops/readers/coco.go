@@ -23,8 +23,8 @@ func init() {
 			"the image's id (int32 [1]). N differs between samples: the outputs are ragged.",
 		MinInputs: 0, MaxInputs: 0, IsReader: true,
 		Outputs: []string{"images", "bboxes", "labels", "polygons", "vertices", "pixelwise_masks", "image_ids"},
-		OutputIf: map[string]string{"polygons": "polygon_masks", "vertices": "polygon_masks",
-			"pixelwise_masks": "pixelwise_masks", "image_ids": "image_ids"},
+		OutputIf: map[string]engine.OutputCond{"polygons": engine.IfArg("polygon_masks"), "vertices": engine.IfArg("polygon_masks"),
+			"pixelwise_masks": engine.IfArg("pixelwise_masks"), "image_ids": engine.IfArg("image_ids")},
 		Args: append([]engine.ArgSpec{
 			{Name: "file_root", Type: engine.ArgString, Required: true, Doc: "directory the images' file_name entries are relative to"},
 			{Name: "annotations_file", Type: engine.ArgString, Required: true, Doc: "the COCO annotation JSON file"},

@@ -1,5 +1,5 @@
-// Package readers holds the reader operators (readers.file, webdataset, tfrecord, numpy,
-// mxnet, caffe, caffe2) and Base, what they share: they choose the samples of each batch
+// Package readers holds the reader operators (docs/operators-reference.md lists them)
+// and Base, what they share: they choose the samples of each batch
 // (engine.BatchSource) and read their bytes through a source.Source (local, or
 // remote.FS for s3://, az://, gs:// and http(s):// paths).
 //

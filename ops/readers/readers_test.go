@@ -18,6 +18,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 type sample struct {
@@ -170,6 +171,7 @@ json.dump(out, sys.stdout)
 // TestMXNetAgainstMXNet: .rec/.idx pairs written by mxnet's MXIndexedRecordIO, scalar
 // and array labels; readers.mxnet gives each record's data and label.
 func TestMXNetAgainstMXNet(t *testing.T) {
+	testref.Long(t, "mxnet as reference")
 	base := filepath.Join(t.TempDir(), "part")
 	var ref []struct {
 		Data  string

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/internal/testref"
 )
 
 // Issue 16, remote half: file lists that point outside their data set, objects over
@@ -262,6 +263,7 @@ func stalling(t *testing.T, files map[string][]byte, suffix string, method strin
 // A server that never answers costs io_timeout per attempt and 8 attempts: build()
 // and Next() fail naming the (redacted) URL instead of blocking.
 func TestStalledServerFailsWithinTimeout(t *testing.T) {
+	testref.Long(t, "waits out a read timeout")
 	// file_list: the list's HEAD never answers.
 	srv := stalling(t, map[string][]byte{"/l/list.txt": []byte("a.jpg 0\n")}, "list.txt", http.MethodHead)
 	start := time.Now()

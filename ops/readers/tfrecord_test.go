@@ -13,6 +13,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // tfWriterScript writes two TFRecord files with the PyPI tfrecord package and indexes
@@ -45,6 +46,7 @@ json.dump([{"image": d["image/encoded"][0].hex(), "label": d["label"][0][0] if "
 `
 
 func TestTFRecordFeaturesEqualWriter(t *testing.T) {
+	testref.Long(t, "the tfrecord package as reference")
 	dir := t.TempDir()
 	var want []struct {
 		Image string

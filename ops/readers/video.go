@@ -35,10 +35,11 @@ func init() {
 			"memory; dtype UINT8 only. " +
 			"With random_shuffle the list of sequences is first permuted once with a fixed seed (the same " +
 			"on every shard, as DALI does), then shuffled in a buffer of initial_fill.",
+		Backends:  map[string]engine.BackendFacts{"mixed": {Doc: "NVDEC for 8-bit 4:2:0 streams it decodes; others on the CPU, uploaded"}},
 		MinInputs: 0, MaxInputs: 0, IsReader: true,
 		Outputs: []string{"video", "labels", "frame_num", "timestamps"},
-		OutputIf: map[string]string{"labels": "given:labels|file_root|file_list",
-			"frame_num": "enable_frame_num", "timestamps": "enable_timestamps"},
+		OutputIf: map[string]engine.OutputCond{"labels": engine.IfAnyGiven("labels", "file_root", "file_list"),
+			"frame_num": engine.IfArg("enable_frame_num"), "timestamps": engine.IfArg("enable_timestamps")},
 		Args: append([]engine.ArgSpec{
 			{Name: "sequence_length", Type: engine.ArgInt, Required: true, Doc: "frames per sequence"},
 			{Name: "step", Type: engine.ArgInt, Default: -1, Doc: "frames between the starts of consecutive sequences (-1: sequence_length)"},

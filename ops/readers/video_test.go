@@ -12,13 +12,14 @@ import (
 
 	"github.com/godali/godali/codec/video"
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/internal/testref"
 	"github.com/godali/godali/internal/videotest"
 )
 
 func needVideo(t *testing.T) {
 	t.Helper()
 	if err := video.Load(); err != nil {
-		t.Skipf("FFmpeg libraries not loadable: %v", err)
+		testref.Missing(t, "FFmpeg libraries not loadable: %v", err)
 	}
 	videotest.FFmpeg(t)
 }

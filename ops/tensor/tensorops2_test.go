@@ -9,6 +9,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 )
 
 // sampleF is sample as float64 values, with the dtype and layout.
@@ -56,6 +57,7 @@ print(json.dumps(out))
 `
 
 func TestTensorOpsAgainstNumpy(t *testing.T) {
+	testref.Long(t, "numpy over many cases")
 	var want map[string]struct {
 		Shape []int64
 		Data  []float64

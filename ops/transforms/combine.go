@@ -7,6 +7,7 @@ func init() {
 		Name: "transforms.combine",
 		Doc: "Combines two or more affine transforms (each float32 [ndim, ndim+1]) into one, applied in input " +
 			"order: combine(T0, T1) maps x to T1(T0(x)); with reverse_order, to T0(T1(x)).",
+		Sequences: engine.Sequences{PerFrame: true, FramesFromArgs: true},
 		MinInputs: 2, MaxInputs: 64, Outputs: []string{"transform"}, HostOnly: true,
 		Args: []engine.ArgSpec{reverseOrderArg, seedArg},
 	})

@@ -12,6 +12,7 @@ func init() {
 		Doc: "Produces an affine transform (float32 [ndim, ndim+1]) that maps the box [from_start, from_end] onto " +
 			"[to_start, to_end], per dimension scale = (to_end - to_start) / (from_end - from_start), or applies it to " +
 			"the input transform. The number of dimensions is the longest argument's length (one value: every dimension). Where from_start equals from_end the scale is 1.",
+		Sequences: engine.Sequences{PerFrame: true, FramesFromArgs: true},
 		MinInputs: 0, MaxInputs: 1, Outputs: []string{"transform"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "from_start", Type: engine.ArgFloatList, Default: []float64{0}, TensorInput: true, Doc: "the source box's start"},

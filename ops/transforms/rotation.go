@@ -12,6 +12,7 @@ func init() {
 		Doc: "Produces a rotation affine transform (float32 [ndim, ndim+1]) by angle degrees about center, or " +
 			"applies it to the input transform. 2-D (counterclockwise for positive angles: [[cos, -sin], [sin, cos]]) " +
 			"unless axis is given: then 3-D, about that axis (right-hand rule).",
+		Sequences: engine.Sequences{PerFrame: true, FramesFromArgs: true},
 		MinInputs: 0, MaxInputs: 1, Outputs: []string{"transform"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "angle", Type: engine.ArgFloat, Required: true, TensorInput: true, Doc: "angle of rotation, in degrees"},

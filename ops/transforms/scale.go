@@ -7,6 +7,7 @@ func init() {
 		Name: "transforms.scale",
 		Doc: "Produces a scale affine transform (float32 [ndim, ndim+1]): diag(scale) about center, or applies " +
 			"it to the input transform. The number of dimensions comes from scale or center, else ndim, else the input.",
+		Sequences: engine.Sequences{PerFrame: true, FramesFromArgs: true},
 		MinInputs: 0, MaxInputs: 1, Outputs: []string{"transform"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "scale", Type: engine.ArgFloatList, Required: true, TensorInput: true, Doc: "the scale factor, one value per dimension (one value: every dimension)"},

@@ -12,6 +12,7 @@ func init() {
 		Doc: "Produces a shear affine transform (float32 [ndim, ndim+1]) about center, or applies it to the input " +
 			"transform. 2-D: shear = (sxy, syx) gives [[1, sxy], [syx, 1]]; 3-D: (sxy, sxz, syx, syz, szx, szy) gives " +
 			"[[1, sxy, sxz], [syx, 1, syz], [szx, szy, 1]]. angles (degrees, in [-90, 90]) give shear = tan(angle).",
+		Sequences: engine.Sequences{PerFrame: true, FramesFromArgs: true},
 		MinInputs: 0, MaxInputs: 1, Outputs: []string{"transform"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "shear", Type: engine.ArgFloatList, TensorInput: true, Doc: "shear factors: 2 values (2-D) or 6 (3-D); exclusive with angles"},

@@ -7,6 +7,7 @@ func init() {
 		Name: "transforms.translation",
 		Doc: "Produces a translation affine transform [I | offset] (float32 [ndim, ndim+1]), or applies it to " +
 			"the input transform. The number of dimensions is offset's length.",
+		Sequences: engine.Sequences{PerFrame: true, FramesFromArgs: true},
 		MinInputs: 0, MaxInputs: 1, Outputs: []string{"transform"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "offset", Type: engine.ArgFloatList, Required: true, TensorInput: true, Doc: "the translation, one value per dimension"},

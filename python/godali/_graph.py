@@ -123,6 +123,15 @@ class OpSchema:
         self.host_only = bool(d.get("host_only", False))
         self.positional_args = list(d.get("positional_args") or [])
         self.output_if = dict(d.get("output_if") or {})
+        # Facts DALI's OpSchema answers (backend.OpSchema): sequences taken frame by frame,
+        # volumes, the layouts and element types input 0 may have, per backend where a
+        # backend (gpu, mixed) declares its own.
+        self.sequences = dict(d.get("sequences") or {})
+        self.allows_sequences = bool(d.get("allows_sequences", self.sequences.get("per_frame", False)))
+        self.volumetric = bool(d.get("volumetric", False))
+        self.input_layouts = list(d.get("input_layouts") or [])
+        self.input_dtypes = list(d.get("input_dtypes") or [])
+        self.backends = {k: dict(v or {}) for k, v in (d.get("backends") or {}).items()}
         # One output per extension set (webdataset) or feature (tfrecord).
         self.variable_outputs = bool(d.get("variable_outputs", False))
         self.args = {}
@@ -130,32 +139,36 @@ class OpSchema:
             arg = ArgSchema(a)
             self.args[arg.name] = arg
 
+    def _arg_value(self, args, name):
+        v = args.get(name)
+        if v is None and name in self.args:
+            v = self.args[name].default
+        return v
+
     def enabled_outputs(self, args, num_inputs):
-        """The outputs a node with these arguments and inputs produces (output_if)."""
+        """The outputs a node with these arguments and inputs produces (output_if: the
+        engine's typed conditions, engine.OutputCond)."""
         out = []
         for name in self.outputs:
             cond = self.output_if.get(name)
+            kind = cond.get("kind") if cond else None
+            cargs = (cond or {}).get("args") or []
             if cond is None:
-                out.append(name)
-            elif cond.startswith("given:"):
-                if any(args.get(a) is not None for a in cond[len("given:"):].split("|")):
-                    out.append(name)
-            elif cond.startswith("inputs>"):
-                if num_inputs > int(cond[len("inputs>"):]):
-                    out.append(name)
-            elif "!=" in cond:  # a string argument differs from a value
-                arg, val = cond.split("!=", 1)
-                v = args.get(arg)
-                if v is None and arg in self.args:
-                    v = self.args[arg].default
-                if v != val:
-                    out.append(name)
+                on = True
+            elif kind == "arg":
+                on = bool(self._arg_value(args, cargs[0]))
+            elif kind == "arg_not":
+                on = self._arg_value(args, cargs[0]) != cond.get("value", "")
+            elif kind == "any_given":
+                on = any(args.get(a) is not None for a in cargs)
+            elif kind == "inputs_over":
+                on = num_inputs > int(cond.get("inputs", 0))
             else:
-                v = args.get(cond)
-                if v is None and cond in self.args:
-                    v = self.args[cond].default
-                if v:
-                    out.append(name)
+                raise RuntimeError("godali: operator %s: output %s has a condition this package "
+                                   "does not know (%r): the library is newer than the package"
+                                   % (self.name, name, cond))
+            if on:
+                out.append(name)
         return out
 
     def docstring(self):
@@ -165,6 +178,22 @@ class OpSchema:
             "%d" % self.min_inputs if self.min_inputs == self.max_inputs
             else "%d to %d" % (self.min_inputs, self.max_inputs),
             ", ".join(self.outputs) or "none"))
+        facts = []
+        if self.input_layouts or self.input_dtypes:
+            facts.append("Input 0: %s." % " ".join(
+                x for x in (" or ".join(self.input_layouts),
+                            " or ".join(d.lower() for d in self.input_dtypes)) if x))
+        if self.allows_sequences:
+            facts.append("Takes sequences (F layouts) frame by frame.")
+        if self.volumetric:
+            facts.append("Takes volumes (a D axis).")
+        for dev, b in sorted(self.backends.items()):
+            if b.get("input_layouts") or b.get("input_dtypes"):
+                facts.append("On %s (CUDA flavour): %s." % (dev, " ".join(
+                    x for x in (" or ".join(b.get("input_layouts") or []),
+                                " or ".join(d.lower() for d in b.get("input_dtypes") or [])) if x)))
+        if facts:
+            lines.append(" ".join(facts))
         lines.append("")
         lines.append("Keyword arguments:")
         for a in self.args.values():

@@ -23,6 +23,26 @@ MISSING = {
 }
 
 
+# What else of DALI's surface godali has by name but refuses when called (NotImplementedError):
+# the callable's path under godali -> what it refuses. With MISSING and the AutoAugment policies that are not built in
+# (auto_aug.auto_augment.UNSUPPORTED_POLICIES) this is the list that
+# scripts/gen_operator_reference.py writes into docs/not-supported.md; the tests call
+# each entry and check that it raises (python/tests/test_not_supported.py).
+UNSUPPORTED = {
+    "auto_aug.core.augmentation": "decorating a new Python function as an augmentation: "
+                                  "godali runs augmentations in its engine (adjust the "
+                                  "suite's with .augmentation(...))",
+    "auto_aug.core.signed_bin": "godali draws magnitude signs inside its engine",
+    "plugin_manager.load_library": "DALI plugin libraries (C++ operators built against DALI)",
+    "plugin_manager.load_directory": "DALI plugin libraries (C++ operators built against DALI)",
+    "pipeline.DataNode.cpu": "moving GPU data back to the host inside a pipeline (call "
+                             "as_cpu() on the output)",
+    "tensors.Tensor.copy_to_external": "copying GPU data (TensorGPU, TensorListGPU) to an "
+                                       "external pointer (torch.from_dlpack(tensor) and "
+                                       "copy_() instead)",
+}
+
+
 def _missing_function(name, why):
     def missing(*args, **kwargs):
         raise NotImplementedError("godali: fn.%s is %s, which godali does not implement"

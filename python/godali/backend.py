@@ -403,6 +403,44 @@ class OpSchema:
     def IsTensorArgument(self, name):
         return self._arg(name).tensor_input
 
+    def AllowsSequences(self):
+        """Whether the operator takes sequences ("F" layouts) frame by frame (the engine's
+        Schema.Sequences)."""
+        return self._op.allows_sequences
+
+    def SupportsVolumetric(self):
+        """Whether the operator takes volumes (a D axis: DHWC, CDHW)."""
+        return self._op.volumetric
+
+    def ArgSupportsPerFrameInput(self, name):
+        """Whether fn.per_frame values may be given for the argument: a tensor argument
+        of an operator that takes sequences."""
+        return self._op.allows_sequences and self._arg(name).tensor_input
+
+    def GetSupportedLayouts(self, index, backend=None):
+        """The layouts input index may have: the schema's declared ones (input 0; the
+        backend's own where backend, e.g. "gpu", declares narrower ones), with their
+        sequence forms ("F" first) when the operator takes sequences. Empty: any."""
+        if index < 0 or index >= max(self._op.max_inputs, 1):
+            raise IndexError("Input index %d out of range for operator \"%s\" (%d inputs)"
+                             % (index, self._name, self._op.max_inputs))
+        if index != 0:
+            return []
+        layouts = list(self._op.input_layouts)
+        facts = self._op.backends.get(backend) if backend else None
+        if facts and facts.get("input_layouts"):
+            return list(facts["input_layouts"])  # the gpu backends take no sequences
+        if self._op.allows_sequences:
+            layouts += ["F" + l for l in layouts if not l.startswith("F") and "F" + l not in layouts]
+        return layouts
+
+    def GetSupportedInputTypes(self, index=0, backend=None):
+        """godali's: the element types (DALIDataType names) input 0 may have; empty: any."""
+        facts = self._op.backends.get(backend) if backend else None
+        if facts and facts.get("input_dtypes"):
+            return list(facts["input_dtypes"])
+        return list(self._op.input_dtypes) if index == 0 else []
+
     def IsDeprecated(self):
         return self._alias_for is not None
 

@@ -6,6 +6,7 @@ missing).
 """
 
 import functools
+import importlib
 import os
 import subprocess
 import sys
@@ -22,6 +23,35 @@ if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
 from godali import _lib  # noqa: E402
+
+# A test whose independent reference (PIL, cv2, scipy, torch, PyAV, ffmpeg, lmdb, the
+# image corpus...) is missing is skipped; with GODALI_STRICT_REFERENCES=1 (`make test`,
+# CI: scripts/setup.sh installs every reference) it fails instead, so that a broken setup
+# cannot turn the comparisons into silent skips. Go's twin: internal/testref.
+STRICT_ENV = "GODALI_STRICT_REFERENCES"
+
+
+def strict_references():
+    """Whether a missing reference fails the test (GODALI_STRICT_REFERENCES set, not 0)."""
+    return os.environ.get(STRICT_ENV, "") not in ("", "0")
+
+
+def missing_reference(reason):
+    """Ends the test (or module) because a reference is absent: a skip naming it, or
+    under GODALI_STRICT_REFERENCES=1 a failure naming it and the switch."""
+    if strict_references():
+        pytest.fail("reference missing (%s=1 makes this a failure): %s" % (STRICT_ENV, reason),
+                    pytrace=False)
+    pytest.skip("reference missing: " + reason, allow_module_level=True)
+
+
+def need(module, reason=None):
+    """Imports and returns a reference module (pytest.importorskip through
+    missing_reference)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        missing_reference("%s (%s)" % (reason or "needs %s" % module, e))
 
 
 def _flavour():
@@ -47,7 +77,57 @@ def _torch_cuda():
     return torch.cuda.is_available()
 
 
+# The test files of each family, for `make check FAMILY=x` (pytest -m family_x): the
+# operator families of ops/ (the Go tests of ops/x run with them), plus api (Pipeline,
+# fn, DALI's surface), torch (godali.torch and the iterators) and tools (bench, the CLI,
+# packaging). A file may be in several; every test file is in one (test_suite_rules.py).
+FAMILIES = {
+    "image": ["test_augment", "test_auto_aug", "test_autoaug_ops", "test_color_dtypes",
+              "test_equalize", "test_image_filters", "test_jpeg_distortion", "test_more_ops",
+              "test_nd_ops", "test_ops_more", "test_outputs", "test_warp_affine",
+              "test_multipaste_objbbox"],
+    "decoders": ["test_numpy_decoder", "test_bad_inputs", "test_bad_inputs_hwm", "test_errors",
+                 "test_outputs"],
+    "readers": ["test_readers_formats", "test_readers_shards", "test_multi_reader", "test_video",
+                "test_coco", "test_remote_secrets", "test_checkpoint"],
+    "bbox": ["test_detection_ops", "test_random_bbox_crop_3d", "test_coco"],
+    "math": ["test_arith"],
+    "tensor": ["test_tensor_ops", "test_tensor_ops2", "test_sequence_rearrange"],
+    "random": ["test_noise_ops", "test_multipaste_objbbox"],
+    "transforms": ["test_sequence_args"],
+    "external": ["test_external_source", "test_python_function"],
+    "api": ["test_api", "test_arg_inputs", "test_conditionals", "test_dali_compat",
+            "test_dali_cpu_only_surface", "test_dali_port_ops", "test_dali_surface",
+            "test_examples_surface", "test_doc_snippets", "test_lib", "test_lifecycle",
+            "test_variable_batch", "test_dlpack", "test_cuda", "test_cuda_streams", "test_schema_facts", "test_operator_reference",
+            "test_suite_rules"],
+    "torch": ["test_pytorch", "test_torch_dropin", "test_torch_epochs", "test_torch_gpu",
+              "test_torch_install", "test_tv_autoaug", "test_tv_exact", "test_proxy",
+              "test_dali_iterators_port", "test_distributed"],
+    "tools": ["test_bench", "test_bench_remote", "test_cli", "test_make_dataset", "test_examples",
+              "test_packaging", "test_wheel_check"],
+}
+
+
+def pytest_configure(config):
+    for fam in FAMILIES:
+        config.addinivalue_line("markers", "family_%s: a test of the %s family (make check FAMILY=%s)"
+                                % (fam, fam, fam))
+
+
+def _family_marks(items):
+    by_file = {}
+    for fam, files in FAMILIES.items():
+        for f in files:
+            by_file.setdefault(f, []).append(fam)
+    for item in items:
+        mod = os.path.splitext(os.path.basename(str(item.fspath)))[0]
+        for fam in by_file.get(mod, ()):
+            item.add_marker(getattr(pytest.mark, "family_" + fam))
+
+
 def pytest_collection_modifyitems(config, items):
+    _family_marks(items)
     # GPU tests hand kDLCUDA tensors to torch: they need the CUDA flavour and a torch
     # built with CUDA (the GPU emulator of tests/gpuemu gives the first, never the second).
     if _flavour() == "cuda" and _torch_cuda():
@@ -119,7 +199,7 @@ def corpus_dir():
     for d in (os.path.join(REPO, "tests", "data", "corpus"), "/work/shared/testdata/images"):
         if os.path.isdir(d):
             return d
-    pytest.skip("no image corpus (tests/data/corpus)")
+    missing_reference("no image corpus (tests/data/corpus)")
 
 
 def corpus_jpegs(corpus_dir):

@@ -143,6 +143,7 @@ def run_child(tmp_path, files):
     return json.loads(line[len("RESULT "):])
 
 
+@pytest.mark.slow  # 480 bad inputs in a child process
 def test_bad_inputs_peak_rss_is_bounded(tmp_path):
     d = tmp_path / "imgs"
     d.mkdir()

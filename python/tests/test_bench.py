@@ -14,6 +14,7 @@ sys.path.insert(0, str(PYTHON_DIR))
 
 from godali import bench  # noqa: E402
 from godali.tools import make_dataset  # noqa: E402
+from conftest import need
 
 HAVE_GODALI_CPU = "cpu" in bench._godali_flavours()
 
@@ -131,6 +132,7 @@ def tiny_data(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a whole bench run with every contender (about a minute)
 def test_bench_smoke_run(tiny_data, tmp_path, capsys):
     keys = ["torch", "decode-pil", "godali-cpu", "decode-godali", "godali-cuda",
             "godali-iter"]
@@ -222,6 +224,7 @@ def _decode_pil_args(data, *extra):
             "--warmup", "0", "--repeats", "1", "--contenders", "decode-pil", *extra]
 
 
+@pytest.mark.slow  # two bench runs
 def test_each_run_writes_into_a_folder_of_its_own(tiny_data, tmp_path, monkeypatch,
                                                   capsys):
     # Two runs with the default destination never share a results file (a run from a
@@ -264,7 +267,7 @@ def test_new_run_dir_never_reuses_a_name(tmp_path):
 
 
 def test_chart_carries_the_warnings(tmp_path):
-    pytest.importorskip("matplotlib")
+    need("matplotlib")
     from PIL import Image
     rows = [{"key": "godali-cpu", "label": "godali cpu", "status": "ok",
              "images_per_s": 100.0, "images_per_s_runs": [90.0, 100.0, 110.0]},

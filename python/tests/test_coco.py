@@ -17,7 +17,7 @@ from PIL import Image
 import godali
 from godali import fn, types
 
-from conftest import make_jpeg
+from conftest import make_jpeg, need
 
 CATEGORIES = [90, 3, 44, 17]  # sparse, unsorted ids
 
@@ -363,7 +363,7 @@ def test_ssd_pipeline_to_torch(coco):
     """DALI's SSD training pipeline: readers.coco -> random_bbox_crop ->
     decoders.image_slice -> flip + bb_flip -> resize 300x300 -> crop_mirror_normalize,
     with the ragged boxes and labels reaching PyTorch as lists of per-sample tensors."""
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from godali.plugin.pytorch import GodaliRaggedIterator as It
 
     batch = 4

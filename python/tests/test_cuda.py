@@ -7,8 +7,9 @@ import pytest
 
 import godali
 from godali import fn, types
+from conftest import need
 
-torch = pytest.importorskip("torch")
+torch = need("torch")
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]

@@ -4,7 +4,9 @@ godali with only the imports changed (issue 13). Written from DALI's documented 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from conftest import need
+
+torch = need("torch")
 
 from godali import fn, types  # noqa: E402
 from godali.pipeline import Pipeline, pipeline_def  # noqa: E402

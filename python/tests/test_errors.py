@@ -7,7 +7,7 @@ import pytest
 import godali
 from godali import fn, types
 
-from conftest import make_jpeg
+from conftest import make_jpeg, need
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_skip_names_the_skipped_files(files_with_a_bad_one):
 
 
 def test_iterator_names_the_skipped_files(files_with_a_bad_one):
-    pytest.importorskip("torch")
+    need("torch")
     from godali.plugin.pytorch import GodaliGenericIterator
     files, bad = files_with_a_bad_one
     it = GodaliGenericIterator([_pipe(files, on_error="skip")], ["images", "labels"],

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, make_jpeg
+from conftest import REPO, make_jpeg, need
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_lightning_example_resumes_mid_epoch(tiny_imagenet, tmp_path):
     """Lightning saves godali.torch.DataLoader's state_dict in its checkpoint: the run
     resumed after 5 steps (mid-epoch: 3 steps per epoch) trains on the batches the
     uninterrupted run had at steps 5..7, images included."""
-    pytest.importorskip("pytorch_lightning")
+    need("pytorch_lightning")
     data = os.path.join(tiny_imagenet, "train")
 
     def steps(out):

@@ -10,6 +10,7 @@ import godali
 from godali import _lib, fn, types
 from godali import external_source as es
 from godali.pipeline import Pipeline, pipeline_def
+from conftest import need
 
 BS = 4
 
@@ -251,7 +252,7 @@ def test_repeat_last():
 
 
 def test_torch_zero_copy():
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     tensors = [torch.arange(6, dtype=torch.float32).reshape(2, 3) + 10 * i for i in range(3)]
     ptrs = [t.data_ptr() for t in tensors]
 
@@ -349,7 +350,7 @@ def test_file_read_errors_name_the_file(tmp_path):
 
 
 def test_generic_iterator_epochs():
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from godali.plugin.pytorch import GodaliGenericIterator
 
     def source(info):
@@ -368,7 +369,7 @@ def test_generic_iterator_epochs():
 
 
 def test_generic_iterator_size():
-    pytest.importorskip("torch")
+    need("torch")
     from godali.plugin.pytorch import GodaliGenericIterator
 
     pipe = Pipeline(batch_size=2, num_threads=1, device_id=None)

@@ -15,10 +15,10 @@ import pytest
 import godali
 from godali import fn, types
 
-from conftest import make_jpeg
+from conftest import make_jpeg, need
 
-cv2 = pytest.importorskip("cv2")
-ndimage = pytest.importorskip("scipy.ndimage")
+cv2 = need("cv2")
+ndimage = need("scipy.ndimage")
 
 RNG = np.random.default_rng(7)
 IMAGES = [RNG.integers(0, 256, size=s, dtype=np.uint8) for s in [(37, 53, 3), (64, 48, 3), (21, 90, 3)]]
@@ -284,7 +284,7 @@ def test_image_crop_window_too_large_names_crop(jpegs):
 def test_tensor_resize_vs_torch_interpolate(name, mode, interp, size):
     # torch's half-pixel sampling (align_corners=False) without antialiasing is DALI's
     # tensor_resize with sizes and antialias=False; "nearest-exact" is its NN rounding
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     op = fn.experimental.tensor_resize if name.startswith("experimental") else fn.tensor_resize
     data = [RNG.normal(size=(2, 6, 9)).astype(np.float32), RNG.normal(size=(1, 4, 13)).astype(np.float32)]
     (got,) = _run(lambda x: op(x, sizes=list(size), axes=[1, 2], interp_type=interp, antialias=False), data,

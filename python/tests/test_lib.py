@@ -111,6 +111,7 @@ def test_not_found_lists_every_path(fake_dirs):
         assert os.path.join(d, "libgodali_cuda.so") in msg
 
 
+@pytest.mark.slow  # probes in a subprocess with CUDA
 def test_probe_fails_without_visible_devices():
     r = run_python("from godali import _lib; ok, why, n = _lib.probe_cuda(); "
                    "print(ok); print(why)", env={"CUDA_VISIBLE_DEVICES": ""})

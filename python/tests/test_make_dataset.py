@@ -87,6 +87,7 @@ def test_plan_statistics_follow_imagenet():
     assert len(aspects) > 10  # varied shapes, not one size
 
 
+@pytest.mark.slow  # builds a data set
 def test_built_tree_matches_its_plan(small_tree):
     out, stats = small_tree
     specs = {s.relpath: s for s in md.plan(60, 4, 3, _photo_sizes())}
@@ -132,6 +133,7 @@ def test_images_are_photographic_not_noise(small_tree):
     assert 0.4 < np.mean(sizes) < 1.3
 
 
+@pytest.mark.slow  # builds the tree three times
 def test_same_seed_same_bytes_whatever_the_jobs(tmp_path, small_tree):
     out, _ = small_tree
     again = tmp_path / "again"
@@ -142,6 +144,7 @@ def test_same_seed_same_bytes_whatever_the_jobs(tmp_path, small_tree):
     assert _digest(other) != _digest(out)
 
 
+@pytest.mark.slow  # builds a data set
 def test_ensure_reuses_a_matching_tree(tmp_path):
     out = tmp_path / "cache"
     stats, built = md.ensure(out, n=8, classes=2, seed=1, scale=0.3)
@@ -172,6 +175,7 @@ def _cli(*args):
                           capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow  # builds a data set in a subprocess
 def test_cli_prints_statistics(tmp_path):
     r = _cli(str(tmp_path / "t"), "--n", "25", "--classes", "3", "--scale", "0.5")
     assert r.returncode == 0, r.stderr

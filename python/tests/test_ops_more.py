@@ -18,9 +18,10 @@ import pytest
 
 import godali
 from godali import fn, types
+from conftest import need
 
-cv2 = pytest.importorskip("cv2")
-ndimage = pytest.importorskip("scipy.ndimage")
+cv2 = need("cv2")
+ndimage = need("scipy.ndimage")
 
 RNG = np.random.default_rng(11)
 

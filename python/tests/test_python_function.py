@@ -6,6 +6,7 @@ import pytest
 
 from godali import _lib, fn, ops, types
 from godali.pipeline import Pipeline
+from conftest import need
 
 BS = 4
 
@@ -212,7 +213,7 @@ def test_reference_for_flip_like_dali_tests():
 
 
 def test_dl_tensor_python_function_gets_capsules():
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from torch.utils import dlpack as tdl
     batches = _batches(5, 2)
     kinds = []
@@ -241,7 +242,7 @@ def test_dl_tensor_python_function_gets_capsules():
 
 
 def test_torch_python_function_per_sample_and_batch():
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from godali.plugin import pytorch as gtorch
     batches = _batches(6, 2)
 

@@ -12,6 +12,8 @@ import pytest
 import godali
 from godali import fn
 
+from conftest import missing_reference, need
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAFFE_REF = os.path.join(HERE, "..", "..", "formats", "caffe", "testdata", "caffe_ref.py")
 MXDIR = "/usr/local/lib/godali-mxnet"
@@ -45,7 +47,7 @@ def test_numpy(tmp_path, dtype, order):
         t = out[i]
         via = np.asarray(t) if a.dtype.kind == "b" else np.from_dlpack(t)
         assert via.dtype == a.dtype.newbyteorder("=") and np.array_equal(via, a)
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     tt = {"u2": getattr(torch, "uint16", None), "u4": getattr(torch, "uint32", None),
           "u8": getattr(torch, "uint64", None)}
     if a.dtype.str[1:] in tt and tt[a.dtype.str[1:]] is None:
@@ -147,7 +149,7 @@ json.dump(out, sys.stdout)
     pre = "import numpy as _np\nif not hasattr(_np, 'bool'): _np.bool = bool\n"
     p = subprocess.run([sys.executable, "-c", pre + script, rec, idx], env=env, capture_output=True, text=True)
     if p.returncode != 0:
-        pytest.skip("mxnet not installed (scripts/setup.sh): " + p.stderr.strip().splitlines()[-1])
+        missing_reference("mxnet not installed (scripts/setup.sh): " + p.stderr.strip().splitlines()[-1])
     ref = json.loads(p.stdout)
     data, label = _run(fn.readers.mxnet, 4, path=[rec], index_path=[idx])
     for i, (d, l) in enumerate(ref):
@@ -156,7 +158,7 @@ json.dump(out, sys.stdout)
 
 
 def _caffe_db(kind, tmp_path):
-    pytest.importorskip("lmdb")
+    need("lmdb")
     files = []
     for i in range(3):
         f = tmp_path / ("i%d.jpg" % i)
@@ -185,7 +187,7 @@ def test_caffe(tmp_path):
 def test_caffe_images_feed_the_decoder(tmp_path):
     # DALI's tests decode readers.caffe's images (encoded Datums: 1-D bytes, as
     # readers.file gives); the graph must accept the decoder at build.
-    pytest.importorskip("lmdb")
+    need("lmdb")
     from conftest import make_jpeg
     sizes = [(30, 41), (52, 25)]
     files = [make_jpeg(str(tmp_path / ("c%d.jpg" % i)), h, w, seed=i) for i, (h, w) in enumerate(sizes)]
@@ -212,7 +214,7 @@ def test_caffe2(tmp_path):
 def test_caffe_images_feed_a_decoder(tmp_path):
     """readers.caffe's images are encoded bytes (1-D) in the graph, so a decoder takes them;
     decoded as PIL decodes the same files (within 1 level)."""
-    pytest.importorskip("lmdb")
+    need("lmdb")
     from PIL import Image
     from conftest import make_jpeg
     files = [make_jpeg(str(tmp_path / ("p%d.jpg" % i)), 16 + i, 24, seed=i) for i in range(3)]

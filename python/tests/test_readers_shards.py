@@ -14,7 +14,7 @@ import godali
 import godali.tfrecord as tfrec
 from godali import fn, pipeline_def
 
-from conftest import make_jpeg
+from conftest import make_jpeg, need
 
 
 def _samples(tmp_path, n):
@@ -106,7 +106,7 @@ def test_webdataset_one_output_and_bad_args(tmp_path):
 
 
 def test_tfrecord_dict_and_features(tmp_path):
-    tfrecord = pytest.importorskip("tfrecord")
+    tfrecord = need("tfrecord")
     from tfrecord.tools.tfrecord2idx import create_index
     path, idx = str(tmp_path / "a.tfrecord"), str(tmp_path / "a.idx")
     w = tfrecord.TFRecordWriter(path)

@@ -8,6 +8,7 @@ import pytest
 
 import godali
 from godali import fn, ops, types
+from conftest import need
 
 BATCH = 3
 
@@ -212,7 +213,7 @@ def test_class_and_legacy_names():
 def test_constant_of_a_torch_tensor_keeps_its_type():
     # types.Constant(torch tensor) reads it as numpy would: uint8 and float16 stay, and
     # 64-bit integers narrow to INT32 as for a numpy array.
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     pipe = godali.Pipeline(batch_size=2, num_threads=1, device_id=None)
     with pipe:
         pipe.set_outputs(types.Constant(torch.tensor([1, 2], dtype=torch.uint8)),

@@ -6,6 +6,7 @@ import pytest
 
 from godali import fn, types
 from godali.pipeline import Pipeline, pipeline_def
+from conftest import need
 
 MAX = 8
 SIZES = [MAX // 2, 1, MAX, 3, MAX // 4, MAX]
@@ -153,7 +154,7 @@ def test_num_outputs_source_sizes_must_agree():
 
 
 def test_pytorch_iterator_with_variable_batches():
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from godali.plugin.pytorch import GodaliGenericIterator
 
     sizes = [5, 2, MAX, 1]
@@ -175,7 +176,7 @@ def test_pytorch_iterator_with_variable_batches():
 
 
 def test_pytorch_iterator_size_counts_the_actual_samples():
-    pytest.importorskip("torch")
+    need("torch")
     from godali.plugin.base_iterator import LastBatchPolicy
     from godali.plugin.pytorch import GodaliGenericIterator
 

@@ -12,12 +12,14 @@ import pytest
 import godali
 from godali import fn, types
 
+from conftest import missing_reference, need
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
 
-av = pytest.importorskip("av", reason="PyAV (python3-av, scripts/setup.sh) is the reference decoder")
+av = need("av", reason="PyAV (python3-av, scripts/setup.sh) is the reference decoder")
 if shutil.which("ffmpeg") is None:
-    pytest.skip("the ffmpeg command (scripts/setup.sh) makes the test clips", allow_module_level=True)
+    missing_reference("the ffmpeg command (scripts/setup.sh) makes the test clips")
 
 
 def make_clip(path, frames=30, size="64x48", codec="libx264", extra=()):
@@ -89,7 +91,7 @@ def test_shuffled_shards_cover_every_sequence_once(tmp_path):
 
 
 def test_torch_tensor_and_float(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     a = make_clip(tmp_path / "a.webm", frames=12, codec="libvpx-vp9")
     ref = pyav_frames(a)
     _, (video,) = run_once(3, filenames=[a], sequence_length=4, dtype=types.FLOAT, normalized=True)

@@ -17,8 +17,9 @@ import pytest
 
 import godali
 from godali import fn, types
+from conftest import need
 
-cv2 = pytest.importorskip("cv2")
+cv2 = need("cv2")
 
 RNG = np.random.default_rng(23)
 

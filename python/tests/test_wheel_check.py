@@ -9,10 +9,10 @@ import zipfile
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, need
 
 sys.path.insert(0, os.path.join(REPO, "tests"))
-wheel_check = pytest.importorskip("wheel_check", reason="needs pyelftools")
+wheel_check = need("wheel_check", reason="needs pyelftools")
 
 HOST_LIB = os.path.join(REPO, "build", "libgodali.so")  # linked against this host's glibc
 FLOOR_LIB = os.path.join(REPO, "build", "manylinux", "libgodali.so")  # make wheel-libs

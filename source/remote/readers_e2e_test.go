@@ -15,6 +15,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/internal/pyref"
+	"github.com/godali/godali/internal/testref"
 	_ "github.com/godali/godali/ops/all"
 	"github.com/godali/godali/source/remote"
 	"github.com/godali/godali/source/remote/internal/faultproxy"
@@ -171,6 +172,7 @@ func quoted(s []string) string {
 func keyOfText(b []byte) string { return string(b) }
 
 func TestReadersOverS3(t *testing.T) {
+	testref.Long(t, "starts moto's S3 server")
 	d := makeE2E(t)
 	endpoint := remote.MotoServer(t)
 	p, err := faultproxy.Start(endpoint, readerFaults, 5)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/godali/godali/internal/testref"
 )
 
 // The tests run real servers on loopback: moto (an S3-compatible server speaking
@@ -66,7 +68,7 @@ func missing(t testing.TB, what string) {
 	if os.Getenv("CI") == "true" || os.Getenv("GODALI_STRICT_REFERENCES") == "1" {
 		t.Fatalf("%s is not installed (scripts/setup.sh installs it); under CI=true or GODALI_STRICT_REFERENCES=1 this is a failure", what)
 	}
-	t.Skipf("%s is not installed (run scripts/setup.sh); skipping", what)
+	testref.Missing(t, "%s is not installed (run scripts/setup.sh)", what)
 }
 
 func freePort(t testing.TB) int {

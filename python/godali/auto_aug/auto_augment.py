@@ -11,6 +11,9 @@ from ._core import signed_bin  # noqa: F401  (DALI's module has it)
 from .. import fn, types  # noqa: F401  (DALI's module exposes them)
 
 _POLICIES = ("image_net", "reduced_image_net", "svhn", "reduced_cifar10")
+# DALI's policies that godali has by name but does not build in (NotImplementedError;
+# docs/not-supported.md lists them): none, every policy of the paper is built in.
+UNSUPPORTED_POLICIES = ()
 
 
 def auto_augment(sample, policy_name="image_net", shape=None, fill_value=128, interp_type=None,

@@ -1,10 +1,12 @@
-package imaging
+// Package float16 converts between float32 and IEEE 754 binary16 bits. It is a leaf:
+// the engine (float16 tensors' elements), imaging (half outputs) and the operators use it.
+package float16
 
 import "math"
 
-// Float32ToFloat16 converts f to IEEE 754 binary16 bits, rounding to nearest with ties
+// FromFloat32 converts f to IEEE 754 binary16 bits, rounding to nearest with ties
 // to even; values beyond the half range become infinities, NaNs stay (quiet) NaNs.
-func Float32ToFloat16(f float32) uint16 {
+func FromFloat32(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000
 	exp := int(b>>23) & 0xff
@@ -42,8 +44,8 @@ func Float32ToFloat16(f float32) uint16 {
 	return sign | uint16(h)
 }
 
-// Float16ToFloat32 converts IEEE 754 binary16 bits to float32 (exactly).
-func Float16ToFloat32(h uint16) float32 {
+// ToFloat32 converts IEEE 754 binary16 bits to float32 (exactly).
+func ToFloat32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	man := uint32(h & 0x3ff)

@@ -1,4 +1,4 @@
-package imaging
+package float16
 
 import (
 	"math"
@@ -8,10 +8,10 @@ import (
 )
 
 // TestFloat16RoundTrip: every non-NaN half converts to float32 and back unchanged, and
-// Float16ToFloat32 agrees with the binary16 definition.
+// ToFloat32 agrees with the binary16 definition.
 func TestFloat16RoundTrip(t *testing.T) {
 	for h := 0; h < 1<<16; h++ {
-		f := Float16ToFloat32(uint16(h))
+		f := ToFloat32(uint16(h))
 		exp, man := (h>>10)&0x1f, h&0x3ff
 		var want float64
 		switch {
@@ -19,7 +19,7 @@ func TestFloat16RoundTrip(t *testing.T) {
 			if !math.IsNaN(float64(f)) {
 				t.Fatalf("%#04x: got %v, want NaN", h, f)
 			}
-			if g := Float32ToFloat16(f); g&0x7c00 != 0x7c00 || g&0x3ff == 0 {
+			if g := FromFloat32(f); g&0x7c00 != 0x7c00 || g&0x3ff == 0 {
 				t.Fatalf("NaN %#04x converted back to %#04x", h, g)
 			}
 			continue
@@ -34,9 +34,9 @@ func TestFloat16RoundTrip(t *testing.T) {
 			want = -want
 		}
 		if float64(f) != want || math.Signbit(float64(f)) != (h&0x8000 != 0) {
-			t.Fatalf("Float16ToFloat32(%#04x) = %v, want %v", h, f, want)
+			t.Fatalf("ToFloat32(%#04x) = %v, want %v", h, f, want)
 		}
-		if g := Float32ToFloat16(f); g != uint16(h) {
+		if g := FromFloat32(f); g != uint16(h) {
 			t.Fatalf("round trip of %#04x gave %#04x", h, g)
 		}
 	}
@@ -48,7 +48,7 @@ func TestFloat16RoundTrip(t *testing.T) {
 func TestFloat16RoundsToNearestEven(t *testing.T) {
 	var pos []float64 // all finite non-negative halves, ascending
 	for h := 0; h < 0x7c00; h++ {
-		pos = append(pos, float64(Float16ToFloat32(uint16(h))))
+		pos = append(pos, float64(ToFloat32(uint16(h))))
 	}
 	nearest := func(v float64) uint16 {
 		a := math.Abs(v)
@@ -77,8 +77,8 @@ func TestFloat16RoundsToNearestEven(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	check := func(f float32) {
-		if got, want := Float32ToFloat16(f), nearest(float64(f)); got != want {
-			t.Fatalf("Float32ToFloat16(%g [%#08x]) = %#04x, want %#04x", f, math.Float32bits(f), got, want)
+		if got, want := FromFloat32(f), nearest(float64(f)); got != want {
+			t.Fatalf("FromFloat32(%g [%#08x]) = %#04x, want %#04x", f, math.Float32bits(f), got, want)
 		}
 	}
 	for i := 0; i < 200000; i++ {
@@ -87,7 +87,7 @@ func TestFloat16RoundsToNearestEven(t *testing.T) {
 	}
 	for h := 0; h < 0x7c00; h++ {
 		// Exact midpoints between neighbouring halves, and values just around them.
-		a, b := float64(Float16ToFloat32(uint16(h))), float64(Float16ToFloat32(uint16(h+1)))
+		a, b := float64(ToFloat32(uint16(h))), float64(ToFloat32(uint16(h+1)))
 		m := float32((a + b) / 2)
 		check(m)
 		check(-m)
