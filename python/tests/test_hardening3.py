@@ -16,7 +16,7 @@ import godali
 from godali import fn, types
 from godali import _dlpack, tensors
 
-from conftest import make_jpeg
+from conftest import make_jpeg, missing_reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
@@ -233,7 +233,7 @@ def frames_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
     if shutil.which("ffmpeg") is None:
-        pytest.skip("the ffmpeg command makes the test clip")
+        missing_reference("the ffmpeg command makes the test clip")
     path = str(tmp_path_factory.mktemp("clip") / "a.mp4")
     subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
                     "testsrc2=size=32x24:rate=25", "-frames:v", "12", "-c:v", "libx264",

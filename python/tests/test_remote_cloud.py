@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import missing_reference
+
 from godali import cloud_emulators as ce
 
 IMAGES = Path("/work/shared/testdata/images")
@@ -28,10 +30,7 @@ PYTHON_DIR = HERE.parent
 
 
 def _missing(what):
-    if os.environ.get("CI") == "true" or os.environ.get("GODALI_STRICT_REFERENCES") == "1":
-        pytest.fail(f"{what} is not installed (scripts/setup.sh installs it); under CI=true "
-                    "or GODALI_STRICT_REFERENCES=1 this is a failure")
-    pytest.skip(f"{what} is not installed (run scripts/setup.sh); skipping")
+    missing_reference(f"{what} is not installed (scripts/setup.sh installs it)")
 
 
 def _free_port():

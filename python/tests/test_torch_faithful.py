@@ -22,6 +22,7 @@ import torchvision.transforms as T
 from PIL import Image, ImageOps
 
 import godali.torch as gt
+from conftest import missing_reference
 
 # Bit-exact references under Pillow 13 too (conftest: the order of its resize passes).
 pytestmark = pytest.mark.usefixtures("pillow_horizontal_first")
@@ -38,7 +39,7 @@ HOPPER = ["pillow/hopper_orientation_%d.jpg" % o for o in range(2, 9)]
 def folders(tmp_path_factory):
     """{"photos", "orient", "grey16", "tiff"}: ImageFolder roots."""
     if not os.path.isdir(CORPUS):
-        pytest.skip("no image corpus (tests/data/corpus)")
+        missing_reference("no image corpus (tests/data/corpus)")
     base = tmp_path_factory.mktemp("faithful")
     out = {}
 

@@ -23,7 +23,7 @@ import torchvision
 import torchvision.transforms as T
 
 import godali.torch as gt
-from conftest import make_jpeg
+from conftest import make_jpeg, feature_of_version
 
 # Bit-exact references under Pillow 13 too (conftest: the order of its resize passes).
 pytestmark = pytest.mark.usefixtures("pillow_horizontal_first")
@@ -272,7 +272,7 @@ def test_collate_fn_receives_the_samples(root):
 # -- transforms.v2 ------------------------------------------------------------------------
 
 def test_v2_pipelines_are_served(root, caplog):
-    v2 = pytest.importorskip("torchvision.transforms.v2")
+    v2 = feature_of_version("torchvision.transforms.v2", "torchvision 0.15 or later")
     ev = v2.Compose([v2.Resize(32, antialias=True), v2.CenterCrop(28), v2.ToImage(),
                      v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD),
                      v2.ToPureTensor()])

@@ -25,7 +25,7 @@ from godali import fn, types
 from godali.torch import (DataLoader, ImageFolder, UnsupportedTransformError, _TV_AUG_ORDER,
                           _tv_augs, _internal_op)
 
-from conftest import make_jpeg
+from conftest import make_jpeg, feature_of_version
 
 SIZES = [(40, 56), (53, 47), (64, 64), (31, 70)]
 WARPS = {"ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate"}
@@ -257,7 +257,7 @@ def test_augmix_bicubic_and_fill_refused(folder):
 
 def _v2_space(space, bins, hw):
     """transforms.v2's own magnitude tables (functions of bins, height, width)."""
-    v2 = pytest.importorskip("torchvision.transforms.v2")
+    v2 = feature_of_version("torchvision.transforms.v2", "torchvision 0.15 or later")
     cls = {"rand": v2.RandAugment, "wide": v2.TrivialAugmentWide, "auto": v2.AutoAugment}
     return cls[space]._AUGMENTATION_SPACE
 
@@ -269,7 +269,7 @@ def test_each_v2_op_matches_torchvision_v2(jpegs, space, bins, name, interp):
     """transforms.v2's AutoAugment family: each operation as v2 applies it to a PIL image
     (its own _apply_image_or_video_transform) against the engine given godali's v2 tables
     (BILINEAR warps bit-exact, NEAREST ones as in test_each_op_matches_torchvision)."""
-    v2 = pytest.importorskip("torchvision.transforms.v2")
+    v2 = feature_of_version("torchvision.transforms.v2", "torchvision 0.15 or later")
     if name == "Invert" and space != "auto" or name == "Identity" and space == "auto":
         pytest.skip("not in that augmentation space")
     table = _v2_space(space, bins, None)
@@ -308,7 +308,7 @@ def test_v2_solarize_thresholds_are_v2s(tmp_path):
     linspace(255, 0)[bin]: at some bins they lie on either side of an integer, and that
     value solarizes differently. Every bin of TrivialAugmentWide on an image holding all
     256 values (a PNG, lossless) against v2's own Solarize."""
-    v2 = pytest.importorskip("torchvision.transforms.v2")
+    v2 = feature_of_version("torchvision.transforms.v2", "torchvision 0.15 or later")
     vals = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)
     path = str(tmp_path / "ramp.png")
     Image.fromarray(vals).save(path)
