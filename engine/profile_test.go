@@ -93,3 +93,12 @@ func TestProfileEnvValues(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkProfileAdd: what profiling adds per node and sample when on (a clock read
+// before Setup, one after Run, two uncontended atomic adds); off, it is one nil check.
+func BenchmarkProfileAdd(b *testing.B) {
+	var t nodeTimes
+	for i := 0; i < b.N; i++ {
+		t.add(time.Now())
+	}
+}
