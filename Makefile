@@ -55,12 +55,13 @@ $(BUILD)/licenses/go/MODULES.txt: go.mod go.sum LICENSE THIRD_PARTY_NOTICES.md $
 
 # The CMake package config (find_package(godali) with -Dgodali_DIR=<repo>/build/cmake),
 # written right after the library so that a C++ trainer can use it after `make`.
-$(BUILD)/cmake/godaliConfig.cmake: $(BUILD)/libgodali.so $(BUILD)/licenses/go/MODULES.txt CMakeLists.txt cmake/godaliConfig.cmake.in
-	@if command -v cmake >/dev/null; then \
+CMAKE_CONFIGURE = if command -v cmake >/dev/null; then \
 	  cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=Release >$(BUILD)/cmake-configure.log 2>&1 \
 	    || { cat $(BUILD)/cmake-configure.log >&2; exit 1; }; \
 	  touch $@; \
 	else echo "make: cmake not found: skipping the CMake package (run scripts/setup.sh)" >&2; fi
+$(BUILD)/cmake/godaliConfig.cmake: $(BUILD)/libgodali.so $(BUILD)/licenses/go/MODULES.txt CMakeLists.txt cmake/godaliConfig.cmake.in cmake/godali.pc.in
+	@$(CMAKE_CONFIGURE)
 
 $(BUILD)/libgodali.so: $(BUILD)/libgodali.so.$(VERSION)
 	@$(call so_links,libgodali.so)
@@ -87,7 +88,12 @@ CUDA_TESTS := $(BUILD)/cudatest
 
 .PHONY: cuda-kernels test-cuda-compile test-cuda
 
-cuda: $(BUILD)/libgodali_cuda.so
+cuda: $(BUILD)/libgodali_cuda.so $(BUILD)/cmake/cuda.stamp
+
+# The CMake package again once the CUDA flavour exists, so that `cmake --install` and
+# godaliConfig.cmake include it (`make` configures after the CPU flavour first).
+$(BUILD)/cmake/cuda.stamp: $(BUILD)/libgodali_cuda.so $(BUILD)/cmake/godaliConfig.cmake
+	@$(CMAKE_CONFIGURE)
 
 cuda-kernels:
 	@test -n "$(NVCC)" || { echo "make: GPU=1 but no CUDA toolkit (nvcc) found; run scripts/setup.sh" >&2; exit 1; }
@@ -186,6 +192,7 @@ fuzz: setup
 test-c: cpu
 	cmake --build $(BUILD)/cmake -j2
 	ctest --test-dir $(BUILD)/cmake --output-on-failure
+	@sed -n 's|^-- \(examples/cpp_train: .*\)|ctest: \1|p' $(BUILD)/cmake-configure.log
 
 test-python: cpu
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
