@@ -42,7 +42,7 @@ while [ "$i" -lt "$n" ]; do
     # A library folder that does not exist: gorgonia.org/cu names /usr/local/cuda/lib64
     # and /usr/local/cuda/lib, which Debian's toolkit lacks; zig's linker would print an
     # alarming "unable to open library directory" for each (GNU ld says nothing).
-    -L*) [ -d "${a#-L}" ] || continue ;;
+    -L/*) [ -d "${a#-L}" ] || continue ;;
   esac
   set -- "$@" "$a"
 done
