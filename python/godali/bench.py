@@ -975,7 +975,8 @@ def dataset_line(stats: dict, data) -> str:
 
 
 def tree_size_mb(root) -> float:
-    """The size of the files under root, in MB (0 when it does not exist)."""
+    """The size of the files under root, in MiB as `du -sh` counts (0 when it does not
+    exist)."""
     total = 0
     for dirpath, _, files in os.walk(root):
         for f in files:
@@ -983,7 +984,7 @@ def tree_size_mb(root) -> float:
                 total += os.lstat(os.path.join(dirpath, f)).st_size
             except OSError:
                 pass
-    return total / 1e6
+    return total / 2**20
 
 
 def _cpu_model() -> str:
@@ -1248,10 +1249,12 @@ def draw_chart(path, rows: list, model: dict | None, title: str,
     return True
 
 
-def cache_note(data, built: bool) -> str:
+def cache_note(data, built: bool | None) -> str:
     """cache_note says where the generated data set lies, how big it is and how to remove
-    it: the bench keeps it (in the user's cache folder) so that later runs reuse it."""
-    return (f"  cache: {'wrote' if built else 'keeps'} {tree_size_mb(data):.0f} MB in {data} "
+    it: the bench keeps it (in the user's cache folder) so that later runs reuse it.
+    built: True when this run wrote it, False when it reused it, None when unknown."""
+    verb = {True: "wrote", False: "keeps"}.get(built, "holds")
+    return (f"  cache: {verb} {tree_size_mb(data):.0f} MiB in {data} "
             f"(reused by later runs; --data DIR reads your own images instead); remove it "
             f"with: rm -r '{data}'")
 

@@ -349,8 +349,9 @@ def test_bench_says_how_to_get_a_chart_without_matplotlib(tiny_data, tmp_path, c
 def test_cache_note_says_where_how_big_and_how_to_clear(tmp_path):
     data = tmp_path / "bench-data"
     (data / "class_0").mkdir(parents=True)
-    (data / "class_0" / "a.JPEG").write_bytes(b"x" * 3_000_000)
+    (data / "class_0" / "a.JPEG").write_bytes(b"x" * 3 * 2**20)
     note = bench.cache_note(data, built=True)
-    assert f"wrote 3 MB in {data}" in note
+    assert f"wrote 3 MiB in {data}" in note
     assert f"rm -r '{data}'" in note
-    assert "keeps 3 MB" in bench.cache_note(data, built=False)
+    assert "keeps 3 MiB" in bench.cache_note(data, built=False)
+    assert "holds 3 MiB" in bench.cache_note(data, built=None)
