@@ -21,7 +21,17 @@ endif
 # $ORIGIN: the library finds the libjpeg copied next to it on hosts that lack one.
 export CGO_LDFLAGS := -Wl,-rpath,$$ORIGIN -Wl,--enable-new-dtags
 
-.PHONY: all setup cpu cuda test test-go test-c test-python test-torch2 bench bench-remote python wheel test-wheel clean fuzz
+# Shared-library versioning, as distributions and CMake expect: the file is
+# libgodali.so.$(VERSION), its SONAME libgodali.so.$(SOVERSION) (what programs record as
+# DT_NEEDED and the loader looks for), and libgodali.so, the name the linker and the
+# Python package look for, is a link to it. The same for libgodali_cuda.so.
+VERSION   := $(shell sed -n 's/^\#define GODALI_VERSION_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' include/godali.h | paste -sd.)
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
+# $(call so_links,libgodali.so): the SONAME and development links beside the versioned file.
+so_links = ln -sfn $(1).$(VERSION) $(BUILD)/$(1).$(SOVERSION) && ln -sfn $(1).$(SOVERSION) $(BUILD)/$(1)
+so_flags = -Wl,-soname,$(1).$(SOVERSION)
+
+.PHONY: all setup cpu cuda index test test-go test-c test-python test-torch2 bench bench-remote python wheel test-wheel clean fuzz
 
 all: setup cpu $(if $(WANT_CUDA),cuda)
 
@@ -34,7 +44,15 @@ endif
 setup:
 	@bash scripts/setup.sh
 
-cpu: $(BUILD)/libgodali.so $(BUILD)/licenses/go/MODULES.txt $(BUILD)/cmake/godaliConfig.cmake
+cpu: $(BUILD)/libgodali.so $(BUILD)/godali-index $(BUILD)/licenses/go/MODULES.txt $(BUILD)/cmake/godaliConfig.cmake
+
+# godali-index (cmd/godali-index): writes the index files of webdataset, TFRecord and
+# RecordIO shards; `cmake --install` puts it into <prefix>/bin.
+index: $(BUILD)/godali-index
+
+$(BUILD)/godali-index: $(GOSRC)
+	@mkdir -p $(BUILD)
+	$(GO) build -trimpath -o $@ ./cmd/godali-index
 
 # The licence texts of everything the libraries bundle (libjpeg-turbo, DLPack, the Go
 # modules and standard library compiled in), for `cmake --install` and the wheel.
@@ -43,17 +61,23 @@ $(BUILD)/licenses/go/MODULES.txt: go.mod go.sum LICENSE THIRD_PARTY_NOTICES.md $
 
 # The CMake package config (find_package(godali) with -Dgodali_DIR=<repo>/build/cmake),
 # written right after the library so that a C++ trainer can use it after `make`.
-$(BUILD)/cmake/godaliConfig.cmake: $(BUILD)/libgodali.so $(BUILD)/licenses/go/MODULES.txt CMakeLists.txt cmake/godaliConfig.cmake.in
-	@if command -v cmake >/dev/null; then \
+CMAKE_CONFIGURE = if command -v cmake >/dev/null; then \
 	  cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=Release >$(BUILD)/cmake-configure.log 2>&1 \
 	    || { cat $(BUILD)/cmake-configure.log >&2; exit 1; }; \
 	  touch $@; \
 	else echo "make: cmake not found: skipping the CMake package (run scripts/setup.sh)" >&2; fi
+$(BUILD)/cmake/godaliConfig.cmake: $(BUILD)/libgodali.so $(BUILD)/licenses/go/MODULES.txt CMakeLists.txt cmake/godaliConfig.cmake.in cmake/godali.pc.in
+	@$(CMAKE_CONFIGURE)
 
-$(BUILD)/libgodali.so: $(GOSRC)
+$(BUILD)/libgodali.so: $(BUILD)/libgodali.so.$(VERSION)
+	@$(call so_links,libgodali.so)
+
+$(BUILD)/libgodali.so.$(VERSION): $(GOSRC)
 	@mkdir -p $(BUILD)
-	$(GO) build -buildmode=c-shared -trimpath -o $@ ./capi
-	@rm -f $(BUILD)/libgodali.h
+	@rm -f $(BUILD)/libgodali.so # a file of its own before versioning
+	CGO_LDFLAGS='$(CGO_LDFLAGS) $(call so_flags,libgodali.so)' $(GO) build -buildmode=c-shared -trimpath -o $@ ./capi
+	@rm -f $(basename $@).h
+	@$(call so_links,libgodali.so)
 	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(BUILD)/libjpeg.so.62; fi
 
 # --- CUDA flavour ------------------------------------------------------------------
@@ -70,16 +94,27 @@ CUDA_TESTS := $(BUILD)/cudatest
 
 .PHONY: cuda-kernels test-cuda-compile test-cuda
 
-cuda: $(BUILD)/libgodali_cuda.so
+cuda: $(BUILD)/libgodali_cuda.so $(BUILD)/cmake/cuda.stamp
+
+# The CMake package again once the CUDA flavour exists, so that `cmake --install` and
+# godaliConfig.cmake include it (`make` configures after the CPU flavour first).
+$(BUILD)/cmake/cuda.stamp: $(BUILD)/libgodali_cuda.so $(BUILD)/cmake/godaliConfig.cmake
+	@$(CMAKE_CONFIGURE)
 
 cuda-kernels:
 	@test -n "$(NVCC)" || { echo "make: GPU=1 but no CUDA toolkit (nvcc) found; run scripts/setup.sh" >&2; exit 1; }
 	$(MAKE) -C kernels NVCC=$(NVCC) OUT=$(CURDIR)/$(BUILD)/kernels
 
-$(BUILD)/libgodali_cuda.so: $(GOSRC) | cuda-kernels
+$(BUILD)/libgodali_cuda.so: $(BUILD)/libgodali_cuda.so.$(VERSION)
+	@$(call so_links,libgodali_cuda.so)
+
+$(BUILD)/libgodali_cuda.so.$(VERSION): $(GOSRC) | cuda-kernels
 	@mkdir -p $(BUILD)
-	$(CUDA_ENV) $(GO) build -tags cuda -buildmode=c-shared -trimpath -o $@ ./capi
-	@rm -f $(BUILD)/libgodali_cuda.h
+	@rm -f $(BUILD)/libgodali_cuda.so # a file of its own before versioning
+	CGO_CFLAGS='$(if $(CUDA_INC),-I$(CUDA_INC)) $(CGO_CFLAGS)' CGO_LDFLAGS='$(CGO_LDFLAGS) $(if $(CUDA_STUBS),-L$(CUDA_STUBS)) $(call so_flags,libgodali_cuda.so)' \
+	  $(GO) build -tags cuda -buildmode=c-shared -trimpath -o $@ ./capi
+	@rm -f $(basename $@).h
+	@$(call so_links,libgodali_cuda.so)
 	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(BUILD)/libjpeg.so.62; fi
 
 # Compiles the GPU tests without running them (CI has no GPU) into $(CUDA_TESTS), with
@@ -201,6 +236,7 @@ fuzz: setup
 test-c: cpu
 	cmake --build $(BUILD)/cmake -j2
 	ctest --test-dir $(BUILD)/cmake --output-on-failure
+	@sed -n 's|^-- \(examples/cpp_train: .*\)|ctest: \1|p' $(BUILD)/cmake-configure.log
 
 test-python: cpu
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests

@@ -413,6 +413,29 @@ func godali_pipeline_skipped(h C.godali_pipeline_t, out **C.char, n *C.size_t) C
 	})
 }
 
+//export godali_pipeline_set_profiling
+func godali_pipeline_set_profiling(h C.godali_pipeline_t, on C.int) C.int {
+	return withPipeline(h, func(p *pipeline) error { return p.eng.SetProfiling(on != 0) })
+}
+
+//export godali_pipeline_profile
+func godali_pipeline_profile(h C.godali_pipeline_t, out **C.char, n *C.size_t) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if out == nil {
+			return errNull("out_json")
+		}
+		doc, err := json.Marshal(p.eng.Profile())
+		if err != nil {
+			return err
+		}
+		*out = C.CString(string(doc)) // NUL-terminated; the caller frees it with godali_free
+		if n != nil {
+			*n = C.size_t(len(doc))
+		}
+		return nil
+	})
+}
+
 //export godali_pipeline_output_info
 func godali_pipeline_output_info(h C.godali_pipeline_t, index C.int, out *C.godali_output_info_t) C.int {
 	return withPipeline(h, func(p *pipeline) error {

@@ -38,6 +38,7 @@ type Pipeline struct {
 	// reader's sample.
 	nodeReader []int
 	feeds      *feeds // external sources' queues (feed.go)
+	profile    bool   // GODALI_PROFILE: per-node times (profile.go)
 
 	mu       sync.Mutex // one consumer call at a time
 	built    bool
@@ -63,6 +64,7 @@ type Pipeline struct {
 	// abandoned is closed when a destroy stopped waiting for a host function: the
 	// batches still running give up at their next step.
 	abandoned chan struct{}
+	builtAt   time.Time
 }
 
 type task struct {
@@ -124,7 +126,8 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1,
-		host: newHostOrder(part), abandoned: make(chan struct{})}
+		host: newHostOrder(part), abandoned: make(chan struct{}),
+		profile: profileEnabled()}
 	p.feeds = newFeeds(g)
 	if err := p.feeds.checkStreams(g); err != nil {
 		return nil, err
@@ -334,6 +337,7 @@ func (p *Pipeline) Build() error {
 	}
 	p.inflight = make(chan *Batch, p.Spec.PrefetchQueueDepth)
 	p.built = true
+	p.builtAt = time.Now()
 	return nil
 }
 
@@ -1073,12 +1077,13 @@ type worker struct {
 	states []any
 	big    [][]*Lease // by node ID, output index: intermediate buffers of bigBuffer or more
 	rng    RNG
-	gpu    *workerGPU // the worker's stream for mixed nodes; nil without a GPU stage
-	sg     sampleGPU  // what mixed nodes see of the GPU for the current sample
+	gpu    *workerGPU  // the worker's stream for mixed nodes; nil without a GPU stage
+	sg     sampleGPU   // what mixed nodes see of the GPU for the current sample
+	prof   []nodeTimes // by node ID: Setup+Run times; nil unless GODALI_PROFILE (profile.go)
 }
 
 func newWorker(p *Pipeline, id int) *worker {
-	w := &worker{p: p, id: id}
+	w := &worker{p: p, id: id, prof: p.newNodeTimes()}
 	if p.gpu != nil {
 		w.gpu = p.gpu.newWorker()
 		w.sg.worker = w.gpu
@@ -1187,6 +1192,10 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		if err := n.reseedFromState(ws, &w.rng); err != nil {
 			return wrapSampleErr(ref, n, err)
 		}
+		var t0 time.Time
+		if w.prof != nil {
+			t0 = time.Now()
+		}
 		if err := n.Op.Setup(ws); err != nil {
 			return wrapSampleErr(ref, n, err)
 		}
@@ -1247,6 +1256,9 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		}
 		if err := n.Op.Run(ws); err != nil {
 			return wrapSampleErr(ref, n, err)
+		}
+		if w.prof != nil {
+			w.prof[n.ID].add(t0)
 		}
 	}
 	return nil

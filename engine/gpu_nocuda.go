@@ -66,3 +66,6 @@ func (r *DeviceRef) Release() {}
 
 // Exported does nothing.
 func (r *DeviceRef) Exported(d int64) {}
+
+// gpuNodeTimes: the CPU flavour has no GPU stage.
+func (p *Pipeline) gpuNodeTimes() []nodeTimes { return nil }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/godali/godali/internal/cuda"
@@ -152,6 +153,8 @@ type gpuStage struct {
 
 	life   sync.RWMutex // guards closed against DeviceRef fences
 	closed bool
+
+	prof []nodeTimes // by node ID: host time of runSamples+RunBatch; nil unless GODALI_PROFILE
 }
 
 func newGPUStage(p *Pipeline) (st *gpuStage, err error) {
@@ -160,7 +163,8 @@ func newGPUStage(p *Pipeline) (st *gpuStage, err error) {
 	if err != nil {
 		return nil, cudaError(fmt.Sprintf("pipeline device_id %d", id), err)
 	}
-	st = &gpuStage{p: p, queue: make(chan *Batch, p.Spec.PrefetchQueueDepth+1), done: make(chan struct{})}
+	st = &gpuStage{p: p, queue: make(chan *Batch, p.Spec.PrefetchQueueDepth+1), done: make(chan struct{}),
+		prof: p.newNodeTimes()}
 	st.ctx = GPUContext{Device: dev, BatchSize: p.Spec.BatchSize, NumThreads: p.Spec.NumThreads, Depth: p.Spec.PrefetchQueueDepth}
 	defer func() {
 		if err != nil {
@@ -384,6 +388,10 @@ func (st *gpuStage) runNodes(b *Batch, gb *gpuBatch) error {
 		}
 		bw.Notes = nil
 		bw.HostWaitOutputs = gb.hostWaitReady
+		var t0 time.Time
+		if st.prof != nil {
+			t0 = time.Now()
+		}
 		if sn.mixed {
 			bw.Notes = gb.notes[sn.note][:n]
 		} else if err := st.runSamples(b, gb, sn); err != nil {
@@ -392,8 +400,24 @@ func (st *gpuStage) runNodes(b *Batch, gb *gpuBatch) error {
 		if err := sn.op.RunBatch(bw); err != nil {
 			return wrapStageErr(sn.n, err)
 		}
+		if st.prof != nil {
+			// A mixed node's samples are counted by the workers that run its host part.
+			pt := &st.prof[sn.n.ID]
+			pt.ns.Add(int64(time.Since(t0)))
+			if !sn.mixed {
+				pt.calls.Add(int64(n))
+			}
+		}
 	}
 	return nil
+}
+
+// gpuNodeTimes: the GPU stage's per-node times (nil without a stage or profiling).
+func (p *Pipeline) gpuNodeTimes() []nodeTimes {
+	if p.gpu == nil {
+		return nil
+	}
+	return p.gpu.prof
 }
 
 func wrapStageErr(n *Node, err error) error {

@@ -21,6 +21,8 @@ type Node struct {
 	// node is made: StreamKeys runs for every sample.
 	opSeed    int64
 	hasOpSeed bool
+	// Fused names the nodes fused into this one (their work is its work), producers first.
+	Fused []string
 }
 
 // DataNode is a named value flowing between nodes.
@@ -271,6 +273,7 @@ func fuse(order []*Node) []*Node {
 			continue
 		}
 		n.Op = fused
+		n.Fused = append(append(append([]string{}, p.Fused...), p.Name), n.Fused...)
 		n.In = []*DataNode{p.In[0]}
 		src := p.In[0]
 		for i, c := range src.Consumers {

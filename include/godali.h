@@ -442,6 +442,23 @@ godali_status_t godali_pipeline_output_info(godali_pipeline_t p, int index, goda
  * batch. Ownership: the caller owns *out_json and frees it with godali_free. */
 godali_status_t godali_pipeline_skipped(godali_pipeline_t p, char **out_json, size_t *len);
 
+/* godali_pipeline_set_profiling turns per-operator timing on (on != 0) or off; before
+ * godali_pipeline_build only (GODALI_ERROR_STATE after it, unless nothing changes).
+ * GODALI_PROFILE=1 in the environment when the pipeline is created turns it on too.
+ * Off, the library keeps no times and the workers pay nothing for it. */
+godali_status_t godali_pipeline_set_profiling(godali_pipeline_t p, int on);
+
+/* godali_pipeline_profile writes the time each node of the pipeline has taken so far, as
+ * JSON text of *len bytes (len may be NULL), NUL-terminated:
+ * {"enabled": bool, "num_threads": N, "wall_s": seconds since build, "nodes": [{"name",
+ * "op", "device", "calls": samples processed, "total_s": the Setup+Run time of those
+ * samples summed over the threads (output memory included), "mean_us": per sample,
+ * "share": of all nodes' total, "fused": [names of nodes fused into this one] (absent when
+ * none)}, ...]}, the most expensive node first; GPU nodes count the host time that queues
+ * their work, not the GPU's. "nodes" is [] while profiling is off. Any time after create.
+ * Ownership: the caller owns *out_json and frees it with godali_free. */
+godali_status_t godali_pipeline_profile(godali_pipeline_t p, char **out_json, size_t *len);
+
 /* godali_pipeline_output writes output `index` of the current batch as one dense tensor
  * of shape [N, ...]. Uniform outputs are handed out without a copy; a ragged output whose
  * samples happen to share a shape is gathered into one buffer; a ragged output with

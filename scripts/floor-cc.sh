@@ -39,6 +39,10 @@ while [ "$i" -lt "$n" ]; do
     # go-nvml's #cgo LDFLAGS (it resolves NVML with dlsym); zig's linker lacks the flag,
     # and undefined symbols are allowed in a shared library anyway.
     -Wl,--unresolved-symbols=ignore-in-object-files) continue ;;
+    # A library folder that does not exist: gorgonia.org/cu names /usr/local/cuda/lib64
+    # and /usr/local/cuda/lib, which Debian's toolkit lacks; zig's linker would print an
+    # alarming "unable to open library directory" for each (GNU ld says nothing).
+    -L/*) [ -d "${a#-L}" ] || continue ;;
   esac
   set -- "$@" "$a"
 done

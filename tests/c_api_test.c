@@ -599,6 +599,36 @@ static void test_end_of_epoch_is_not_an_error(const char *root) {
   MUST(godali_pipeline_destroy(p));
 }
 
+/* Per-operator times: off by default, on with godali_pipeline_set_profiling before
+ * build, refused after it; one epoch counts every sample of every node. */
+static void test_profile(const char *root) {
+  godali_pipeline_t p = create_resnet(root, 2, 2, "");
+  char *json = NULL;
+  size_t n = 0;
+  MUST(godali_pipeline_profile(p, &json, &n));
+  CHECK(strstr(json, "\"enabled\":false") && strstr(json, "\"nodes\":[]"), "profile off: %s", json);
+  CHECK(n == strlen(json), "profile length %zu", n);
+  godali_free(json);
+  MUST(godali_pipeline_set_profiling(p, 1));
+  MUST(godali_pipeline_build(p));
+  CHECK(godali_pipeline_set_profiling(p, 0) == GODALI_ERROR_STATE, "profiling off after build");
+  MUST(godali_pipeline_set_profiling(p, 1)); /* no change: fine */
+  while (godali_pipeline_next(p) == GODALI_OK) {
+  }
+  MUST(godali_pipeline_profile(p, &json, NULL));
+  CHECK(strstr(json, "\"enabled\":true") != NULL, "profile on: %s", json);
+  /* Reader, decode, coin and cmn (resize is fused into it), 12 samples each: 10 images in
+   * batches of 4, the last padded (pad_last_batch) with its last sample twice more. */
+  int nodes = 0;
+  for (const char *s = json; (s = strstr(s, "\"calls\":")) != NULL; s++, nodes++)
+    CHECK(strncmp(s, "\"calls\":12,", 11) == 0, "calls: %.20s", s);
+  CHECK(nodes == 4, "%d nodes in %s", nodes, json);
+  CHECK(strstr(json, "\"fused\":[\"resize\"]") != NULL, "resize fused into cmn: %s", json);
+  godali_free(json);
+  CHECK(godali_pipeline_profile(p, NULL, NULL) == GODALI_ERROR_INVALID_ARGUMENT, "NULL out");
+  MUST(godali_pipeline_destroy(p));
+}
+
 /* Several threads share one handle: every call is serialised inside the library, and a
  * destroy in the middle turns the others' later calls into GODALI_ERROR_INVALID_HANDLE. */
 typedef struct {
@@ -922,6 +952,7 @@ int main(int argc, char **argv) {
   test_strides(root);
   test_size_t_lengths(root);
   test_end_of_epoch_is_not_an_error(root);
+  test_profile(root);
   test_threads_share_a_pipeline(root);
   test_feed_input();
   test_host_function_reentry();

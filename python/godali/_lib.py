@@ -182,6 +182,8 @@ _SIGNATURES = {
     "godali_pipeline_batch_info": [_H, POINTER(BatchInfo)],
     "godali_pipeline_output_info": [_H, c_int, POINTER(OutputInfo)],
     "godali_pipeline_skipped": [_H, _PP, POINTER(c_size_t)],
+    "godali_pipeline_set_profiling": [_H, c_int],
+    "godali_pipeline_profile": [_H, _PP, POINTER(c_size_t)],
     "godali_pipeline_output": [_H, c_int, _PP],
     "godali_pipeline_output_versioned": [_H, c_int, _PP],
     "godali_pipeline_output_sample": [_H, c_int, c_int64, _PP],
@@ -493,6 +495,15 @@ class Library:
         """The current batch's skipped samples (godali_pipeline_skipped) as JSON text."""
         ptr, n = c_void_p(), c_size_t()
         self.pipeline_skipped(handle, byref(ptr), byref(n))
+        try:
+            return ctypes.string_at(ptr.value, n.value).decode("utf-8")
+        finally:
+            self.free(ptr)
+
+    def profile_json(self, handle):
+        """The pipeline's per-node times (godali_pipeline_profile) as JSON text."""
+        ptr, n = c_void_p(), c_size_t()
+        self.pipeline_profile(handle, byref(ptr), byref(n))
         try:
             return ctypes.string_at(ptr.value, n.value).decode("utf-8")
         finally:

@@ -35,6 +35,11 @@ Contenders (those that need a GPU run only when one is present):
 Optional contenders run by default when their package can be imported, and are shown
 as skipped (with the package to install) when named in --contenders but missing.
 
+Without --data, the bench builds its data set once (1000 JPEGs cut from the photographs
+shipped with godali, about 100 MB) into ~/.cache/godali/bench-data ($XDG_CACHE_HOME/godali
+when set), reuses it in later runs, and says so in its output; `rm -r` that folder to
+reclaim the space.
+
 Each run writes results.json (and chart.png when matplotlib is installed) into a folder
 of its own, named at the start of the run: --out DIR, or by default
 build/bench/<date>-<time>-<device>[-N]/ (in the source checkout godali runs from, or
@@ -922,14 +927,64 @@ def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = N
     return result
 
 
+def _dali_version() -> str | None:
+    """The installed NVIDIA DALI's version (any nvidia-dali-* distribution), without
+    importing it (DALI takes seconds to import and initialises CUDA)."""
+    try:
+        from importlib import metadata
+        for dist in metadata.distributions():
+            name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+            if name.startswith("nvidia-dali"):
+                return dist.version
+    except Exception:
+        pass
+    return None
+
+
 def _versions() -> dict:
     v = {"python": platform.python_version()}
+    try:
+        from godali import __version__ as godali_version
+        v["godali"] = godali_version
+    except Exception:
+        v["godali"] = None
     for mod in ("torch", "torchvision", "PIL", "numpy"):
         try:
             v[mod] = __import__(mod).__version__
         except Exception:
             v[mod] = None
+    v["dali"] = _dali_version()
     return v
+
+
+def versions_line(v: dict) -> str:
+    """versions_line: "godali 0.1.0, torch 2.1.0, ..." for the chart (Pillow by its name;
+    DALI only when installed)."""
+    names = (("godali", "godali"), ("torch", "torch"), ("torchvision", "torchvision"),
+             ("PIL", "Pillow"), ("dali", "DALI"), ("python", "Python"))
+    return ", ".join(f"{label} {v[k]}" for k, label in names if v.get(k))
+
+
+def dataset_line(stats: dict, data) -> str:
+    """dataset_line describes the data set in one line for the chart."""
+    if "mean_width" in stats:
+        return (f"data: {stats['count']} JPEGs in {stats['classes']} classes, mean "
+                f"{stats['mean_width']:.0f}x{stats['mean_height']:.0f} px, mean "
+                f"{stats['mean_kb']:.0f} KB ({data})")
+    return f"data: {stats.get('count', '?')} images ({data})"
+
+
+def tree_size_mb(root) -> float:
+    """The size of the files under root, in MiB as `du -sh` counts (0 when it does not
+    exist)."""
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total / 2**20
 
 
 def _cpu_model() -> str:
@@ -1115,14 +1170,38 @@ def chart_notes(rows: list, warnings: list) -> list:
     return lines
 
 
+# The bar colours and what they stand for (the chart's legend).
+BAR_KINDS = (("godali", "#2a7", "godali"),
+             ("other", "#48c", "other loaders (torch DataLoader, DALI, torchvision)"),
+             ("decode", "#999", "decode-only ceilings (no augmentation)"))
+
+
+def bar_kind(key: str) -> str:
+    return ("godali" if key.startswith("godali") else
+            "decode" if key.startswith("decode") else "other")
+
+
+MEASURES = ("measures loading alone: reading, decoding and augmenting into batches, "
+            "no model")
+
+CHART_NO_MATPLOTLIB = ("chart: not drawn: matplotlib is not installed. Install it "
+                       "(`pip install matplotlib` in the Python that runs the bench, or "
+                       "Debian's python3-matplotlib) and run the bench again; the "
+                       "figures are in the results file meanwhile.")
+
+
 def draw_chart(path, rows: list, model: dict | None, title: str,
-               warnings: list = ()) -> bool:
-    """draw_chart writes a bar chart of images/s when matplotlib is installed, with the
-    run's warnings printed under it and kept in the PNG's "Warnings" text field."""
+               warnings: list = (), info: list = ()) -> bool:
+    """draw_chart writes a bar chart of images/s when matplotlib is installed (False
+    otherwise, or when no contender ran), with a colour legend, the lines of info
+    (data set, versions, date) under the title, what it measures, and the run's warnings
+    printed under it and kept in the PNG's "Warnings" text field."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
     except ImportError:
         return False
     import textwrap
@@ -1131,31 +1210,53 @@ def draw_chart(path, rows: list, model: dict | None, title: str,
         return False
     notes = [part for line in chart_notes(rows, list(warnings))
              for part in textwrap.wrap(line, 110)]
+    measures = MEASURES + ("; the dashed line is a model's training step alone, for "
+                           "comparison" if model else "")
+    head = [part for line in [*info, measures] for part in textwrap.wrap(line, 120)]
     note_h = 0.18 * len(notes) + (0.2 if notes else 0.0)
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(ok) + 1.6 + note_h))
+    head_h = 0.16 * len(head)
+    kinds = [k for k in BAR_KINDS if any(bar_kind(r["key"]) == k[0] for r in ok)]
+    legend_h = 0.2 * (len(kinds) + bool(model))
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(ok) + 1.9 + note_h + head_h + legend_h))
     names = [r["label"] for r in ok][::-1]
     vals = [r["images_per_s"] for r in ok][::-1]
     lo = [v - min(r["images_per_s_runs"]) for v, r in zip(vals, ok[::-1])]
     hi = [max(r["images_per_s_runs"]) - v for v, r in zip(vals, ok[::-1])]
-    colors = ["#2a7" if r["key"].startswith("godali") else
-              "#999" if r["key"].startswith("decode") else "#48c" for r in ok][::-1]
+    colour = {k: c for k, c, _ in BAR_KINDS}
+    colors = [colour[bar_kind(r["key"])] for r in ok][::-1]
     ax.barh(names, vals, xerr=[lo, hi], color=colors)
+    handles = [Patch(color=c, label=text) for _, c, text in kinds]
     if model:
-        ax.axvline(model["images_per_s"], color="#c33", linestyle="--",
-                   label=f"{model['name']} training step: {model['images_per_s']:,.0f}/s")
-        ax.legend(loc="lower right")
-    ax.set_xlabel("images/s (median; bars show min-max over repeats)")
-    ax.set_title(title, fontsize=9)
+        ax.axvline(model["images_per_s"], color="#c33", linestyle="--")
+        handles.append(Line2D([], [], color="#c33", linestyle="--",
+                              label=f"{model['name']} training step alone (no loading): "
+                                    f"{model['images_per_s']:,.0f} images/s"))
+    # Below the axis, so that it never hides a bar.
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, -0.16), fontsize=7,
+              frameon=False)
+    ax.set_xlabel("images/s (median; error bars: min-max over repeats)")
+    ax.set_title(title + "\n" + "\n".join(head), fontsize=7, loc="left")
     fig.tight_layout()
     if notes:
         total_h = fig.get_figheight()
         fig.subplots_adjust(bottom=fig.subplotpars.bottom + note_h / total_h)
         fig.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom", ha="left",
                  color="#b00", family="monospace")
-    fig.savefig(path, dpi=110, metadata={
-        "Title": title, "Warnings": "\n".join(chart_notes(rows, list(warnings)))})
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={
+        "Title": title, "Description": "\n".join([*info, measures]),
+        "Warnings": "\n".join(chart_notes(rows, list(warnings)))})
     plt.close(fig)
     return True
+
+
+def cache_note(data, built: bool | None) -> str:
+    """cache_note says where the generated data set lies, how big it is and how to remove
+    it: the bench keeps it (in the user's cache folder) so that later runs reuse it.
+    built: True when this run wrote it, False when it reused it, None when unknown."""
+    verb = {True: "wrote", False: "keeps"}.get(built, "holds")
+    return (f"  cache: {verb} {tree_size_mb(data):.0f} MiB in {data} "
+            f"(reused by later runs; --data DIR reads your own images instead); remove it "
+            f"with: rm -r '{data}'")
 
 
 def new_run_dir(root: Path, device: str, now=None) -> Path:
@@ -1340,6 +1441,7 @@ def _main(argv) -> int:
         how = (f"built in {time.perf_counter() - t0:.1f} s" if built else "reused")
         print(f"data set: {data} ({how}; cut from the photographs in "
               f"{make_dataset.DEFAULT_PHOTOS})")
+        print(cache_note(data, built))
     if "mean_width" in stats:
         print(make_dataset.format_stats(stats))
 
@@ -1499,10 +1601,14 @@ def _main(argv) -> int:
     print(f"results: {json_path}")
     title = (f"{machine['cpu']}, {cores} cores" + (f", {machine['gpu']}" if gpu else "")
              + f"; batch {batch}")
-    if draw_chart(chart, rows, model, title, warnings):
+    info = [dataset_line(stats, data),
+            versions_line(machine["versions"]) + "; " + doc["date"]]
+    if draw_chart(chart, rows, model, title, warnings, info):
         print(f"chart: {chart}")
-    elif args.chart:
-        print("chart: not drawn (matplotlib is not installed)")
+    elif not _installed("matplotlib"):
+        print(CHART_NO_MATPLOTLIB)
+    else:
+        print("chart: not drawn (no contender ran)")
     return 1 if failed else 0
 
 

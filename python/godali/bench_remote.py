@@ -485,12 +485,14 @@ def main(argv=None) -> int:
     else:
         data = b.DEFAULT_DATA
         data.parent.mkdir(parents=True, exist_ok=True)
-        make_dataset.ensure(data, n=b.DEFAULT_IMAGES)
+        _, built = make_dataset.ensure(data, n=b.DEFAULT_IMAGES)
+        print(b.cache_note(data, built))
     shard_dir = b.CACHE_DIR / "bench-remote-shards"
     shards, keys, labels, images = write_shards(data, shard_dir, args.shards, 0)
     shard_bytes = sum(os.path.getsize(p) for p in shards)
     print(f"data set: {data}: {len(keys)} images in {len(shards)} webdataset shards "
           f"({shard_bytes / 1e6:.1f} MB, {shard_dir})")
+    print(b.cache_note(shard_dir, None))
 
     tmp = Path(args.keep_dir) if args.keep_dir else Path(tempfile.mkdtemp(prefix="godali-bench-remote-"))
     tmp.mkdir(parents=True, exist_ok=True)

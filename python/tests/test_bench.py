@@ -285,3 +285,76 @@ def test_chart_carries_the_warnings(tmp_path):
     assert bench.draw_chart(plain, rows[:1], None, "t")
     assert Image.open(png).size[1] > Image.open(plain).size[1]
     assert "Warnings" not in Image.open(plain).text or Image.open(plain).text["Warnings"] == ""
+
+
+def _chart_rows():
+    return [{"key": "godali-cpu", "label": "godali cpu", "status": "ok",
+             "images_per_s": 100.0, "images_per_s_runs": [90.0, 100.0, 110.0]},
+            {"key": "torch", "label": "torch DataLoader", "status": "ok",
+             "images_per_s": 60.0, "images_per_s_runs": [55.0, 60.0, 65.0]},
+            {"key": "decode-pil", "label": "decode only: PIL pool", "status": "ok",
+             "images_per_s": 200.0, "images_per_s_runs": [190.0, 200.0, 210.0]}]
+
+
+def test_chart_says_what_it_measures_with_a_legend(tmp_path):
+    pytest.importorskip("matplotlib")
+    import numpy as np
+    from PIL import Image
+    stats = {"count": 1000, "classes": 10, "mean_width": 400.4, "mean_height": 350.0,
+             "mean_kb": 110.2}
+    versions = {"godali": "0.1.0", "torch": "2.1.0", "torchvision": "0.16.0",
+                "PIL": "10.0.0", "dali": None, "python": "3.11.2"}
+    info = [bench.dataset_line(stats, "/d"),
+            bench.versions_line(versions) + "; 2026-11-27T17:00:00+00:00"]
+    assert info[0] == "data: 1000 JPEGs in 10 classes, mean 400x350 px, mean 110 KB (/d)"
+    assert info[1].startswith("godali 0.1.0, torch 2.1.0, torchvision 0.16.0, "
+                              "Pillow 10.0.0, Python 3.11.2;")
+    assert "DALI" not in info[1]
+    assert "DALI 1.30.0" in bench.versions_line(dict(versions, dali="1.30.0"))
+
+    png = tmp_path / "c.png"
+    assert bench.draw_chart(png, _chart_rows(), None, "t", [], info)
+    desc = Image.open(png).text["Description"]
+    assert info[0] in desc and info[1] in desc and "no model" in desc
+    # The legend's three colours are drawn (bars and legend patches): every bar colour
+    # appears, and the legend adds pixels of each beyond the bars'.
+    px = np.asarray(Image.open(png).convert("RGB")).reshape(-1, 3)
+    for _, hexcol, _ in bench.BAR_KINDS:
+        rgb = tuple(int(hexcol[1 + i] * 2, 16) for i in range(3))
+        assert (px == rgb).all(axis=1).sum() > 50, hexcol
+    model = {"name": "resnet50", "images_per_s": 80.0}
+    with_model = tmp_path / "m.png"
+    assert bench.draw_chart(with_model, _chart_rows(), model, "t", [], info)
+    assert "training step alone" in Image.open(with_model).text["Description"]
+
+
+def test_bench_says_how_to_get_a_chart_without_matplotlib(tiny_data, tmp_path, capsys,
+                                                          monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *a, **k):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    monkeypatch.setattr(bench, "_installed",
+                        lambda m: False if m == "matplotlib" else True)
+    bench.main(["--data", str(tiny_data), "--device", "cpu", "--batch-size", "4",
+                "--iters", "1", "--warmup", "0", "--repeats", "1",
+                "--contenders", "decode-pil", "--out", str(tmp_path / "run")])
+    text = capsys.readouterr().out
+    assert bench.CHART_NO_MATPLOTLIB in text
+    assert "pip install matplotlib" in text
+    assert not (tmp_path / "run" / "chart.png").exists()
+
+
+def test_cache_note_says_where_how_big_and_how_to_clear(tmp_path):
+    data = tmp_path / "bench-data"
+    (data / "class_0").mkdir(parents=True)
+    (data / "class_0" / "a.JPEG").write_bytes(b"x" * 3 * 2**20)
+    note = bench.cache_note(data, built=True)
+    assert f"wrote 3 MiB in {data}" in note
+    assert f"rm -r '{data}'" in note
+    assert "keeps 3 MiB" in bench.cache_note(data, built=False)
+    assert "holds 3 MiB" in bench.cache_note(data, built=None)

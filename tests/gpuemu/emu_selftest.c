@@ -5,6 +5,11 @@
  * and handle checks, launch limits, a real kernel, and a kernel overrun faulting on a
  * guard page. With an argument it runs one mode as a child process: "no-device" expects
  * cuInit to fail (run with CUDA_VISIBLE_DEVICES=""), "fault" overruns an allocation.
+ *
+ * The emulator reports every fault and rejected call it sees on stderr, and this test
+ * provokes many on purpose. Those expected reports go to a log file beside the binary
+ * (emu_selftest.log), which the test checks; the build log gets one line saying so, and
+ * the whole log only when a check fails.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -14,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -236,6 +242,51 @@ static int fault(int stale) {
   return 0; /* not reached: the kernel faults */
 }
 
+/* count_lines counts the lines of text that contain needle. */
+static int count_lines(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *line = text; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    const char *hit = strstr(line, needle);
+    if (hit && hit < line + len) n++;
+    line += len + (end ? 1 : 0);
+  }
+  return n;
+}
+
+/* finish puts stderr back, checks that the log holds the reports the test provoked (the
+ * two children's faults, and the rejected calls), and says so in one line; the whole
+ * log goes to stderr when something failed. */
+static int finish(const char *log_path, int saved_err) {
+  fflush(stderr);
+  dup2(saved_err, 2);
+  close(saved_err);
+  static char text[1 << 20];
+  size_t n = 0;
+  FILE *f = fopen(log_path, "r");
+  if (f) {
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+  }
+  text[n] = 0;
+  int faults = count_lines(text, "faulted at address");
+  int illegal = count_lines(text, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  int reports = count_lines(text, "gpuemu: ");
+  EXPECT(faults == 2 && illegal == 2, "%d fault reports (%d naming CUDA_ERROR_ILLEGAL_ADDRESS), want 2", faults, illegal);
+  EXPECT(reports - faults >= 10, "%d reports of rejected calls, want at least 10", reports - faults);
+  if (failures) {
+    fprintf(stderr, "%s", text);
+    fprintf(stderr, "emu_selftest: %d failures (the emulator's log is above and in %s)\n", failures, log_path);
+    return 1;
+  }
+  fprintf(stderr,
+          "emu_selftest: ok; the %d faults and %d rejected calls it provokes were reported as "
+          "expected (in %s, not shown)\n",
+          faults, reports - faults, log_path);
+  return 0;
+}
+
 static int run_child(const char *self, const char *mode, int clear_devices) {
   pid_t pid = fork();
   if (pid == 0) {
@@ -275,9 +326,20 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "fault") == 0) return fault(0);
   if (argc > 1 && strcmp(argv[1], "stale") == 0) return fault(1);
 
+  /* stderr (the emulator's reports, the children's too, and the checks' messages) into
+   * the log from here on. */
+  char log_path[4096];
+  snprintf(log_path, sizeof log_path, "%s.log", argv[0]);
+  int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int saved_err = dup(2);
+  if (log_fd < 0 || saved_err < 0 || dup2(log_fd, 2) < 0) {
+    perror("emu_selftest: cannot redirect stderr to its log");
+    return 2;
+  }
+  close(log_fd);
+
   int st = run_child(argv[0], "no-device", 1);
   EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cuInit with CUDA_VISIBLE_DEVICES=\"\" did not return CUDA_ERROR_NO_DEVICE");
-  fprintf(stderr, "emu_selftest: expect two fault reports from children:\n");
   st = run_child(argv[0], "fault", 0);
   EXPECT(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "a kernel overrunning its allocation did not fault (status 0x%x)", st);
   st = run_child(argv[0], "stale", 0);
@@ -317,10 +379,5 @@ int main(int argc, char **argv) {
   const char *s_name;
   EXPECT_R(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &s_name), CUDA_SUCCESS);
   EXPECT(strcmp(s_name, "CUDA_ERROR_INVALID_VALUE") == 0, "cuGetErrorName: %s", s_name);
-  if (failures) {
-    fprintf(stderr, "emu_selftest: %d failures\n", failures);
-    return 1;
-  }
-  fprintf(stderr, "emu_selftest: ok (the gpuemu lines above are the rejected calls it provokes)\n");
-  return 0;
+  return finish(log_path, saved_err);
 }

@@ -10,6 +10,7 @@ import enum
 import functools
 import inspect
 import json
+import os
 import re
 import threading
 import weakref
@@ -520,6 +521,8 @@ class Pipeline:
             self._lib = lib
             # Destroys the handle when the Pipeline is collected, or at interpreter exit.
             self._finalizer = weakref.finalize(self, _destroy, lib, self._handle)
+            if profiling_requested():
+                lib.pipeline_set_profiling(self._handle, 1)
             n = c_int(0)
             lib.pipeline_num_outputs(self._handle, byref(n))
             self._num_outputs = n.value
@@ -880,6 +883,19 @@ class Pipeline:
             self._skip_seq = self._batch_seq
         return [dict(d) for d in self._skip_cache]
 
+    def profile(self):
+        """Per-operator times so far, when profiling is on (GODALI_PROFILE=1 in the
+        environment when the pipeline is built; docs/pipeline.md, "Profiling"): a dict
+        {"enabled", "num_threads", "wall_s": seconds since build, "nodes": [{"name", "op",
+        "device", "calls": samples, "total_s": Setup+Run time summed over the threads,
+        "mean_us": per sample, "share": of the total, "fused": nodes fused into it}, ...]},
+        the most expensive node first; "nodes" is [] with profiling off."""
+        return json.loads(self._lib_or_build().profile_json(self._handle))
+
+    def profile_table(self):
+        """profile() as aligned text, one line per node."""
+        return format_profile(self.profile())
+
     # -- readers and memory -------------------------------------------------------------
 
     def reader_names(self):
@@ -1054,6 +1070,32 @@ def _destroy(lib, handle):
         lib.pipeline_destroy(handle)
     except _lib.InvalidHandleError:
         pass
+
+
+def profiling_requested(environ=None):
+    """Whether GODALI_PROFILE asks for per-operator times ("1", "true", "yes", "on"). Read
+    by Python when a pipeline is built, so that setting os.environ in the program works
+    (the library itself sees only the environment the process started with)."""
+    v = (os.environ if environ is None else environ).get("GODALI_PROFILE", "")
+    return v.strip().lower() in ("1", "true", "yes", "on")
+
+
+def format_profile(prof):
+    """A Pipeline.profile() dict as aligned text: one line per node, the most expensive
+    first."""
+    if not prof.get("enabled"):
+        return "profiling is off: set GODALI_PROFILE=1 before the pipeline is built"
+    rows = [("node", "op", "device", "samples", "total s", "us/sample", "share")]
+    for n in prof["nodes"]:
+        name = n["name"] + (" (+%s)" % ", ".join(n["fused"]) if n.get("fused") else "")
+        rows.append((name, n["op"], n["device"], str(n["calls"]), "%.3f" % n["total_s"],
+                     "%.1f" % n["mean_us"], "%.0f%%" % (100 * n["share"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.append("%d threads, %.2f s since build; times are summed over the threads"
+                 % (prof["num_threads"], prof["wall_s"]))
+    return "\n".join(lines)
 
 
 def memory_stats(device="cpu"):
