@@ -11,7 +11,9 @@ want=(libjpeg62-turbo-dev cmake pkg-config python3-torch python3-torchvision
       python3-pil python3-numpy python3-pytest python3-pip python3-venv
       python3-matplotlib python3-tqdm python3-fsspec python3-yaml patchelf nginx
       ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev python3-av
-      python3-opencv python3-scipy)
+      python3-opencv python3-scipy libtorch-dev)
+# libtorch-dev (Debian's libtorch 1.13, 26 MB): the C++ trainer example that ctest builds
+# and runs (examples/cpp_train: godali's DLPack outputs into at::fromDLPack).
 # OpenCV (python3-opencv) and SciPy: independent references of the image filter tests
 # (laplacian, water, ...; python/tests/test_image_filters.py).
 # FFmpeg: the video operators compile against its headers (libav*-dev) and open its
