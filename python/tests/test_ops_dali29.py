@@ -96,3 +96,68 @@ def test_debayer_errors():
         _run(lambda x: fn.debayer(x, blue_position=[0, 0], algorithm="vng_ocv"), ok, layouts=["HW"])
     with pytest.raises(Exception):
         _run(lambda x: fn.debayer(x, blue_position=[0, 0]), [np.zeros((4, 6), np.float32)], layouts=["HW"])
+
+
+# --- experimental.remap -------------------------------------------------------------------
+
+def _maps(h, w, rng):
+    """Maps of points around the image (some outside), on OpenCV's 1/32-pixel grid so that
+    the interpolation weights are exact in both implementations."""
+    gy, gx = np.mgrid[0:h, 0:w].astype(np.float32)
+    mx = gx * 0.9 + rng.uniform(-2.5, 2.5, size=(h, w)) + 0.7
+    my = gy * 1.1 + rng.uniform(-2.5, 2.5, size=(h, w)) - 0.4
+    return (np.round(mx * 32) / 32).astype(np.float32), (np.round(my * 32) / 32).astype(np.float32)
+
+
+@pytest.mark.parametrize("interp", ["NN", "LINEAR", "CUBIC"])
+@pytest.mark.parametrize("origin", ["center", "corner"])
+def test_remap_matches_cv2_remap(interp, origin):
+    imgs, mxs, mys = [], [], []
+    for i, (h, w, c) in enumerate([(12, 17, 3), (9, 8, 1), (20, 13, 3)]):
+        imgs.append(RNG.integers(0, 256, size=(h, w, c), dtype=np.uint8))
+        mx, my = _maps(h, w, RNG)
+        mxs.append(mx)
+        mys.append(my)
+    (got,), lay = _run(lambda x, mx, my: fn.experimental.remap(
+        x, mx, my, interp=getattr(types, "INTERP_" + interp), pixel_origin=origin),
+        imgs, mxs, mys, layouts=["HWC", "HW", "HW"])
+    assert lay == ["HWC"]
+    flag = {"NN": cv2.INTER_NEAREST, "LINEAR": cv2.INTER_LINEAR, "CUBIC": cv2.INTER_CUBIC}[interp]
+    shift = -0.5 if origin == "corner" else 0.0
+    for img, mx, my, g in zip(imgs, mxs, mys, got):
+        ref = cv2.remap(img, mx + np.float32(shift), my + np.float32(shift), flag,
+                        borderMode=cv2.BORDER_CONSTANT, borderValue=0).reshape(img.shape)
+        assert g.shape == img.shape and g.dtype == np.uint8
+        diff = np.abs(g.astype(int) - ref)
+        if interp == "NN":
+            # ties (a coordinate at exactly .5 after the shift) may round either way
+            tie = ((np.abs((mx + shift) % 1 - 0.5) < 1e-6) | (np.abs((my + shift) % 1 - 0.5) < 1e-6))
+            assert (diff.max(-1)[~tie] == 0).all()
+        else:
+            assert diff.max() <= 1
+
+
+def test_remap_float_sequences_and_per_frame_maps():
+    seq = [RNG.uniform(-1, 1, size=(3, 10, 11, 2)).astype(np.float32)]
+    mx, my = _maps(10, 11, RNG)
+    mxf = np.stack([mx, mx + 1, mx - 2]).astype(np.float32)
+    (got,), lay = _run(lambda x, a, b: fn.experimental.remap(x, a, b, pixel_origin="center"),
+                       seq, [mxf], [my[..., None]], layouts=["FHWC", "FHW", "HWC"])
+    assert lay == ["FHWC"]
+    for f in range(3):
+        ref = cv2.remap(seq[0][f], mxf[f], my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+        np.testing.assert_allclose(got[0][f], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_remap_errors():
+    img = [np.zeros((4, 5, 3), np.uint8)]
+    bad = [np.zeros((4, 6), np.float32)]
+    good = [np.zeros((4, 5), np.float32)]
+    with pytest.raises(RuntimeError, match="mapx"):
+        _run(lambda x, a, b: fn.experimental.remap(x, a, b), img, bad, good, layouts=["HWC", "", ""])
+    with pytest.raises(Exception, match="pixel_origin"):
+        _run(lambda x, a, b: fn.experimental.remap(x, a, b, pixel_origin="middle"), img, good, good,
+             layouts=["HWC", "", ""])
+    with pytest.raises(Exception, match="FLOAT"):
+        _run(lambda x, a, b: fn.experimental.remap(x, a, b), img, [np.zeros((4, 5), np.int32)], good,
+             layouts=["HWC", "", ""])
