@@ -161,3 +161,65 @@ def test_remap_errors():
     with pytest.raises(Exception, match="FLOAT"):
         _run(lambda x, a, b: fn.experimental.remap(x, a, b), img, [np.zeros((4, 5), np.int32)], good,
              layouts=["HWC", "", ""])
+
+
+# --- clahe --------------------------------------------------------------------------------
+
+def _photo(path, mode):
+    from PIL import Image
+    import os
+    root = os.environ.get("GODALI_TESTDATA", "/work/shared/testdata/images")
+    p = os.path.join(root, path)
+    if not os.path.exists(p):
+        pytest.skip("test image %s not present" % p)
+    return np.ascontiguousarray(np.array(Image.open(p).convert(mode)))
+
+
+@pytest.mark.parametrize("tiles,clip", [((8, 8), 2.0), ((4, 3), 3.0), ((5, 7), 1.0), ((2, 2), 40.0),
+                                        ((3, 3), 0.0), ((1, 1), 2.1)])
+def test_clahe_grey_matches_cv2(tiles, clip):
+    imgs = [RNG.integers(0, 256, size=(37, 53), dtype=np.uint8),
+            RNG.integers(0, 256, size=(3, 3), dtype=np.uint8),
+            (np.add.outer(np.arange(40), np.arange(64)) * 2).astype(np.uint8),
+            _photo("pillow/hopper.bmp", "L")]
+    (got,), lay = _run(lambda x: fn.clahe(x, tiles_x=tiles[0], tiles_y=tiles[1], clip_limit=clip),
+                       [i[..., None] for i in imgs], layouts=["HWC"])
+    assert lay == ["HWC"]
+    # DALI reads clip_limit as a 32-bit float before OpenCV gets it as a double
+    # (2.1 -> 2.0999999: a different integer clip limit on some tile areas)
+    for img, g in zip(imgs, got):
+        ref = cv2.createCLAHE(clipLimit=float(np.float32(clip)), tileGridSize=tiles).apply(img)
+        np.testing.assert_array_equal(g[..., 0], ref)
+
+
+@pytest.mark.parametrize("luma", [True, False])
+def test_clahe_rgb_matches_cv2(luma):
+    imgs = [_photo("pillow/hopper.bmp", "RGB"), _photo("libjpeg-turbo/testorig.jpg", "RGB")]
+    (got,), _ = _run(lambda x: fn.clahe(x, tiles_x=4, tiles_y=3, clip_limit=2.5, luma_only=luma),
+                     imgs, layouts=["HWC"])
+    eq = cv2.createCLAHE(clipLimit=2.5, tileGridSize=(4, 3))
+    for img, g in zip(imgs, got):
+        if luma:  # DALI's CPU variant: CLAHE of the L of OpenCV's 8-bit Lab
+            lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab)
+            lab[..., 0] = eq.apply(np.ascontiguousarray(lab[..., 0]))
+            ref = cv2.cvtColor(lab, cv2.COLOR_Lab2RGB)
+            d = np.abs(g.astype(int) - ref)
+            # godali's Lab->RGB is computed in float, OpenCV's in fixed point
+            assert d.max() <= 4 and (d > 1).mean() < 1e-3
+        else:
+            ref = np.stack([eq.apply(np.ascontiguousarray(img[..., c])) for c in range(3)], -1)
+            np.testing.assert_array_equal(g, ref)
+
+
+def test_clahe_errors():
+    img = [np.zeros((8, 8, 1), np.uint8)]
+    with pytest.raises(Exception, match="tiles_x"):
+        _run(lambda x: fn.clahe(x, tiles_x=10**6, tiles_y=2, clip_limit=2.0), img, layouts=["HWC"])
+    with pytest.raises(Exception, match="tiles_y"):
+        _run(lambda x: fn.clahe(x, tiles_x=2, tiles_y=0, clip_limit=2.0), img, layouts=["HWC"])
+    with pytest.raises(Exception, match="channels"):
+        _run(lambda x: fn.clahe(x, tiles_x=2, tiles_y=2, clip_limit=2.0), [np.zeros((8, 8, 2), np.uint8)],
+             layouts=["HWC"])
+    with pytest.raises(Exception):
+        _run(lambda x: fn.clahe(x, tiles_x=2, tiles_y=2, clip_limit=2.0), [np.zeros((8, 8, 1), np.float32)],
+             layouts=["HWC"])
