@@ -223,3 +223,113 @@ def test_clahe_errors():
     with pytest.raises(Exception):
         _run(lambda x: fn.clahe(x, tiles_x=2, tiles_y=2, clip_limit=2.0), [np.zeros((8, 8, 1), np.float32)],
              layouts=["HWC"])
+
+
+# --- bbox_rotate --------------------------------------------------------------------------
+
+def _rotated_canvas(w, h, rad):
+    """fn.rotate's canvas: the rotated bounding box, rounded up (less 0.01), with the
+    parity of the input side each output side mostly comes from."""
+    c, s = abs(np.cos(rad)), abs(np.sin(rad))
+    ow, oh = int(np.ceil(c * w + s * h - 0.01)), int(np.ceil(c * h + s * w - 0.01))
+    pw, ph = (h, w) if s > c else (w, h)
+    return ow + (ow - pw) % 2, oh + (oh - ph) % 2
+
+
+def _bbox_rotate_ref(boxes, angle, shape, ltrb=True, norm=True, mode="expand", thr=0.1,
+                     keep_size=False, size=None):
+    """The boxes' corners turned about the image centre onto the canvas, boxed, corrected
+    (fixed/halfway), clipped and filtered, in float64."""
+    h, w = shape[0], shape[1]
+    rad = np.deg2rad(angle)
+    if keep_size:
+        cw, ch = w, h
+    elif size is not None:
+        cw, ch = np.floor(size[1]), np.floor(size[0])
+    else:
+        cw, ch = _rotated_canvas(w, h, rad)
+    out, keep = [], []
+    for i, b in enumerate(np.asarray(boxes, np.float64)):
+        x0, y0, x1, y1 = b if ltrb else (b[0], b[1], b[0] + b[2], b[1] + b[3])
+        xs, ys = np.array([x0, x1, x0, x1]), np.array([y0, y0, y1, y1])
+        if norm:
+            xs, ys = (xs - 0.5) * w, (ys - 0.5) * h
+        else:
+            xs, ys = xs - w / 2, ys - h / 2
+        ow, oh = xs[1] - xs[0], ys[2] - ys[0]
+        rx = xs * np.cos(rad) + ys * np.sin(rad) + cw / 2
+        ry = -xs * np.sin(rad) + ys * np.cos(rad) + ch / 2
+        r = np.array([rx.min(), ry.min(), rx.max(), ry.max()])
+        if mode != "expand":
+            nw, nh = r[2] - r[0], r[3] - r[1]
+            if (ow < oh) != (nw < nh):
+                dw, dh = (nw - oh) / 2, (nh - ow) / 2
+            else:
+                dw, dh = (nw - ow) / 2, (nh - oh) / 2
+            if mode == "halfway":
+                dw, dh = dw / 2, dh / 2
+            r += [dw, dh, -dw, -dh]
+        area = (r[2] - r[0]) * (r[3] - r[1])
+        r = np.clip(r, 0, [cw, ch, cw, ch])
+        if not ((r[2] - r[0]) * (r[3] - r[1]) / area >= thr):
+            continue
+        if not ltrb:
+            r[2:] -= r[:2]
+        if norm:
+            r /= [cw, ch, cw, ch]
+        out.append(r)
+        keep.append(i)
+    return np.array(out, np.float64).reshape(-1, 4), keep
+
+
+BBOX_CASES = [
+    dict(angle=30.0), dict(angle=90.0, mode="fixed"), dict(angle=-37.5, mode="halfway"),
+    dict(angle=120.0, keep_size=True, remove_threshold=0.5), dict(angle=15.0, size=[300.5, 200.0]),
+    dict(angle=45.0, bbox_layout="xyWH", bbox_normalized=False, remove_threshold=0.0),
+    dict(angle=270.0, bbox_normalized=False, mode="fixed", keep_size=True, remove_threshold=0.9),
+]
+
+
+@pytest.mark.parametrize("kw", BBOX_CASES)
+def test_bbox_rotate_matches_reference(kw):
+    shapes = [(120, 200, 3), (301, 97, 3), (64, 64, 1)]
+    ltrb = kw.get("bbox_layout", "xyXY") == "xyXY"
+    norm = kw.get("bbox_normalized", True)
+    boxes, labels = [], []
+    for i, (h, w, _) in enumerate(shapes):
+        n = 6 - 2 * i
+        xy = RNG.uniform(-0.1, 0.9, (n, 2))
+        wh = RNG.uniform(0.02, 0.5, (n, 2))
+        b = np.concatenate([xy, xy + wh if ltrb else wh], 1)
+        if not norm:
+            b = b * [w, h, w, h]
+        boxes.append(b.astype(np.float32))
+        labels.append((np.arange(n, dtype=np.int32) + 7)[:, None])
+    shape_src = [np.array(s, np.int32) for s in shapes]
+    (ob, ol), _ = _run(lambda b, l, s: list(fn.bbox_rotate(b, l, input_shape=s, **kw)),
+                       boxes, labels, shape_src)
+    for b, l, s, gb, gl in zip(boxes, labels, shapes, ob, ol):
+        ref, keep = _bbox_rotate_ref(b, kw["angle"], s, ltrb, norm, kw.get("mode", "expand"),
+                                     kw.get("remove_threshold", 0.1), kw.get("keep_size", False),
+                                     kw.get("size"))
+        assert gb.dtype == np.float32 and gb.shape == ref.shape
+        scale = 1.0 if norm else max(s)
+        np.testing.assert_allclose(gb, ref, atol=1e-5 * scale, rtol=1e-5)
+        np.testing.assert_array_equal(gl, l[keep])
+        assert gl.shape == (len(keep), 1)
+
+
+def test_bbox_rotate_without_labels_and_errors():
+    b = [np.array([[0.1, 0.2, 0.3, 0.5]], np.float32)]
+    (got,), _ = _run(lambda x: fn.bbox_rotate(x, angle=90.0, input_shape=[100, 100]), b)
+    np.testing.assert_allclose(got[0], [[0.2, 0.7, 0.5, 0.9]], atol=1e-6)
+    with pytest.raises(Exception, match="mode"):
+        _run(lambda x: fn.bbox_rotate(x, angle=9.0, input_shape=[10, 10], mode="wide"), b)
+    with pytest.raises(Exception, match="size"):
+        _run(lambda x: fn.bbox_rotate(x, angle=9.0, input_shape=[10, 10], keep_size=True, size=[5, 5]), b)
+    with pytest.raises(Exception, match="shape_layout"):
+        _run(lambda x: fn.bbox_rotate(x, angle=9.0, input_shape=[10, 10], shape_layout="XY"), b)
+    with pytest.raises(Exception, match="input_shape"):
+        _run(lambda x: fn.bbox_rotate(x, angle=9.0, input_shape=[10]), b)
+    with pytest.raises(Exception, match="size"):
+        _run(lambda x: fn.bbox_rotate(x, angle=9.0, input_shape=[10, 10], size=[1e12, 5]), b)
