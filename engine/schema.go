@@ -35,6 +35,9 @@ type ArgSpec struct {
 	Required    bool    `json:"required"`
 	TensorInput bool    `json:"tensor_input"` // may be given per sample through arg_inputs
 	Doc         string  `json:"doc"`
+	// BoolString: a string argument that also takes a bool, read as "true" or "false"
+	// (DALI's enable_frame_num: "none", "scalar", "sequence", or False / True).
+	BoolString bool `json:"bool_string,omitempty"`
 }
 
 // Schema is the one description of an operator: the registry, the argument checks, the

@@ -87,7 +87,8 @@ def move_to_gpu(x, dali_name):
 class ArgSchema:
     """One operator argument: name, type, default, doc, required, tensor_input."""
 
-    __slots__ = ("name", "type", "default", "doc", "required", "tensor_input", "values")
+    __slots__ = ("name", "type", "default", "doc", "required", "tensor_input", "values",
+                 "bool_string")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -97,6 +98,8 @@ class ArgSchema:
         self.required = bool(d.get("required", False))
         self.tensor_input = bool(d.get("tensor_input", False))
         self.values = d.get("values") or d.get("enum")
+        # a string argument that also takes a bool (DALI's enable_frame_num)
+        self.bool_string = bool(d.get("bool_string", False))
 
     def describe(self):
         s = "%s (%s" % (self.name, self.type)
@@ -594,6 +597,8 @@ def convert_arg(arg, v, check_values=True):
         if hasattr(v, "item") and not isinstance(v, (str, bytes)) and \
                 getattr(v, "shape", None) == ():
             v = v.item()
+        if arg.bool_string and isinstance(v, bool):
+            return v  # the engine reads it as "true" / "false"
         out = _conv_scalar(kind, v, enum_cls)
     if check_values:
         check_arg_value(arg, out)
