@@ -28,7 +28,7 @@ func registerExperimentalVideoReader() {
 		MinInputs: 0, MaxInputs: 0, IsReader: true,
 		Outputs: []string{"video", "labels", "frame_num", "timestamps"},
 		OutputIf: map[string]engine.OutputCond{"labels": engine.IfAnyGiven("labels", "file_root", "file_list"),
-			"frame_num": engine.IfArgNot("enable_frame_num", "none"), "timestamps": engine.IfArg("enable_timestamps")},
+			"frame_num": engine.IfArgNot("enable_frame_num", "none", "false"), "timestamps": engine.IfArg("enable_timestamps")},
 		Args: append([]engine.ArgSpec{
 			{Name: "sequence_length", Type: engine.ArgInt, Required: true, Doc: "frames per sequence (1 to 65536)"},
 			{Name: "step", Type: engine.ArgInt, Default: -1, Doc: "frames between the starts of consecutive sequences (less than 0: sequence_length)"},

@@ -160,8 +160,9 @@ class OpSchema:
                 on = True
             elif kind == "arg":
                 on = bool(self._arg_value(args, cargs[0]))
-            elif kind == "arg_not":
-                on = self._arg_value(args, cargs[0]) != cond.get("value", "")
+            elif kind == "arg_not":  # differs from value and from each of values
+                v = self._arg_value(args, cargs[0])
+                on = v != cond.get("value", "") and v not in (cond.get("values") or [])
             elif kind == "any_given":
                 on = any(args.get(a) is not None for a in cargs)
             elif kind == "inputs_over":
@@ -598,7 +599,7 @@ def convert_arg(arg, v, check_values=True):
                 getattr(v, "shape", None) == ():
             v = v.item()
         if arg.bool_string and isinstance(v, bool):
-            return v  # the engine reads it as "true" / "false"
+            v = "true" if v else "false"
         out = _conv_scalar(kind, v, enum_cls)
     if check_values:
         check_arg_value(arg, out)

@@ -333,3 +333,122 @@ def test_bbox_rotate_without_labels_and_errors():
         _run(lambda x: fn.bbox_rotate(x, angle=9.0, input_shape=[10]), b)
     with pytest.raises(Exception, match="size"):
         _run(lambda x: fn.bbox_rotate(x, angle=9.0, input_shape=[10, 10], size=[1e12, 5]), b)
+
+
+# --- experimental.readers.video -----------------------------------------------------------
+
+def _level_video(tmp_path, name, n):
+    """An MJPEG clip of n frames at 5 fps whose frame i is the flat grey 10 + 20 i."""
+    import shutil
+    import subprocess
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("the ffmpeg command makes the test clips")
+    frames = np.concatenate([np.full((1, 32, 48, 3), 10 + 20 * i, np.uint8) for i in range(n)])
+    path = str(tmp_path / name)
+    subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                    "-s", "48x32", "-r", "5", "-i", "-", "-c:v", "mjpeg", "-q:v", "2",
+                    "-pix_fmt", "yuvj444p", path], input=frames.tobytes(), check=True)
+    return path
+
+
+def _ref_sequences(n, seq_len, step, stride, pad):
+    """DALI's sequences of a video of n frames: starts 0, step, ... whose seq_len * stride
+    frames fit; with padding, those starting inside the video whose start + seq_len *
+    stride <= n + step; each frame's index through the pad mode (-1: constant)."""
+    out = []
+    s = 0
+    while s < n:
+        full = s + seq_len * stride <= n
+        if not full and (pad == "none" or s + seq_len * stride > n + step):
+            break
+        idx = []
+        for i in range(seq_len):
+            j = s + i * stride
+            if j < n:
+                idx.append(j)
+            elif pad == "constant":
+                idx.append(-1)
+            elif pad == "edge":
+                idx.append(n - 1)
+            elif pad == "reflect_101":
+                idx.append(2 * (n - 1) - j)
+            else:  # reflect_1001
+                idx.append(2 * n - 1 - j)
+        out.append(idx)
+        s += step
+    return out
+
+
+def _read_all(kw, batch=1):
+    pipe = godali.Pipeline(batch_size=batch, num_threads=1)
+    with pipe:
+        o = fn.experimental.readers.video(**kw)
+        pipe.set_outputs(*(o if isinstance(o, (list, tuple)) else [o]))
+    n = list(pipe.epoch_size().values())[0]
+    res = [[np.array(t[0].as_array()) for t in pipe.run()] for _ in range(n)]
+    pipe.close()
+    return res
+
+
+@pytest.mark.parametrize("pad", ["none", "constant", "edge", "reflect_101", "reflect_1001"])
+@pytest.mark.parametrize("seq_len,step,stride", [(4, 4, 1), (4, 3, 2), (3, 4, 2), (2, 1, 3)])
+def test_experimental_video_reader_sequences_and_padding(tmp_path, pad, seq_len, step, stride):
+    v10, v7 = _level_video(tmp_path, "v10.avi", 10), _level_video(tmp_path, "v7.avi", 7)
+    got = _read_all(dict(filenames=[v10, v7], labels=[0, 1], sequence_length=seq_len, step=step,
+                         stride=stride, pad_mode=pad, fill_value=[1, 2, 3],
+                         enable_frame_num="sequence", enable_timestamps=True))
+    want = [(0, s) for s in _ref_sequences(10, seq_len, step, stride, pad)] + \
+           [(1, s) for s in _ref_sequences(7, seq_len, step, stride, pad)]
+    assert len(got) == len(want)
+    for (frames, label, fnum, ts), (wl, idx) in zip(got, want):
+        assert frames.shape == (seq_len, 32, 48, 3) and frames.dtype == np.uint8
+        assert int(label[0]) == wl
+        np.testing.assert_array_equal(fnum, idx)
+        for f, j, t in zip(frames, idx, ts):
+            if j < 0:
+                np.testing.assert_array_equal(f.reshape(-1, 3)[0], [1, 2, 3])
+                assert t == -1
+            else:
+                assert abs(float(f.mean()) - (10 + 20 * j)) <= 2  # JPEG of a flat grey
+                assert abs(t - 0.2 * j) < 1e-6
+        assert ts.dtype == np.float64
+
+
+def test_experimental_video_reader_uniform_sample_and_frame_num_forms(tmp_path):
+    v10, v3 = _level_video(tmp_path, "v10.avi", 10), _level_video(tmp_path, "v3.avi", 3)
+    got = _read_all(dict(filenames=[v10, v3], sequence_length=5, uniform_sample=True,
+                         enable_frame_num="sequence"))
+    assert len(got) == 2
+    for (frames, fnum), n in zip(got, [10, 3]):
+        want = np.floor(np.linspace(0, n - 1, 5) + 0.5).astype(int)  # DALI: half away from zero
+        np.testing.assert_array_equal(fnum, want)
+        np.testing.assert_allclose(frames.reshape(5, -1).mean(1), 10 + 20 * want, atol=2)
+    np.testing.assert_array_equal(got[1][1], [0, 1, 1, 2, 2])  # DALI's documented example
+    for flag in [True, "scalar"]:
+        got = _read_all(dict(filenames=[v10], sequence_length=3, step=4, enable_frame_num=flag))
+        assert [int(g[1][0]) for g in got] == [0, 4]
+    got = _read_all(dict(filenames=[v10], sequence_length=3, enable_frame_num=False))
+    assert len(got[0]) == 1
+
+
+def test_experimental_video_reader_file_list_frames(tmp_path):
+    v10, v7 = _level_video(tmp_path, "v10.avi", 10), _level_video(tmp_path, "v7.avi", 7)
+    lst = tmp_path / "list.txt"
+    lst.write_text("%s 3 2 8\n%s 4 1 -2\n" % (v10, v7))
+    got = _read_all(dict(file_list=str(lst), sequence_length=2, file_list_format="frames",
+                         enable_frame_num="sequence"))
+    # [2, 8) of v10 and [1, 7 - 2) of v7
+    assert [(int(g[1][0]), g[2].tolist()) for g in got] == \
+        [(3, [2, 3]), (3, [4, 5]), (3, [6, 7]), (4, [1, 2]), (4, [3, 4])]
+
+
+def test_experimental_video_reader_argument_errors(tmp_path):
+    v10 = _level_video(tmp_path, "v10.avi", 10)
+    for kw, arg in [(dict(pad_mode="wrap"), "pad_mode"), (dict(fill_value=[300]), "fill_value"),
+                    (dict(enable_frame_num="all"), "enable_frame_num"),
+                    (dict(sequence_length=10**9), "sequence_length"),
+                    (dict(file_list_rounding="nearest"), "file_list_rounding")]:
+        args = dict(filenames=[v10], sequence_length=2)
+        args.update(kw)
+        with pytest.raises(Exception, match=arg):
+            _read_all(args)
