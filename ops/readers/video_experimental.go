@@ -53,7 +53,8 @@ func registerExperimentalVideoReader() {
 	engine.RegisterBackend(experimentalVideoReader, "cpu", newVideoReader)
 }
 
-// videoMaxSequence bounds sequence_length: every sample holds that many frames.
+// videoMaxSequence bounds sequence_length: every sample holds that many frames (the
+// reader also bounds the sample's pixels, max_image_pixels).
 const videoMaxSequence = 1 << 16
 
 type videoPad int

@@ -452,3 +452,78 @@ def test_experimental_video_reader_argument_errors(tmp_path):
         args.update(kw)
         with pytest.raises(Exception, match=arg):
             _read_all(args)
+
+
+# --- decoders.inflate ---------------------------------------------------------------------
+
+def _lz4_literal_block(data):
+    """An LZ4 block of literals only (valid per the block format): the reference encoder
+    when the lz4 package is absent."""
+    n = len(data)
+    out = bytearray([min(n, 15) << 4])
+    if n >= 15:
+        r = n - 15
+        while r >= 255:
+            out.append(255)
+            r -= 255
+        out.append(r)
+    return bytes(out) + bytes(data)
+
+
+def _lz4_compress(data):
+    try:
+        import lz4.block
+    except ImportError:
+        return _lz4_literal_block(data)
+    return lz4.block.compress(data, store_size=False)
+
+
+def test_inflate_single_chunks_any_dtype():
+    arrays = [RNG.integers(0, 5, size=(7, 9, 3)).astype(np.uint8),
+              np.tile(np.arange(40, dtype=np.float32), 30).reshape(30, 40),
+              np.zeros((0, 4), np.float32) + 1]
+    for a, dt in zip(arrays[:2], [types.UINT8, types.FLOAT]):
+        comp = [np.frombuffer(_lz4_compress(a.tobytes()), np.uint8)]
+        for name in ("decoders", "experimental"):
+            f = getattr(fn, name).inflate
+            (got,), lay = _run(lambda x: f(x, shape=list(a.shape), dtype=dt, layout="HWC"[:a.ndim]), comp)
+            assert lay == ["HWC"[:a.ndim]]
+            np.testing.assert_array_equal(got[0], a)
+    comp = [np.frombuffer(_lz4_literal_block(arrays[0].tobytes()), np.uint8)]
+    (got,), _ = _run(lambda x: fn.decoders.inflate(x, shape=[7, 9, 3]), comp)
+    np.testing.assert_array_equal(got[0], arrays[0])
+
+
+def test_inflate_chunks_as_sequences():
+    frames = [RNG.integers(0, 3, size=(4, 6, 3)).astype(np.uint8) for _ in range(3)]
+    parts = [_lz4_compress(f.tobytes()) for f in frames]
+    sample = np.frombuffer(b"".join(parts), np.uint8)
+    sizes = np.array([len(p) for p in parts], np.int32)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+    want = np.stack(frames)
+    for kw in (dict(chunk_sizes=sizes), dict(chunk_offsets=offsets),
+               dict(chunk_offsets=offsets, chunk_sizes=sizes)):
+        (got,), lay = _run(lambda x: fn.decoders.inflate(x, shape=[4, 6, 3], layout="HWC", **kw), [sample])
+        assert lay == ["FHWC"]
+        np.testing.assert_array_equal(got[0], want)
+    (got,), _ = _run(lambda x, s: fn.decoders.inflate(x, shape=[4, 6, 3], chunk_sizes=s), [sample], [sizes])
+    np.testing.assert_array_equal(got[0], want)
+
+
+def test_inflate_errors_are_bounded_and_named():
+    data = np.arange(64, dtype=np.uint8)
+    comp = [np.frombuffer(_lz4_compress(data.tobytes()), np.uint8)]
+    with pytest.raises(RuntimeError, match="inflates to more than the 60 bytes"):
+        _run(lambda x: fn.decoders.inflate(x, shape=[60]), comp)
+    with pytest.raises(RuntimeError, match="inflates to 64 bytes"):
+        _run(lambda x: fn.decoders.inflate(x, shape=[70]), comp)
+    with pytest.raises(RuntimeError, match="shape"):
+        _run(lambda x: fn.decoders.inflate(x, shape=[1 << 20, 1 << 20]), comp)
+    with pytest.raises(RuntimeError, match="LZ4 expands at most"):
+        _run(lambda x: fn.decoders.inflate(x, shape=[1 << 20]), comp)
+    with pytest.raises(RuntimeError, match="not an LZ4 block"):
+        _run(lambda x: fn.decoders.inflate(x, shape=[64]), [np.array([0x50, 1, 2], np.uint8)])
+    with pytest.raises(RuntimeError, match="outside"):
+        _run(lambda x: fn.decoders.inflate(x, shape=[64], chunk_offsets=[0, 500]), comp)
+    with pytest.raises(Exception, match="algorithm"):
+        _run(lambda x: fn.decoders.inflate(x, shape=[64], algorithm="zstd"), comp)
