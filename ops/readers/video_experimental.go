@@ -38,8 +38,8 @@ func registerExperimentalVideoReader() {
 			{Name: "file_root", Type: engine.ArgString, Default: "", Doc: "directory: each sorted subdirectory is a class, all its files are videos"},
 			{Name: "file_list", Type: engine.ArgString, Default: "", Doc: "text file of \"path label [start [end]]\" lines (see file_list_format)"},
 			{Name: "file_list_format", Type: engine.ArgString, Default: "timestamps", Doc: "file_list's start and end: timestamps (seconds) or frames (frame numbers, a negative end counts from the end)"},
-			{Name: "file_list_rounding", Type: engine.ArgString, Default: "start_down_end_up", Doc: "timestamps between frames: start_down_end_up, start_up_end_down, all_up or all_down"},
-			{Name: "file_list_include_end", Type: engine.ArgBool, Default: true, Doc: "with timestamps, the frame at end is part of the range"},
+			{Name: "file_list_rounding", Type: engine.ArgString, Default: "start_down_end_up", Doc: "fractional frame numbers in file_list: start_down_end_up, start_up_end_down, all_up or all_down (times map to the frame shown at that time, as in DALI 2.4)"},
+			{Name: "file_list_include_end", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility: the end frame is excluded either way, as DALI 2.4's CPU reader does"},
 			{Name: "enable_frame_num", Type: engine.ArgString, Default: "none", BoolString: true, Doc: "frame number output: none (or False), scalar (or True: the first frame's) or sequence (every frame's)"},
 			{Name: "enable_timestamps", Type: engine.ArgBool, Default: false, Doc: "add the timestamps output"},
 			{Name: "pad_mode", Type: engine.ArgString, Default: "none", Doc: "sequences running past the end of a video: none (not read), constant, edge (or repeat), reflect_1001 (or symmetric), reflect_101 (or reflect)"},
@@ -84,7 +84,6 @@ type videoReaderOptions struct {
 	uniform              bool
 	listFrames           bool
 	startUp, endUp       bool
-	includeEnd           bool
 	filenamesGiven, list bool
 }
 
@@ -145,29 +144,24 @@ func (x *videoReaderOptions) parse(a *engine.Args) error {
 	default:
 		return a.Errorf("file_list_rounding", "expected start_down_end_up, start_up_end_down, all_up or all_down, got %q", r)
 	}
-	x.includeEnd = a.Bool("file_list_include_end")
 	return nil
 }
 
-// sequenceStarts appends a video's sequences over frames [lo, hi): DALI's rule, every
-// start whose seqLen * stride frames fit (seqLen * stride, not the span (seqLen-1) *
-// stride + 1), and with padding those starting before hi whose start + seqLen * stride
-// <= hi + step; uniform sampling gives one.
+// sequenceStarts appends a video's sequences over frames [lo, hi), as DALI's loader:
+// every start lo, lo + step, ... whose seqLen * stride frames fit (seqLen * stride, not
+// the span (seqLen-1) * stride + 1), then, with padding, one more from the first start
+// that did not fit, if it lies inside the range; uniform sampling gives one.
 func (x *videoReaderOptions) sequenceStarts(dst []videoSeq, file, lo, hi, seqLen, step, stride int) []videoSeq {
 	if x.uniform {
 		return append(dst, videoSeq{int32(file), int32(lo), int32(hi - lo)})
 	}
 	need := seqLen * stride
-	for s := lo; s < hi; s += step {
-		full := s+need <= hi
-		if !full && (x.pad == padNone || s+need > hi+step) {
-			break
-		}
-		count := seqLen
-		if !full {
-			count = 1 + (hi-1-s)/stride
-		}
-		dst = append(dst, videoSeq{int32(file), int32(s), int32(min(count, seqLen))})
+	s := lo
+	for ; s+need <= hi; s += step {
+		dst = append(dst, videoSeq{int32(file), int32(s), int32(seqLen)})
+	}
+	if x.pad != padNone && s < hi {
+		dst = append(dst, videoSeq{int32(file), int32(s), int32(min(1+(hi-1-s)/stride, seqLen))})
 	}
 	return dst
 }
@@ -204,32 +198,31 @@ func (r *videoReader) frameIndices(idx []int, seq videoSeq, n int) {
 }
 
 // frameRange is the part [lo, hi) of a file_list entry's video (n frames at fps) that
-// its sequences come from: start and end as frame numbers (a negative end counts from
-// the end, 0 or none: the end) or as times rounded to frames as file_list_rounding says;
-// with file_list_include_end, an end time that falls on a frame takes that frame in.
+// its sequences come from, as DALI 2.4's loader reads "start end": frame numbers
+// (negative ones count from the end) rounded as file_list_rounding says, or times, each
+// the frame shown at that time (DALI 2.4 maps times so whatever the rounding); end is
+// exclusive (DALI 2.4 reads file_list_include_end and, in every case tried, excludes the
+// end frame all the same). As DALI's, an entry with a start and no end (end 0) has no
+// frames: the file is skipped.
 func (x *videoReaderOptions) frameRange(f *videoFile, n int, fps float64) (lo, hi int, err error) {
 	const eps = 1e-6
+	s, e := f.start, f.end
 	if x.listFrames {
-		lo, hi = int(f.start), int(f.end)
-		if f.end <= 0 {
-			hi = n + int(f.end)
+		if s < 0 {
+			s += float64(n)
 		}
-	} else {
-		s, e := f.start*fps, f.end*fps
-		if f.end <= 0 {
+		if e < 0 {
 			e += float64(n)
 		}
-		lo = int(math.Floor(s + eps))
+		lo, hi = int(math.Floor(s+eps)), int(math.Floor(e+eps))
 		if x.startUp {
 			lo = int(math.Ceil(s - eps))
 		}
-		hi = int(math.Floor(e + eps))
 		if x.endUp {
 			hi = int(math.Ceil(e - eps))
 		}
-		if x.includeEnd && math.Abs(e-math.Round(e)) < eps && f.end > 0 {
-			hi = int(math.Round(e)) + 1
-		}
+	} else {
+		lo, hi = int(math.Floor(s*fps+eps)), int(math.Floor(e*fps+eps))
 	}
 	lo, hi = max(lo, 0), min(hi, n)
 	if lo > hi {

@@ -440,6 +440,11 @@ def test_experimental_video_reader_file_list_frames(tmp_path):
     # [2, 8) of v10 and [1, 7 - 2) of v7
     assert [(int(g[1][0]), g[2].tolist()) for g in got] == \
         [(3, [2, 3]), (3, [4, 5]), (3, [6, 7]), (4, [1, 2]), (4, [3, 4])]
+    # Times (5 fps): the frames shown at 0.3 s and 1.1 s bound [1, 5), as DALI 2.4 reads
+    # them; an entry with a start and no end has no frames and is skipped, as DALI's.
+    lst.write_text("%s 3 0.3 1.1\n%s 4 0.5\n" % (v10, v7))
+    got = _read_all(dict(file_list=str(lst), sequence_length=2, enable_frame_num="sequence"))
+    assert [(int(g[1][0]), g[2].tolist()) for g in got] == [(3, [1, 2]), (3, [3, 4])]
 
 
 def test_experimental_video_reader_argument_errors(tmp_path):
