@@ -17,8 +17,8 @@ func registerExperimentalVideoReader() {
 		Doc: "Reads sequences of sequence_length frames from video files, as DALI's experimental.readers.video " +
 			"(readers.video's decoding: FFmpeg's libavformat and libavcodec, opened at run time). Every video " +
 			"gives the sequences starting at frames 0, step, 2*step, ... whose sequence_length * stride frames " +
-			"fit in it; with a pad_mode other than \"none\" also those starting before the end whose start + " +
-			"sequence_length * stride <= frames + step, their frames past the end replaced as pad_mode says " +
+			"fit in it; with a pad_mode other than \"none\" one more, from the next start if it lies in the " +
+			"video, its frames past the end replaced as pad_mode says " +
 			"(constant: fill_value; edge: the video's last frame; reflect_101 / reflect_1001: the frame " +
 			"mirrored at the video's end). uniform_sample reads one sequence per video instead, frames " +
 			"round(linspace(start, end - 1, sequence_length)). Outputs the frames (FHWC uint8 RGB), then the " +
