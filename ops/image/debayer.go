@@ -31,8 +31,8 @@ func registerDebayer(name string) {
 				Doc: "(y, x) of blue in the 2x2 Bayer tile that starts at the second row and column (OpenCV's " +
 					"convention): (0, 0) BGGR/BG, (0, 1) GBRG/GB, (1, 0) GRBG/GR, (1, 1) RGGB/RG; may come per sample"},
 			{Name: "algorithm", Type: engine.ArgString,
-				Doc: "demosaicing algorithm: bilinear_ocv (the default on the CPU, as DALI's; the GPU's default_npp is accepted " +
-					"as a synonym); DALI's edgeaware_ocv, vng_ocv and gray_ocv are not implemented"},
+				Doc: "demosaicing algorithm: bilinear_ocv (the default on the CPU, as DALI's; DALI's GPU default_npp is " +
+					"refused on the CPU, as DALI does); DALI's edgeaware_ocv, vng_ocv and gray_ocv are not implemented"},
 		},
 	})
 	engine.RegisterBackend(name, "cpu", newDebayer)
@@ -40,7 +40,9 @@ func registerDebayer(name string) {
 
 func newDebayer(a *engine.Args) (engine.Operator, error) {
 	switch alg := a.String("algorithm"); alg {
-	case "", "bilinear_ocv", "default_npp":
+	case "", "bilinear_ocv":
+	case "default_npp":
+		return nil, a.Errorf("algorithm", "default_npp is DALI's GPU algorithm; on the CPU use bilinear_ocv")
 	case "edgeaware_ocv", "vng_ocv", "gray_ocv":
 		return nil, a.Errorf("algorithm", "%q is not implemented in godali: use bilinear_ocv", alg)
 	default:
