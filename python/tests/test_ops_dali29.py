@@ -337,6 +337,19 @@ def test_bbox_rotate_without_labels_and_errors():
 
 # --- experimental.readers.video -----------------------------------------------------------
 
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory):
+    """Makes (once per module) and returns _level_video clips by name."""
+    root = tmp_path_factory.mktemp("clips")
+    made = {}
+
+    def clip(name, n):
+        if name not in made:
+            made[name] = _level_video(root, name, n)
+        return made[name]
+    return clip
+
+
 def _level_video(tmp_path, name, n):
     """An MJPEG clip of n frames at 5 fps whose frame i is the flat grey 10 + 20 i."""
     import shutil
@@ -392,8 +405,8 @@ def _read_all(kw, batch=1):
 
 @pytest.mark.parametrize("pad", ["none", "constant", "edge", "reflect_101", "reflect_1001"])
 @pytest.mark.parametrize("seq_len,step,stride", [(4, 4, 1), (4, 3, 2), (3, 4, 2), (2, 1, 3)])
-def test_experimental_video_reader_sequences_and_padding(tmp_path, pad, seq_len, step, stride):
-    v10, v7 = _level_video(tmp_path, "v10.avi", 10), _level_video(tmp_path, "v7.avi", 7)
+def test_experimental_video_reader_sequences_and_padding(clips, pad, seq_len, step, stride):
+    v10, v7 = clips("v10.avi", 10), clips("v7.avi", 7)
     got = _read_all(dict(filenames=[v10, v7], labels=[0, 1], sequence_length=seq_len, step=step,
                          stride=stride, pad_mode=pad, fill_value=[1, 2, 3],
                          enable_frame_num="sequence", enable_timestamps=True))
@@ -414,8 +427,8 @@ def test_experimental_video_reader_sequences_and_padding(tmp_path, pad, seq_len,
         assert ts.dtype == np.float64
 
 
-def test_experimental_video_reader_uniform_sample_and_frame_num_forms(tmp_path):
-    v10, v3 = _level_video(tmp_path, "v10.avi", 10), _level_video(tmp_path, "v3.avi", 3)
+def test_experimental_video_reader_uniform_sample_and_frame_num_forms(clips):
+    v10, v3 = clips("v10.avi", 10), clips("v3.avi", 3)
     got = _read_all(dict(filenames=[v10, v3], sequence_length=5, uniform_sample=True,
                          enable_frame_num="sequence"))
     assert len(got) == 2
@@ -431,8 +444,8 @@ def test_experimental_video_reader_uniform_sample_and_frame_num_forms(tmp_path):
     assert len(got[0]) == 1
 
 
-def test_experimental_video_reader_file_list_frames(tmp_path):
-    v10, v7 = _level_video(tmp_path, "v10.avi", 10), _level_video(tmp_path, "v7.avi", 7)
+def test_experimental_video_reader_file_list_frames(clips, tmp_path):
+    v10, v7 = clips("v10.avi", 10), clips("v7.avi", 7)
     lst = tmp_path / "list.txt"
     lst.write_text("%s 3 2 8\n%s 4 1 -2\n" % (v10, v7))
     got = _read_all(dict(file_list=str(lst), sequence_length=2, file_list_format="frames",
@@ -447,8 +460,8 @@ def test_experimental_video_reader_file_list_frames(tmp_path):
     assert [(int(g[1][0]), g[2].tolist()) for g in got] == [(3, [1, 2]), (3, [3, 4])]
 
 
-def test_experimental_video_reader_argument_errors(tmp_path):
-    v10 = _level_video(tmp_path, "v10.avi", 10)
+def test_experimental_video_reader_argument_errors(clips):
+    v10 = clips("v10.avi", 10)
     for kw, arg in [(dict(pad_mode="wrap"), "pad_mode"), (dict(fill_value=[300]), "fill_value"),
                     (dict(enable_frame_num="all"), "enable_frame_num"),
                     (dict(sequence_length=10**9), "sequence_length"),
