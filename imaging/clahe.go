@@ -37,7 +37,9 @@ func (p *CLAHE) Apply(dst, src []uint8, h, w, stride, step int) {
 	lutScale := float32(255) / float32(area)
 	clip := 0
 	if p.ClipLimit > 0 {
-		clip = max(int(p.ClipLimit*float64(area)/256), 1)
+		// A limit past the tile's area clips nothing: capped there, the conversion to
+		// int stays defined for any clip_limit.
+		clip = max(int(min(p.ClipLimit*float64(area)/256, float64(area)+1)), 1)
 	}
 	if cap(p.lut) < tx*ty*256 {
 		p.lut = make([]uint8, tx*ty*256)

@@ -207,6 +207,20 @@ func (r *videoReader) frameIndices(idx []int, seq videoSeq, n int) {
 func (x *videoReaderOptions) frameRange(f *videoFile, n int, fps float64) (lo, hi int, err error) {
 	const eps = 1e-6
 	s, e := f.start, f.end
+	down := func(v float64) int { // Extent: a NaN or huge time reads as outside the video
+		i, ok := engine.Extent(v+eps, math.Floor)
+		if !ok {
+			return n
+		}
+		return i
+	}
+	up := func(v float64) int {
+		i, ok := engine.Extent(v-eps, math.Ceil)
+		if !ok {
+			return n
+		}
+		return i
+	}
 	if x.listFrames {
 		if s < 0 {
 			s += float64(n)
@@ -214,15 +228,15 @@ func (x *videoReaderOptions) frameRange(f *videoFile, n int, fps float64) (lo, h
 		if e < 0 {
 			e += float64(n)
 		}
-		lo, hi = int(math.Floor(s+eps)), int(math.Floor(e+eps))
+		lo, hi = down(s), down(e)
 		if x.startUp {
-			lo = int(math.Ceil(s - eps))
+			lo = up(s)
 		}
 		if x.endUp {
-			hi = int(math.Ceil(e - eps))
+			hi = up(e)
 		}
 	} else {
-		lo, hi = int(math.Floor(s*fps+eps)), int(math.Floor(e*fps+eps))
+		lo, hi = down(s*fps), down(e*fps)
 	}
 	lo, hi = max(lo, 0), min(hi, n)
 	if lo > hi {
