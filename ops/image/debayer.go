@@ -31,19 +31,23 @@ func registerDebayer(name string) {
 				Doc: "(y, x) of blue in the 2x2 Bayer tile that starts at the second row and column (OpenCV's " +
 					"convention): (0, 0) BGGR/BG, (0, 1) GBRG/GB, (1, 0) GRBG/GR, (1, 1) RGGB/RG; may come per sample"},
 			{Name: "algorithm", Type: engine.ArgString,
-				Doc: "demosaicing algorithm: bilinear_ocv (the default on the CPU, as DALI's; DALI's GPU default_npp is " +
-					"refused on the CPU, as DALI does); DALI's edgeaware_ocv, vng_ocv and gray_ocv are not implemented"},
+				Doc: "demosaicing algorithm: bilinear_ocv (the default on the CPU, as DALI's) or gray_ocv (the luma of " +
+					"the bilinear estimates, one channel: cv2.COLOR_Bayer*2GRAY); DALI's GPU default_npp is refused on the " +
+					"CPU, as DALI does; DALI's edgeaware_ocv and vng_ocv are not implemented"},
 		},
 	})
 	engine.RegisterBackend(name, "cpu", newDebayer)
 }
 
 func newDebayer(a *engine.Args) (engine.Operator, error) {
+	o := &debayerOp{args: a, ch: 3}
 	switch alg := a.String("algorithm"); alg {
 	case "", "bilinear_ocv":
+	case "gray_ocv":
+		o.ch = 1
 	case "default_npp":
 		return nil, a.Errorf("algorithm", "default_npp is DALI's GPU algorithm; on the CPU use bilinear_ocv")
-	case "edgeaware_ocv", "vng_ocv", "gray_ocv":
+	case "edgeaware_ocv", "vng_ocv":
 		return nil, a.Errorf("algorithm", "%q is not implemented in godali: use bilinear_ocv", alg)
 	default:
 		return nil, a.Errorf("algorithm", "unknown algorithm %q: expected bilinear_ocv, edgeaware_ocv, vng_ocv or gray_ocv", alg)
@@ -53,7 +57,7 @@ func newDebayer(a *engine.Args) (engine.Operator, error) {
 			return nil, a.Errorf("blue_position", "%s", err)
 		}
 	}
-	return &debayerOp{args: a}, nil
+	return o, nil
 }
 
 // bluePosition checks a (y, x) position in the 2x2 tile.
@@ -67,6 +71,7 @@ func bluePosition[T int | int64](v []T) ([2]int, string) {
 type debayerOp struct {
 	args *engine.Args
 	seq  bool
+	ch   int // output channels: 3 (RGB), 1 (gray_ocv)
 }
 
 type debayerState struct {
@@ -87,7 +92,7 @@ func (o *debayerOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if layout[len(layout)-1] == 'C' && m.Shape[len(m.Shape)-1] > 1 {
 		return nil, o.args.Invalidf("input %s %v must have 1 channel (raw sensor data)", layout, m.Shape)
 	}
-	out := engine.TensorMeta{DType: m.DType, Layout: "HWC", Shape: []int{m.Shape[0], m.Shape[1], 3}}
+	out := engine.TensorMeta{DType: m.DType, Layout: "HWC", Shape: []int{m.Shape[0], m.Shape[1], o.ch}}
 	if o.seq {
 		out.Layout, out.Shape = "FHWC", []int{m.Shape[0], m.Shape[1], m.Shape[2], 3}
 	}
@@ -112,10 +117,10 @@ func (o *debayerOp) Setup(ws *engine.Workspace) error {
 		return o.args.DataErrorf(ws, "The height and width of the image to debayer must be even, got %d x %d", h, w)
 	}
 	if o.seq {
-		out.SetShape(f, h, w, 3)
+		out.SetShape(f, h, w, o.ch)
 		out.Layout = "FHWC"
 	} else {
-		out.SetShape(h, w, 3)
+		out.SetShape(h, w, o.ch)
 		out.Layout = "HWC"
 	}
 	return nil
@@ -142,7 +147,8 @@ func (o *debayerOp) Run(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
 	f, h, w := o.frameShape(in.Shape)
 	n := h * w
-	st.src, st.dst = growI32(st.src, n), growI32(st.dst, 3*n)
+	on := o.ch * n // output values per frame
+	st.src, st.dst = growI32(st.src, n), growI32(st.dst, on)
 	wide := in.DType == engine.UInt16
 	for fr := 0; fr < f; fr++ {
 		if wide {
@@ -155,14 +161,18 @@ func (o *debayerOp) Run(ws *engine.Workspace) error {
 				st.src[i] = int32(x)
 			}
 		}
-		DebayerBilinear(st.dst, st.src, h, w, bp)
+		if o.ch == 1 {
+			DebayerGray(st.dst, st.src, h, w, bp)
+		} else {
+			DebayerBilinear(st.dst, st.src, h, w, bp)
+		}
 		if wide {
-			b := out.Data[fr*3*n*2:]
+			b := out.Data[fr*on*2:]
 			for i, x := range st.dst {
 				binary.LittleEndian.PutUint16(b[2*i:], uint16(x))
 			}
 		} else {
-			b := out.Data[fr*3*n:]
+			b := out.Data[fr*on:]
 			for i, x := range st.dst {
 				b[i] = uint8(x)
 			}
@@ -216,5 +226,53 @@ func DebayerBilinear(dst, src []int32, h, w int, bp [2]int) {
 	if h > 2 {
 		copy(dst[:3*w], dst[3*w:6*w])
 		copy(dst[3*w*(h-1):3*w*h], dst[3*w*(h-2):3*w*(h-1)])
+	}
+}
+
+// Luma weights of OpenCV's Bayer->gray conversion, in 14-bit fixed point.
+const (
+	bayerR2Y, bayerG2Y, bayerB2Y = 4899, 9617, 1868
+)
+
+// DebayerGray writes the luma (h x w) of the Bayer mosaic src into dst, as OpenCV's
+// Bayer->gray conversion (cv2.COLOR_Bayer*2GRAY, DALI's gray_ocv): at an inner pixel the
+// bilinear estimates of R, G and B weighted 0.299, 0.587, 0.114 in 14-bit fixed point,
+// their sums kept whole until one rounding; borders as DebayerBilinear's.
+func DebayerGray(dst, src []int32, h, w int, bp [2]int) {
+	clear(dst[:h*w])
+	by, bx := (bp[0]+1)%2, (bp[1]+1)%2
+	for y := 1; y < h-1; y++ {
+		up, row, dn := src[(y-1)*w:y*w], src[y*w:(y+1)*w], src[(y+1)*w:(y+2)*w]
+		d := dst[y*w : (y+1)*w]
+		blueRow := y%2 == by
+		for x := 1; x < w-1; x++ {
+			blueCol := x%2 == bx
+			var v int64
+			switch {
+			case blueRow == blueCol: // a blue or red site: 4 diagonal, 4 green neighbours
+				kc, kd := int64(bayerB2Y), int64(bayerR2Y)
+				if !blueRow {
+					kc, kd = kd, kc
+				}
+				diag := int64(up[x-1] + up[x+1] + dn[x-1] + dn[x+1])
+				orth := int64(up[x] + dn[x] + row[x-1] + row[x+1])
+				v = (diag*kd + orth*bayerG2Y + int64(row[x])*4*kc + 1<<15) >> 16
+			default: // green: one colour above and below, the other left and right
+				kv, kh := int64(bayerR2Y), int64(bayerB2Y) // blue row: red above and below
+				if !blueRow {
+					kv, kh = kh, kv
+				}
+				vt, hz := int64(up[x]+dn[x]), int64(row[x-1]+row[x+1])
+				v = (vt*kv + hz*kh + int64(row[x])*2*bayerG2Y + 1<<14) >> 15
+			}
+			d[x] = int32(v)
+		}
+		if w > 2 {
+			d[0], d[w-1] = d[1], d[w-2]
+		}
+	}
+	if h > 2 {
+		copy(dst[:w], dst[w:2*w])
+		copy(dst[w*(h-1):w*h], dst[w*(h-2):w*(h-1)])
 	}
 }

@@ -64,3 +64,35 @@ func TestBluePositionRejectsOutOfTile(t *testing.T) {
 		t.Errorf("blue_position [1 0]: %v %q", p, msg)
 	}
 }
+
+// TestDebayerGrayOfFlatColour: a scene of one colour (R, G, B) seen through any Bayer
+// tile has the luma round(0.299 R + 0.587 G + 0.114 B) (OpenCV's 14-bit weights) at every
+// pixel, borders included.
+func TestDebayerGrayOfFlatColour(t *testing.T) {
+	const h, w = 6, 8
+	rgb := [3]int32{200, 90, 30}
+	want := (int64(rgb[0])*bayerR2Y + int64(rgb[1])*bayerG2Y + int64(rgb[2])*bayerB2Y + 1<<13) >> 14
+	for _, bp := range [][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}} {
+		by, bx := (bp[0]+1)%2, (bp[1]+1)%2
+		src := make([]int32, h*w)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				switch {
+				case y%2 == by && x%2 == bx:
+					src[y*w+x] = rgb[2]
+				case y%2 != by && x%2 != bx:
+					src[y*w+x] = rgb[0]
+				default:
+					src[y*w+x] = rgb[1]
+				}
+			}
+		}
+		dst := make([]int32, h*w)
+		DebayerGray(dst, src, h, w, bp)
+		for i, v := range dst {
+			if int64(v) != want {
+				t.Fatalf("tile %v: pixel %d = %d, want %d", bp, i, v, want)
+			}
+		}
+	}
+}

@@ -3,7 +3,7 @@
 DALI's CLAHE tests use as the reference), SciPy (ndimage.correlate for filter) and numpy
 implementations written here (bbox_rotate, the LZ4 block format).
 
-Tolerances: debayer exactly; filter within 1 level (uint8) of scipy's float64 correlation
+Tolerances: debayer (bilinear_ocv and gray_ocv) exactly; filter within 1 level (uint8) of scipy's float64 correlation
 rounded half to even; remap within 1 level of cv2.remap (LINEAR) and exactly for NEAREST
 but at pixels whose source coordinate lies within float rounding of a pixel boundary;
 clahe within 1 level of cv2 on at least 99% of pixels; bbox_rotate within 1e-5; inflate
@@ -73,6 +73,20 @@ def test_debayer_matches_opencv_per_sample_pattern(dtype):
         np.testing.assert_array_equal(g, ref)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_debayer_gray_ocv_matches_opencv(dtype):
+    shapes = [(8, 10), (6, 6), (2, 2), (16, 12)]
+    imgs = [RNG.integers(0, np.iinfo(dtype).max + 1, size=s).astype(dtype) for s in shapes]
+    pos = [np.array(p, dtype=np.int32) for p in [(0, 0), (0, 1), (1, 0), (1, 1)]]
+    (got,), lay = _run(lambda x, b: fn.debayer(x, blue_position=b, algorithm="gray_ocv"),
+                       imgs, pos, layouts=["HW", ""])
+    assert lay == ["HWC"]
+    for img, p, g in zip(imgs, pos, got):
+        ref = cv2.cvtColor(img, getattr(cv2, "COLOR_Bayer%s2GRAY" % BAYER[tuple(p)]))
+        assert g.dtype == dtype and g.shape == img.shape + (1,)
+        np.testing.assert_array_equal(g[..., 0], ref)
+
+
 def test_debayer_sequences_and_experimental_name():
     seq = [RNG.integers(0, 256, size=(3, 6, 8, 1), dtype=np.uint8) for _ in range(2)]
     (a, b), lay = _run(lambda x: [fn.experimental.debayer(x, blue_position=[1, 1]),
@@ -92,6 +106,8 @@ def test_debayer_errors():
     ok = [np.zeros((4, 6), np.uint8)]
     with pytest.raises(Exception, match="blue_position"):
         _run(lambda x: fn.debayer(x, blue_position=[0, 2]), ok, layouts=["HW"])
+    with pytest.raises(Exception, match="default_npp"):
+        _run(lambda x: fn.debayer(x, blue_position=[0, 0], algorithm="default_npp"), ok, layouts=["HW"])
     with pytest.raises(Exception, match="vng_ocv"):
         _run(lambda x: fn.debayer(x, blue_position=[0, 0], algorithm="vng_ocv"), ok, layouts=["HW"])
     with pytest.raises(Exception):
