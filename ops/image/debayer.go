@@ -32,8 +32,9 @@ func registerDebayer(name string) {
 					"convention): (0, 0) BGGR/BG, (0, 1) GBRG/GB, (1, 0) GRBG/GR, (1, 1) RGGB/RG; may come per sample"},
 			{Name: "algorithm", Type: engine.ArgString,
 				Doc: "demosaicing algorithm: bilinear_ocv (the default on the CPU, as DALI's) or gray_ocv (the luma of " +
-					"the bilinear estimates, one channel: cv2.COLOR_Bayer*2GRAY); DALI's GPU default_npp is refused on the " +
-					"CPU, as DALI does; DALI's edgeaware_ocv and vng_ocv are not implemented"},
+					"the bilinear estimates, one channel: cv2.COLOR_Bayer*2GRAY) or edgeaware_ocv (green at a red or blue " +
+					"site from the pair of neighbours that differ less: cv2.COLOR_Bayer*2RGB_EA); DALI's GPU default_npp " +
+					"is refused on the CPU, as DALI does; DALI's vng_ocv is not implemented"},
 		},
 	})
 	engine.RegisterBackend(name, "cpu", newDebayer)
@@ -45,9 +46,11 @@ func newDebayer(a *engine.Args) (engine.Operator, error) {
 	case "", "bilinear_ocv":
 	case "gray_ocv":
 		o.ch = 1
+	case "edgeaware_ocv":
+		o.edgeAware = true
 	case "default_npp":
 		return nil, a.Errorf("algorithm", "default_npp is DALI's GPU algorithm; on the CPU use bilinear_ocv")
-	case "edgeaware_ocv", "vng_ocv":
+	case "vng_ocv":
 		return nil, a.Errorf("algorithm", "%q is not implemented in godali: use bilinear_ocv", alg)
 	default:
 		return nil, a.Errorf("algorithm", "unknown algorithm %q: expected bilinear_ocv, edgeaware_ocv, vng_ocv or gray_ocv", alg)
@@ -72,6 +75,8 @@ type debayerOp struct {
 	args *engine.Args
 	seq  bool
 	ch   int // output channels: 3 (RGB), 1 (gray_ocv)
+	// edgeAware: edgeaware_ocv (green along the smoother direction)
+	edgeAware bool
 }
 
 type debayerState struct {
@@ -163,6 +168,8 @@ func (o *debayerOp) Run(ws *engine.Workspace) error {
 		}
 		if o.ch == 1 {
 			DebayerGray(st.dst, st.src, h, w, bp)
+		} else if o.edgeAware {
+			DebayerEdgeAware(st.dst, st.src, h, w, bp)
 		} else {
 			DebayerBilinear(st.dst, st.src, h, w, bp)
 		}
@@ -274,5 +281,57 @@ func DebayerGray(dst, src []int32, h, w int, bp [2]int) {
 	if h > 2 {
 		copy(dst[:w], dst[w:2*w])
 		copy(dst[w*(h-1):w*h], dst[w*(h-2):w*(h-1)])
+	}
+}
+
+// DebayerEdgeAware is DebayerBilinear with OpenCV's edge-aware green
+// (cv2.COLOR_Bayer*2RGB_EA, DALI's edgeaware_ocv): at a red or blue site green is the
+// mean of the vertical pair when the horizontal pair differs more, else of the
+// horizontal pair; the two-neighbour means round half up, the diagonal mean as
+// DebayerBilinear's; borders alike.
+func DebayerEdgeAware(dst, src []int32, h, w int, bp [2]int) {
+	clear(dst[:3*h*w])
+	by, bx := (bp[0]+1)%2, (bp[1]+1)%2
+	abs := func(v int32) int32 {
+		if v < 0 {
+			return -v
+		}
+		return v
+	}
+	for y := 1; y < h-1; y++ {
+		up, row, dn := src[(y-1)*w:y*w], src[y*w:(y+1)*w], src[(y+1)*w:(y+2)*w]
+		d := dst[y*w*3 : (y+1)*w*3]
+		blueRow := y%2 == by
+		for x := 1; x < w-1; x++ {
+			hz := (row[x-1] + row[x+1] + 1) >> 1
+			vt := (up[x] + dn[x] + 1) >> 1
+			p := d[3*x : 3*x+3]
+			blueCol := x%2 == bx
+			switch {
+			case blueRow == blueCol: // a blue or red site
+				g := hz
+				if abs(row[x-1]-row[x+1]) > abs(up[x]-dn[x]) {
+					g = vt
+				}
+				diag := (up[x-1] + up[x+1] + dn[x-1] + dn[x+1] + 2) >> 2
+				if blueRow {
+					p[0], p[1], p[2] = diag, g, row[x]
+				} else {
+					p[0], p[1], p[2] = row[x], g, diag
+				}
+			case blueRow: // green between blues: red above and below
+				p[0], p[1], p[2] = vt, row[x], hz
+			default:
+				p[0], p[1], p[2] = hz, row[x], vt
+			}
+		}
+		if w > 2 {
+			copy(d[:3], d[3:6])
+			copy(d[3*(w-1):], d[3*(w-2):3*(w-1)])
+		}
+	}
+	if h > 2 {
+		copy(dst[:3*w], dst[3*w:6*w])
+		copy(dst[3*w*(h-1):3*w*h], dst[3*w*(h-2):3*w*(h-1)])
 	}
 }

@@ -96,3 +96,38 @@ func TestDebayerGrayOfFlatColour(t *testing.T) {
 		}
 	}
 }
+
+// TestDebayerEdgeAwareFollowsEdges: across a vertical edge (dark columns, then bright
+// ones) the edge-aware green at a red or blue site comes from the vertical pair, the
+// same side of the edge, where the bilinear green mixes both sides.
+func TestDebayerEdgeAwareFollowsEdges(t *testing.T) {
+	const h, w = 6, 8
+	src := make([]int32, h*w)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			src[y*w+x] = 10
+			if x >= 4 {
+				src[y*w+x] = 200
+			}
+		}
+	}
+	ea, bl := make([]int32, 3*h*w), make([]int32, 3*h*w)
+	bp := [2]int{0, 0} // red at even rows and columns
+	DebayerEdgeAware(ea, src, h, w, bp)
+	DebayerBilinear(bl, src, h, w, bp)
+	// (2, 4) is a red site at the first bright column: its left neighbour is dark.
+	if g := ea[(2*w+4)*3+1]; g != 200 {
+		t.Errorf("edge-aware green at the edge = %d, want 200 (from above and below)", g)
+	}
+	if g := bl[(2*w+4)*3+1]; g == 200 {
+		t.Errorf("bilinear green at the edge = 200: the test image has no edge to follow")
+	}
+	// Away from edges both agree.
+	for _, i := range []int{(2*w + 2) * 3, (3*w + 6) * 3} {
+		for c := 0; c < 3; c++ {
+			if ea[i+c] != bl[i+c] {
+				t.Errorf("flat area: edge-aware %d, bilinear %d (value %d, channel %d)", ea[i+c], bl[i+c], i/3, c)
+			}
+		}
+	}
+}

@@ -3,7 +3,7 @@
 DALI's CLAHE tests use as the reference), SciPy (ndimage.correlate for filter) and numpy
 implementations written here (bbox_rotate, the LZ4 block format).
 
-Tolerances: debayer (bilinear_ocv and gray_ocv) exactly; filter within 1 level (uint8) of scipy's float64 correlation
+Tolerances: debayer (bilinear_ocv, edgeaware_ocv, gray_ocv) exactly; filter within 1 level (uint8) of scipy's float64 correlation
 rounded half to even; remap within 1 level of cv2.remap (LINEAR) and exactly for NEAREST
 but at pixels whose source coordinate lies within float rounding of a pixel boundary;
 clahe within 1 level of cv2 on at least 99% of pixels; bbox_rotate within 1e-5; inflate
@@ -70,6 +70,18 @@ def test_debayer_matches_opencv_per_sample_pattern(dtype):
     for img, p, g in zip(imgs, pos, got):
         ref = cv2.cvtColor(img, getattr(cv2, "COLOR_Bayer%s2RGB" % BAYER[tuple(p)]))
         assert g.dtype == dtype and g.shape == img.shape + (3,)
+        np.testing.assert_array_equal(g, ref)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_debayer_edgeaware_ocv_matches_opencv(dtype):
+    shapes = [(8, 10), (6, 6), (2, 2), (16, 12)]
+    imgs = [RNG.integers(0, np.iinfo(dtype).max + 1, size=s).astype(dtype) for s in shapes]
+    pos = [np.array(p, dtype=np.int32) for p in [(0, 0), (0, 1), (1, 0), (1, 1)]]
+    (got,), _ = _run(lambda x, b: fn.debayer(x, blue_position=b, algorithm="edgeaware_ocv"),
+                     imgs, pos, layouts=["HW", ""])
+    for img, p, g in zip(imgs, pos, got):
+        ref = cv2.cvtColor(img, getattr(cv2, "COLOR_Bayer%s2RGB_EA" % BAYER[tuple(p)]))
         np.testing.assert_array_equal(g, ref)
 
 

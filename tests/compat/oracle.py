@@ -167,7 +167,7 @@ SPACES = [
     ("bb_flip", "boxes", {"horizontal": [0, 1], "vertical": [1], "ltrb": [True]}, 1e-5),
     ("coord_transform", "mat", {"M": [[1.0, 2.0, -1.0, 0.5]], "T": [[1.0, 2.0]]}, 1e-4),
     ("debayer", "bayer", {"blue_position": [[0, 0], [0, 1], [1, 0], [1, 1]],
-                          "algorithm": ["bilinear_ocv", "gray_ocv"]}, 0),
+                          "algorithm": ["bilinear_ocv", "gray_ocv", "edgeaware_ocv"]}, 0),
     ("debayer", "bayer16", {"blue_position": [[1, 0]]}, 0),
     ("clahe", "gray", {"tiles_x": [1, 3, 8], "tiles_y": [2, 5], "clip_limit": [0.0, 1.0, 2.1, 40.0]},
      0),
