@@ -16,7 +16,14 @@ import pytest
 import godali
 from godali import fn, types
 
-cv2 = pytest.importorskip("cv2")
+from conftest import missing_reference, need
+
+
+@pytest.fixture
+def cv2():
+    """OpenCV, the reference of debayer, remap and clahe (missing: those tests skip, or
+    fail under GODALI_STRICT_REFERENCES=1)."""
+    return need("cv2")
 
 RNG = np.random.default_rng(29)
 
@@ -40,7 +47,7 @@ def _run(graph, *sources, layouts=None, batch=None):
 # --- filter (DALI 2.4's name of experimental.filter) -------------------------------------
 
 def test_filter_is_dali24_name_of_experimental_filter():
-    ndimage = pytest.importorskip("scipy.ndimage")
+    ndimage = need("scipy.ndimage")
     imgs = [RNG.integers(0, 256, size=(9 + i, 11, 3), dtype=np.uint8) for i in range(3)]
     filt = RNG.uniform(-1, 1, size=(3, 5)).astype(np.float32)
     (a, b), lay = _run(lambda x: [fn.filter(x, filt, border="reflect_101"),
@@ -61,7 +68,7 @@ BAYER = {(0, 0): "BG", (0, 1): "GB", (1, 0): "GR", (1, 1): "RG"}
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
-def test_debayer_matches_opencv_per_sample_pattern(dtype):
+def test_debayer_matches_opencv_per_sample_pattern(cv2, dtype):
     shapes = [(8, 10), (6, 6), (2, 2), (4, 2), (16, 12)]
     imgs = [RNG.integers(0, np.iinfo(dtype).max + 1, size=s).astype(dtype) for s in shapes]
     pos = [np.array(p, dtype=np.int32) for p in [(0, 0), (0, 1), (1, 0), (1, 1), (0, 1)]]
@@ -74,7 +81,7 @@ def test_debayer_matches_opencv_per_sample_pattern(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
-def test_debayer_edgeaware_ocv_matches_opencv(dtype):
+def test_debayer_edgeaware_ocv_matches_opencv(cv2, dtype):
     shapes = [(8, 10), (6, 6), (2, 2), (16, 12)]
     imgs = [RNG.integers(0, np.iinfo(dtype).max + 1, size=s).astype(dtype) for s in shapes]
     pos = [np.array(p, dtype=np.int32) for p in [(0, 0), (0, 1), (1, 0), (1, 1)]]
@@ -86,7 +93,7 @@ def test_debayer_edgeaware_ocv_matches_opencv(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
-def test_debayer_gray_ocv_matches_opencv(dtype):
+def test_debayer_gray_ocv_matches_opencv(cv2, dtype):
     shapes = [(8, 10), (6, 6), (2, 2), (16, 12)]
     imgs = [RNG.integers(0, np.iinfo(dtype).max + 1, size=s).astype(dtype) for s in shapes]
     pos = [np.array(p, dtype=np.int32) for p in [(0, 0), (0, 1), (1, 0), (1, 1)]]
@@ -99,7 +106,7 @@ def test_debayer_gray_ocv_matches_opencv(dtype):
         np.testing.assert_array_equal(g[..., 0], ref)
 
 
-def test_debayer_sequences_and_experimental_name():
+def test_debayer_sequences_and_experimental_name(cv2):
     seq = [RNG.integers(0, 256, size=(3, 6, 8, 1), dtype=np.uint8) for _ in range(2)]
     (a, b), lay = _run(lambda x: [fn.experimental.debayer(x, blue_position=[1, 1]),
                                   fn.debayer(x, blue_position=[1, 1], algorithm="bilinear_ocv")],
@@ -139,7 +146,7 @@ def _maps(h, w, rng):
 
 @pytest.mark.parametrize("interp", ["NN", "LINEAR", "CUBIC"])
 @pytest.mark.parametrize("origin", ["center", "corner"])
-def test_remap_matches_cv2_remap(interp, origin):
+def test_remap_matches_cv2_remap(cv2, interp, origin):
     imgs, mxs, mys = [], [], []
     for i, (h, w, c) in enumerate([(12, 17, 3), (9, 8, 1), (20, 13, 3)]):
         imgs.append(RNG.integers(0, 256, size=(h, w, c), dtype=np.uint8))
@@ -165,7 +172,7 @@ def test_remap_matches_cv2_remap(interp, origin):
             assert diff.max() <= 1
 
 
-def test_remap_float_sequences_and_per_frame_maps():
+def test_remap_float_sequences_and_per_frame_maps(cv2):
     seq = [RNG.uniform(-1, 1, size=(3, 10, 11, 2)).astype(np.float32)]
     mx, my = _maps(10, 11, RNG)
     mxf = np.stack([mx, mx + 1, mx - 2]).astype(np.float32)
@@ -194,18 +201,18 @@ def test_remap_errors():
 # --- clahe --------------------------------------------------------------------------------
 
 def _photo(path, mode):
-    from PIL import Image
+    """A photograph of the repository's test corpus (tests/data/corpus)."""
     import os
-    root = os.environ.get("GODALI_TESTDATA", "/work/shared/testdata/images")
-    p = os.path.join(root, path)
+    Image = need("PIL.Image")
+    p = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "corpus", path)
     if not os.path.exists(p):
-        pytest.skip("test image %s not present" % p)
+        missing_reference("test image %s" % p)
     return np.ascontiguousarray(np.array(Image.open(p).convert(mode)))
 
 
 @pytest.mark.parametrize("tiles,clip", [((8, 8), 2.0), ((4, 3), 3.0), ((5, 7), 1.0), ((2, 2), 40.0),
                                         ((3, 3), 0.0), ((1, 1), 2.1)])
-def test_clahe_grey_matches_cv2(tiles, clip):
+def test_clahe_grey_matches_cv2(cv2, tiles, clip):
     imgs = [RNG.integers(0, 256, size=(37, 53), dtype=np.uint8),
             RNG.integers(0, 256, size=(3, 3), dtype=np.uint8),
             (np.add.outer(np.arange(40), np.arange(64)) * 2).astype(np.uint8),
@@ -221,7 +228,7 @@ def test_clahe_grey_matches_cv2(tiles, clip):
 
 
 @pytest.mark.parametrize("luma", [True, False])
-def test_clahe_rgb_matches_cv2(luma):
+def test_clahe_rgb_matches_cv2(cv2, luma):
     imgs = [_photo("pillow/hopper.bmp", "RGB"), _photo("libjpeg-turbo/testorig.jpg", "RGB")]
     (got,), _ = _run(lambda x: fn.clahe(x, tiles_x=4, tiles_y=3, clip_limit=2.5, luma_only=luma),
                      imgs, layouts=["HWC"])
@@ -383,7 +390,7 @@ def _level_video(tmp_path, name, n):
     import shutil
     import subprocess
     if shutil.which("ffmpeg") is None:
-        pytest.skip("the ffmpeg command makes the test clips")
+        missing_reference("the ffmpeg command makes the test clips")
     frames = np.concatenate([np.full((1, 32, 48, 3), 10 + 20 * i, np.uint8) for i in range(n)])
     path = str(tmp_path / name)
     subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
