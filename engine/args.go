@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -106,6 +107,9 @@ func convertArg(spec *ArgSpec, msg json.RawMessage) (any, error) {
 		}
 		return b, nil
 	case ArgString, ArgDType, ArgImageType, ArgInterpType:
+		if b, isBool := v.(bool); isBool && spec.BoolString {
+			return strconv.FormatBool(b), nil
+		}
 		s, ok := v.(string)
 		if !ok {
 			return nil, fmt.Errorf("expected %s (a string), got %s", spec.Type, jsonKind(v))

@@ -36,6 +36,7 @@ var layerRules = map[string][]string{
 	"imaging":                    {"internal/float16"},
 	"codec":                      {},
 	"codec/video":                {},
+	"codec/lz4":                  {}, // pure Go, a leaf
 	"formats":                    {},
 	"formats/...":                {"formats"},
 	"source":                     {},

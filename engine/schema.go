@@ -35,6 +35,9 @@ type ArgSpec struct {
 	Required    bool    `json:"required"`
 	TensorInput bool    `json:"tensor_input"` // may be given per sample through arg_inputs
 	Doc         string  `json:"doc"`
+	// BoolString: a string argument that also takes a bool, read as "true" or "false"
+	// (DALI's enable_frame_num: "none", "scalar", "sequence", or False / True).
+	BoolString bool `json:"bool_string,omitempty"`
 }
 
 // Schema is the one description of an operator: the registry, the argument checks, the
@@ -152,7 +155,7 @@ type CondKind string
 // Kinds of output conditions.
 const (
 	CondArg        CondKind = "arg"         // a bool argument is true
-	CondArgNot     CondKind = "arg_not"     // a string argument differs from Value
+	CondArgNot     CondKind = "arg_not"     // a string argument differs from Value and each of Values
 	CondAnyGiven   CondKind = "any_given"   // one of Args is given
 	CondInputsOver CondKind = "inputs_over" // the node has more than Inputs inputs
 )
@@ -163,6 +166,7 @@ type OutputCond struct {
 	Kind   CondKind `json:"kind"`
 	Args   []string `json:"args,omitempty"`
 	Value  string   `json:"value,omitempty"`
+	Values []string `json:"values,omitempty"` // more values for CondArgNot
 	Inputs int      `json:"inputs,omitempty"`
 }
 
@@ -170,10 +174,11 @@ type OutputCond struct {
 // polygons with polygon_masks).
 func IfArg(arg string) OutputCond { return OutputCond{Kind: CondArg, Args: []string{arg}} }
 
-// IfArgNot: the output exists when the string argument arg differs from value
-// (random_object_bbox's second box output, absent with format="box").
-func IfArgNot(arg, value string) OutputCond {
-	return OutputCond{Kind: CondArgNot, Args: []string{arg}, Value: value}
+// IfArgNot: the output exists when the string argument arg differs from value and from
+// each of more (random_object_bbox's second box output, absent with format="box";
+// experimental.readers.video's frame numbers, absent with "none" or "false").
+func IfArgNot(arg, value string, more ...string) OutputCond {
+	return OutputCond{Kind: CondArgNot, Args: []string{arg}, Value: value, Values: more}
 }
 
 // IfAnyGiven: the output exists when one of the arguments is given (readers.video's
@@ -190,7 +195,8 @@ func (c OutputCond) holds(a *Args, numInputs int) bool {
 	case CondArg:
 		return a.Bool(c.Args[0])
 	case CondArgNot:
-		return a.String(c.Args[0]) != c.Value
+		v := a.String(c.Args[0])
+		return v != c.Value && !slices.Contains(c.Values, v)
 	case CondAnyGiven:
 		for _, arg := range c.Args {
 			if a.Has(arg) {

@@ -16,6 +16,10 @@ const (
 
 // borderIndex maps index j of an axis of extent n to the one a border mode reads, or -1
 // for the fill value.
+// BorderIndex is the index that position j of an axis of n elements reads through border
+// b: j itself inside, its mirror, wrap or clamp outside; -1 for BorderConstant outside.
+func BorderIndex(j, n int, b Border) int { return borderIndex(j, n, b) }
+
 func borderIndex(j, n int, b Border) int {
 	if j >= 0 && j < n {
 		return j

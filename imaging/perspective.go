@@ -88,63 +88,14 @@ func PerspectiveImage[T PerspectivePixel](p *Perspective, dst []T, dw, dh int, s
 // (float64) is stored in Out, rounded and saturated for integer types; the fill is in
 // Out's range.
 func WarpImage[In, Out PerspectivePixel](p *Perspective, dst []Out, dw, dh int, src []In, w, h, c int) error {
-	if w < 0 || h < 0 || c <= 0 || len(src) < w*h*c {
-		return fmt.Errorf("warp_perspective: input of %d elements is not %dx%dx%d", len(src), h, w, c)
-	}
 	if dw < 0 || dh < 0 || len(dst) < dw*dh*c {
 		return fmt.Errorf("warp_perspective: output of %d elements is not %dx%dx%d", len(dst), dh, dw, c)
 	}
-	if p.Interp != InterpNN && p.Interp != InterpLinear && p.Interp != InterpCubic {
-		return fmt.Errorf("warp_perspective: interpolation %v: expected INTERP_NN, INTERP_LINEAR or INTERP_CUBIC", p.Interp)
-	}
-	var zero Out
-	_, isFloat := any(zero).(float32)
-	lo, hi := 0.0, 0.0
-	switch any(zero).(type) {
-	case uint8:
-		hi = math.MaxUint8
-	case int16:
-		lo, hi = math.MinInt16, math.MaxInt16
-	case uint16:
-		hi = math.MaxUint16
-	}
-	store := func(v float64) Out {
-		if isFloat {
-			return Out(float32(v))
-		}
-		if math.IsNaN(v) {
-			return 0
-		}
-		return Out(math.Min(hi, math.Max(lo, math.Round(v))))
-	}
-	fill := make([]float64, c)
-	for ch := range fill {
-		switch {
-		case len(p.Fill) == 1:
-			fill[ch] = p.Fill[0]
-		case ch < len(p.Fill):
-			fill[ch] = p.Fill[ch]
-		}
-		fill[ch] = float64(store(fill[ch])) // the fill in the image's type, as OpenCV's scalar
-	}
-	if w == 0 || h == 0 { // nothing to read: every tap is outside
-		for i := 0; i < dw*dh; i++ {
-			for ch := 0; ch < c; ch++ {
-				dst[i*c+ch] = Out(fill[ch])
-			}
-		}
-		return nil
-	}
-	// tap is the offset of input pixel (i, j) after the border, -1 for the fill.
-	tap := func(i, j int) int {
-		i, j = borderIndex(i, w, p.Border), borderIndex(j, h, p.Border)
-		if i < 0 || j < 0 {
-			return -1
-		}
-		return (j*w + i) * c
+	s, err := newWarpSampler[In, Out](p.Interp, p.Border, p.Fill, src, w, h, c)
+	if err != nil {
+		return fmt.Errorf("warp_perspective: %w", err)
 	}
 	m := &p.M
-	var wx, wy [4]float64
 	for y := 0; y < dh; y++ {
 		for x := 0; x < dw; x++ {
 			fx, fy := float64(x), float64(y)
@@ -186,52 +137,130 @@ func WarpImage[In, Out PerspectivePixel](p *Perspective, dst []Out, dw, dh int, 
 				if den != 0 {
 					den = perspTab / den
 				}
-				qx := satInt((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den)
-				qy := satInt((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den)
-				ix, iy = clampShort(qx>>5), clampShort(qy>>5)
-				tx, ty = float64(qx&(perspTab-1))/perspTab, float64(qy&(perspTab-1))/perspTab
+				ix, iy, tx, ty = quantizeTab((m[0][0]*fx+m[0][1]*fy+m[0][2])*den, (m[1][0]*fx+m[1][1]*fy+m[1][2])*den)
 			}
-			if p.Interp == InterpNN {
-				o := tap(ix, iy)
-				for ch := range out {
-					if o < 0 {
-						out[ch] = Out(fill[ch])
-					} else {
-						out[ch] = store(float64(src[o+ch]))
-					}
-				}
-				continue
-			}
-			n, first := 2, 0
-			if p.Interp == InterpLinear {
-				wx[0], wx[1], wy[0], wy[1] = 1-tx, tx, 1-ty, ty
-			} else {
-				n, first = 4, -1
-				cubicWeights(tx, &wx)
-				cubicWeights(ty, &wy)
-			}
-			var offs [16]int
-			for b := 0; b < n; b++ {
-				for a := 0; a < n; a++ {
-					offs[b*n+a] = tap(ix+first+a, iy+first+b)
-				}
-			}
-			for ch := range out {
-				var acc float64
-				for b := 0; b < n; b++ {
-					var row float64
-					for a, o := range offs[b*n : b*n+n] {
-						if o < 0 {
-							row += wx[a] * fill[ch]
-						} else {
-							row += wx[a] * float64(src[o+ch])
-						}
-					}
-					acc += wy[b] * row
-				}
-				out[ch] = store(acc)
-			}
+			s.pixel(out, ix, iy, tx, ty)
 		}
 	}
 	return nil
+}
+
+// quantizeTab splits a source point given in 1/32 pixels (OpenCV's INTER_TAB_SIZE) into
+// its pixel and fraction, as OpenCV's remap tables do.
+func quantizeTab(sx, sy float64) (ix, iy int, tx, ty float64) {
+	qx, qy := satInt(sx), satInt(sy)
+	return clampShort(qx >> 5), clampShort(qy >> 5), float64(qx&(perspTab-1)) / perspTab, float64(qy&(perspTab-1)) / perspTab
+}
+
+// warpSampler reads an HWC image at source points for WarpImage and RemapImage: the
+// pixel (ix, iy) for InterpNN, or the 2x2 (InterpLinear) or 4x4 (InterpCubic) taps
+// around it weighted by the fraction (tx, ty); taps outside read through the border.
+type warpSampler[In, Out PerspectivePixel] struct {
+	src     []In
+	w, h, c int
+	border  Border
+	interp  Interp
+	fill    []float64
+	isFloat bool
+	lo, hi  float64
+	offs    [16]int
+	wx, wy  [4]float64
+}
+
+func newWarpSampler[In, Out PerspectivePixel](interp Interp, border Border, fillArg []float64, src []In, w, h, c int) (*warpSampler[In, Out], error) {
+	if w < 0 || h < 0 || c <= 0 || len(src) < w*h*c {
+		return nil, fmt.Errorf("input of %d elements is not %dx%dx%d", len(src), h, w, c)
+	}
+	if interp != InterpNN && interp != InterpLinear && interp != InterpCubic {
+		return nil, fmt.Errorf("interpolation %v: expected INTERP_NN, INTERP_LINEAR or INTERP_CUBIC", interp)
+	}
+	s := &warpSampler[In, Out]{src: src, w: w, h: h, c: c, border: border, interp: interp}
+	var zero Out
+	_, s.isFloat = any(zero).(float32)
+	switch any(zero).(type) {
+	case uint8:
+		s.hi = math.MaxUint8
+	case int16:
+		s.lo, s.hi = math.MinInt16, math.MaxInt16
+	case uint16:
+		s.hi = math.MaxUint16
+	}
+	s.fill = make([]float64, c)
+	for ch := range s.fill {
+		switch {
+		case len(fillArg) == 1:
+			s.fill[ch] = fillArg[0]
+		case ch < len(fillArg):
+			s.fill[ch] = fillArg[ch]
+		}
+		s.fill[ch] = float64(s.store(s.fill[ch])) // the fill in the image's type, as OpenCV's scalar
+	}
+	return s, nil
+}
+
+func (s *warpSampler[In, Out]) store(v float64) Out {
+	if s.isFloat {
+		return Out(float32(v))
+	}
+	if math.IsNaN(v) {
+		return 0
+	}
+	return Out(math.Min(s.hi, math.Max(s.lo, math.Round(v))))
+}
+
+// tap is the offset of input pixel (i, j) after the border, -1 for the fill.
+func (s *warpSampler[In, Out]) tap(i, j int) int {
+	if s.w == 0 || s.h == 0 { // nothing to read: every tap is outside
+		return -1
+	}
+	i, j = borderIndex(i, s.w, s.border), borderIndex(j, s.h, s.border)
+	if i < 0 || j < 0 {
+		return -1
+	}
+	return (j*s.w + i) * s.c
+}
+
+// pixel writes the c channels read at (ix + tx, iy + ty) into out.
+func (s *warpSampler[In, Out]) pixel(out []Out, ix, iy int, tx, ty float64) {
+	if s.interp == InterpNN {
+		o := s.tap(ix, iy)
+		for ch := range out {
+			if o < 0 {
+				out[ch] = Out(s.fill[ch])
+			} else {
+				out[ch] = s.store(float64(s.src[o+ch]))
+			}
+		}
+		return
+	}
+	wx, wy := &s.wx, &s.wy
+	n, first := 2, 0
+	if s.interp == InterpLinear {
+		wx[0], wx[1], wy[0], wy[1] = 1-tx, tx, 1-ty, ty
+	} else {
+		n, first = 4, -1
+		cubicWeights(tx, wx)
+		cubicWeights(ty, wy)
+	}
+	offs := &s.offs
+	for b := 0; b < n; b++ {
+		for a := 0; a < n; a++ {
+			offs[b*n+a] = s.tap(ix+first+a, iy+first+b)
+		}
+	}
+	for ch := range out {
+		var acc float64
+		for b := 0; b < n; b++ {
+			var row float64
+			for a, o := range offs[b*n : b*n+n] {
+				if o < 0 {
+					row += wx[a] * s.fill[ch]
+				} else {
+					row += wx[a] * float64(s.src[o+ch])
+				}
+			}
+			acc += wy[b] * row
+		}
+		out[ch] = s.store(acc)
+	}
 }

@@ -8,9 +8,16 @@ import (
 )
 
 func init() {
+	// DALI 2.4 names the operator filter; experimental.filter is its former, deprecated name.
+	for _, name := range []string{"filter", "experimental.filter"} {
+		registerFilter(name)
+	}
+}
+
+func registerFilter(name string) {
 	engine.RegisterSchema(&engine.Schema{
-		Name: "experimental.filter",
-		Doc: "Correlates each sample with its filter (DALI's fn.experimental.filter; a correlation: the filter is " +
+		Name: name,
+		Doc: "Correlates each sample with its filter (DALI's fn." + name + "; a correlation: the filter is " +
 			"not flipped): out[p] = sum_t filter[t] * in[p + t - anchor] over the spatial axes, each channel apart. " +
 			"Input 1 is the filter, FLOAT, one extent per spatial axis (a batch: one filter per sample; with an F " +
 			"input, an F-first filter of one 2-D filter per frame); input 2, optional, a scalar per sample, is " +
@@ -32,7 +39,7 @@ func init() {
 			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: the input's (default) or FLOAT"},
 		},
 	})
-	engine.RegisterBackend("experimental.filter", "cpu", newFilter)
+	engine.RegisterBackend(name, "cpu", newFilter)
 }
 
 var filterBorders = map[string]imaging.Border{

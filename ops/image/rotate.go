@@ -102,37 +102,6 @@ func (o *rotateOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 
 func (o *rotateOp) NewWorkerState() any { return &rotateState{} }
 
-// rotatedBox is the bounding box of a w x h image rotated by rad radians, rounded up
-// less a 0.01 tolerance.
-func rotatedBox(w, h int, rad float64) (int, int) {
-	c, s := math.Abs(math.Cos(rad)), math.Abs(math.Sin(rad))
-	return int(math.Ceil(c*float64(w) + s*float64(h) - 0.01)), int(math.Ceil(c*float64(h) + s*float64(w) - 0.01))
-}
-
-// RotatedSize is DALI's output size for a w x h image rotated by rad radians: the
-// bounding box rounded up (less a 0.01 tolerance), then made one larger where needed
-// for each side to keep the parity of the input side it mostly comes from, so that
-// the centres of input and output pixels line up at small angles.
-func RotatedSize(w, h int, rad float64) (int, int) {
-	// Which input side an output side mostly comes from is decided on the angle as DALI
-	// holds it, in float32: at exactly 45 degrees (and the like) the float64 sine and
-	// cosine tie the other way.
-	r32 := float64(float32(rad))
-	c, s := math.Abs(math.Cos(r32)), math.Abs(math.Sin(r32))
-	ow, oh := rotatedBox(w, h, rad)
-	px, py := w%2, h%2
-	if s > c {
-		px, py = h%2, w%2
-	}
-	if ow%2 != px {
-		ow++
-	}
-	if oh%2 != py {
-		oh++
-	}
-	return max(ow, 1), max(oh, 1)
-}
-
 // angle reads the sample's (or frame's) angle in radians.
 func (o *rotateOp) angle(ws *engine.Workspace) (float64, error) {
 	deg, err := o.args.FloatAt(ws, "angle")
@@ -161,8 +130,8 @@ func (o *rotateOp) SizeFrame(ws *engine.Workspace, f, n int) error {
 		return err
 	}
 	in := ws.In[0]
-	bw, bh := rotatedBox(in.Shape[1], in.Shape[0], rad)
-	cw, ch := RotatedSize(in.Shape[1], in.Shape[0], rad)
+	bw, bh := imaging.RotatedBox(in.Shape[1], in.Shape[0], rad)
+	cw, ch := imaging.RotatedSize(in.Shape[1], in.Shape[0], rad)
 	q.maxW, q.maxH = max(q.maxW, bw), max(q.maxH, bh)
 	q.oddW += cw % 2
 	q.oddH += ch % 2
@@ -203,7 +172,7 @@ func (o *rotateOp) Setup(ws *engine.Workspace) error {
 	case st.seq.w > 0:
 		ow, oh = st.seq.w, st.seq.h
 	default:
-		ow, oh = RotatedSize(w, h, rad)
+		ow, oh = imaging.RotatedSize(w, h, rad)
 	}
 	if lim := ws.Limits; lim != nil && lim.MaxImagePixels > 0 && int64(ow)*int64(oh) > lim.MaxImagePixels {
 		return o.args.DataErrorf(ws, "output of %dx%d pixels exceeds max_image_pixels (%d)", ow, oh, lim.MaxImagePixels)

@@ -3,6 +3,8 @@ package image
 import (
 	"math"
 	"testing"
+
+	"github.com/godali/godali/imaging"
 )
 
 func TestRotatedSizeFollowsDALI(t *testing.T) {
@@ -33,7 +35,7 @@ func TestRotatedSizeFollowsDALI(t *testing.T) {
 		}
 		ow += (ow - srcW) & 1
 		oh += (oh - srcH) & 1
-		gw, gh := RotatedSize(c.w, c.h, rad)
+		gw, gh := imaging.RotatedSize(c.w, c.h, rad)
 		if gw != ow || gh != oh {
 			t.Errorf("%dx%d by %v: got %dx%d, want %dx%d", c.w, c.h, c.deg, gw, gh, ow, oh)
 		}
@@ -57,7 +59,7 @@ func TestRotatedSizeAtDiagonalsAsDALI(t *testing.T) {
 		{29, 30, 45, 42, 43}, {29, 30, -45, 42, 43}, {29, 30, 135, 43, 42}, {29, 30, -135, 43, 42},
 		{30, 29, 45, 43, 42}, {30, 29, 135, 42, 43}, {41, 40, 45, 58, 59}, {33, 12, 45, 32, 33},
 	} {
-		ow, oh := RotatedSize(c.w, c.h, c.deg*math.Pi/180)
+		ow, oh := imaging.RotatedSize(c.w, c.h, c.deg*math.Pi/180)
 		if ow != c.ow || oh != c.oh {
 			t.Errorf("%dx%d rotated %g: %dx%d, DALI %dx%d", c.w, c.h, c.deg, ow, oh, c.ow, c.oh)
 		}

@@ -63,6 +63,7 @@ func init() {
 		}, CommonArgs()...),
 	})
 	engine.RegisterBackend("readers.video", "cpu", newVideoReader)
+	registerExperimentalVideoReader()
 }
 
 // videoListSeed permutes the sequence list of a shuffling video reader.
@@ -93,6 +94,7 @@ type videoReader struct {
 	labels, frameNum, times bool
 	files                   []videoFile
 	seqs                    []videoSeq
+	x                       videoReaderOptions // experimental.readers.video's
 }
 
 func newVideoReader(a *engine.Args) (engine.Operator, error) {
@@ -120,10 +122,14 @@ func newVideoReader(a *engine.Args) (engine.Operator, error) {
 	if err := a.CheckFrameSpan(0, r.seqLen, r.stride, "sequence_length", "stride"); err != nil {
 		return nil, err
 	}
-	if r.dtype != engine.UInt8 && r.dtype != engine.Float32 {
+	if a.Schema.Name == experimentalVideoReader {
+		if err := r.x.parse(a); err != nil {
+			return nil, err
+		}
+		r.dtype, r.frameNum, r.pad = engine.UInt8, r.x.frameNum != frameNumNone, r.x.pad != padNone
+	} else if r.dtype != engine.UInt8 && r.dtype != engine.Float32 {
 		return nil, a.Errorf("dtype", "expected UINT8 or FLOAT, got %s", r.dtype)
-	}
-	if c := a.Int("channels"); c != 3 {
+	} else if c := a.Int("channels"); c != 3 {
 		return nil, a.Errorf("channels", "godali reads 3-channel RGB video, got %d", c)
 	}
 	if t := a.String("image_type"); t != "RGB" {
@@ -161,12 +167,29 @@ func (r *videoReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 		out = append(out, engine.TensorMeta{DType: engine.Int32, Shape: []int{1}})
 	}
 	if r.frameNum {
-		out = append(out, engine.TensorMeta{DType: engine.Int32, Shape: []int{1}})
+		out = append(out, engine.TensorMeta{DType: engine.Int32, Shape: []int{r.frameNumLen()}})
 	}
 	if r.times {
-		out = append(out, engine.TensorMeta{DType: engine.Float32, Shape: []int{r.seqLen}})
+		out = append(out, engine.TensorMeta{DType: r.timesType(), Shape: []int{r.seqLen}})
 	}
 	return out, nil
+}
+
+// timesType is the timestamps' type: FLOAT64 in DALI's experimental reader, FLOAT in
+// readers.video.
+func (r *videoReader) timesType() engine.DType {
+	if r.x.on {
+		return engine.Float64
+	}
+	return engine.Float32
+}
+
+// frameNumLen is the length of the frame_num output: 1, or every frame's number.
+func (r *videoReader) frameNumLen() int {
+	if r.x.frameNum == frameNumSequence {
+		return r.seqLen
+	}
+	return 1
 }
 
 func (r *videoReader) Open() error {
@@ -214,6 +237,17 @@ func (r *videoReader) Open() error {
 		lo, hi, err := r.frameRange(f)
 		if err != nil {
 			return listErrorf(a, "%s: %v", f.path, err)
+		}
+		if r.x.on {
+			if lo >= hi {
+				continue // DALI skips an empty range
+			}
+			before := len(r.seqs)
+			r.seqs = r.x.sequenceStarts(r.seqs, fi, lo, hi, r.seqLen, r.step, r.stride)
+			for range r.seqs[before:] {
+				refs = append(refs, engine.SampleRef{Path: f.path, Label: f.label})
+			}
+			continue
 		}
 		s := lo
 		for ; s < hi && s+total <= hi; s += r.step {
@@ -271,6 +305,9 @@ func (r *videoReader) frameRange(f *videoFile) (lo, hi int, err error) {
 		return 0, n, nil
 	}
 	start, end := f.start, f.end
+	if r.x.on {
+		return r.x.frameRange(f, n, frameRate(f))
+	}
 	okLo, okHi := true, true
 	if r.args.Bool("file_list_frame_num") {
 		lo, okLo = engine.Extent(start, nil)
@@ -399,7 +436,8 @@ func readVideoList(list string) ([]videoFile, error) {
 // videoReaderState is a worker's open file, kept while its samples come from it.
 type videoReaderState struct {
 	f    *video.File
-	file int // index of the open file (-1: none)
+	file int   // index of the open file (-1: none)
+	idx  []int // the frames of the sample being read
 }
 
 func (s *videoReaderState) Close() {
@@ -426,6 +464,13 @@ func (r *videoReader) Setup(ws *engine.Workspace) error {
 	ws.Out[0].SetShape(r.seqLen, info.Height, info.Width, 3)
 	for k := 1; k < len(ws.Out); k++ {
 		ws.Out[k].SetShape(1)
+	}
+	if r.frameNum {
+		k := 1
+		if r.labels {
+			k++
+		}
+		ws.Out[k].SetShape(r.frameNumLen())
 	}
 	if r.times && len(ws.Out) > r.timesOut() {
 		ws.Out[r.timesOut()].SetShape(r.seqLen)
@@ -471,16 +516,17 @@ func (r *videoReader) Run(ws *engine.Workspace) error {
 	}
 	out := ws.Out[0].Data
 	fb := st.f.FrameBytes()
-	n := int(seq.count)
-	if err := st.f.ReadFrames(vf.ix, int(seq.start), n, r.stride, out[:n*fb]); err != nil {
+	if cap(st.idx) < r.seqLen {
+		st.idx = make([]int, r.seqLen)
+	}
+	idx := st.idx[:r.seqLen]
+	r.frameIndices(idx, seq, vf.ix.Len())
+	if err := r.readFrames(st, vf, idx, out[:r.seqLen*fb], fb); err != nil {
 		st.file = -1 // reopened for the next sample
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
-	pix := r.seqLen * fb
 	if r.dtype == engine.Float32 {
-		widenFrames(out, n*fb, pix, r.normalized)
-	} else {
-		clear(out[n*fb : pix])
+		widenFrames(out, r.seqLen*fb, r.seqLen*fb, r.normalized)
 	}
 	k := 1
 	if r.labels {
@@ -488,20 +534,66 @@ func (r *videoReader) Run(ws *engine.Workspace) error {
 		k++
 	}
 	if r.frameNum {
-		engine.WriteScalar(ws.Out[k].Data, engine.Int32, float64(seq.start))
+		d := ws.Out[k].Data
+		if r.frameNumLen() == 1 {
+			engine.WriteScalar(d, engine.Int32, float64(idx[0]))
+		} else {
+			for i, j := range idx {
+				engine.WriteScalar(d[4*i:], engine.Int32, float64(j))
+			}
+		}
 		k++
 	}
 	if r.times {
 		d := ws.Out[k].Data
-		for i := 0; i < r.seqLen; i++ {
+		for i, j := range idx {
 			t := -1.0
-			if i < n {
-				t = vf.ix.Seconds(int(seq.start)+i*r.stride, vf.info.TimeBase)
+			if j >= 0 {
+				t = vf.ix.Seconds(j, vf.info.TimeBase)
 			}
-			engine.WriteScalar(d[4*i:], engine.Float32, t)
+			engine.WriteScalar(d[i*r.timesType().Size():], r.timesType(), t)
 		}
 	}
 	return nil
+}
+
+// readFrames decodes the frames idx names into out (fb bytes each): runs of frames
+// stride apart are read together, a frame already read is copied, -1 is the fill.
+func (r *videoReader) readFrames(st *videoReaderState, vf *videoFile, idx []int, out []byte, fb int) error {
+	for i := 0; i < len(idx); {
+		dst := out[i*fb : (i+1)*fb]
+		j := idx[i]
+		if j < 0 {
+			for p := 0; p < fb; p += 3 {
+				copy(dst[p:p+3], r.x.fill[:])
+			}
+			i++
+			continue
+		}
+		if p := slicesIndex(idx[:i], j); p >= 0 {
+			copy(dst, out[p*fb:(p+1)*fb])
+			i++
+			continue
+		}
+		n := 1
+		for i+n < len(idx) && idx[i+n] == j+n*r.stride && slicesIndex(idx[:i], idx[i+n]) < 0 {
+			n++
+		}
+		if err := st.f.ReadFrames(vf.ix, j, n, r.stride, out[i*fb:(i+n)*fb]); err != nil {
+			return err
+		}
+		i += n
+	}
+	return nil
+}
+
+func slicesIndex(s []int, v int) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
 }
 
 // widenFrames turns the first n bytes of buf (uint8 pixels) into float32 values in place

@@ -87,7 +87,8 @@ def move_to_gpu(x, dali_name):
 class ArgSchema:
     """One operator argument: name, type, default, doc, required, tensor_input."""
 
-    __slots__ = ("name", "type", "default", "doc", "required", "tensor_input", "values")
+    __slots__ = ("name", "type", "default", "doc", "required", "tensor_input", "values",
+                 "bool_string")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -97,6 +98,8 @@ class ArgSchema:
         self.required = bool(d.get("required", False))
         self.tensor_input = bool(d.get("tensor_input", False))
         self.values = d.get("values") or d.get("enum")
+        # a string argument that also takes a bool (DALI's enable_frame_num)
+        self.bool_string = bool(d.get("bool_string", False))
 
     def describe(self):
         s = "%s (%s" % (self.name, self.type)
@@ -157,8 +160,9 @@ class OpSchema:
                 on = True
             elif kind == "arg":
                 on = bool(self._arg_value(args, cargs[0]))
-            elif kind == "arg_not":
-                on = self._arg_value(args, cargs[0]) != cond.get("value", "")
+            elif kind == "arg_not":  # differs from value and from each of values
+                v = self._arg_value(args, cargs[0])
+                on = v != cond.get("value", "") and v not in (cond.get("values") or [])
             elif kind == "any_given":
                 on = any(args.get(a) is not None for a in cargs)
             elif kind == "inputs_over":
@@ -594,6 +598,8 @@ def convert_arg(arg, v, check_values=True):
         if hasattr(v, "item") and not isinstance(v, (str, bytes)) and \
                 getattr(v, "shape", None) == ():
             v = v.item()
+        if arg.bool_string and isinstance(v, bool):
+            v = "true" if v else "false"
         out = _conv_scalar(kind, v, enum_cls)
     if check_values:
         check_arg_value(arg, out)

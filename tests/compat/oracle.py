@@ -71,6 +71,12 @@ INPUTS = {
     "boxes": lambda rng: ([np.sort(rng.random((int(rng.integers(1, 5)), 4), dtype=np.float32)
                                    .reshape(-1, 2, 2), axis=1).reshape(-1, 4)
                            for _ in range(3)], None),
+    "bayer": lambda rng: ([rng.integers(0, 256, (2 * int(rng.integers(1, 20)),
+                                                 2 * int(rng.integers(1, 20))), dtype=np.uint8)
+                           for _ in range(3)], "HW"),
+    "bayer16": lambda rng: ([rng.integers(0, 65536, (2 * int(rng.integers(1, 20)),
+                                                     2 * int(rng.integers(1, 20))),
+                                          dtype=np.uint16) for _ in range(3)], "HW"),
     "none": lambda rng: (None, None),
 }
 
@@ -160,6 +166,16 @@ SPACES = [
     ("coord_flip", "boxes", {"flip_x": [0, 1], "flip_y": [1], "center_x": [0.3]}, 1e-5),
     ("bb_flip", "boxes", {"horizontal": [0, 1], "vertical": [1], "ltrb": [True]}, 1e-5),
     ("coord_transform", "mat", {"M": [[1.0, 2.0, -1.0, 0.5]], "T": [[1.0, 2.0]]}, 1e-4),
+    ("debayer", "bayer", {"blue_position": [[0, 0], [0, 1], [1, 0], [1, 1]],
+                          "algorithm": ["bilinear_ocv", "gray_ocv", "edgeaware_ocv"]}, 0),
+    ("debayer", "bayer16", {"blue_position": [[1, 0]]}, 0),
+    ("clahe", "gray", {"tiles_x": [1, 3, 8], "tiles_y": [2, 5], "clip_limit": [0.0, 1.0, 2.1, 40.0]},
+     0),
+    # luma_only: godali's 8-bit L*a*b* -> RGB is computed in float, OpenCV's in fixed point
+    ("clahe", "img", {"luma_only": [True, False], "tiles_x": [4], "clip_limit": [3.0]}, (4, 0.2)),
+    ("bbox_rotate", "boxes", {"angle": [30.0, 90.0, -45.0, 180.0], "mode": ["fixed", "halfway"],
+                              "keep_size": [True], "remove_threshold": [0.0, 0.5],
+                              "bbox_layout": ["xyWH"], "bbox_normalized": [False]}, 1e-5),
     ("transforms.rotation", "none", {"angle": [30.0, -90.0], "center": [[2.0, 3.0]]}, 1e-5),
     ("transforms.scale", "none", {"scale": [[2.0, 3.0]], "center": [[1.0, 1.0]]}, 1e-5),
     ("transforms.translation", "none", {"offset": [[2.0, -3.0]]}, 1e-5),
@@ -169,8 +185,12 @@ SPACES = [
 ]
 
 # Not compared: median_blur, dilate and erode (DALI has them for the GPU only; godali's
-# CPU ones are compared with OpenCV in python/tests/test_ops_more.py), and
-# jpeg_compression_distortion (DALI's CPU one needs nvImageCodec, absent here).
+# CPU ones are compared with OpenCV in python/tests/test_ops_more.py), experimental.remap
+# and decoders.inflate (GPU only in DALI; compared with cv2.remap and LZ4 in
+# python/tests/test_ops_dali29.py), filter (a second input, the filter: compared with SciPy
+# there), experimental.readers.video (needs video files: its sequences and padding are
+# checked there against DALI 2.4's rule), and jpeg_compression_distortion (DALI's CPU one
+# needs nvImageCodec, absent here).
 
 # Arguments that must come together (without the first the second is an error in both).
 REQUIRED = {
@@ -189,6 +209,9 @@ REQUIRED = {
     "warp_affine": {"matrix": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]},
     "color_space_conversion": {"image_type": T + "RGB", "output_type": T + "BGR"},
     "transpose": {"perm": [1, 0, 2]},
+    "debayer": {"blue_position": [0, 0]},
+    "clahe": {"tiles_x": 2, "tiles_y": 2, "clip_limit": 2.0},
+    "bbox_rotate": {"angle": 10.0, "input_shape": [40, 60]},
 }
 
 # With a sigma and no window both compute the window; both give the same call.
