@@ -118,7 +118,7 @@ FAMILIES = {
               "test_torch_install", "test_tv_autoaug", "test_tv_exact", "test_proxy",
               "test_dali_iterators_port", "test_distributed", "test_torch_faithful",
               "test_torch_presets"],
-    "tools": ["test_bench", "test_bench_remote", "test_cli", "test_make_dataset", "test_examples",
+    "tools": ["test_profile", "test_bench", "test_bench_remote", "test_cli", "test_make_dataset", "test_examples",
               "test_packaging", "test_wheel_check"],
 }
 

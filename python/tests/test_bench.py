@@ -297,7 +297,7 @@ def _chart_rows():
 
 
 def test_chart_says_what_it_measures_with_a_legend(tmp_path):
-    pytest.importorskip("matplotlib")
+    need("matplotlib", "the chart is drawn with matplotlib")
     import numpy as np
     from PIL import Image
     stats = {"count": 1000, "classes": 10, "mean_width": 400.4, "mean_height": 350.0,
