@@ -551,7 +551,7 @@ func (o *resizeCMNOp) Setup(ws *engine.Workspace) error {
 	spec := o.resize.spec
 	st.roi = spec.ROI(w, h)
 	var err error
-	if st.ow, st.oh, err = spec.sampleSize(o.resize.args, ws, st.roi, w, h); err != nil {
+	if st.ow, st.oh, err = spec.sampleSize(o.resize.args, ws, &st.roi, w, h); err != nil {
 		return err
 	}
 	if err := o.cmn.spec.params(ws, st.ow, st.oh, &st.np); err != nil {

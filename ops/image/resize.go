@@ -34,7 +34,7 @@ func init() {
 			{Name: "roi_end", Type: engine.ArgFloatList, TensorInput: true, Doc: "end of the input region (y, x)"},
 			{Name: "roi_relative", Type: engine.ArgBool, Default: false, Doc: "roi_start/roi_end are fractions of the input size"},
 			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
-			{Name: "subpixel_scale", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility"},
+			{Name: "subpixel_scale", Type: engine.ArgBool, Default: true, Doc: "as DALI: when the output size computed (or given) is fractional, the input region is widened or narrowed about its centre so that the scale stays input / fractional size (false: the scale follows the rounded size); no effect with size_rounding=\"truncate\""},
 			{Name: "size_rounding", Type: engine.ArgString, Default: "round", Doc: "godali only: \"round\" (DALI) rounds the computed extents; \"truncate\" (with resize_shorter) follows torchvision's Resize(int): the shorter side is resize_shorter, the longer int(resize_shorter * long / short), and when that exceeds max_size, the longer is max_size and the shorter int(max_size * shorter / longer)"},
 		},
 	})
@@ -54,11 +54,13 @@ type ResizeSpec struct {
 	ROIEnd      []float64
 	ROIRelative bool
 	Truncate    bool // torchvision's Resize(int) rule (with Shorter)
+	Subpixel    bool // DALI's subpixel_scale: keep the fractional size's scale
 }
 
 func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	s := &ResizeSpec{W: a.Float("resize_x"), H: a.Float("resize_y"), Shorter: a.Float("resize_shorter"),
 		Longer: a.Float("resize_longer"), Mode: a.String("mode"), Antialias: a.Bool("antialias"),
+		Subpixel: a.Bool("subpixel_scale"),
 		ROIStart: a.Floats("roi_start"), ROIEnd: a.Floats("roi_end"), ROIRelative: a.Bool("roi_relative")}
 	// Arguments in pixels (or fractions of the input, with roi_relative). max_size is a
 	// limit: a huge one never applies and is harmless.
@@ -220,12 +222,19 @@ func (s *ResizeSpec) ROI(w, h int) [4]float64 {
 // ok=false when the sizes ask for more than engine.MaxExtent pixels along a side for this
 // region (a tiny region scaled to a given size).
 func (s *ResizeSpec) OutputSize(w, h float64) (int, int, bool) {
+	iw, ih, _, _, ok := s.outputSize(w, h)
+	return iw, ih, ok
+}
+
+// outputSize is OutputSize with the fractional size it was rounded from.
+func (s *ResizeSpec) outputSize(w, h float64) (int, int, float64, float64, bool) {
 	w, h = math.Abs(w), math.Abs(h)
 	if w == 0 || h == 0 {
-		return 0, 0, true
+		return 0, 0, 0, 0, true
 	}
 	if s.Truncate && s.Shorter > 0 {
-		return s.truncatedSize(w, h)
+		iw, ih, ok := s.truncatedSize(w, h)
+		return iw, ih, float64(iw), float64(ih), ok
 	}
 	var ow, oh float64
 	switch {
@@ -277,7 +286,23 @@ func (s *ResizeSpec) OutputSize(w, h float64) (int, int, bool) {
 	}
 	iw, okW := engine.Extent(ow, math.Round)
 	ih, okH := engine.Extent(oh, math.Round)
-	return max(1, iw), max(1, ih), okW && okH
+	return max(1, iw), max(1, ih), ow, oh, okW && okH
+}
+
+// subpixelROI is DALI's subpixel_scale: an output side rounded from a fractional size
+// reads a region scaled by rounded / fractional about the region's centre, so that the
+// scale stays region / fractional size.
+func subpixelROI(roi [4]float64, iw, ih int, fw, fh float64) [4]float64 {
+	adjust := func(lo, hi float64, n int, f float64) (float64, float64) {
+		if f <= 0 || float64(n) == f || math.IsInf(f, 0) {
+			return lo, hi
+		}
+		c, half := (lo+hi)/2, (hi-lo)/2*float64(n)/f
+		return c - half, c + half
+	}
+	roi[0], roi[2] = adjust(roi[0], roi[2], iw, fw)
+	roi[1], roi[3] = adjust(roi[1], roi[3], ih, fh)
+	return roi
 }
 
 // truncatedSize is torchvision's _compute_resized_output_size for Resize(int, max_size).
@@ -317,8 +342,12 @@ func (s *ResizeSpec) sizeArg(a *engine.Args) string {
 
 // sampleSize is OutputSize for the region roi of a w x h input, with the errors: an empty
 // region, a size that is no usable extent (naming the argument that set it).
-func (s *ResizeSpec) sampleSize(a *engine.Args, ws *engine.Workspace, roi [4]float64, w, h int) (int, int, error) {
-	ow, oh, ok := s.OutputSize(roi[2]-roi[0], roi[3]-roi[1])
+// With subpixel_scale (DALI's default) the region is adjusted to the fractional size.
+func (s *ResizeSpec) sampleSize(a *engine.Args, ws *engine.Workspace, roi *[4]float64, w, h int) (int, int, error) {
+	ow, oh, fw, fh, ok := s.outputSize(roi[2]-roi[0], roi[3]-roi[1])
+	if ok && s.Subpixel && ow > 0 && oh > 0 {
+		*roi = subpixelROI(*roi, ow, oh, fw, fh)
+	}
 	if !ok {
 		return 0, 0, a.ArgDataErrorf(ws, s.sizeArg(a), "the output size for the %gx%g input region %v is more than 2^40 = %d pixels along a side",
 			math.Abs(roi[2]-roi[0]), math.Abs(roi[3]-roi[1]), roi, int64(engine.MaxExtent))
@@ -406,7 +435,7 @@ func (r *resizeOp) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	st.roi = spec.ROI(w, h)
-	ow, oh, err := spec.sampleSize(r.args, ws, st.roi, w, h)
+	ow, oh, err := spec.sampleSize(r.args, ws, &st.roi, w, h)
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func (o *resizeCropMirrorOp) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	roi := spec.ROI(w, h)
-	ow, oh, err := spec.sampleSize(a, ws, roi, w, h)
+	ow, oh, err := spec.sampleSize(a, ws, &roi, w, h)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func (r *gpuResize) Setup(ws *engine.Workspace) error {
 		return err
 	}
 	roi := spec.ROI(w, h)
-	ow, oh, err := spec.sampleSize(r.cpu.args, ws, roi, w, h)
+	ow, oh, err := spec.sampleSize(r.cpu.args, ws, &roi, w, h)
 	if err != nil {
 		return err
 	}

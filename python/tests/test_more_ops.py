@@ -380,3 +380,25 @@ def test_erase_per_sample_fill_value(jpegs):
         fill = list(np.clip(np.round(fvs[i].astype(np.float64)), 0, 255))
         np.testing.assert_array_equal(a[i], _erase_ref(img, [0, 1], [4, 2, 10, 20], [9, 7, 5, 30], fill))
         np.testing.assert_array_equal(b[i], _erase_ref(img, [0, 1], [3, 3], [4, 4], [np.round(fv1s[i][0])]))
+
+
+def test_resize_subpixel_scale_as_dali():
+    # A 30x20 image resized to width 7 has a fractional height, 10.5 -> 11 rows: with
+    # subpixel_scale (DALI's default) the scale stays 30 / 10.5 and the rows read are
+    # the ones DALI 2.4 reads (measured side by side); without it, 30 / 11.
+    y, x = np.mgrid[0:30, 0:20]
+    img = np.stack([x * 10, y * 8, np.zeros_like(x)], -1).astype(np.uint8)
+
+    def rows(**kw):
+        pipe = godali.Pipeline(batch_size=1, num_threads=1, device_id=None)
+        with pipe:
+            s = fn.external_source(source=lambda: [img], layout="HWC")
+            pipe.set_outputs(fn.resize(s, resize_x=7, interp_type=types.INTERP_NN,
+                                       antialias=False, **kw))
+        pipe.build()
+        out = pipe.run()[0].as_array()[0]
+        return list(out[:, 0, 1] // 8)
+
+    assert rows() == [0, 3, 6, 9, 12, 14, 17, 20, 23, 26, 29]
+    plain = rows(subpixel_scale=False)  # the scale of the rounded size: 30 / 11
+    assert plain[:5] == [int((i + 0.5) * 30 / 11) for i in range(5)] and plain != rows()

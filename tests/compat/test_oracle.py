@@ -20,8 +20,7 @@ _RESIZE_PIL = ("godali's LINEAR/TRIANGULAR resize is PIL's antialiased bilinear;
                "kernel differs from PIL by a few levels near the borders (DALI's tests allow "
                "mean 0.4 / max 10 on interior pixels; on these small images the mean is 0.5-1.1)")
 KNOWN = {
-    "resize/11#1": _RESIZE_PIL, "resize/11#2": _RESIZE_PIL, "resize/11#3": _RESIZE_PIL,
-    "resize/11#4": _RESIZE_PIL, "resize/11#11": _RESIZE_PIL, "resize/13#4": _RESIZE_PIL,
+    "resize/11#2": _RESIZE_PIL,
     "resize/11#12": "INTERP_NN without antialias picks other source pixels than DALI's "
                     "(godali follows PIL's NEAREST)",
     "warp_affine/15#8": "INTERP_NN: points on a pixel edge round the other way",
