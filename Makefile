@@ -40,6 +40,11 @@ all: setup cpu $(if $(WANT_CUDA),cuda)
 ifneq ($(filter test test-python,$(MAKECMDGOALS)),)
   export GODALI_DALI_ORACLE ?= 1
 endif
+# ... and the CUDA toolkit, to build the CUDA flavour and test it on the GPU emulator
+# (setup.sh installs it where a GPU is present too; `make bench` elsewhere does not).
+ifneq ($(filter test test-cuda test-cuda-emu cuda,$(MAKECMDGOALS)),)
+  export GODALI_WITH_CUDA ?= 1
+endif
 
 setup:
 	@bash scripts/setup.sh

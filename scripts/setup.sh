@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh installs everything godali needs to build and test on Debian 12.
-# Idempotent: packages already present are skipped by apt. Set GODALI_NO_CUDA=1 to
-# skip the CUDA toolkit (then only the CPU flavour is built).
+# Idempotent: packages already present are skipped by apt. The CUDA toolkit is installed
+# for `make test` and where an NVIDIA GPU is present (GODALI_WITH_CUDA=1 asks for it,
+# GODALI_NO_CUDA=1 refuses it); without it only the CPU flavour is built.
 set -euo pipefail
 
 SUDO=""
@@ -19,7 +20,13 @@ want=(libjpeg62-turbo-dev cmake pkg-config python3-torch python3-torchvision
 # FFmpeg: the video operators compile against its headers (libav*-dev) and open its
 # libraries at run time; the tests make their videos with the ffmpeg command and compare
 # with it and with PyAV (python3-av).
-if [ "${GODALI_NO_CUDA:-0}" != 1 ]; then
+# The CUDA toolkit (~5 GB, from Debian's non-free component) builds the CUDA flavour:
+# installed for `make test` (which builds and emulator-tests that flavour: the Makefile
+# sets GODALI_WITH_CUDA=1) and on machines with an NVIDIA GPU; `make bench` on a machine
+# without one does not install it. GODALI_NO_CUDA=1 never installs it.
+with_cuda=${GODALI_WITH_CUDA:-0}
+if [ -e /dev/nvidia0 ] || command -v nvidia-smi >/dev/null 2>&1; then with_cuda=1; fi
+if [ "${GODALI_NO_CUDA:-0}" != 1 ] && [ "$with_cuda" = 1 ]; then
   want+=(nvidia-cuda-toolkit)
   src=/etc/apt/sources.list.d/debian.sources
   # The CUDA toolkit lives in Debian's non-free component.
