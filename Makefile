@@ -40,6 +40,9 @@ all: setup cpu $(if $(WANT_CUDA),cuda)
 ifneq ($(filter test test-python,$(MAKECMDGOALS)),)
   export GODALI_DALI_ORACLE ?= 1
 endif
+ifneq ($(filter test test-torch2,$(MAKECMDGOALS)),)
+  export GODALI_WITH_TORCH2 ?= 1
+endif
 # ... and the CUDA toolkit, to build the CUDA flavour and test it on the GPU emulator
 # (setup.sh installs it where a GPU is present too; `make bench` elsewhere does not).
 ifneq ($(filter test test-cuda test-cuda-emu cuda,$(MAKECMDGOALS)),)

@@ -148,7 +148,9 @@ fi
 # skips it (make test-torch2 then says so); GODALI_TORCH2_VENV moves it (pass the same to make).
 TORCH2_VENV=${GODALI_TORCH2_VENV:-/usr/local/lib/godali-torch2}
 TORCH2_REQ=$(dirname "$0")/torch2-requirements.txt
-if [ "${GODALI_NO_TORCH2:-0}" != 1 ] && ! cmp -s "$TORCH2_REQ" "$TORCH2_VENV/godali-requirements.txt"; then
+# (only for the tests: the Makefile sets GODALI_WITH_TORCH2=1 for make test / test-torch2)
+if [ "${GODALI_NO_TORCH2:-0}" != 1 ] && [ "${GODALI_WITH_TORCH2:-0}" = 1 ] &&
+    ! cmp -s "$TORCH2_REQ" "$TORCH2_VENV/godali-requirements.txt"; then
   echo "setup: making $TORCH2_VENV: $(grep -E '^(torch|torchvision|pillow|numpy)==' "$TORCH2_REQ" | tr '\n' ' ')from PyPI (3 GB to download)"
   [ -x "$TORCH2_VENV/bin/python" ] || $SUDO $PY -m venv "$TORCH2_VENV"
   # One line per download and one for the (long) unpacking; pip's errors pass unfiltered.
