@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Args holds the checked constant arguments of a node, with defaults filled in, and the
@@ -272,44 +274,100 @@ func (a *Args) ArgInputMeta(name string) (m TensorMeta, ok bool) {
 	return a.argMetas[i], true
 }
 
+// strictArgs: in test binaries, reading an argument the operator's schema lacks, or with
+// an accessor of another type, panics (a misspelled name would otherwise read as the
+// zero value); GODALI_ARGS_AUDIT=1 lists them all on stderr instead (go test -v).
+// Library builds never panic here.
+var strictArgs = testing.Testing()
+
+// check panics, in tests, when name is not one of the schema's arguments of one of types.
+func (a *Args) check(name string, types ...ArgType) {
+	if !strictArgs || a == nil || a.Schema == nil {
+		return
+	}
+	for i := range a.Schema.Args {
+		s := &a.Schema.Args[i]
+		if s.Name != name {
+			continue
+		}
+		for _, t := range types {
+			if s.Type == t {
+				return
+			}
+		}
+		if os.Getenv("GODALI_ARGS_AUDIT") == "1" {
+			fmt.Fprintf(os.Stderr, "ARGAUDIT engine: operator %s reads argument %q as %v, its schema declares %s\n", a.Schema.Name, name, types, s.Type)
+			return
+		}
+		panic(fmt.Sprintf("engine: operator %s reads argument %q as %v, its schema declares %s",
+			a.Schema.Name, name, types, s.Type))
+	}
+	if os.Getenv("GODALI_ARGS_AUDIT") == "1" {
+		fmt.Fprintf(os.Stderr, "ARGAUDIT engine: operator %s reads argument %q, which its schema lacks\n", a.Schema.Name, name)
+		return
+	}
+	panic(fmt.Sprintf("engine: operator %s reads argument %q, which its schema lacks", a.Schema.Name, name))
+}
+
+// Declares reports whether the operator's schema has the argument (code shared by
+// several operators reads an optional one only where it exists).
+func (a *Args) Declares(name string) bool {
+	if a == nil || a.Schema == nil {
+		return false
+	}
+	for i := range a.Schema.Args {
+		if a.Schema.Args[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Int returns an int argument (0 if absent without default).
 func (a *Args) Int(name string) int {
+	a.check(name, ArgInt)
 	v, _ := a.values[name].(int64)
 	return int(v)
 }
 
 // Float returns a float argument.
 func (a *Args) Float(name string) float64 {
+	a.check(name, ArgFloat)
 	v, _ := a.values[name].(float64)
 	return v
 }
 
 // Bool returns a bool argument.
 func (a *Args) Bool(name string) bool {
+	a.check(name, ArgBool)
 	v, _ := a.values[name].(bool)
 	return v
 }
 
 // String returns a string or enum argument.
 func (a *Args) String(name string) string {
+	a.check(name, ArgString, ArgDType, ArgImageType, ArgInterpType)
 	v, _ := a.values[name].(string)
 	return v
 }
 
 // Ints returns an int list argument.
 func (a *Args) Ints(name string) []int64 {
+	a.check(name, ArgIntList)
 	v, _ := a.values[name].([]int64)
 	return v
 }
 
 // Floats returns a float list argument.
 func (a *Args) Floats(name string) []float64 {
+	a.check(name, ArgFloatList)
 	v, _ := a.values[name].([]float64)
 	return v
 }
 
 // Strings returns a string list argument.
 func (a *Args) Strings(name string) []string {
+	a.check(name, ArgStringList, ArgDTypeList)
 	v, _ := a.values[name].([]string)
 	return v
 }

@@ -36,6 +36,7 @@ func init() {
 			{Name: "pad_output", Type: engine.ArgBool, Default: false, Doc: "pad channels to the next power of two with zeros"},
 			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "a crop leaving the input: error, pad (with fill_values) or trim_to_shape"},
 			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "output value of the padding: one, or one per channel"},
+			cropStartRoundingArg,
 			cropRoundingArg,
 		},
 	})

@@ -30,7 +30,7 @@ func init() {
 			{Name: "out_of_bounds_policy", Type: engine.ArgString, Default: "error", Doc: "a window leaving the input: error, pad (with fill_values) or trim_to_shape"},
 			{Name: "fill_values", Type: engine.ArgFloatList, Default: []float64{0}, Doc: "padding value: one, or one per channel"},
 			{Name: "dtype", Type: engine.ArgDType, Doc: "output type (default: the input's); values convert as cast does"},
-			{Name: "rounding", Type: engine.ArgString, Default: "round", Doc: "how the window's start pos * (extent - crop) becomes an index: round (half away from zero) or truncate (toward zero)"},
+			cropStartRoundingArg,
 			{Name: "random_offset", Type: engine.ArgBool, Default: false, Doc: "godali only: draw the window's top-left corner per sample uniformly from the integers 0..W-width and 0..H-height (torchvision's RandomCrop) instead of crop_pos_x/crop_pos_y; an image smaller than the window is centred (HWC uint8 images)"},
 			cropRoundingArg,
 		},
@@ -362,6 +362,9 @@ func cropPosAt(a *engine.Args, ws *engine.Workspace, w, h, cw, ch int, r cropRou
 	y, err := r.startAt(a, ws, "crop_pos_y", py, h-ch)
 	return x, y, err
 }
+
+// cropStartRoundingArg is DALI's rounding of crop and crop_mirror_normalize.
+var cropStartRoundingArg = engine.ArgSpec{Name: "rounding", Type: engine.ArgString, Default: "round", Doc: "how the window's start pos * (extent - crop) becomes an index: round (half away from zero) or truncate (toward zero)"}
 
 // cropRoundingArg selects how a window's start, pos * (size - crop), becomes a pixel.
 var cropRoundingArg = engine.ArgSpec{Name: "crop_rounding", Type: engine.ArgString, Default: "half_up",

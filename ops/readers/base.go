@@ -103,7 +103,7 @@ type Base struct {
 func (b *Base) Init(a *engine.Args) error {
 	*b = Base{args: a, shardID: a.Int("shard_id"), shards: a.Int("num_shards"),
 		shuffle: a.Bool("random_shuffle"), fill: a.Int("initial_fill"),
-		perEpoch: a.Bool("shuffle_after_epoch"), stick: a.Bool("stick_to_shard"),
+		perEpoch: a.Declares("shuffle_after_epoch") && a.Bool("shuffle_after_epoch"), stick: a.Bool("stick_to_shard"),
 		pad: a.Bool("pad_last_batch"), seed: int64(a.Int("seed")), segIdx: -1}
 	if b.shards < 1 {
 		return a.Errorf("num_shards", "must be >= 1, got %d", b.shards)
