@@ -17,11 +17,16 @@ type Spec struct {
 	NumThreads         int
 	DeviceID           *int
 	PrefetchQueueDepth int
-	Seed               int64
-	MaxImagePixels     int64
-	MaxFileBytes       int64
-	OnError            string
-	FirstEpoch         int64
+	// AutoThreads, AutoPrefetch: "auto" was given for num_threads / prefetch_queue_depth;
+	// the pipeline chooses them (tuning.go) and NumThreads / PrefetchQueueDepth hold its
+	// choice once it is made.
+	AutoThreads    bool
+	AutoPrefetch   bool
+	Seed           int64
+	MaxImagePixels int64
+	MaxFileBytes   int64
+	OnError        string
+	FirstEpoch     int64
 	// EnableCheckpointing allows Checkpoint and Restore (DALI's enable_checkpointing).
 	EnableCheckpointing bool
 	Nodes               []*NodeSpec
@@ -47,6 +52,13 @@ var nodeKeys = []string{"op", "name", "device", "inputs", "arg_inputs", "outputs
 
 // DefaultMaxImagePixels refuses what PIL refuses (twice its warning threshold).
 const DefaultMaxImagePixels = 178956970
+
+// isAuto says whether a key's value is the string "auto" (num_threads,
+// prefetch_queue_depth: the pipeline chooses).
+func isAuto(raw json.RawMessage) bool {
+	var v string
+	return raw != nil && json.Unmarshal(raw, &v) == nil && v == "auto"
+}
 
 // ParseSpec parses and checks the top level of a pipeline description. Node arguments
 // are checked when the graph is built.
@@ -96,11 +108,15 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if err := intKey("batch_size", &bs, true, 1, MaxBatchSize); err != nil {
 		return nil, err
 	}
-	if err := intKey("num_threads", &nt, false, 1, MaxNumThreads); err != nil {
-		return nil, err
+	if s.AutoThreads = isAuto(top["num_threads"]); !s.AutoThreads {
+		if err := intKey("num_threads", &nt, false, 1, MaxNumThreads); err != nil {
+			return nil, err
+		}
 	}
-	if err := intKey("prefetch_queue_depth", &pq, false, 1, MaxPrefetchQueueDepth); err != nil {
-		return nil, err
+	if s.AutoPrefetch = isAuto(top["prefetch_queue_depth"]); !s.AutoPrefetch {
+		if err := intKey("prefetch_queue_depth", &pq, false, 1, MaxPrefetchQueueDepth); err != nil {
+			return nil, err
+		}
 	}
 	if err := intKey("seed", &s.Seed, false, -1<<62, math.MaxInt64); err != nil {
 		return nil, err
