@@ -325,16 +325,28 @@ func (p *Pipeline) tuneDecide(now time.Time) {
 		threads, depth, state = t.NumThreads, t.PrefetchQueueDepth, "kept"
 		reason += " (not applied: the GPU stage's resources are sized at build)"
 	}
-	p.growWorkers(threads)
-	for i := t.PrefetchQueueDepth; i < depth; i++ {
-		p.credits <- struct{}{} // room: the channel holds MaxPrefetch
-	}
-	p.Spec.NumThreads, p.Spec.PrefetchQueueDepth = threads, depth
+	p.applyTuning(threads, depth)
 	tu.mu.Lock()
-	tu.t.NumThreads, tu.t.PrefetchQueueDepth = threads, depth
 	tu.t.State, tu.t.Reason, tu.t.Measured = state, reason, &m
 	tu.mu.Unlock()
 	tu.log()
+}
+
+// applyTuning raises num_threads and prefetch_queue_depth to threads and depth (under
+// Pipeline.mu, built; depth within MaxPrefetch, the credits channel's room). Neither is
+// ever lowered.
+func (p *Pipeline) applyTuning(threads, depth int) {
+	tu := p.tune
+	p.growWorkers(threads)
+	depth = min(depth, cap(p.credits))
+	for i := p.Spec.PrefetchQueueDepth; i < depth; i++ {
+		p.credits <- struct{}{}
+	}
+	p.Spec.NumThreads = max(p.Spec.NumThreads, len(p.workers))
+	p.Spec.PrefetchQueueDepth = max(p.Spec.PrefetchQueueDepth, depth)
+	tu.mu.Lock()
+	tu.t.NumThreads, tu.t.PrefetchQueueDepth = p.Spec.NumThreads, p.Spec.PrefetchQueueDepth
+	tu.mu.Unlock()
 }
 
 // growWorkers starts workers until there are n (under Pipeline.mu, built).

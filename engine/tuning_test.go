@@ -166,13 +166,10 @@ func TestTuningGrowthKeepsOutputs(t *testing.T) {
 	got := [][]byte{append([]byte(nil), first.Lease.Bytes()...)}
 	first.Lease.Release()
 	p.mu.Lock()
-	p.growWorkers(4)
-	for i := 0; i < 3; i++ {
-		p.credits <- struct{}{}
-	}
+	p.applyTuning(4, 5)
 	p.mu.Unlock()
-	if len(p.workers) != 4 {
-		t.Fatalf("%d workers after growth", len(p.workers))
+	if tn := p.Tuning(); len(p.workers) != 4 || tn.NumThreads != 4 || tn.PrefetchQueueDepth != 5 || cap(p.credits) != maxAutoPrefetch {
+		t.Fatalf("%d workers after growth, tuning %+v", len(p.workers), tn)
 	}
 	got = append(got, epochBytes(t, p)...)
 	if len(got) != len(ref) {

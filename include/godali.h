@@ -297,6 +297,17 @@ godali_status_t godali_pipeline_interrupt(godali_pipeline_t p);
  * (nothing changes). */
 godali_status_t godali_pipeline_reset(godali_pipeline_t p);
 
+/* godali_pipeline_tuning writes the pipeline's num_threads and prefetch_queue_depth
+ * and why, as a JSON object of *len bytes (len may be NULL), NUL-terminated: keys
+ * "num_threads", "prefetch_queue_depth", "auto_threads", "auto_prefetch", "cpu" (the
+ * process's affinity CPUs, cgroup CPU quota and usable CPUs), "reserved_cpus",
+ * "max_threads", "max_prefetch_queue_depth", "state" ("fixed", "initial", "adjusted" or
+ * "kept"), "reason" and, once measured, "measured" (docs/pipeline.md, "Automatic
+ * tuning"). With "auto" the values are chosen at creation from the CPU budget and
+ * adjusted once from the stage times of the first batches. May be called at any time
+ * after create. Ownership: the caller owns *out and frees it with godali_free. */
+godali_status_t godali_pipeline_tuning(godali_pipeline_t p, char **out, size_t *len);
+
 /* godali_pipeline_checkpoint writes the pipeline's state after the batches the consumer
  * has taken with godali_pipeline_next (not the batches prepared ahead of it): a JSON
  * document of *len bytes (len may be NULL), NUL-terminated. A pipeline restored from it
