@@ -1,0 +1,88 @@
+"""num_threads="auto" / prefetch_queue_depth="auto" (docs/pipeline.md, "Automatic tuning"):
+the engine's choice from the CPU budget, its one adjustment from the first batches, and
+outputs identical to a fixed pipeline's (num_threads never changes a sample's values)."""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+import torchvision.transforms as T
+
+import godali.fn as fn
+from conftest import make_jpeg
+from godali.pipeline import Pipeline
+from godali.torch import DataLoader, ImageFolder
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tuning")
+    for i in range(12):
+        make_jpeg(str(root / ("c%d" % (i % 2)) / ("im%02d.jpg" % i)), 60 + 4 * i, 80, seed=i)
+    return str(root)
+
+
+def make(folder, threads, depth):
+    pipe = Pipeline(batch_size=2, num_threads=threads, prefetch_queue_depth=depth,
+                    device_id=None, seed=7)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=folder, random_shuffle=True, name="Reader")
+        img = fn.decoders.image(jpegs)
+        pipe.set_outputs(fn.resize(img, resize_x=32, resize_y=32), labels)
+    return pipe
+
+
+def epoch(pipe, n):
+    return [np.array(pipe.run()[0].as_array()) for _ in range(n)]
+
+
+def test_auto_values_and_outputs(folder):
+    pipe = make(folder, "auto", "auto")
+    assert pipe.num_threads == "auto" and pipe.prefetch_queue_depth == "auto"
+    pipe.build()
+    t = pipe.tuning()
+    cpus = len(os.sched_getaffinity(0))
+    assert t["state"] == "initial" and t["auto_threads"] and t["auto_prefetch"]
+    assert 1 <= t["num_threads"] <= t["cpu"]["usable_cpus"] <= cpus
+    assert t["cpu"]["affinity_cpus"] == cpus
+    assert pipe.num_threads == t["num_threads"]
+    assert "usable CPUs" in t["reason"]
+    got = epoch(pipe, 12)  # 2 epochs of 6: warm-up 2, decided at the first end (4 measured)
+    t = pipe.tuning()
+    assert t["state"] in ("adjusted", "kept"), t
+    assert t["measured"]["batches"] >= 3 and 0 <= t["measured"]["consumer_wait_fraction"] <= 1
+    assert t["num_threads"] <= t["max_threads"] and 2 <= t["prefetch_queue_depth"] <= 6
+    ref = make(folder, 2, 2)
+    ref.build()
+    want = epoch(ref, 12)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_fixed_and_bad_values(folder):
+    pipe = make(folder, 3, 2)
+    pipe.build()
+    t = pipe.tuning()
+    assert t["state"] == "fixed" and t["num_threads"] == 3 and t["prefetch_queue_depth"] == 2
+    assert pipe.num_threads == 3
+    with pytest.raises(ValueError, match="num_threads"):
+        Pipeline(batch_size=2, num_threads="many")
+    with pytest.raises(ValueError, match="prefetch_queue_depth"):
+        Pipeline(batch_size=2, prefetch_queue_depth="deep")
+
+
+def test_torch_num_workers_auto(folder):
+    tf = T.Compose([T.Resize((24, 24)), T.ToTensor()])
+    ds = ImageFolder(folder, transform=tf)
+    loader = DataLoader(ds, batch_size=4, num_workers="auto")
+    assert loader.tuning() is None
+    got = [(x.clone(), y.clone()) for x, y in loader]
+    t = loader.tuning()
+    assert t is not None and t["auto_threads"] and t["auto_prefetch"], t
+    want = [(x, y) for x, y in DataLoader(ds, batch_size=4, num_workers=2)]
+    assert len(got) == len(want) == 3
+    for (a, la), (b, lb) in zip(got, want):
+        assert torch.equal(a, b) and torch.equal(la, lb)
+    with pytest.raises(TypeError, match="num_workers"):
+        DataLoader(ds, batch_size=4, num_workers="many")
