@@ -37,10 +37,11 @@ type Pipeline struct {
 	// itself, or the first found upstream); -1 for none: ws.Ref then is the epoch
 	// reader's sample.
 	nodeReader []int
-	feeds      *feeds // external sources' queues (feed.go)
-	profile    bool   // GODALI_PROFILE: per-node times (profile.go)
-	tune       *tuner // num_threads / prefetch_queue_depth "auto" (tuning.go)
-	cpus       []int  // the workers' CPUs (GODALI_AFFINITY_MASK), by worker
+	feeds      *feeds      // external sources' queues (feed.go)
+	profile    bool        // GODALI_PROFILE: per-node times (profile.go)
+	tune       *tuner      // num_threads / prefetch_queue_depth "auto" (tuning.go)
+	cpus       []int       // the workers' CPUs (GODALI_AFFINITY_MASK), by worker
+	scans      *imageScans // the decoders' header scans (scan.go); nil before Build
 
 	mu       sync.Mutex // one consumer call at a time
 	built    bool
@@ -302,6 +303,14 @@ func (p *Pipeline) Build() error {
 	}
 	cpus, err := affinityMask()
 	if err != nil {
+		return err
+	}
+	if p.Spec.Preallocate && p.scans == nil {
+		p.startScans()
+	}
+	if err := p.checkMemoryPlan(); err != nil {
+		p.scans.close()
+		p.scans = nil // a retried Build scans again
 		return err
 	}
 	n := p.Spec.NumThreads
@@ -653,6 +662,7 @@ func (p *Pipeline) Close() {
 	if p.closed {
 		return
 	}
+	p.scans.close() // the header scan, if it still runs
 	p.closed = true
 	var stuck []*Batch
 	if p.built {
@@ -1321,7 +1331,11 @@ func (w *worker) buffer(id, k, need int) ([]byte, error) {
 	if need < bigBuffer {
 		buf := w.bufs[id][k]
 		if cap(buf) < need {
-			buf = make([]byte, need+need/4)
+			size := need + need/4
+			if hint := int(w.p.scans.hintFor(id)); hint > size && hint < bigBuffer {
+				size = hint // the largest of the data set: never grown again
+			}
+			buf = make([]byte, size)
 			w.bufs[id][k] = buf
 		}
 		return buf[:need], nil

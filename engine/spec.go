@@ -20,8 +20,15 @@ type Spec struct {
 	// AutoThreads, AutoPrefetch: "auto" was given for num_threads / prefetch_queue_depth;
 	// the pipeline chooses them (tuning.go) and NumThreads / PrefetchQueueDepth hold its
 	// choice once it is made.
-	AutoThreads    bool
-	AutoPrefetch   bool
+	AutoThreads  bool
+	AutoPrefetch bool
+	// Preallocate: "auto" (the default) scans the image headers of the decoders' local
+	// files in the background and sizes their buffers from the largest (scan.go);
+	// "off" does not.
+	Preallocate bool
+	// MaxHostBytes: Build fails when the memory plan's worst case is above it (0: no
+	// budget; memplan.go).
+	MaxHostBytes   int64
 	Seed           int64
 	MaxImagePixels int64
 	MaxFileBytes   int64
@@ -46,7 +53,7 @@ type NodeSpec struct {
 
 var topLevelKeys = []string{"batch_size", "num_threads", "device_id", "prefetch_queue_depth",
 	"seed", "max_image_pixels", "max_file_bytes", "on_error", "first_epoch", "ops", "outputs",
-	"exec_pipelined", "exec_async", "enable_checkpointing"}
+	"exec_pipelined", "exec_async", "enable_checkpointing", "preallocate", "max_host_bytes"}
 
 var nodeKeys = []string{"op", "name", "device", "inputs", "arg_inputs", "outputs", "args"}
 
@@ -130,6 +137,9 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if err := intKey("first_epoch", &s.FirstEpoch, false, 0, math.MaxInt64); err != nil {
 		return nil, err
 	}
+	if err := intKey("max_host_bytes", &s.MaxHostBytes, false, 0, math.MaxInt64); err != nil {
+		return nil, err
+	}
 	s.BatchSize, s.NumThreads, s.PrefetchQueueDepth = int(bs), int(nt), int(pq)
 	if raw, ok := top["device_id"]; ok && string(bytes.TrimSpace(raw)) != "null" {
 		var d int64
@@ -143,6 +153,14 @@ func ParseSpec(data []byte) (*Spec, error) {
 		if err := json.Unmarshal(raw, &s.OnError); err != nil || (s.OnError != "raise" && s.OnError != "skip") {
 			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"on_error\" must be \"raise\" or \"skip\", got %s", raw)
 		}
+	}
+	s.Preallocate = true
+	if raw, ok := top["preallocate"]; ok {
+		var v string
+		if json.Unmarshal(raw, &v) != nil || (v != "auto" && v != "off") {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"preallocate\" must be \"auto\" or \"off\", got %s", raw)
+		}
+		s.Preallocate = v == "auto"
 	}
 	if raw, ok := top["enable_checkpointing"]; ok {
 		if json.Unmarshal(raw, &s.EnableCheckpointing) != nil {
