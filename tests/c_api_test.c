@@ -674,6 +674,15 @@ static void test_tuning(const char *root) {
         "tuning after 3 epochs: %s", doc ? doc : "(null)");
   MUST(godali_free(doc));
   CHECK(godali_pipeline_tuning(p, NULL, NULL) == GODALI_ERROR_INVALID_ARGUMENT, "NULL out");
+  /* The memory plan: the header scan found the largest image (640x480, RGB). */
+  doc = NULL;
+  len = 0;
+  MUST(godali_pipeline_memory_plan(p, &doc, &len));
+  CHECK(doc && len == strlen(doc) && strstr(doc, "\"max_width\":640,\"max_height\":480") &&
+            strstr(doc, "\"max_output_bytes\":921600") && strstr(doc, "\"host_bytes_worst\":"),
+        "memory plan: %s", doc ? doc : "(null)");
+  MUST(godali_free(doc));
+  CHECK(godali_pipeline_memory_plan(p, NULL, NULL) == GODALI_ERROR_INVALID_ARGUMENT, "NULL out");
   MUST(godali_pipeline_destroy(p));
   /* Fixed values: said so. */
   p = create_resnet(root, 3, 2, "");

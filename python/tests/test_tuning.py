@@ -86,3 +86,34 @@ def test_torch_num_workers_auto(folder):
         assert torch.equal(a, b) and torch.equal(la, lb)
     with pytest.raises(TypeError, match="num_workers"):
         DataLoader(ds, batch_size=4, num_workers="many")
+
+
+def test_memory_plan(folder):
+    from PIL import Image
+    sizes = []
+    for d, _, files in os.walk(folder):
+        for f in files:
+            with Image.open(os.path.join(d, f)) as im:
+                sizes.append(im.size)
+    w, h = max(sizes, key=lambda s: s[0] * s[1])
+    pipe = make(folder, 2, 2)
+    plan = pipe.memory_plan()
+    scan, = plan["scans"]
+    assert scan["files"] == scan["scanned"] == len(sizes) and scan["failed"] == 0
+    assert (scan["max_width"], scan["max_height"]) == (w, h)
+    assert scan["max_output_bytes"] == w * h * 3
+    dec = [v for v in plan["intermediates"] if v["source"] == "scan"]
+    assert len(dec) == 1 and dec[0]["sample_bytes_worst"] == w * h * 3
+    out = [v for v in plan["outputs"] if v["sample_bytes_worst"] == 32 * 32 * 3]
+    assert len(out) == 1 and out[0]["bytes_worst"] >= 2 * 32 * 32 * 3 * 3
+    assert plan["host_bytes_worst"] == (plan["output_bytes"] + plan["intermediate_bytes"] +
+                                        plan["decoder_work_bytes"])
+    assert plan["available"]["mem_available"] > 0
+    tight = Pipeline(batch_size=2, num_threads=2, device_id=None, seed=7, max_host_bytes=1000)
+    with tight:
+        jpegs, labels = fn.readers.file(file_root=folder, name="Reader")
+        tight.set_outputs(fn.decoders.image(jpegs), labels)
+    with pytest.raises(Exception, match="max_host_bytes 1000 B is below .* lower"):
+        tight.build()
+    with pytest.raises(ValueError, match="preallocate"):
+        Pipeline(batch_size=2, preallocate="yes")

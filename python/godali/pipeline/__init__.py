@@ -101,6 +101,10 @@ class Pipeline:
     (godali's): the library chooses them from the CPUs the process may use (affinity
     mask, cgroup CPU quota) and adjusts them once from the first batches' stage times;
     tuning() says what it chose and why (docs/pipeline.md, "Automatic tuning").
+    preallocate ("auto", the default, or "off"): build scans the image headers of the
+    decoders' local files in the background and sizes their buffers from the largest.
+    max_host_bytes: build fails, naming what to lower, when memory_plan()'s worst case
+    is above it.
     exec_pipelined and exec_async are accepted for
     compatibility: godali always runs ahead of the consumer.
 
@@ -131,7 +135,7 @@ class Pipeline:
                  exec_separated=False, stream=None, enable_conditionals=False,
                  max_image_pixels=None, on_error="raise", first_epoch=0,
                  max_file_bytes=None, output_layout=None, stream_policy=None,
-                 concurrency=None):
+                 concurrency=None, preallocate="auto", max_host_bytes=None):
         # bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
         # enable_memory_stats, py_num_workers, py_start_method, py_callback_pickler,
         # exec_dynamic, exec_separated and stream are DALI tuning knobs godali has no use
@@ -199,6 +203,13 @@ class Pipeline:
             raise ValueError("godali: on_error must be 'raise' or 'skip', not %r"
                              % (on_error,))
         self._on_error = on_error
+        if preallocate not in ("auto", "off"):
+            raise ValueError("godali: preallocate must be 'auto' or 'off', not %r"
+                             % (preallocate,))
+        self._preallocate = preallocate
+        if max_host_bytes is not None and int(max_host_bytes) < 0:
+            raise ValueError("godali: max_host_bytes must be >= 0, got %r" % (max_host_bytes,))
+        self._max_host_bytes = None if max_host_bytes is None else int(max_host_bytes)
         if max_image_pixels is not None and int(max_image_pixels) < 0:
             raise ValueError("godali: max_image_pixels must be >= 0 (0: no limit)")
         self._max_image_pixels = None if max_image_pixels is None else int(max_image_pixels)
@@ -495,6 +506,10 @@ class Pipeline:
         if self._max_file_bytes is not None:
             d["max_file_bytes"] = self._max_file_bytes
         d["on_error"] = self._on_error
+        if self._preallocate != "auto":
+            d["preallocate"] = self._preallocate
+        if self._max_host_bytes:
+            d["max_host_bytes"] = self._max_host_bytes
         if not self._exec_pipelined:
             d["exec_pipelined"] = False
         if not self._exec_async:
@@ -975,6 +990,18 @@ class Pipeline:
         read; "reason": why). "fixed" when neither is "auto". Builds the pipeline."""
         self._lib_or_build()
         return json.loads(self._lib.tuning_text(self._handle))
+
+    def memory_plan(self):
+        """The pipeline's host memory, estimated before it is spent, as a dict
+        (godali_pipeline_memory_plan): "outputs" and "intermediates" per value
+        (sample_bytes_worst / _expected, bytes_worst, source), "slot_bytes" (one
+        prefetch slot), "output_bytes", "intermediate_bytes", "decoder_work_bytes",
+        "host_bytes_worst", "host_bytes_expected", "available" (cgroup limit,
+        MemAvailable), "scans" (the decoders' image header scans) and "warning" when
+        the worst case exceeds the available memory. Builds the pipeline and waits for
+        the header scan (docs/pipeline.md, "Memory plan")."""
+        self._lib_or_build()
+        return json.loads(self._lib.tuning_text(self._handle, "pipeline_memory_plan"))
 
     def pool_stats(self, device="cpu"):
         """The pipeline's buffer pool counters (host pool, or device="gpu")."""
