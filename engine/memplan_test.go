@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // refLargest is the largest image of root by Go's image.DecodeConfig (an independent
@@ -103,8 +105,13 @@ func TestImageScanSamplesLargeSets(t *testing.T) {
 	if !s.Sampled || s.Scanned != scanSample || s.Files != len(paths) || s.MaxOutBytes != 600 || pr.n.Load() < scanSample-1 {
 		t.Fatalf("large set: %+v (%d probes)", s, pr.n.Load())
 	}
-	small := scanImages([]string{good, empty, filepath.Join(dir, "missing")}, &pr, 0, &stop)
-	if small.Sampled || small.Scanned != 3 || small.Failed != 2 || small.MaxWidth != 10 || small.MaxHeight != 20 {
+	// A FIFO named like an image is a failure, not a hang (opened as the readers do).
+	fifo := filepath.Join(dir, "fifo.jpg")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	small := scanImages([]string{good, empty, filepath.Join(dir, "missing"), fifo}, &pr, 0, &stop)
+	if small.Sampled || small.Scanned != 4 || small.Failed != 3 || small.MaxWidth != 10 || small.MaxHeight != 20 {
 		t.Fatalf("small set: %+v", small)
 	}
 	stop.Store(true)

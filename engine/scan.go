@@ -3,10 +3,11 @@ package engine
 import (
 	"io"
 	"math/rand"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/godali/godali/source"
 )
 
 // ImageProber is a decoder that reads what an encoded image will take from its header,
@@ -206,32 +207,32 @@ func scanImages(paths []string, pr ImageProber, maxFile int64, stop *atomic.Bool
 
 // probeFile reads a file's first bytes and probes them; a header further in (a JPEG
 // with a large EXIF block before its frame header) is looked for in up to scanHeadMax.
+// The file is opened as the readers open it (source.Local): a FIFO or device named
+// like an image is an error, not a hang.
 func probeFile(path string, pr ImageProber, buf []byte, maxFile int64) (ImageHeader, int64, error) {
-	f, err := os.Open(path)
+	f, err := source.Local{}.Open(path)
 	if err != nil {
 		return ImageHeader{}, 0, err
 	}
 	defer f.Close()
-	var size int64
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
-	}
-	n, err := io.ReadFull(f, buf)
-	if err != nil && err != io.ErrUnexpectedEOF {
+	size := f.Size()
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
 		return ImageHeader{}, size, err
 	}
 	h, perr := pr.ProbeImage(buf[:n])
 	if perr == nil || n < len(buf) {
 		return h, size, perr
 	}
-	limit := int64(scanHeadMax)
+	limit := min(int64(scanHeadMax), size)
 	if maxFile > 0 {
 		limit = min(limit, maxFile)
 	}
-	more, err := io.ReadAll(io.LimitReader(f, limit-int64(n)))
-	if err != nil {
+	more := make([]byte, limit)
+	m, err := f.ReadAt(more, 0)
+	if err != nil && err != io.EOF {
 		return ImageHeader{}, size, err
 	}
-	h, err = pr.ProbeImage(append(append([]byte(nil), buf[:n]...), more...))
+	h, err = pr.ProbeImage(more[:m])
 	return h, size, err
 }
