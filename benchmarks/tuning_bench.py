@@ -52,11 +52,17 @@ def trial(cfg):
                                        std=[0.229 * 255, 0.224 * 255, 0.225 * 255])
         return img, lab
 
-    factory = train if cfg["pipeline"] == "train" else val
+    @pipeline_def
+    def decode():
+        jpegs, lab = fn.readers.file(files=paths, labels=labels, name="Reader")
+        return fn.decoders.image(jpegs, output_type=types.RGB), lab
+
+    factory = {"train": train, "val": val, "decode": decode}[cfg["pipeline"]]
     pipe = factory(batch_size=cfg["batch_size"], num_threads=threads, device_id=None,
                    seed=12, prefetch_queue_depth=depth)
+    rss0 = vm_rss()
     pipe.build()
-    plan = pipe.memory_plan() if hasattr(pipe, "memory_plan") else None
+    plan = pipe.memory_plan()
     for _ in range(cfg["warmup"]):
         pipe.run()
     t0 = time.perf_counter()
@@ -68,7 +74,15 @@ def trial(cfg):
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     pipe.close()
     return {"ips": cfg["iters"] * cfg["batch_size"] / secs, "tuning": tn, "peak_rss": rss,
-            "plan": plan}
+            "rss_before_build": rss0, "plan": plan}
+
+
+def vm_rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def main():
@@ -114,10 +128,12 @@ def main():
             ips = statistics.median(x["ips"] for x in runs)
             tn = runs[-1]["tuning"]
             rss = max(x["peak_rss"] for x in runs) / 2**20
-            line = "  threads=%-4s depth=%-4s %7.1f img/s (%5.1f%% of best)  peak RSS %6.0f MiB" % (
-                c[0], c[1], ips, 100 * ips / best, rss)
-            if runs[-1].get("plan"):
-                line += "  plan %6.0f MiB" % (runs[-1]["plan"]["host_bytes_worst"] / 2**20)
+            grown = max(x["peak_rss"] - x["rss_before_build"] for x in runs) / 2**20
+            plan = runs[-1]["plan"]
+            line = ("  threads=%-4s depth=%-4s %7.1f img/s (%5.1f%% of best)  peak RSS %6.0f MiB, "
+                    "%6.1f MiB above the RSS before build; plan %6.1f MiB worst, %6.1f expected") % (
+                c[0], c[1], ips, 100 * ips / best, rss, grown,
+                plan["host_bytes_worst"] / 2**20, plan["host_bytes_expected"] / 2**20)
             if "auto" in c:
                 line += "\n      -> num_threads=%d prefetch_queue_depth=%d (%s: %s)" % (
                     tn["num_threads"], tn["prefetch_queue_depth"], tn["state"], tn["reason"])
