@@ -151,6 +151,12 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 					batch = int64(c)
 				}
 				v.Bytes = batch * int64(mp.Batches)
+				if s, ok := scanOf(scans, n.Name); ok && pb.source == "scan" {
+					// A buffer per sample; the batches in flight hold distinct samples:
+					// at most the largest bs x Batches images of the data set.
+					v.Bytes = s.largest(p.Spec.BatchSize * mp.Batches)
+					batch = s.largest(p.Spec.BatchSize)
+				}
 				mp.Outputs = append(mp.Outputs, v)
 				mp.SlotBytes += batch
 				mp.OutputBytes += v.Bytes
@@ -179,6 +185,16 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 			fmtBytes(mp.HostBytesWorst), fmtBytes(avail), mp.lower())
 	}
 	return mp
+}
+
+// scanOf is the scan of decoder node.
+func scanOf(scans []ImageScan, node string) (ImageScan, bool) {
+	for _, s := range scans {
+		if s.Decoder == node && s.Done {
+			return s, true
+		}
+	}
+	return ImageScan{}, false
 }
 
 // lower names what to lower, the largest part first.

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"fmt"
 	"image"
 	_ "image/jpeg"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -169,4 +171,39 @@ func TestMemoryPlan(t *testing.T) {
 	// A budget above it builds.
 	big := strings.Replace(resnetJSON(root, threads, bs, depth), `"seed": 12`, `"seed": 12, "max_host_bytes": 1000000000`, 1)
 	mustPipeline(t, big)
+}
+
+// A decoder's output as a pipeline output: a buffer per sample, the batches in flight
+// at most the largest batch x (prefetch_queue_depth+1) images of the data set.
+func TestMemoryPlanDecodedOutput(t *testing.T) {
+	t.Setenv("GODALI_TUNING_LOG", "0")
+	root := writeDataset(t, 2, 6) // 12 images of 6 sizes, each twice
+	var sizes []int
+	filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			f, _ := os.Open(path)
+			defer f.Close()
+			c, _, err := image.DecodeConfig(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, c.Width*c.Height*3)
+		}
+		return nil
+	})
+	sort.Sort(sort.Reverse(sort.IntSlice(sizes)))
+	const bs, depth = 2, 2
+	p := mustPipeline(t, fmt.Sprintf(`{"batch_size": %d, "num_threads": 1, "prefetch_queue_depth": %d, "ops": [
+	 {"op": "readers.file", "name": "Reader", "outputs": ["jpegs", "labels"], "args": {"file_root": %q}},
+	 {"op": "decoders.image", "name": "decode", "inputs": ["jpegs"], "outputs": ["images"]}],
+	"outputs": ["images"]}`, bs, depth, root))
+	mp := p.MemoryPlan(time.Minute)
+	var want int64
+	for _, s := range sizes[:bs*(depth+1)] {
+		want += int64(classSize(s))
+	}
+	if len(mp.Outputs) != 1 || mp.Outputs[0].Source != "scan" || mp.Outputs[0].Bytes != want ||
+		mp.SlotBytes != int64(classSize(sizes[0])+classSize(sizes[1])) {
+		t.Fatalf("plan %+v, want outputs of %d bytes", mp, want)
+	}
 }

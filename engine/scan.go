@@ -3,6 +3,7 @@ package engine
 import (
 	"io"
 	"math/rand"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,23 @@ type ImageScan struct {
 	MaxFileBytes int64   `json:"max_file_bytes"` // the largest encoded file
 	Seconds      float64 `json:"seconds"`
 	Done         bool    `json:"done"`
+	// sizes are the outputs' bytes of the images read, largest first: the most a
+	// batch's distinct samples can take together (memory plan).
+	sizes []int64
+}
+
+// largest is the sum of the n largest outputs (the largest repeated when fewer were
+// scanned), each as the host pool holds it (its size class).
+func (s ImageScan) largest(n int) int64 {
+	var sum int64
+	for i := 0; i < n; i++ {
+		v := s.MaxOutBytes
+		if i < len(s.sizes) {
+			v = s.sizes[i]
+		}
+		sum += int64(max(classSize(int(v)), 0))
+	}
+	return sum
 }
 
 // Scan limits: every file of a data set up to scanAll, else a random sample of
@@ -195,11 +213,13 @@ func scanImages(paths []string, pr ImageProber, maxFile int64, stop *atomic.Bool
 		res.MaxHeight = max(res.MaxHeight, h.Height)
 		res.MaxOutBytes = max(res.MaxOutBytes, h.OutBytes)
 		res.MaxWorkBytes = max(res.MaxWorkBytes, h.WorkBytes)
+		res.sizes = append(res.sizes, h.OutBytes)
 		sum += h.OutBytes
 	}
 	if ok := res.Scanned - res.Failed; ok > 0 {
 		res.MeanOutBytes = sum / int64(ok)
 	}
+	sort.Slice(res.sizes, func(i, j int) bool { return res.sizes[i] > res.sizes[j] })
 	res.Seconds = time.Since(start).Seconds()
 	res.Done = true
 	return res
