@@ -70,7 +70,9 @@ def trial(cfg):
     t0 = time.perf_counter()
     for _ in range(cfg["iters"]):
         out = pipe.run()
-        if cfg["pipeline"] == "decode":  # ragged: the samples one by one
+        if not cfg["copy"]:
+            pass  # memory runs: only the pipeline's own memory grows
+        elif cfg["pipeline"] == "decode":  # ragged: the samples one by one
             for i in range(len(out[0])):
                 np.asarray(out[0][i])
         else:
@@ -102,6 +104,9 @@ def main():
     ap.add_argument("--pipelines", default="train,val")
     ap.add_argument("--configs", default="1x2,2x2,3x2,4x2,2x4,autoxauto",
                     help="THREADSxDEPTH, each an int or auto")
+    ap.add_argument("--no-copy", action="store_true",
+                    help="the consumer takes the batches without copying them out (the "
+                         "memory comparisons: RSS then grows by the pipeline's memory only)")
     ap.add_argument("--trial", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.trial:
@@ -120,7 +125,8 @@ def main():
             for c in order:
                 cfg = {"data": args.data, "batch_size": args.batch_size,
                        "warmup": args.warmup, "iters": args.iters, "cpus": cpus,
-                       "pipeline": pipeline, "threads": c[0], "depth": c[1]}
+                       "pipeline": pipeline, "threads": c[0], "depth": c[1],
+                       "copy": not args.no_copy}
                 out = subprocess.run([sys.executable, __file__, "--trial", json.dumps(cfg)],
                                      env=env, capture_output=True, text=True)
                 if out.returncode != 0:
