@@ -117,3 +117,28 @@ def test_memory_plan(folder):
         tight.build()
     with pytest.raises(ValueError, match="preallocate"):
         Pipeline(batch_size=2, preallocate="yes")
+
+
+def test_plan_command(folder, tmp_path, capsys):
+    import json
+
+    from godali.__main__ import main
+    desc = {"batch_size": 2, "num_threads": "auto", "device_id": None, "ops": [
+        {"op": "readers.file", "name": "Reader", "outputs": ["jpegs", "labels"],
+         "args": {"file_root": folder}},
+        {"op": "decoders.image", "name": "decode", "inputs": ["jpegs"], "outputs": ["images"]}],
+        "outputs": ["images", "labels"]}
+    path = tmp_path / "pipe.json"
+    path.write_text(json.dumps(desc))
+    assert main(["plan", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["memory_plan"]["scans"][0]["max_width"] == 80
+    assert doc["tuning"]["auto_threads"] and doc["tuning"]["state"] == "initial"
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "host memory, worst case" in out and "decode: largest image 80x" in out
+    desc["max_host_bytes"] = 100
+    path.write_text(json.dumps(desc))
+    assert main(["plan", str(path)]) == 1
+    assert "max_host_bytes 100 B is below" in capsys.readouterr().err
+    assert main(["plan", str(tmp_path / "missing.json")]) == 2
