@@ -61,7 +61,7 @@ def trial(cfg):
 
     factory = {"train": train, "val": val, "decode": decode}[cfg["pipeline"]]
     pipe = factory(batch_size=cfg["batch_size"], num_threads=threads, device_id=None,
-                   seed=12, prefetch_queue_depth=depth)
+                   seed=12, prefetch_queue_depth=depth, preallocate=cfg["preallocate"])
     rss0 = vm_rss()
     pipe.build()
     plan = pipe.memory_plan()
@@ -107,6 +107,7 @@ def main():
     ap.add_argument("--no-copy", action="store_true",
                     help="the consumer takes the batches without copying them out (the "
                          "memory comparisons: RSS then grows by the pipeline's memory only)")
+    ap.add_argument("--preallocate", default="auto", choices=("auto", "off"))
     ap.add_argument("--trial", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.trial:
@@ -126,7 +127,7 @@ def main():
                 cfg = {"data": args.data, "batch_size": args.batch_size,
                        "warmup": args.warmup, "iters": args.iters, "cpus": cpus,
                        "pipeline": pipeline, "threads": c[0], "depth": c[1],
-                       "copy": not args.no_copy}
+                       "copy": not args.no_copy, "preallocate": args.preallocate}
                 out = subprocess.run([sys.executable, __file__, "--trial", json.dumps(cfg)],
                                      env=env, capture_output=True, text=True)
                 if out.returncode != 0:

@@ -1332,7 +1332,7 @@ func (w *worker) buffer(id, k, need int) ([]byte, error) {
 		buf := w.bufs[id][k]
 		if cap(buf) < need {
 			size := need + need/4
-			if hint := int(w.p.scans.hintFor(id)); hint > size && hint < bigBuffer {
+			if hint := int(w.p.scans.hintFor(id, k)); hint > size && hint < bigBuffer {
 				size = hint // the largest of the data set: never grown again
 			}
 			buf = make([]byte, size)

@@ -166,7 +166,7 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 			// A worker's buffer grows to a quarter above the largest sample it saw,
 			// or to the scan's largest at once (preallocation).
 			per := pb.worst + pb.worst/4
-			if pb.source == "scan" {
+			if pb.source == "scan" || pb.source == "file" {
 				per = pb.worst
 			}
 			v.Bytes = per * int64(mp.NumThreads)

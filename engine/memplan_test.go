@@ -64,10 +64,21 @@ func TestImageScanAndPreallocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := p.Graph.Data["images"].Producer.ID
+	rid := p.Graph.Data["jpegs"].Producer.ID
+	used := 0
 	for _, w := range p.workers {
-		if c := cap(w.bufs[id][0]); c != 0 && c != rw*rh*3 {
-			t.Fatalf("worker %d: decoder buffer %d bytes, want %d (the scan's largest)", w.id, c, rw*rh*3)
+		if c := cap(w.bufs[id][0]); c != 0 {
+			used++
+			if c != rw*rh*3 {
+				t.Fatalf("worker %d: decoder buffer %d bytes, want %d (the scan's largest)", w.id, c, rw*rh*3)
+			}
+			if c := cap(w.bufs[rid][0]); int64(c) != s.MaxFileBytes {
+				t.Fatalf("worker %d: reader buffer %d bytes, want %d (the largest file)", w.id, c, s.MaxFileBytes)
+			}
 		}
+	}
+	if used == 0 {
+		t.Fatal("no worker decoded into its own buffer")
 	}
 	// preallocate "off": no scan.
 	off := mustPipeline(t, strings.Replace(resnetJSON(root, 1, 2, 2), `"seed": 12`, `"seed": 12, "preallocate": "off"`, 1))

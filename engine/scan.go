@@ -109,8 +109,9 @@ type imageScans struct {
 	scans []ImageScan
 	done  chan struct{}
 	stop  atomic.Bool
-	// hint is, by node ID, the largest output the node's samples need (the decoder's
-	// preallocation: a worker's buffer for it is made that large the first time).
+	// hint is, by node ID, the largest first output the node's samples need (the
+	// decoder's decoded image, the reader's encoded file): a worker's buffer for it is
+	// made that large the first time.
 	hint []atomic.Int64
 }
 
@@ -136,6 +137,10 @@ func (p *Pipeline) startScans() {
 			if res.MaxOutBytes > 0 {
 				s.hint[t.node.ID].Store(res.MaxOutBytes)
 			}
+			// The reader's encoded bytes too (its first output): the largest file.
+			if res.MaxFileBytes > s.hint[t.reader.ID].Load() {
+				s.hint[t.reader.ID].Store(res.MaxFileBytes)
+			}
 			s.mu.Lock()
 			s.scans[i] = res
 			s.mu.Unlock()
@@ -159,10 +164,10 @@ func (s *imageScans) results(wait time.Duration) []ImageScan {
 	return append([]ImageScan(nil), s.scans...)
 }
 
-// hintFor is the preallocation of node id's output: the largest the scan found, 0
-// when none (yet).
-func (s *imageScans) hintFor(id int) int64 {
-	if s == nil || id >= len(s.hint) {
+// hintFor is the preallocation of output k of node id: the largest the scan found, 0
+// when none (yet) or for outputs after the first.
+func (s *imageScans) hintFor(id, k int) int64 {
+	if s == nil || k != 0 || id >= len(s.hint) {
 		return 0
 	}
 	return s.hint[id].Load()
