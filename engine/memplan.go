@@ -12,8 +12,8 @@ import (
 // (docs/pipeline.md, "Memory plan"): the output buffers of the batches in flight, the
 // workers' intermediate buffers and the decoders' work memory, worst case (the largest
 // image the header scan found, the most threads and prefetch "auto" may reach) and
-// expected (the scan's mean image). The Go runtime, the library's code and the caller's
-// own memory are not in it.
+// expected (the scan's mean image). The Go runtime and its heap's overhead, operators'
+// own scratch, the library's code and the caller's own memory are not in it.
 type MemoryPlan struct {
 	BatchSize          int `json:"batch_size"`
 	NumThreads         int `json:"num_threads"`          // the most workers counted
