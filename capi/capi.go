@@ -491,6 +491,36 @@ func godali_pipeline_checkpoint(h C.godali_pipeline_t, out **C.char, n *C.size_t
 	})
 }
 
+//export godali_pipeline_tuning
+func godali_pipeline_tuning(h C.godali_pipeline_t, out **C.char, n *C.size_t) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if out == nil {
+			return errNull("out")
+		}
+		doc := p.eng.TuningJSON()
+		*out = C.CString(string(doc)) // NUL-terminated; the caller frees it with godali_free
+		if n != nil {
+			*n = C.size_t(len(doc))
+		}
+		return nil
+	})
+}
+
+//export godali_pipeline_memory_plan
+func godali_pipeline_memory_plan(h C.godali_pipeline_t, out **C.char, n *C.size_t) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if out == nil {
+			return errNull("out")
+		}
+		doc := p.eng.MemoryPlanJSON(time.Minute) // the header scans end first
+		*out = C.CString(string(doc))            // the caller frees it with godali_free
+		if n != nil {
+			*n = C.size_t(len(doc))
+		}
+		return nil
+	})
+}
+
 //export godali_pipeline_restore
 func godali_pipeline_restore(h C.godali_pipeline_t, doc *C.char, n C.size_t) C.int {
 	return withPipeline(h, func(p *pipeline) error {

@@ -37,8 +37,11 @@ type Pipeline struct {
 	// itself, or the first found upstream); -1 for none: ws.Ref then is the epoch
 	// reader's sample.
 	nodeReader []int
-	feeds      *feeds // external sources' queues (feed.go)
-	profile    bool   // GODALI_PROFILE: per-node times (profile.go)
+	feeds      *feeds      // external sources' queues (feed.go)
+	profile    bool        // GODALI_PROFILE: per-node times (profile.go)
+	tune       *tuner      // num_threads / prefetch_queue_depth "auto" (tuning.go)
+	cpus       []int       // the workers' CPUs (GODALI_AFFINITY_MASK), by worker
+	scans      *imageScans // the decoders' header scans (scan.go); nil before Build
 
 	mu       sync.Mutex // one consumer call at a time
 	built    bool
@@ -129,6 +132,10 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		host: newHostOrder(part), abandoned: make(chan struct{}),
 		profile: profileEnabled()}
 	p.feeds = newFeeds(g)
+	mask, _ := affinityMask() // a bad mask fails Build
+	tn := initialTuning(spec, ReadCPUBudget(), len(mask))
+	spec.NumThreads, spec.PrefetchQueueDepth = tn.NumThreads, tn.PrefetchQueueDepth
+	p.tune = newTuner(tn)
 	if err := p.feeds.checkStreams(g); err != nil {
 		return nil, err
 	}
@@ -298,6 +305,14 @@ func (p *Pipeline) Build() error {
 	if err != nil {
 		return err
 	}
+	if p.Spec.Preallocate && p.scans == nil {
+		p.startScans()
+	}
+	if err := p.checkMemoryPlan(); err != nil {
+		p.scans.close()
+		p.scans = nil // a retried Build scans again
+		return err
+	}
 	n := p.Spec.NumThreads
 	// Whatever can fail comes before the workers start, so that a failed Build leaves
 	// nothing running and may be retried.
@@ -315,8 +330,11 @@ func (p *Pipeline) Build() error {
 		}
 		cpus = p.gpu.workerCPUs(cpus, n)
 	}
+	p.cpus = cpus
+	// "auto" may raise the depth later (tuning.go): the channels hold its maximum.
+	depthCap := max(p.Spec.PrefetchQueueDepth, p.tune.t.MaxPrefetch)
 	// Room for every sample in flight, bounded: a full queue only makes the producer wait.
-	p.tasks = make(chan task, min(p.Spec.BatchSize*(p.Spec.PrefetchQueueDepth+1), maxQueuedTasks))
+	p.tasks = make(chan task, min(p.Spec.BatchSize*(depthCap+1), maxQueuedTasks))
 	// Build returns once every worker runs on its thread, pinned where the mask says.
 	var started sync.WaitGroup
 	started.Add(n)
@@ -331,11 +349,11 @@ func (p *Pipeline) Build() error {
 		go w.loop(cpu, &started)
 	}
 	started.Wait()
-	p.credits = make(chan struct{}, p.Spec.PrefetchQueueDepth)
+	p.credits = make(chan struct{}, depthCap)
 	for i := 0; i < p.Spec.PrefetchQueueDepth; i++ {
 		p.credits <- struct{}{}
 	}
-	p.inflight = make(chan *Batch, p.Spec.PrefetchQueueDepth)
+	p.inflight = make(chan *Batch, depthCap)
 	p.built = true
 	p.builtAt = time.Now()
 	return nil
@@ -433,6 +451,7 @@ func (p *Pipeline) Next() (*Batch, error) {
 	if p.atEnd {
 		return nil, ErrEndOfEpoch
 	}
+	p.tune.arrive()
 	b := p.head
 	p.head = nil
 	if b == nil {
@@ -455,8 +474,10 @@ func (p *Pipeline) Next() (*Batch, error) {
 	if b.endOfEpoch {
 		p.atEnd = true
 		p.stopProducer()
+		p.tuneEpochEnd()
 		return nil, ErrEndOfEpoch
 	}
+	p.tuneGot()
 	if b.err != nil {
 		b.release()
 		return nil, b.err
@@ -478,6 +499,7 @@ func (p *Pipeline) WaitReady(timeout time.Duration) (bool, error) {
 	if p.atEnd {
 		return true, nil
 	}
+	p.tune.arrive()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for p.head == nil {
@@ -539,6 +561,7 @@ func (p *Pipeline) Reset() error {
 		return nil
 	}
 	p.stopProducer()
+	p.tune.resetClock()
 	p.epoch++
 	p.taken = 0
 	p.atEnd = false
@@ -639,6 +662,7 @@ func (p *Pipeline) Close() {
 	if p.closed {
 		return
 	}
+	p.scans.close() // the header scan, if it still runs
 	p.closed = true
 	var stuck []*Batch
 	if p.built {
@@ -1161,25 +1185,59 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 }
 
 func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
-	node := ""
-	ref := &b.refs[src]
+	at := sampleAt{ref: &b.refs[src]}
 	defer func() {
 		if r := recover(); r != nil {
-			err = &SampleError{Source: ref.Path, Node: node, Err: fmt.Errorf("internal error: %v", r)}
+			err = &SampleError{Source: at.ref.Path, Node: at.node, Err: fmt.Errorf("internal error: %v", r)}
 		}
 	}()
 	// Counted in full batches, so that a sample's random stream does not depend on the
 	// sizes of the batches before it.
 	pos := b.Iteration*int64(b.capacity) + int64(i)
-	part := w.p.Part
 	w.sg.batch = b.gpu
 	if phase > 0 {
 		w.loadCross(b, phase, src)
 	}
+	if w.p.tune.measuring.Load() {
+		return w.timedSample(b, i, src, phase, pos, &at)
+	}
+	return w.runNodes(b, i, src, phase, pos, &at, nil)
+}
+
+// sampleAt is where a sample is: the node running and the sample it reads (for the
+// error of a panic).
+type sampleAt struct {
+	node string
+	ref  *SampleRef
+}
+
+// timedSample runs a sample and adds its times to the tuner's (tuning.go).
+func (w *worker) timedSample(b *Batch, i, src, phase int, pos int64, at *sampleAt) error {
+	var rt readerTimes
+	t0, c0 := time.Now(), threadCPU()
+	err := w.runNodes(b, i, src, phase, pos, at, &rt)
+	w.p.tune.timeSample(int64(time.Since(t0)), threadCPU()-c0, rt.wall, rt.cpu)
+	return err
+}
+
+// readerTimes sums a sample's reader nodes' wall and thread CPU times.
+type readerTimes struct{ wall, cpu int64 }
+
+// runNodes runs the nodes of a sample's phase; rt, when not nil, receives the reader
+// nodes' times.
+func (w *worker) runNodes(b *Batch, i, src, phase int, pos int64, at *sampleAt, rt *readerTimes) error {
+	part := w.p.Part
 	for _, n := range part.Phases[phase] {
-		node = n.Name
+		at.node = n.Name
+		var rt0 time.Time
+		var rc0 int64
+		timed := rt != nil && n.Schema != nil && n.Schema.IsReader
+		if timed {
+			rt0, rc0 = time.Now(), threadCPU()
+		}
 		ws := w.ws[n.ID]
-		ref = b.ref(w.p.nodeReader[n.ID], src)
+		ref := b.ref(w.p.nodeReader[n.ID], src)
+		at.ref = ref
 		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
 		first, last := n.StreamKeys(w.p.seed)
 		ws.seed, ws.nodeID, ws.BatchSize = first, last, len(b.refs)
@@ -1260,6 +1318,10 @@ func (w *worker) runSample(b *Batch, i, src, phase int) (err error) {
 		if w.prof != nil {
 			w.prof[n.ID].add(t0)
 		}
+		if timed {
+			rt.wall += int64(time.Since(rt0))
+			rt.cpu += threadCPU() - rc0
+		}
 	}
 	return nil
 }
@@ -1269,7 +1331,11 @@ func (w *worker) buffer(id, k, need int) ([]byte, error) {
 	if need < bigBuffer {
 		buf := w.bufs[id][k]
 		if cap(buf) < need {
-			buf = make([]byte, need+need/4)
+			size := need + need/4
+			if hint := int(w.p.scans.hintFor(id, k)); hint > size && hint < bigBuffer {
+				size = hint // the largest of the data set: never grown again
+			}
+			buf = make([]byte, size)
 			w.bufs[id][k] = buf
 		}
 		return buf[:need], nil

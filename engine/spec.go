@@ -17,11 +17,23 @@ type Spec struct {
 	NumThreads         int
 	DeviceID           *int
 	PrefetchQueueDepth int
-	Seed               int64
-	MaxImagePixels     int64
-	MaxFileBytes       int64
-	OnError            string
-	FirstEpoch         int64
+	// AutoThreads, AutoPrefetch: "auto" was given for num_threads / prefetch_queue_depth;
+	// the pipeline chooses them (tuning.go) and NumThreads / PrefetchQueueDepth hold its
+	// choice once it is made.
+	AutoThreads  bool
+	AutoPrefetch bool
+	// Preallocate: "auto" (the default) scans the image headers of the decoders' local
+	// files in the background and sizes their buffers from the largest (scan.go);
+	// "off" does not.
+	Preallocate bool
+	// MaxHostBytes: Build fails when the memory plan's worst case is above it (0: no
+	// budget; memplan.go).
+	MaxHostBytes   int64
+	Seed           int64
+	MaxImagePixels int64
+	MaxFileBytes   int64
+	OnError        string
+	FirstEpoch     int64
 	// EnableCheckpointing allows Checkpoint and Restore (DALI's enable_checkpointing).
 	EnableCheckpointing bool
 	Nodes               []*NodeSpec
@@ -41,12 +53,19 @@ type NodeSpec struct {
 
 var topLevelKeys = []string{"batch_size", "num_threads", "device_id", "prefetch_queue_depth",
 	"seed", "max_image_pixels", "max_file_bytes", "on_error", "first_epoch", "ops", "outputs",
-	"exec_pipelined", "exec_async", "enable_checkpointing"}
+	"exec_pipelined", "exec_async", "enable_checkpointing", "preallocate", "max_host_bytes"}
 
 var nodeKeys = []string{"op", "name", "device", "inputs", "arg_inputs", "outputs", "args"}
 
 // DefaultMaxImagePixels refuses what PIL refuses (twice its warning threshold).
 const DefaultMaxImagePixels = 178956970
+
+// isAuto says whether a key's value is the string "auto" (num_threads,
+// prefetch_queue_depth: the pipeline chooses).
+func isAuto(raw json.RawMessage) bool {
+	var v string
+	return raw != nil && json.Unmarshal(raw, &v) == nil && v == "auto"
+}
 
 // ParseSpec parses and checks the top level of a pipeline description. Node arguments
 // are checked when the graph is built.
@@ -96,11 +115,15 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if err := intKey("batch_size", &bs, true, 1, MaxBatchSize); err != nil {
 		return nil, err
 	}
-	if err := intKey("num_threads", &nt, false, 1, MaxNumThreads); err != nil {
-		return nil, err
+	if s.AutoThreads = isAuto(top["num_threads"]); !s.AutoThreads {
+		if err := intKey("num_threads", &nt, false, 1, MaxNumThreads); err != nil {
+			return nil, err
+		}
 	}
-	if err := intKey("prefetch_queue_depth", &pq, false, 1, MaxPrefetchQueueDepth); err != nil {
-		return nil, err
+	if s.AutoPrefetch = isAuto(top["prefetch_queue_depth"]); !s.AutoPrefetch {
+		if err := intKey("prefetch_queue_depth", &pq, false, 1, MaxPrefetchQueueDepth); err != nil {
+			return nil, err
+		}
 	}
 	if err := intKey("seed", &s.Seed, false, -1<<62, math.MaxInt64); err != nil {
 		return nil, err
@@ -112,6 +135,9 @@ func ParseSpec(data []byte) (*Spec, error) {
 		return nil, err
 	}
 	if err := intKey("first_epoch", &s.FirstEpoch, false, 0, math.MaxInt64); err != nil {
+		return nil, err
+	}
+	if err := intKey("max_host_bytes", &s.MaxHostBytes, false, 0, math.MaxInt64); err != nil {
 		return nil, err
 	}
 	s.BatchSize, s.NumThreads, s.PrefetchQueueDepth = int(bs), int(nt), int(pq)
@@ -127,6 +153,14 @@ func ParseSpec(data []byte) (*Spec, error) {
 		if err := json.Unmarshal(raw, &s.OnError); err != nil || (s.OnError != "raise" && s.OnError != "skip") {
 			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"on_error\" must be \"raise\" or \"skip\", got %s", raw)
 		}
+	}
+	s.Preallocate = true
+	if raw, ok := top["preallocate"]; ok {
+		var v string
+		if json.Unmarshal(raw, &v) != nil || (v != "auto" && v != "off") {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"preallocate\" must be \"auto\" or \"off\", got %s", raw)
+		}
+		s.Preallocate = v == "auto"
 	}
 	if raw, ok := top["enable_checkpointing"]; ok {
 		if json.Unmarshal(raw, &s.EnableCheckpointing) != nil {

@@ -297,6 +297,29 @@ godali_status_t godali_pipeline_interrupt(godali_pipeline_t p);
  * (nothing changes). */
 godali_status_t godali_pipeline_reset(godali_pipeline_t p);
 
+/* godali_pipeline_tuning writes the pipeline's num_threads and prefetch_queue_depth
+ * and why, as a JSON object of *len bytes (len may be NULL), NUL-terminated: keys
+ * "num_threads", "prefetch_queue_depth", "auto_threads", "auto_prefetch", "cpu" (the
+ * process's affinity CPUs, cgroup CPU quota and usable CPUs), "reserved_cpus",
+ * "max_threads", "max_prefetch_queue_depth", "state" ("fixed", "initial", "adjusted" or
+ * "kept"), "reason" and, once measured, "measured" (docs/pipeline.md, "Automatic
+ * tuning"). With "auto" the values are chosen at creation from the CPU budget and
+ * adjusted once from the stage times of the first batches. May be called at any time
+ * after create. Ownership: the caller owns *out and frees it with godali_free. */
+godali_status_t godali_pipeline_tuning(godali_pipeline_t p, char **out, size_t *len);
+
+/* godali_pipeline_memory_plan writes the pipeline's host memory plan as a JSON object of
+ * *len bytes (len may be NULL), NUL-terminated: "outputs" and "intermediates" (per value:
+ * "sample_bytes_worst", "sample_bytes_expected", "bytes_worst", "source"), "slot_bytes"
+ * (one prefetch slot), "output_bytes", "intermediate_bytes", "decoder_work_bytes",
+ * "host_bytes_worst", "host_bytes_expected", "max_host_bytes", "available" (cgroup
+ * limit, MemAvailable), "scans" (the decoders' image header scans: largest width,
+ * height and output) and "warning" when the worst case exceeds the available memory
+ * (docs/pipeline.md, "Memory plan"). Worst and expected sizes of images come from the
+ * header scan that build starts; before build the plan counts only static shapes. Waits
+ * for the scan to end. Ownership: the caller owns *out and frees it with godali_free. */
+godali_status_t godali_pipeline_memory_plan(godali_pipeline_t p, char **out, size_t *len);
+
 /* godali_pipeline_checkpoint writes the pipeline's state after the batches the consumer
  * has taken with godali_pipeline_next (not the batches prepared ahead of it): a JSON
  * document of *len bytes (len may be NULL), NUL-terminated. A pipeline restored from it

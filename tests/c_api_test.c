@@ -629,6 +629,71 @@ static void test_profile(const char *root) {
   MUST(godali_pipeline_destroy(p));
 }
 
+/* replace_first copies src into dst (of size n) with the first `from` replaced by `to`. */
+static void replace_first(char *dst, size_t n, const char *src, const char *from, const char *to) {
+  const char *at = strstr(src, from);
+  if (!at) {
+    snprintf(dst, n, "%s", src);
+    return;
+  }
+  snprintf(dst, n, "%.*s%s%s", (int)(at - src), src, to, at + strlen(from));
+}
+
+/* num_threads / prefetch_queue_depth "auto": the choice and its reason as JSON, before
+ * build and after the measured batches. */
+static void test_tuning(const char *root) {
+  char fmt1[4096], fmt2[4096], json[4096];
+  replace_first(fmt1, sizeof fmt1, resnet_json, "\"num_threads\": %d", "\"num_threads\": \"auto\"");
+  replace_first(fmt2, sizeof fmt2, fmt1, "\"prefetch_queue_depth\": %d%s",
+                "\"prefetch_queue_depth\": \"auto\"");
+  snprintf(json, sizeof json, fmt2, root);
+  godali_pipeline_t p = 0;
+  MUST(godali_pipeline_create(json, strlen(json), &p));
+  char *doc = NULL;
+  size_t len = 0;
+  MUST(godali_pipeline_tuning(p, &doc, &len));
+  CHECK(doc && len == strlen(doc) && strstr(doc, "\"state\":\"initial\"") &&
+            strstr(doc, "\"auto_threads\":true") && strstr(doc, "\"usable_cpus\":") &&
+            strstr(doc, "usable CPUs"),
+        "tuning before build: %s", doc ? doc : "(null)");
+  MUST(godali_free(doc));
+  MUST(godali_pipeline_build(p));
+  /* 10 images, batch 4: 3 batches an epoch; 2 of warm-up, then decided at the end of
+   * the epoch that has measured 3 or more. */
+  for (int epoch = 0; epoch < 3; epoch++) {
+    godali_status_t s;
+    while ((s = godali_pipeline_next(p)) == GODALI_OK) {
+    }
+    CHECK(s == GODALI_END_OF_EPOCH, "epoch %d ends with %d", epoch, s);
+    MUST(godali_pipeline_reset(p));
+  }
+  doc = NULL;
+  MUST(godali_pipeline_tuning(p, &doc, NULL));
+  CHECK(doc && (strstr(doc, "\"state\":\"adjusted\"") || strstr(doc, "\"state\":\"kept\"")) &&
+            strstr(doc, "\"measured\":{") && strstr(doc, "consumer_wait_fraction"),
+        "tuning after 3 epochs: %s", doc ? doc : "(null)");
+  MUST(godali_free(doc));
+  CHECK(godali_pipeline_tuning(p, NULL, NULL) == GODALI_ERROR_INVALID_ARGUMENT, "NULL out");
+  /* The memory plan: the header scan found the largest image (640x480, RGB). */
+  doc = NULL;
+  len = 0;
+  MUST(godali_pipeline_memory_plan(p, &doc, &len));
+  CHECK(doc && len == strlen(doc) && strstr(doc, "\"max_width\":640,\"max_height\":480") &&
+            strstr(doc, "\"max_output_bytes\":921600") && strstr(doc, "\"host_bytes_worst\":"),
+        "memory plan: %s", doc ? doc : "(null)");
+  MUST(godali_free(doc));
+  CHECK(godali_pipeline_memory_plan(p, NULL, NULL) == GODALI_ERROR_INVALID_ARGUMENT, "NULL out");
+  MUST(godali_pipeline_destroy(p));
+  /* Fixed values: said so. */
+  p = create_resnet(root, 3, 2, "");
+  doc = NULL;
+  MUST(godali_pipeline_tuning(p, &doc, NULL));
+  CHECK(doc && strstr(doc, "\"state\":\"fixed\"") && strstr(doc, "\"num_threads\":3,"),
+        "fixed tuning: %s", doc ? doc : "(null)");
+  MUST(godali_free(doc));
+  MUST(godali_pipeline_destroy(p));
+}
+
 /* Several threads share one handle: every call is serialised inside the library, and a
  * destroy in the middle turns the others' later calls into GODALI_ERROR_INVALID_HANDLE. */
 typedef struct {
@@ -953,6 +1018,7 @@ int main(int argc, char **argv) {
   test_size_t_lengths(root);
   test_end_of_epoch_is_not_an_error(root);
   test_profile(root);
+  test_tuning(root);
   test_threads_share_a_pipeline(root);
   test_feed_input();
   test_host_function_reentry();

@@ -175,6 +175,21 @@ func (d *cpuDecoder) SetConsumer(c engine.Operator) {
 
 func (d *cpuDecoder) NewWorkerState() any { return &decoderState{dec: codec.NewDecoder()} }
 
+// ProbeImage reads an encoded image's header for the pipeline's preallocation scan
+// (engine.ImageProber): the whole image in the output type is the most a sample's output
+// can hold (a crop, DCT scaling or orientation give as many bytes or fewer).
+func (d *cpuDecoder) ProbeImage(head []byte) (engine.ImageHeader, error) {
+	dec := codec.NewDecoder()
+	defer dec.Close()
+	info, err := dec.Probe(head)
+	if err != nil {
+		return engine.ImageHeader{}, err
+	}
+	px := int64(info.Width) * int64(info.Height)
+	return engine.ImageHeader{Width: info.Width, Height: info.Height,
+		OutBytes: px * int64(d.out.Channels()), WorkBytes: info.WorkBytes}, nil
+}
+
 // probe reads the header of the sample's encoded image into st (info and the decode
 // options), refuses images over max_image_pixels, and returns the displayed size (width
 // and height swapped when the EXIF orientation transposes the image and it is applied).

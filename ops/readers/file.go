@@ -84,6 +84,18 @@ func (r *fileReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 	return []engine.TensorMeta{{DType: engine.UInt8, Shape: []int{-1}}, {DType: engine.Int32, Shape: []int{1}}}, nil
 }
 
+// LocalFiles lists the reader's local files (engine.LocalFiles: the pipeline's header
+// scan reads them); remote ones are left out. Empty before Open.
+func (r *fileReader) LocalFiles() []string {
+	var paths []string
+	for _, e := range r.entries {
+		if !remote.IsRemote(e.Path) {
+			paths = append(paths, e.Path)
+		}
+	}
+	return paths
+}
+
 func (r *fileReader) Open() error {
 	if r.Opened() {
 		return nil

@@ -1,4 +1,4 @@
-"""Command line: python -m godali info [--ops] | bench ... | bench-remote ... | make_dataset ...
+"""Command line: python -m godali info [--ops] | plan PIPELINE.json | bench ... | bench-remote ... | make_dataset ...
 
 Also installed as the `godali` command (pyproject.toml's console script).
 """
@@ -47,6 +47,62 @@ def _info(argv):
     return 0
 
 
+def _plan(argv):
+    ap = argparse.ArgumentParser(
+        prog="python -m godali plan",
+        description="Build a pipeline description (the C ABI's JSON) and print its memory "
+                    "plan and tuning (docs/pipeline.md, \"Memory plan\"), without running it.")
+    ap.add_argument("pipeline", help="pipeline description, a JSON file")
+    ap.add_argument("--json", action="store_true", help="print the plan and tuning as JSON")
+    args = ap.parse_args(argv)
+    from ctypes import byref, c_uint64
+
+    from godali import _lib
+    try:
+        with open(args.pipeline, "rb") as f:
+            text = f.read()
+    except OSError as e:
+        print("godali plan: %s: %s" % (args.pipeline, e.strerror or e), file=sys.stderr)
+        return 2
+    lib = _lib.get()
+    h = c_uint64(0)
+    try:
+        lib.pipeline_create(text, len(text), byref(h))
+        lib.pipeline_build(h.value)
+        plan = json.loads(lib.tuning_text(h.value, "pipeline_memory_plan"))
+        tuning = json.loads(lib.tuning_text(h.value))
+    except Exception as e:  # the library's error names the key, node or file
+        print("godali plan: %s: %s" % (args.pipeline, e), file=sys.stderr)
+        return 1
+    finally:
+        if h.value:
+            lib.pipeline_destroy(h.value)
+    if args.json:
+        print(json.dumps({"memory_plan": plan, "tuning": tuning}, indent=2))
+        return 0
+    mib = lambda n: "%.1f MiB" % (n / 2**20)
+    print("host memory, worst case: %s (expected %s)" % (mib(plan["host_bytes_worst"]),
+                                                          mib(plan["host_bytes_expected"])))
+    print("  outputs: %s (%d batches of %d, one prefetch slot %s)" % (
+        mib(plan["output_bytes"]), plan["batches"], plan["batch_size"], mib(plan["slot_bytes"])))
+    for v in plan["outputs"]:
+        print("    %-40s %12s  (%s)" % (v["name"], mib(v["bytes_worst"]), v["source"]))
+    print("  workers' buffers: %s (%d threads)" % (mib(plan["intermediate_bytes"]),
+                                                   plan["num_threads"]))
+    for v in plan["intermediates"]:
+        print("    %-40s %12s  (%s)" % (v["name"], mib(v["bytes_worst"]), v["source"]))
+    print("  decoders' work memory: %s" % mib(plan["decoder_work_bytes"]))
+    for sc in plan["scans"]:
+        print("  %s: largest image %dx%d of %d files scanned (of %d%s)" % (
+            sc["decoder"], sc["max_width"], sc["max_height"], sc["scanned"], sc["files"],
+            ", a sample" if sc["sampled"] else ""))
+    if plan.get("warning"):
+        print("warning: %s" % plan["warning"])
+    print("num_threads %d, prefetch_queue_depth %d (%s: %s)" % (
+        tuning["num_threads"], tuning["prefetch_queue_depth"], tuning["state"], tuning["reason"]))
+    return 0
+
+
 def _version_line():
     """`godali 0.1.0 (library 0.1.0, cpu flavour, /path/libgodali.so)`; the package
     version alone, with the reason, when the library cannot be loaded."""
@@ -83,10 +139,12 @@ def main(argv=None):
 
 def _main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    usage = ("usage: godali {info [--ops] | bench ... | bench-remote ... | make_dataset ...\n"
+    usage = ("usage: godali {info [--ops] | plan PIPELINE.json | bench ... | bench-remote ...\n"
+             "               | make_dataset ...\n"
              "               | --version}\n"
              "       (or python -m godali ...)\n"
              "  info          library version, path, flavour and devices (--ops: operators)\n"
+             "  plan          a pipeline description's memory plan and tuning\n"
              "  bench         throughput benchmarks (python -m godali bench --help)\n"
              "  bench-remote  webdataset shards local vs S3/HTTP with added latency\n"
              "  make_dataset  generate a synthetic ImageFolder data set\n"
@@ -103,6 +161,8 @@ def _main(argv=None):
     cmd, rest = argv[0], argv[1:]
     if cmd == "info":
         return _info(rest)
+    if cmd == "plan":
+        return _plan(rest)
     if cmd == "bench":
         from godali import bench
         return bench.main(rest)

@@ -197,6 +197,8 @@ _SIGNATURES = {
     "godali_memory_stats": [c_int32, POINTER(PoolStats)],
     "godali_live_pipelines": [POINTER(c_int64)],
     "godali_pipeline_checkpoint": [_H, _PP, POINTER(c_size_t)],
+    "godali_pipeline_tuning": [_H, _PP, POINTER(c_size_t)],
+    "godali_pipeline_memory_plan": [_H, _PP, POINTER(c_size_t)],
     "godali_pipeline_restore": [_H, c_char_p, c_size_t],
     "godali_free": [c_void_p],
     "godali_pipeline_feed_input": [_H, c_char_p, c_void_p, _dlpack.DLDataType, c_int,
@@ -486,6 +488,16 @@ class Library:
         """The pipeline's checkpoint (godali_pipeline_checkpoint) as a str."""
         ptr, n = c_void_p(), c_size_t()
         self.pipeline_checkpoint(handle, byref(ptr), byref(n))
+        try:
+            return ctypes.string_at(ptr.value, n.value).decode("utf-8")
+        finally:
+            self.free(ptr)
+
+    def tuning_text(self, handle, call="pipeline_tuning"):
+        """The pipeline's tuning (godali_pipeline_tuning), or another call of the same
+        form (godali_pipeline_memory_plan), as JSON text."""
+        ptr, n = c_void_p(), c_size_t()
+        getattr(self, call)(handle, byref(ptr), byref(n))
         try:
             return ctypes.string_at(ptr.value, n.value).decode("utf-8")
         finally:

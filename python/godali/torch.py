@@ -1304,9 +1304,11 @@ def _TorchDataLoader():
 def _check_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
                      drop_last, timeout, prefetch_factor, persistent_workers):
     """torch's DataLoader argument checks: the same exception types and words."""
+    if num_workers == "auto":  # godali's: the engine chooses its threads (num_threads="auto")
+        num_workers = 1
     if not isinstance(num_workers, int) or isinstance(num_workers, bool):
-        raise TypeError("godali.torch.DataLoader: num_workers should be an int, got %r"
-                        % (num_workers,))
+        raise TypeError("godali.torch.DataLoader: num_workers should be an int or \"auto\", "
+                        "got %r" % (num_workers,))
     if num_workers < 0:
         raise ValueError("num_workers option should be non-negative; use num_workers=0 "
                          "to disable multiprocessing.")
@@ -1352,7 +1354,8 @@ class DataLoader:
     messages). dataset: godali.torch.ImageFolder, torchvision's ImageFolder/DatasetFolder
     (subclasses and ImageNet included) with the default loader, or a Subset/ConcatDataset
     of those; the transform is translated into godali operators. num_workers: engine
-    threads (0 -> 1). shuffle: a new order every epoch, drawn from torch's generator (or
+    threads (0 -> 1; "auto": num_threads and, without prefetch_factor,
+    prefetch_queue_depth "auto", chosen by the engine, loader.tuning() says how). shuffle: a new order every epoch, drawn from torch's generator (or
     generator=). sampler: None, a SequentialSampler/RandomSampler of the dataset, or a
     DistributedSampler (torch's or godali.torch's): the loader reads exactly the indices
     it deals to this rank, in its order (set_epoch included). drop_last: the last
@@ -1532,9 +1535,11 @@ class DataLoader:
         gpu = self._gpu if gpu is False else gpu
         seed = self._seed if seed is None else seed
         order_seed = self._order_seed if order_seed is None else order_seed
-        threads = min(256, max(1, self.num_workers))
+        auto = self.num_workers == "auto"
+        threads = "auto" if auto else min(256, max(1, self.num_workers))
         depth = self._queue_depth or \
-            (max(2, int(self.prefetch_factor)) if self.prefetch_factor else 2)
+            (max(2, int(self.prefetch_factor)) if self.prefetch_factor else
+             ("auto" if auto else 2))
         pipe = _Pipeline(batch_size=self.batch_size, num_threads=threads,
                          device_id=None if gpu is None else gpu[0],
                          seed=seed + self.shard_id, prefetch_queue_depth=depth,
@@ -1693,14 +1698,17 @@ class DataLoader:
         """One epoch read by torch's own DataLoader, with this loader's arguments and
         sampler (its batches moved to `device` for a CUDA loader)."""
         kw = {}
-        if self.num_workers > 0:
+        workers = self.num_workers
+        if workers == "auto":
+            workers = len(os.sched_getaffinity(0))
+        if workers > 0:
             if self.prefetch_factor is not None:
                 kw["prefetch_factor"] = self.prefetch_factor
             if self.multiprocessing_context is not None:
                 kw["multiprocessing_context"] = self.multiprocessing_context
         loader = _TorchDataLoader()(
             self.dataset, batch_size=self.batch_size, sampler=self.sampler,
-            num_workers=self.num_workers, collate_fn=self.collate_fn,
+            num_workers=workers, collate_fn=self.collate_fn,
             pin_memory=self.pin_memory, drop_last=self.drop_last, timeout=self.timeout,
             generator=self.generator, **kw)
         if self._dist is None:
@@ -1823,6 +1831,11 @@ class DataLoader:
                              "state says epoch %d, batch %d, seed %d"
                              % ((where,) + at + want))
         return st
+
+    def tuning(self):
+        """The engine's num_threads / prefetch_queue_depth and why (Pipeline.tuning()),
+        once an epoch has started; None before."""
+        return self._pipe.tuning() if self._pipe is not None else None
 
     def close(self):
         """Stops the engine's threads now (also done when the loader is collected)."""

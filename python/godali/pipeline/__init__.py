@@ -97,7 +97,15 @@ class Pipeline:
     default, 4), device_id (-1: the GPU 0 if the graph has GPU operators, else none;
     None: CPU only), seed (-1: random; any other value makes outputs reproducible),
     prefetch_queue_depth (batches prepared ahead; an int, or DALI's
-    {"cpu_size": a, "gpu_size": b}). exec_pipelined and exec_async are accepted for
+    {"cpu_size": a, "gpu_size": b}). num_threads="auto" and prefetch_queue_depth="auto"
+    (godali's): the library chooses them from the CPUs the process may use (affinity
+    mask, cgroup CPU quota) and adjusts them once from the first batches' stage times;
+    tuning() says what it chose and why (docs/pipeline.md, "Automatic tuning").
+    preallocate ("auto", the default, or "off"): build scans the image headers of the
+    decoders' local files in the background and sizes their buffers from the largest.
+    max_host_bytes: build fails, naming what to lower, when memory_plan()'s worst case
+    is above it.
+    exec_pipelined and exec_async are accepted for
     compatibility: godali always runs ahead of the consumer.
 
     godali extras: max_image_pixels (refuse images, and video frames, whose header
@@ -127,7 +135,7 @@ class Pipeline:
                  exec_separated=False, stream=None, enable_conditionals=False,
                  max_image_pixels=None, on_error="raise", first_epoch=0,
                  max_file_bytes=None, output_layout=None, stream_policy=None,
-                 concurrency=None):
+                 concurrency=None, preallocate="auto", max_host_bytes=None):
         # bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
         # enable_memory_stats, py_num_workers, py_start_method, py_callback_pickler,
         # exec_dynamic, exec_separated and stream are DALI tuning knobs godali has no use
@@ -160,6 +168,18 @@ class Pipeline:
                         else bool(exec_dynamic or experimental_exec_dynamic),
                         "exec_separated": exec_separated}
         self._batch_size = int(batch_size) if batch_size is not None else -1
+        self._auto_threads = num_threads == "auto"
+        self._auto_prefetch = prefetch_queue_depth == "auto"
+        if self._auto_threads:
+            num_threads = -1
+        elif isinstance(num_threads, str):
+            raise ValueError("godali: num_threads must be an int or \"auto\", got %r"
+                             % (num_threads,))
+        if self._auto_prefetch:
+            prefetch_queue_depth = 2  # the engine's starting value
+        elif isinstance(prefetch_queue_depth, str):
+            raise ValueError("godali: prefetch_queue_depth must be an int, a dict or "
+                             "\"auto\", got %r" % (prefetch_queue_depth,))
         self._num_threads = int(num_threads) if num_threads is not None else -1
         if self._num_threads != -1 and not 1 <= self._num_threads <= 256:
             # DALI refuses a thread pool of no threads; -1 is "not given" (the library's
@@ -183,6 +203,13 @@ class Pipeline:
             raise ValueError("godali: on_error must be 'raise' or 'skip', not %r"
                              % (on_error,))
         self._on_error = on_error
+        if preallocate not in ("auto", "off"):
+            raise ValueError("godali: preallocate must be 'auto' or 'off', not %r"
+                             % (preallocate,))
+        self._preallocate = preallocate
+        if max_host_bytes is not None and int(max_host_bytes) < 0:
+            raise ValueError("godali: max_host_bytes must be >= 0, got %r" % (max_host_bytes,))
+        self._max_host_bytes = None if max_host_bytes is None else int(max_host_bytes)
         if max_image_pixels is not None and int(max_image_pixels) < 0:
             raise ValueError("godali: max_image_pixels must be >= 0 (0: no limit)")
         self._max_image_pixels = None if max_image_pixels is None else int(max_image_pixels)
@@ -254,6 +281,8 @@ class Pipeline:
 
     @property
     def num_threads(self):
+        if self._auto_threads:
+            return self.tuning()["num_threads"] if self._handle else "auto"
         return self._num_threads
 
     @property
@@ -274,6 +303,8 @@ class Pipeline:
 
     @property
     def prefetch_queue_depth(self):
+        if self._auto_prefetch:
+            return self.tuning()["prefetch_queue_depth"] if self._handle else "auto"
         return self._prefetch_queue_depth
 
     @property
@@ -463,16 +494,22 @@ class Pipeline:
         if uses_gpu and device_id is None:
             raise ValueError("godali: the pipeline has GPU operators but device_id=None")
         d = {"batch_size": self._batch_size}
-        if self._num_threads > 0:
+        if self._auto_threads:
+            d["num_threads"] = "auto"
+        elif self._num_threads > 0:
             d["num_threads"] = self._num_threads
         d["device_id"] = device_id
-        d["prefetch_queue_depth"] = self._prefetch_queue_depth
+        d["prefetch_queue_depth"] = "auto" if self._auto_prefetch else self._prefetch_queue_depth
         d["seed"] = self._seed
         if self._max_image_pixels is not None:
             d["max_image_pixels"] = self._max_image_pixels
         if self._max_file_bytes is not None:
             d["max_file_bytes"] = self._max_file_bytes
         d["on_error"] = self._on_error
+        if self._preallocate != "auto":
+            d["preallocate"] = self._preallocate
+        if self._max_host_bytes:
+            d["max_host_bytes"] = self._max_host_bytes
         if not self._exec_pipelined:
             d["exec_pipelined"] = False
         if not self._exec_async:
@@ -943,6 +980,28 @@ class Pipeline:
         d["pad_last_batch"] = bool(d["pad_last_batch"])
         d["stick_to_shard"] = bool(d["stick_to_shard"])
         return d
+
+    def tuning(self):
+        """num_threads and prefetch_queue_depth as the engine runs them, and why, as a
+        dict (godali_pipeline_tuning): with "auto", chosen from the CPU budget ("cpu":
+        affinity CPUs, cgroup CPU quota, usable CPUs; "reserved_cpus" left to the
+        trainer), then adjusted once from the stage times of the first batches
+        ("state": "initial", then "adjusted" or "kept"; "measured": the figures it
+        read; "reason": why). "fixed" when neither is "auto". Builds the pipeline."""
+        self._lib_or_build()
+        return json.loads(self._lib.tuning_text(self._handle))
+
+    def memory_plan(self):
+        """The pipeline's host memory, estimated before it is spent, as a dict
+        (godali_pipeline_memory_plan): "outputs" and "intermediates" per value
+        (sample_bytes_worst / _expected, bytes_worst, source), "slot_bytes" (one
+        prefetch slot), "output_bytes", "intermediate_bytes", "decoder_work_bytes",
+        "host_bytes_worst", "host_bytes_expected", "available" (cgroup limit,
+        MemAvailable), "scans" (the decoders' image header scans) and "warning" when
+        the worst case exceeds the available memory. Builds the pipeline and waits for
+        the header scan (docs/pipeline.md, "Memory plan")."""
+        self._lib_or_build()
+        return json.loads(self._lib.tuning_text(self._handle, "pipeline_memory_plan"))
 
     def pool_stats(self, device="cpu"):
         """The pipeline's buffer pool counters (host pool, or device="gpu")."""
