@@ -34,15 +34,9 @@ type remapOp struct {
 
 func newRemap(a *engine.Args) (engine.Operator, error) {
 	o := &remapOp{args: a}
-	switch a.String("interp") {
-	case "NN":
-		o.p.Interp = imaging.InterpNN
-	case "LINEAR":
-		o.p.Interp = imaging.InterpLinear
-	case "CUBIC":
-		o.p.Interp = imaging.InterpCubic
-	default:
-		return nil, a.Errorf("interp", "remap supports INTERP_NN, INTERP_LINEAR and INTERP_CUBIC, got INTERP_%s", a.String("interp"))
+	var err error
+	if o.p.Interp, err = nnLinearCubic(a, "interp", "remap"); err != nil {
+		return nil, err
 	}
 	switch a.String("pixel_origin") {
 	case "corner":

@@ -52,15 +52,9 @@ func newWarpPerspective(a *engine.Args) (engine.Operator, error) {
 	if o.p.Border, ok = perspectiveBorders[a.String("border_mode")]; !ok {
 		return nil, a.Errorf("border_mode", "Invalid border_mode argument: %q (expected constant, replicate, reflect, reflect_101 or wrap)", a.String("border_mode"))
 	}
-	switch a.String("interp_type") {
-	case "NN":
-		o.p.Interp = imaging.InterpNN
-	case "LINEAR":
-		o.p.Interp = imaging.InterpLinear
-	case "CUBIC":
-		o.p.Interp = imaging.InterpCubic
-	default:
-		return nil, a.Errorf("interp_type", "warp_perspective supports INTERP_NN, INTERP_LINEAR and INTERP_CUBIC, got INTERP_%s", a.String("interp_type"))
+	var err error
+	if o.p.Interp, err = nnLinearCubic(a, "interp_type", "warp_perspective"); err != nil {
+		return nil, err
 	}
 	switch a.String("pixel_origin") {
 	case "corner":
@@ -264,4 +258,18 @@ func (o *warpPerspectiveOp) Run(ws *engine.Workspace) error {
 		}
 	}
 	return nil
+}
+
+// nnLinearCubic reads an interpolation argument that takes INTERP_NN, INTERP_LINEAR or
+// INTERP_CUBIC (OpenCV's samplers: warp_perspective, remap).
+func nnLinearCubic(a *engine.Args, arg, op string) (imaging.Interp, error) {
+	switch a.String(arg) {
+	case "NN":
+		return imaging.InterpNN, nil
+	case "LINEAR":
+		return imaging.InterpLinear, nil
+	case "CUBIC":
+		return imaging.InterpCubic, nil
+	}
+	return 0, a.Errorf(arg, "%s supports INTERP_NN, INTERP_LINEAR and INTERP_CUBIC, got INTERP_%s", op, a.String(arg))
 }
