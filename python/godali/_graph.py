@@ -961,6 +961,8 @@ LEGACY_FN_NAMES = {
     "mxnet_reader": "readers.mxnet",
     "tfrecord_reader": "readers.tfrecord",
     "numpy_reader": "readers.numpy",
+    "sequence_reader": "readers.sequence",
+    "video_reader": "readers.video",
     "image_decoder": "decoders.image",
     "image_decoder_random_crop": "decoders.image_random_crop",
     "image_decoder_crop": "decoders.image_crop",

@@ -24,6 +24,8 @@ LEGACY_OPS_NAMES = {
     "Caffe2Reader": "readers.caffe2",
     "MXNetReader": "readers.mxnet",
     "NumpyReader": "readers.numpy",
+    "SequenceReader": "readers.sequence",
+    "VideoReader": "readers.video",
     "ImageDecoder": "decoders.image",
     "HostDecoder": "decoders.image",
     "ImageDecoderRandomCrop": "decoders.image_random_crop",
@@ -40,7 +42,8 @@ LEGACY_OPS_NAMES = {
 # Class names DALI spells other than camel_case would.
 _CLASS_NAMES = {"tfrecord": "TFRecord", "coco": "COCO", "mxnet": "MXNet",
                 "random_bbox_crop": "RandomBBoxCrop",
-                "bbox_paste": "BBoxPaste", "ssd_random_crop": "SSDRandomCrop",
+                "bbox_paste": "BBoxPaste", "bbox_rotate": "BBoxRotate",
+                "ssd_random_crop": "SSDRandomCrop",
                 "random_object_bbox": "RandomObjectBBox", "roi_random_crop": "ROIRandomCrop"}
 
 
@@ -144,7 +147,29 @@ def _build():
         root._add("_dlpack_to_array", _pyfunc._dlpack_to_array)
         root._add("_dlpack_from_array", _pyfunc._dlpack_from_array)
     root._add("_DataNode", _graph.DataNode)
+    root._add("Compose", Compose)
     return root
+
+
+class Compose:
+    """DALI's ops.Compose: one operator made of several, applied in order; each takes the
+    previous one's output (a tuple or list of outputs is passed as that many inputs).
+    Keyword arguments of a call go to the first operator."""
+
+    def __init__(self, op_list):
+        ops = list(op_list)
+        if not ops:
+            raise ValueError("godali: ops.Compose needs at least one operator")
+        for op in ops:
+            if not callable(op):
+                raise TypeError("godali: ops.Compose takes callable operators, got %r" % (op,))
+        self._ops = ops
+
+    def __call__(self, *inputs, **kwargs):
+        out = self._ops[0](*inputs, **kwargs)
+        for op in self._ops[1:]:
+            out = op(*out) if isinstance(out, (tuple, list)) else op(out)
+        return out
 
 
 def _external_source_class(schema):

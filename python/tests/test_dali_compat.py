@@ -560,3 +560,25 @@ def test_continuous_stream_checkpoint_every_step(seven_files):
         first = take(it, cut)
         resumed = make(it.checkpoints()[0])
         assert first + take(resumed, 14 - cut) == ref, cut
+
+
+def test_ops_compose_and_legacy_reader_names():
+    # DALI's ops.Compose chains operators (DALI 2.4 gives 20 for this program), and its
+    # flat legacy names of the sequence and video readers exist.
+    import numpy as np
+    from godali import ops
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        x = fn.external_source(source=lambda: [np.full((8, 8, 3), 10, np.uint8)] * 2,
+                               layout="HWC")
+        return ops.Compose([ops.Flip(horizontal=1), ops.Brightness(brightness=2.0)])(x)
+
+    p = pipe()
+    p.build()
+    assert (p.run()[0].as_array() == 20).all()
+    assert ops.VideoReader and ops.SequenceReader and ops.BBoxRotate
+    assert fn.video_reader.schema.name == "readers.video"
+    assert fn.sequence_reader.schema.name == "readers.sequence"
+    with pytest.raises(ValueError, match="at least one"):
+        ops.Compose([])
