@@ -186,7 +186,7 @@ func godali_operator_schemas(out **C.char) C.int {
 				flavour = "cuda"
 			}
 			var b []byte
-			b, err = json.Marshal(map[string]any{"version": version, "flavour": flavour, "operators": engine.Schemas()})
+			b, err = json.Marshal(map[string]any{"version": version, "flavour": flavour, "operators": engine.Schemas(), "aliases": engine.Aliases()})
 			if err == nil {
 				schemasJSON = C.CString(string(b)) // static: lives until unload
 			}

@@ -81,6 +81,7 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		if !ok {
 			return nil, errUnknownOp(ns.Name, ns.Op)
 		}
+		ns.Op = schema.Name // an alias (file_reader) is the operator it names from here on
 		where := describe(ns.Name, ns.Op)
 		switch ns.Device {
 		case "cpu", "mixed", "gpu":

@@ -27,7 +27,7 @@ var layerRules = map[string][]string{
 	// Operators bind the engine to the leaves. A family does not reach into another
 	// (shared parsers go to ops/internal); ops/all gathers the families.
 	"ops":              {},
-	"ops/all":          {"ops/..."},
+	"ops/all":          {"ops/...", "engine"}, // and the aliases of operators across families
 	"ops/...":          {"engine", "imaging", "codec/...", "formats/...", "source/...", "kernels", "nvjpeg", "nvdec", "internal/cuda", "internal/float16", "ops/internal/..."},
 	"ops/internal/...": {"engine", "kernels", "imaging", "internal/cuda"},
 	// The engine schedules: no operator, kernel or codec.

@@ -370,8 +370,13 @@ func RegisterBackend(name, device string, f Factory) {
 // LookupSchema returns the schema of an operator.
 func LookupSchema(name string) (*Schema, bool) {
 	registry.RLock()
-	defer registry.RUnlock()
 	r, ok := registry.ops[name]
+	registry.RUnlock()
+	if !ok {
+		if t := resolveAlias(name); t != name {
+			return LookupSchema(t)
+		}
+	}
 	if !ok {
 		return nil, false
 	}
@@ -379,6 +384,7 @@ func LookupSchema(name string) (*Schema, bool) {
 }
 
 func lookupFactory(name, device string) (Factory, bool) {
+	name = resolveAlias(name)
 	registry.RLock()
 	defer registry.RUnlock()
 	r, ok := registry.ops[name]

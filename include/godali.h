@@ -232,8 +232,9 @@ godali_status_t godali_version(int *major, int *minor, int *patch);
 godali_status_t godali_flavour(const char **out);
 
 /* godali_operator_schemas writes a JSON document describing every registered operator
- * (name, doc, devices, inputs, outputs, arguments with types and defaults) and the
- * pipeline-level keys. Lifetime: static (valid until the library is unloaded). Fails only
+ * (name, doc, devices, inputs, outputs, arguments with types and defaults), the
+ * pipeline-level keys and "aliases" (DALI's former names, e.g. "file_reader":
+ * "readers.file", which a pipeline description may use for the operator they name). Lifetime: static (valid until the library is unloaded). Fails only
  * on NULL. */
 godali_status_t godali_operator_schemas(const char **out_json);
 

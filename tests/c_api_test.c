@@ -280,6 +280,35 @@ static void test_bad_file(const char *dir) {
   MUST(godali_pipeline_destroy(p));
 }
 
+/* test_legacy_names: DALI's former flat operator names (file_reader, image_decoder) are
+ * aliases the engine resolves, from C as from Python; godali_operator_schemas lists them. */
+static void test_legacy_names(const char *dir) {
+  char good[512], json[2048];
+  snprintf(good, sizeof good, "%s/legacy.jpg", dir);
+  write_jpeg(good, 40, 30, 1);
+  snprintf(json, sizeof json,
+           "{\"batch_size\": 1, \"num_threads\": 1, \"ops\": ["
+           " {\"op\": \"file_reader\", \"name\": \"r\", \"outputs\": [\"b\", \"l\"],"
+           "  \"args\": {\"files\": [\"%s\"]}},"
+           " {\"op\": \"image_decoder\", \"inputs\": [\"b\"], \"outputs\": [\"img\"]}],"
+           " \"outputs\": [\"img\"]}",
+           good);
+  godali_pipeline_t p = 0;
+  MUST(godali_pipeline_create(json, 0, &p));
+  MUST(godali_pipeline_build(p));
+  MUST(godali_pipeline_next(p));
+  DLManagedTensor *t = NULL;
+  MUST(godali_pipeline_output_sample(p, 0, 0, &t));
+  CHECK(t->dl_tensor.ndim == 3 && t->dl_tensor.shape[0] == 30 && t->dl_tensor.shape[1] == 40,
+        "legacy names: decoded HWC shape");
+  t->deleter(t);
+  MUST(godali_pipeline_destroy(p));
+  const char *schemas = NULL;
+  MUST(godali_operator_schemas(&schemas));
+  CHECK(strstr(schemas, "\"aliases\"") != NULL && strstr(schemas, "\"file_reader\":\"readers.file\"") != NULL,
+        "godali_operator_schemas lists the aliases");
+}
+
 /* count_threads: the process's threads (Linux /proc), -1 if unknown. */
 static int count_threads(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -1011,6 +1040,7 @@ int main(int argc, char **argv) {
   test_reproducible(root);
   test_bad_calls(root);
   test_bad_file(dir);
+  test_legacy_names(dir);
   test_hardening(dir);
   test_build_retry(dir);
   test_checkpoint(root);

@@ -902,7 +902,10 @@ def build_namespace(sch):
                 ns._add(p, nxt)
             ns = nxt
         ns._add(parts[-1], make_op_function(sch.ops[name]))
-    for legacy, target in LEGACY_FN_NAMES.items():
+    # the engine's aliases (godali_operator_schemas' "aliases"); LEGACY_FN_NAMES for a
+    # library that predates them
+    legacy_names = sch.raw.get("aliases") or LEGACY_FN_NAMES
+    for legacy, target in sorted(legacy_names.items()):
         if target in sch.ops and legacy not in root._members:
             root._add(legacy, _legacy_alias(legacy, make_op_function(sch.ops[target])))
     return root
