@@ -375,7 +375,7 @@ func godali_pipeline_batch_info(h C.godali_pipeline_t, out *C.godali_batch_info_
 			return err
 		}
 		*out = C.godali_batch_info_t{}
-		out.batch_size = C.int64_t(b.Size())
+		out.batch_size = C.int64_t(b.Exposed())
 		out.valid = C.int64_t(b.Valid)
 		out.epoch = C.int64_t(b.Epoch)
 		out.iteration = C.int64_t(b.Iteration)

@@ -17,6 +17,7 @@ type Batch struct {
 	Skips       []Skip // the replaced samples' files, in sample order
 
 	pool       *HostPool
+	trimmed    int           // > 0: the samples shown (last_batch_policy "partial")
 	capacity   int           // the pipeline's batch_size: the most samples a batch may have
 	refs       []SampleRef   // the epoch reader's samples (rrefs[primary]); len is the batch's size
 	rrefs      [][]SampleRef // by reader: its samples of the batch
@@ -248,8 +249,30 @@ func (o *OutputBatch) Uniform() bool {
 // SampleShape is the shape of sample i.
 func (o *OutputBatch) SampleShape(i int) []int { return o.shapes[i] }
 
-// NumSamples is the batch size.
+// NumSamples is the batch size (the valid samples of a trimmed last batch).
 func (o *OutputBatch) NumSamples() int { return len(o.shapes) }
+
+// trim exposes only the first n samples of the batch (last_batch_policy "partial"): the
+// outputs report n samples; the memory of the others is kept until the batch is released.
+func (b *Batch) trim(n int) {
+	if n <= 0 || n >= len(b.refs) {
+		return
+	}
+	for _, o := range b.outs {
+		if n < len(o.shapes) {
+			o.shapes = o.shapes[:n]
+		}
+	}
+	b.trimmed = n
+}
+
+// Exposed is the number of samples the batch shows (Size, or fewer after trim).
+func (b *Batch) Exposed() int {
+	if b.trimmed > 0 {
+		return b.trimmed
+	}
+	return len(b.refs)
+}
 
 func sameShape(a, b []int) bool {
 	if len(a) != len(b) {
@@ -291,7 +314,7 @@ func (o *OutputBatch) DenseView() (View, error) {
 			return View{}, err
 		}
 		dst := l.Bytes()
-		for i, s := range o.samples {
+		for i, s := range o.samples[:n] {
 			copy(dst[i*per:(i+1)*per], s.Bytes())
 		}
 		o.gathered = l

@@ -462,6 +462,23 @@ func (p *Pipeline) Next() (*Batch, error) {
 	}
 	<-b.done
 	p.credits <- struct{}{}
+	if p.Spec.LastBatchPolicy == "drop" && !b.endOfEpoch && b.err == nil && b.Last && b.Valid < b.Size() {
+		// The epoch's partial last batch is not returned: the end of the epoch, which
+		// the producer queued after it, is what this call reports.
+		p.taken = b.Iteration + 1
+		for i, r := range p.readers {
+			if i != p.primary {
+				r.epoch, r.taken = b.next[i].epoch, b.next[i].iter
+			}
+		}
+		b.release()
+		var err error
+		if b, err = p.waitBatch(); err != nil {
+			return nil, err
+		}
+		<-b.done
+		p.credits <- struct{}{}
+	}
 	if !b.endOfEpoch {
 		// Taken also when it failed: the next call goes on with the following batch.
 		p.taken = b.Iteration + 1
@@ -481,6 +498,9 @@ func (p *Pipeline) Next() (*Batch, error) {
 	if b.err != nil {
 		b.release()
 		return nil, b.err
+	}
+	if p.Spec.LastBatchPolicy == "partial" && b.Last && b.Valid < b.Size() {
+		b.trim(b.Valid)
 	}
 	p.current = b
 	return b, nil

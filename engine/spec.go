@@ -33,6 +33,12 @@ type Spec struct {
 	MaxImagePixels int64
 	MaxFileBytes   int64
 	OnError        string
+	// LastBatchPolicy: what the epoch's last batch holds when the epoch does not fill it
+	// (DALI's LastBatchPolicy, in the engine so that C programs have it): "fill" (the
+	// default: the batch is full, padded as pad_last_batch says; batch_info.valid counts
+	// the epoch's samples), "partial" (only the epoch's samples: outputs and batch_info
+	// have valid samples) or "drop" (the batch is not returned: the epoch ends before it).
+	LastBatchPolicy string
 	FirstEpoch     int64
 	// EnableCheckpointing allows Checkpoint and Restore (DALI's enable_checkpointing).
 	EnableCheckpointing bool
@@ -53,6 +59,7 @@ type NodeSpec struct {
 
 var topLevelKeys = []string{"batch_size", "num_threads", "device_id", "prefetch_queue_depth",
 	"seed", "max_image_pixels", "max_file_bytes", "on_error", "first_epoch", "ops", "outputs",
+	"last_batch_policy",
 	"exec_pipelined", "exec_async", "enable_checkpointing", "preallocate", "max_host_bytes"}
 
 var nodeKeys = []string{"op", "name", "device", "inputs", "arg_inputs", "outputs", "args"}
@@ -152,6 +159,13 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if raw, ok := top["on_error"]; ok {
 		if err := json.Unmarshal(raw, &s.OnError); err != nil || (s.OnError != "raise" && s.OnError != "skip") {
 			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"on_error\" must be \"raise\" or \"skip\", got %s", raw)
+		}
+	}
+	s.LastBatchPolicy = "fill"
+	if raw, ok := top["last_batch_policy"]; ok {
+		if err := json.Unmarshal(raw, &s.LastBatchPolicy); err != nil ||
+			(s.LastBatchPolicy != "fill" && s.LastBatchPolicy != "partial" && s.LastBatchPolicy != "drop") {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"last_batch_policy\" must be \"fill\", \"partial\" or \"drop\", got %s", raw)
 		}
 	}
 	s.Preallocate = true

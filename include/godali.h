@@ -113,7 +113,9 @@ typedef uint64_t godali_pipeline_t;
 
 /* godali_batch_info_t: facts about the current batch. */
 typedef struct {
-  int64_t batch_size;   /* samples in the batch (always the pipeline's batch_size) */
+  int64_t batch_size;   /* samples in the batch: the pipeline's batch_size, fewer in an
+                           epoch's last batch with last_batch_policy "partial" (or with
+                           external sources feeding smaller batches) */
   int64_t valid;        /* leading samples that belong to this epoch; the rest is padding
                            (pad_last_batch repeats the last sample, otherwise the shard
                            wraps around) */

@@ -309,6 +309,54 @@ static void test_legacy_names(const char *dir) {
         "godali_operator_schemas lists the aliases");
 }
 
+/* test_last_batch_policy: 5 files in batches of 2 end with a batch of 1 epoch sample:
+ * "fill" returns it padded (batch_info.valid 1 of 2), "partial" with 1 sample, "drop" not
+ * at all (the epoch ends after 2 batches; the second is not marked last_in_epoch, the
+ * dropped one was), as DALI's LastBatchPolicy. */
+static void test_last_batch_policy(const char *dir) {
+  char files[5][512], json[4096];
+  for (int i = 0; i < 5; i++) {
+    snprintf(files[i], sizeof files[i], "%s/lbp%d.jpg", dir, i);
+    write_jpeg(files[i], 24 + 2 * i, 20, i);
+  }
+  const char *policies[3] = {"fill", "partial", "drop"};
+  const int batches[3] = {3, 3, 2}, last_size[3] = {2, 1, 2};
+  for (int k = 0; k < 3; k++) {
+    snprintf(json, sizeof json,
+             "{\"batch_size\": 2, \"num_threads\": 1, \"last_batch_policy\": \"%s\", \"ops\": ["
+             " {\"op\": \"readers.file\", \"name\": \"r\", \"outputs\": [\"b\", \"l\"],"
+             "  \"args\": {\"files\": [\"%s\", \"%s\", \"%s\", \"%s\", \"%s\"]}},"
+             " {\"op\": \"decoders.image\", \"inputs\": [\"b\"], \"outputs\": [\"img\"]}],"
+             " \"outputs\": [\"img\", \"l\"]}",
+             policies[k], files[0], files[1], files[2], files[3], files[4]);
+    godali_pipeline_t p = 0;
+    MUST(godali_pipeline_create(json, 0, &p));
+    MUST(godali_pipeline_build(p));
+    int n = 0;
+    godali_status_t st;
+    godali_batch_info_t bi;
+    godali_output_info_t oi;
+    while ((st = godali_pipeline_next(p)) == GODALI_OK) {
+      n++;
+      MUST(godali_pipeline_batch_info(p, &bi));
+      MUST(godali_pipeline_output_info(p, 1, &oi));
+      if (n == batches[k]) {
+        CHECK(bi.batch_size == last_size[k] && oi.num_samples == last_size[k],
+              "%s: last batch of %lld samples (labels %lld), want %d", policies[k],
+              (long long)bi.batch_size, (long long)oi.num_samples, last_size[k]);
+        if (k < 2) CHECK(bi.last_in_epoch == 1, "%s: last_in_epoch", policies[k]);
+      }
+    }
+    CHECK(st == GODALI_END_OF_EPOCH, "%s: ends with END_OF_EPOCH (%d)", policies[k], (int)st);
+    CHECK(n == batches[k], "%s: %d batches, want %d", policies[k], n, batches[k]);
+    MUST(godali_pipeline_destroy(p));
+  }
+  godali_pipeline_t p = 0;
+  CHECK(godali_pipeline_create("{\"batch_size\": 2, \"last_batch_policy\": \"pad\", \"ops\": [], \"outputs\": []}", 0, &p) ==
+            GODALI_ERROR_INVALID_PIPELINE && strstr(godali_last_error(), "last_batch_policy") != NULL,
+        "an unknown last_batch_policy is refused, naming the key");
+}
+
 /* count_threads: the process's threads (Linux /proc), -1 if unknown. */
 static int count_threads(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -1041,6 +1089,7 @@ int main(int argc, char **argv) {
   test_bad_calls(root);
   test_bad_file(dir);
   test_legacy_names(dir);
+  test_last_batch_policy(dir);
   test_hardening(dir);
   test_build_retry(dir);
   test_checkpoint(root);
