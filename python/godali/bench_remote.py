@@ -685,7 +685,7 @@ def main(argv=None) -> int:
                        for lat in args.latencies}
             print(f"{len(configs)} configurations x {args.repeats} repeats, "
                   f"batch {args.batch_size}, {args.workers} cores each")
-            for rep in range(args.repeats):
+            for rep in range(args.repeats if configs else 0):
                 order = configs[rep % len(configs):] + configs[:rep % len(configs)]
                 for name, cfg, wf in order:
                     try:
