@@ -667,8 +667,6 @@ def main(argv=None) -> int:
                                 "/" + ce.AZURITE_ACCOUNT
                         else:
                             proxies[("gs", lat)] = srv.proxy(binary, emu[store], lat, limit)
-            for kind, why in left_out.items():
-                print(f"{kind}: left out: {why}", file=sys.stderr)
                 if "wds-curl" in remote:
                     www = tmp / "www"
                     www.mkdir(exist_ok=True)
@@ -680,6 +678,8 @@ def main(argv=None) -> int:
                     print(f"nginx on {ngx}")
                     for lat in args.latencies:
                         proxies[("http", lat)] = srv.proxy(binary, ngx, lat, limit)
+            for kind, why in left_out.items():
+                print(f"{kind}: left out: {why}", file=sys.stderr)
             configs = _configs(args, proxies, shards, keys, labels, data, tmp, left_out)
             skipped = {f"{k}@{lat}": why for k, why in left_out.items()
                        for lat in args.latencies}
