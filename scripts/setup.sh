@@ -127,6 +127,28 @@ if [ ! -f "$MXDIR/mxnet/libmxnet.so" ] || [ ! -f "$MXDIR/mxnet/recordio.py" ]; t
   $SUDO $PY -m pip install -q --no-deps --target "$MXDIR" mxnet==1.9.1 ||
     echo "setup: mxnet could not be installed; the RecordIO cross-check tests will skip" >&2
 fi
+# --- cloud SDKs: contenders of `make bench-remote` (issue 27) -------------------------
+# The Azure and Google Cloud Storage clients users write torch Datasets with
+# (azure-storage-blob, google-cloud-storage) and fsspec's adlfs / gcsfs. They bring a
+# current fsspec, urllib3 and grpc that Debian's packages do not have, so they go, with
+# their dependencies, into a directory of their own that only bench_remote puts on
+# sys.path, and only in the trials of those rows (python/godali/bench_remote.py,
+# CLOUDSDK_DIR). If the install fails those rows say so and the bench goes on.
+CLOUDSDK_DIR=/usr/local/lib/godali-cloudsdk
+CLOUDSDK_PINS="azure-storage-blob==12.31.1 google-cloud-storage==3.17.1 adlfs==2026.8.0 gcsfs==2026.10.1 fsspec==2026.9.0"
+if ! cmp -s <(echo "$CLOUDSDK_PINS") "$CLOUDSDK_DIR/godali-pins.txt" ||
+    ! PYTHONPATH="$CLOUDSDK_DIR" $PY -c "import azure.storage.blob, google.cloud.storage, adlfs, gcsfs" 2>/dev/null; then
+  echo "setup: pip installing $CLOUDSDK_PINS into $CLOUDSDK_DIR"
+  $SUDO rm -rf "$CLOUDSDK_DIR"
+  # shellcheck disable=SC2086
+  if $SUDO env PIP_ROOT_USER_ACTION=ignore $PY -m pip install -q --target "$CLOUDSDK_DIR" $CLOUDSDK_PINS &&
+      PYTHONPATH="$CLOUDSDK_DIR" $PY -c "import azure.storage.blob, google.cloud.storage, adlfs, gcsfs"; then
+    echo "$CLOUDSDK_PINS" | $SUDO tee "$CLOUDSDK_DIR/godali-pins.txt" >/dev/null
+  else
+    echo "setup: the cloud SDKs could not be installed; bench-remote's torch-azblob, torch-gcs, torch-adlfs and torch-gcsfs rows will say so" >&2
+  fi
+fi
+# --- end of cloud SDKs -----------------------------------------------------------------
 # NVIDIA DALI 2.4: the differential oracle of the tests (tests/compat/test_oracle.py runs
 # the same pipelines through DALI's CPU operators and godali's; `make test` sets
 # GODALI_DALI_ORACLE=1) and an optional contender of the benchmarks (GODALI_BENCH_DALI=1;

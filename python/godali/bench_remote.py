@@ -27,6 +27,17 @@ Contenders (LAT: each --latency):
                    image, PIL decode and the torchvision transforms; num_workers = cores
   wds-curl@LAT     the webdataset package, pipe:curl of each shard from nginx, PIL
                    decode + torchvision transforms; WebLoader num_workers = cores
+  torch-azblob@LAT like torch-boto3, each image a blob in Azurite read with the
+                   azure-storage-blob SDK (BlobServiceClient, Azurite's connection string)
+  torch-gcs@LAT    the same with the google-cloud-storage SDK on fake-gcs-server
+                   (anonymous credentials, the emulator as api_endpoint)
+  torch-adlfs@LAT  the same with fsspec's adlfs (AzureBlobFileSystem.cat_file)
+  torch-gcsfs@LAT  the same with fsspec's gcsfs (GCSFileSystem(token="anon").cat_file)
+
+The four SDK rows import their packages from CLOUDSDK_DIR, where scripts/setup.sh
+installs them with their dependencies (a current fsspec, urllib3, grpc that Debian's
+Python does not have); only those trials put it on sys.path. Where a package or an
+emulator is missing, its rows say why in the table and the bench goes on.
 """
 
 from __future__ import annotations
@@ -53,8 +64,19 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 BUCKET = "godali-bench"
 DEFAULT_LATENCIES = "20ms,50ms"
-ALL_KINDS = ("folder", "wds-local", "wds-s3", "wds-az", "wds-gs", "torch-boto3", "wds-curl")
+# The user's cloud-SDK alternatives: kind -> (store, module the trial imports).
+SDK_KINDS = {"torch-azblob": ("az", "azure.storage.blob"),
+             "torch-gcs": ("gs", "google.cloud.storage"),
+             "torch-adlfs": ("az", "adlfs"),
+             "torch-gcsfs": ("gs", "gcsfs")}
+ALL_KINDS = ("folder", "wds-local", "wds-s3", "wds-az", "wds-gs", "torch-boto3", "wds-curl") \
+    + tuple(SDK_KINDS)
 DEFAULT_KINDS = ALL_KINDS
+# Where scripts/setup.sh installs the cloud SDKs (pip --target, pinned there).
+CLOUDSDK_DIR = os.environ.get("GODALI_CLOUDSDK_DIR", "/usr/local/lib/godali-cloudsdk")
+# Every contender that reads from a server, and the store each reads.
+STORE_OF = {"wds-s3": "s3", "torch-boto3": "s3", "wds-az": "az", "wds-gs": "gs",
+            "wds-curl": "http", **{k: v[0] for k, v in SDK_KINDS.items()}}
 
 
 def _emulators():
@@ -182,9 +204,94 @@ def _worker_wds_curl(cfg: dict) -> dict:
     return b._timed(iter(loader), cfg, lambda: None)
 
 
+def azurite_connection_string(endpoint: str) -> str:
+    """The connection string of Azurite's well-known account with its Blob service at
+    endpoint (http://HOST:PORT/devstoreaccount1), as Azure's SDKs take it."""
+    ce = _emulators()
+    return (f"DefaultEndpointsProtocol=http;AccountName={ce.AZURITE_ACCOUNT};"
+            f"AccountKey={ce.AZURITE_KEY};BlobEndpoint={endpoint};")
+
+
+def cloud_reader(kind: str, endpoint: str):
+    """cloud_reader returns read(name) -> bytes of one object of BUCKET, the way a user
+    writes it with the SDK of kind (SDK_KINDS), at the emulator's endpoint."""
+    if kind == "torch-azblob":
+        from azure.storage.blob import BlobServiceClient
+        cc = BlobServiceClient.from_connection_string(
+            azurite_connection_string(endpoint)).get_container_client(BUCKET)
+        return lambda name: cc.download_blob(name).readall()
+    if kind == "torch-gcs":
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+        bucket = storage.Client(project="godali-bench", credentials=AnonymousCredentials(),
+                                client_options={"api_endpoint": endpoint}).bucket(BUCKET)
+        return lambda name: bucket.blob(name).download_as_bytes()
+    if kind == "torch-adlfs":
+        import adlfs
+        fs = adlfs.AzureBlobFileSystem(connection_string=azurite_connection_string(endpoint),
+                                       skip_instance_cache=True)
+        return lambda name: fs.cat_file(f"{BUCKET}/{name}")
+    if kind == "torch-gcsfs":
+        import gcsfs
+        fs = gcsfs.GCSFileSystem(token="anon", endpoint_url=endpoint,
+                                 skip_instance_cache=True)
+        return lambda name: fs.cat_file(f"{BUCKET}/{name}")
+    raise ValueError(f"cloud_reader: unknown kind {kind!r}")
+
+
+class CloudImages:
+    """CloudImages is S3Images with Azure's and Google's SDKs or fsspec: one object read
+    per image, PIL decode and the torchvision transforms, in DataLoader workers (the
+    client is made in each worker, after the fork: gcsfs and adlfs run an event loop in
+    a thread that a fork does not carry)."""
+
+    def __init__(self, kind: str, endpoint: str, keys: list, labels: list):
+        self.kind, self.endpoint, self.keys, self.labels = kind, endpoint, keys, labels
+        self.tf = _transforms()
+        self.read = None
+
+    def __len__(self):
+        return len(self.keys)
+
+    def __getitem__(self, i):
+        from PIL import Image
+        if self.read is None:
+            self.read = cloud_reader(self.kind, self.endpoint)
+        img = Image.open(io.BytesIO(self.read(self.keys[i]))).convert("RGB")
+        return self.tf(img), self.labels[i]
+
+
+def _worker_torch_cloud(cfg: dict) -> dict:
+    b = _bench()
+    import torch
+    from torch.utils.data import DataLoader
+
+    ds = CloudImages(cfg["kind"], cfg["endpoint"], cfg["keys"], cfg["labels"])
+    loader = DataLoader(ds, batch_size=cfg["batch_size"], sampler=_stream(cfg),
+                        num_workers=cfg["cores"], drop_last=True)
+    res = b._timed(iter(loader), cfg, lambda: None)
+    res["torch_threads"] = torch.get_num_threads()
+    return res
+
+
 WORKERS = {"wds-local": _worker_wds, "wds-s3": _worker_wds, "wds-az": _worker_wds,
            "wds-gs": _worker_wds,
-           "torch-boto3": _worker_torch_boto3, "wds-curl": _worker_wds_curl}
+           "torch-boto3": _worker_torch_boto3, "wds-curl": _worker_wds_curl,
+           **{k: _worker_torch_cloud for k in SDK_KINDS}}
+
+
+def sdk_missing(kind: str):
+    """Why the SDK of kind cannot be imported from CLOUDSDK_DIR (tried in a child
+    process, keeping this one's sys.path as it is), or None when it can."""
+    mod = SDK_KINDS[kind][1]
+    if not os.path.isdir(CLOUDSDK_DIR):
+        return f"{CLOUDSDK_DIR} is missing (scripts/setup.sh installs {mod} there)"
+    r = subprocess.run([sys.executable, "-c", f"import {mod}"], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=CLOUDSDK_DIR))
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[-1]
+        return f"import {mod} from {CLOUDSDK_DIR} failed: {last}"
+    return None
 
 
 def worker_main(cfg_json: str) -> int:
@@ -195,6 +302,13 @@ def worker_main(cfg_json: str) -> int:
         os.environ["GODALI_FLAVOUR"] = "cpu"
         import godali
         godali.library_info()
+    if kind in SDK_KINDS:
+        # First on the path: the SDKs need their own fsspec, urllib3... (setup.sh).
+        sys.path.insert(0, CLOUDSDK_DIR)
+        # gcsfs's default filesystem first asks a gRPC endpoint for the bucket's type
+        # (a minute's timeout against an emulator); users' standard buckets take the
+        # plain one, which this selects.
+        os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
     try:
         import torch
         torch.set_num_threads(cfg["cores"])
@@ -441,7 +555,8 @@ def parse_args(argv):
     ap.add_argument("--warmup", type=int, default=4, help="warm-up batches per trial")
     ap.add_argument("--iters", type=int, default=24, help="timed batches (godali)")
     ap.add_argument("--baseline-iters", type=int, default=6,
-                    help="timed batches for torch-boto3 and wds-curl at latency (slow)")
+                    help="timed batches for torch-boto3, wds-curl and the cloud-SDK rows at "
+                    "latency (slow)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--io-concurrency", type=int, default=0,
                     help="io_concurrency of wds-s3 (0: godali's default)")
@@ -499,8 +614,12 @@ def main(argv=None) -> int:
     results = {}
     try:
         with Servers(tmp) as srv:
-            remote = [k for k in args.kinds if k in ("wds-s3", "wds-az", "wds-gs", "torch-boto3",
-                                                     "wds-curl")]
+            left_out = {}  # kind -> why its rows have no figures
+            for kind in [k for k in args.kinds if k in SDK_KINDS]:
+                why = sdk_missing(kind)
+                if why:
+                    left_out[kind] = why
+            remote = [k for k in args.kinds if k in STORE_OF and k not in left_out]
             proxies = {}
             if remote:
                 binary = faultproxy_binary(tmp)
@@ -514,37 +633,40 @@ def main(argv=None) -> int:
                     for lat in args.latencies:
                         proxies[("s3", lat)] = srv.proxy(binary, moto, lat, limit)
                 ce = _emulators()
-                shard_objs = None
-                if "wds-az" in remote or "wds-gs" in remote:
-                    shard_objs = {"shards/" + os.path.basename(p): Path(p).read_bytes()
-                                  for p in shards}
-                for kind, start in (("wds-az", srv.azurite), ("wds-gs", srv.fake_gcs)):
-                    if kind in remote:
-                        try:
-                            started = start()
-                        except RuntimeError as e:
-                            print(f"{kind}: left out: {e}", file=sys.stderr)
-                            remote.remove(kind)
-                            args.kinds.remove(kind)
-                            continue
-                        if kind == "wds-az":
-                            az = started
+                emu = {}
+                for store, start in (("az", srv.azurite), ("gs", srv.fake_gcs)):
+                    users = [k for k in remote if STORE_OF[k] == store]
+                    if not users:
+                        continue
+                    try:
+                        emu[store] = start()
+                    except RuntimeError as e:
+                        for k in users:
+                            left_out[k] = str(e)
+                            remote.remove(k)
+                        continue
+                    # The shards, and the single images when a per-image row reads them.
+                    objs = {"shards/" + os.path.basename(p): Path(p).read_bytes()
+                            for p in shards}
+                    if any(k in SDK_KINDS for k in users):
+                        objs.update((k, Path(p).read_bytes()) for k, p in zip(keys, images))
+                    t0 = time.perf_counter()
+                    put = ce.azure_put if store == "az" else ce.gcs_put
+                    items = sorted(objs.items())
+                    from concurrent.futures import ThreadPoolExecutor
+                    with ThreadPoolExecutor(8) as ex:
+                        list(ex.map(lambda i: put(emu[store], BUCKET, dict(items[i::8])),
+                                    range(8)))
+                    print(f"{'Azurite' if store == 'az' else 'fake-gcs-server'} on "
+                          f"{emu[store]}: uploaded {len(objs)} objects in "
+                          f"{time.perf_counter() - t0:.1f} s")
+                    for lat in args.latencies:
+                        if store == "az":
+                            host = emu[store].rsplit("/", 1)[0]
+                            proxies[("az", lat)] = srv.proxy(binary, host, lat, limit) + \
+                                "/" + ce.AZURITE_ACCOUNT
                         else:
-                            gs = started
-                if "wds-az" in remote:
-                    t0 = time.perf_counter()
-                    ce.azure_put(az, BUCKET, shard_objs)
-                    print(f"Azurite on {az}: uploaded in {time.perf_counter() - t0:.1f} s")
-                    host = az.rsplit("/", 1)[0]
-                    for lat in args.latencies:
-                        proxies[("az", lat)] = srv.proxy(binary, host, lat, limit) + \
-                            "/" + ce.AZURITE_ACCOUNT
-                if "wds-gs" in remote:
-                    t0 = time.perf_counter()
-                    ce.gcs_put(gs, BUCKET, shard_objs)
-                    print(f"fake-gcs-server on {gs}: uploaded in {time.perf_counter() - t0:.1f} s")
-                    for lat in args.latencies:
-                        proxies[("gs", lat)] = srv.proxy(binary, gs, lat, limit)
+                            proxies[("gs", lat)] = srv.proxy(binary, emu[store], lat, limit)
                 if "wds-curl" in remote:
                     www = tmp / "www"
                     www.mkdir(exist_ok=True)
@@ -556,10 +678,14 @@ def main(argv=None) -> int:
                     print(f"nginx on {ngx}")
                     for lat in args.latencies:
                         proxies[("http", lat)] = srv.proxy(binary, ngx, lat, limit)
-            configs = _configs(args, proxies, shards, keys, labels, data, tmp)
+            for kind, why in left_out.items():
+                print(f"{kind}: left out: {why}", file=sys.stderr)
+            configs = _configs(args, proxies, shards, keys, labels, data, tmp, left_out)
+            skipped = {f"{k}@{lat}": why for k, why in left_out.items()
+                       for lat in args.latencies}
             print(f"{len(configs)} configurations x {args.repeats} repeats, "
                   f"batch {args.batch_size}, {args.workers} cores each")
-            for rep in range(args.repeats):
+            for rep in range(args.repeats if configs else 0):
                 order = configs[rep % len(configs):] + configs[:rep % len(configs)]
                 for name, cfg, wf in order:
                     try:
@@ -577,7 +703,8 @@ def main(argv=None) -> int:
         if not args.keep_dir:
             shutil.rmtree(tmp, ignore_errors=True)
     print()
-    print(format_table(results, [n for n, _, _ in configs]))
+    names = [n for n, _, _ in configs] + [n for n in skipped if n not in results]
+    print(format_table(results, names, skipped))
     busy = max((r["foreign_cpu"] or 0.0 for runs in results.values() for r in runs if r),
                default=0.0)
     warnings = []
@@ -591,18 +718,21 @@ def main(argv=None) -> int:
     json_path.write_text(json.dumps({
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "args": {k: v for k, v in vars(args).items()}, "results": results,
+        "left_out": skipped,
         "warnings": warnings}, indent=2))
     print(f"results: {json_path}")
     return 0
 
 
-def _configs(args, proxies, shards, keys, labels, data, tmp) -> list:
+def _configs(args, proxies, shards, keys, labels, data, tmp, left_out=()) -> list:
     base = {"batch_size": args.batch_size, "cores": args.workers, "warmup": args.warmup,
             "iters": args.iters, "seed": args.seed, "device": "cpu",
             "initial_fill": args.initial_fill}
     out = []
     remote_file = str(HERE / "bench_remote.py")
     for kind in args.kinds:
+        if kind in left_out:
+            continue
         if kind == "folder":
             out.append(("folder", dict(base, contender="godali-cpu", data=str(data)), None))
         elif kind == "wds-local":
@@ -630,6 +760,16 @@ def _configs(args, proxies, shards, keys, labels, data, tmp) -> list:
                     base, kind=kind, contender=kind, keys=keys, labels=labels,
                     endpoint=url, iters=args.baseline_iters, env=_s3_env(url, tmp)),
                     remote_file))
+            elif kind in SDK_KINDS:
+                store = SDK_KINDS[kind][0]
+                url = proxies[(store, lat)]
+                # No credentials in the environment: each SDK is given the emulator's
+                # (Azurite's connection string; anonymous for GCS) by cloud_reader.
+                env = {"AZURE_STORAGE_CONNECTION_STRING": "", "STORAGE_EMULATOR_HOST": "",
+                       "GOOGLE_APPLICATION_CREDENTIALS": "", "NO_GCE_CHECK": "true"}
+                out.append((f"{kind}@{lat}", dict(
+                    base, kind=kind, contender=kind, keys=keys, labels=labels,
+                    endpoint=url, iters=args.baseline_iters, env=env), remote_file))
             elif kind == "wds-curl":
                 url = proxies[("http", lat)]
                 out.append((f"wds-curl@{lat}", dict(
@@ -638,7 +778,8 @@ def _configs(args, proxies, shards, keys, labels, data, tmp) -> list:
     return out
 
 
-def format_table(results: dict, names: list) -> str:
+def format_table(results: dict, names: list, left_out: dict | None = None) -> str:
+    """The table of median img/s per row; a row in left_out shows why it has none."""
     def med(name):
         xs = [r["img_s"] for r in results.get(name, []) if r]
         return statistics.median(xs) if xs else None
@@ -650,6 +791,9 @@ def format_table(results: dict, names: list) -> str:
     for n in names:
         rs = [r for r in results.get(n, []) if r]
         m = med(n)
+        if m is None and (left_out or {}).get(n):
+            lines.append(f"{n:<22} {'-':>8}  left out: {left_out[n]}")
+            continue
         if m is None:
             lines.append(f"{n:<22} {'failed':>8}")
             continue
