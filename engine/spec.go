@@ -39,7 +39,7 @@ type Spec struct {
 	// the epoch's samples), "partial" (only the epoch's samples: outputs and batch_info
 	// have valid samples) or "drop" (the batch is not returned: the epoch ends before it).
 	LastBatchPolicy string
-	FirstEpoch     int64
+	FirstEpoch      int64
 	// EnableCheckpointing allows Checkpoint and Restore (DALI's enable_checkpointing).
 	EnableCheckpointing bool
 	Nodes               []*NodeSpec
