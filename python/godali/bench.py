@@ -26,7 +26,9 @@ Contenders (those that need a GPU run only when one is present):
   godali-iter      godali-cpu through GodaliClassificationIterator (what a training
                    loop uses) instead of pipe.run(): the iterator's own cost
   dali-cpu         optional: NVIDIA DALI's own CPU pipeline, the same operators and
-                   arguments as godali-cpu (runs when `nvidia.dali` is importable)
+                   arguments as godali-cpu (runs from a source checkout, whose
+                   benchmarks/dali_contender.py holds it, when `nvidia.dali` is
+                   importable: DALI is a reference, not a godali dependency)
   decode-dali      optional: DALI's readers.file + decoders.image on the CPU
   decode-spdl      optional: SPDL (spdl.io.load_image, FFmpeg's decoder), full
                    resolution, RGB, in a pool of `cores` threads (when `spdl` is
@@ -77,6 +79,9 @@ _CHECKOUT = PACKAGE_PARENT.parent
 RESULTS_ROOT = (_CHECKOUT / "build" / "bench" if (_CHECKOUT / "go.mod").is_file()
                 and PACKAGE_PARENT.name == "python" else Path("build") / "bench")
 DEFAULT_IMAGES = 1000
+# NVIDIA DALI's contenders run from the source checkout's benchmarks/ (DALI is a
+# reference godali is measured against, never a dependency of the package).
+DALI_WORKER = "benchmarks/dali_contender.py"
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -95,6 +100,7 @@ class Contender:
     doc: str
     module: str = ""  # an optional package the contender needs ("" = always available)
     install: str = ""  # what to install for it
+    checkout_file: str = ""  # a file of the source checkout its worker needs
 
 
 CONTENDERS = (
@@ -121,11 +127,12 @@ CONTENDERS = (
               "pipe.run()"),
     Contender("dali-cpu", "DALI cpu", False,
               "NVIDIA DALI's CPU pipeline with the same operators and arguments as "
-              "godali-cpu", module="nvidia.dali", install="pip install nvidia-dali-cuda120"),
+              "godali-cpu", module="nvidia.dali", install="pip install nvidia-dali-cuda120",
+              checkout_file=DALI_WORKER),
     Contender("decode-dali", "decode only: DALI", False,
               "DALI readers.file + decoders.image (device cpu), full resolution, RGB, "
               "num_threads = cores", module="nvidia.dali",
-              install="pip install nvidia-dali-cuda120"),
+              install="pip install nvidia-dali-cuda120", checkout_file=DALI_WORKER),
     Contender("decode-spdl", "decode only: SPDL", False,
               "spdl.io.load_image (FFmpeg), full resolution, RGB, nothing else, in a "
               "pool of `cores` threads", module="spdl.io", install="pip install spdl"),
@@ -577,29 +584,13 @@ def _worker_torchvision_gpu(cfg: dict) -> dict:
 
 
 def _worker_dali(cfg: dict) -> dict:
-    import numpy as np
-    import torch
-    import nvidia.dali as dali
-    from nvidia.dali import fn, pipeline_def, types
-
-    decode_only = cfg["contender"] == "decode-dali"
-    pipe = _rn50_pipeline(cfg, decode_only, fn, pipeline_def, types)
-
-    def batches():
-        while True:
-            out = pipe.run()
-            if decode_only:
-                yield out
-                continue
-            # DALI's CPU tensors export the buffer protocol: torch shares the memory.
-            images = torch.from_numpy(np.asarray(out[0].as_tensor()))
-            labels = torch.from_numpy(np.asarray(out[1].as_tensor()))
-            yield images, labels
-
-    res = _timed(batches(), cfg, lambda: None)
-    res["versions"] = {"dali": dali.__version__}
-    del pipe
-    return res
+    # DALI is a reference, not a dependency: its worker lives in the source checkout.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("godali_bench_dali",
+                                                  _CHECKOUT / DALI_WORKER)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.worker(cfg, _rn50_pipeline, _timed)
 
 
 def _worker_decode_spdl(cfg: dict) -> dict:
@@ -1283,13 +1274,19 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _in_checkout(path: str) -> bool:
+    """Whether a contender's file of the source checkout is there ("" needs none)."""
+    return not path or (_CHECKOUT / path).is_file()
+
+
 def _default_contenders(device: str) -> list:
     keys = ["torch", "godali-cpu", "godali-iter"]
     if device == "cuda":
         keys += ["godali-cuda", "torchvision-gpu"]
     keys += ["decode-godali", "decode-pil"]
     # The optional contenders when their packages are there.
-    keys += [c.key for c in CONTENDERS if c.module and not c.gpu and _installed(c.module)]
+    keys += [c.key for c in CONTENDERS if c.module and not c.gpu and _installed(c.module)
+             and _in_checkout(c.checkout_file)]
     return keys
 
 
@@ -1455,6 +1452,8 @@ def _main(argv) -> int:
             skipped[k] = "build/libgodali_cuda.so not built (make cuda)"
         elif c.module and not _installed(c.module):
             skipped[k] = f"{c.module} not installed ({c.install})"
+        elif not _in_checkout(c.checkout_file):
+            skipped[k] = f"runs from a godali source checkout only ({c.checkout_file})"
     run_keys = [k for k in keys if k not in skipped]
 
     cfg_base = {"data": str(data), "batch_size": batch, "iters": iters, "warmup": warmup,

@@ -59,3 +59,23 @@ def test_families_are_the_ops_packages_and_three_more():
     ops = os.path.join(conftest.REPO, "ops")
     pkgs = {d for d in os.listdir(ops) if os.path.isdir(os.path.join(ops, d))} - {"all", "internal"}
     assert set(conftest.FAMILIES) == pkgs | {"api", "torch", "tools"}
+
+
+def test_the_package_never_imports_nvidia_dali():
+    # DALI is a test oracle and a bench reference, never a dependency of godali itself:
+    # no module of the shipped package imports it (the bench's DALI contenders live in
+    # the checkout's benchmarks/).
+    package = os.path.join(os.path.dirname(HERE), "godali")
+    pattern = re.compile(r"^\s*(import nvidia\.dali|from nvidia\.dali[\w.]* import|"
+                         r"import nvidia\b|from nvidia import)")
+    offenders = []
+    for root, _, files in os.walk(package):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                with open(path) as f:
+                    for i, line in enumerate(f, 1):
+                        if pattern.search(line):
+                            offenders.append("%s:%d: %s" % (os.path.relpath(path, package),
+                                                            i, line.strip()))
+    assert offenders == [], "\n".join(offenders)
