@@ -902,10 +902,9 @@ def build_namespace(sch):
                 ns._add(p, nxt)
             ns = nxt
         ns._add(parts[-1], make_op_function(sch.ops[name]))
-    # the engine's aliases (godali_operator_schemas' "aliases"); LEGACY_FN_NAMES for a
-    # library that predates them
-    legacy_names = sch.raw.get("aliases") or LEGACY_FN_NAMES
-    for legacy, target in sorted(legacy_names.items()):
+    # DALI's former flat names: the engine's aliases (godali_operator_schemas' "aliases",
+    # registered in ops/all/aliases.go)
+    for legacy, target in sorted((sch.raw.get("aliases") or {}).items()):
         if target in sch.ops and legacy not in root._members:
             root._add(legacy, _legacy_alias(legacy, make_op_function(sch.ops[target])))
     return root
@@ -952,29 +951,6 @@ def install_namespace_importer(prefix, ensure):
         if isinstance(f, NamespaceImporter) and f._prefix == prefix + ".":
             return
     sys.meta_path.append(NamespaceImporter(prefix, ensure))
-
-
-# DALI's older, flat operator names (still accepted by DALI, with a deprecation warning)
-# -> the current ones.
-LEGACY_FN_NAMES = {
-    "file_reader": "readers.file",
-    "coco_reader": "readers.coco",
-    "caffe_reader": "readers.caffe",
-    "caffe2_reader": "readers.caffe2",
-    "mxnet_reader": "readers.mxnet",
-    "tfrecord_reader": "readers.tfrecord",
-    "numpy_reader": "readers.numpy",
-    "sequence_reader": "readers.sequence",
-    "video_reader": "readers.video",
-    "image_decoder": "decoders.image",
-    "image_decoder_random_crop": "decoders.image_random_crop",
-    "image_decoder_crop": "decoders.image_crop",
-    "image_decoder_slice": "decoders.image_slice",
-    "coin_flip": "random.coin_flip",
-    "uniform": "random.uniform",
-    "normal_distribution": "random.normal",
-    "transform_translation": "transforms.translation",
-}
 
 
 def _legacy_alias(legacy, func):
