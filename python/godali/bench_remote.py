@@ -51,7 +51,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -332,29 +331,6 @@ def _die_with_parent():
         pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_http(url: str, proc, limit: float):
-    import urllib.error
-    import urllib.request
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server for {url} exited with {proc.returncode}")
-        try:
-            urllib.request.urlopen(url, timeout=1).close()
-            return
-        except urllib.error.HTTPError:
-            return  # it answers
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"no answer from {url} within {limit:.0f} s")
-
-
 class Servers:
     """Servers starts and stops the bench's servers; use it as a context manager."""
 
@@ -388,11 +364,12 @@ class Servers:
         self.procs = []
 
     def moto(self) -> str:
-        port = _free_port()
+        ce = _emulators()
+        port = ce.free_port()
         p = self._start("moto", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
                                  "-p", str(port)])
         url = f"http://127.0.0.1:{port}"
-        _wait_http(url + "/moto-api/", p, 60)
+        ce.wait_http(url + "/moto-api/", p, 60)
         return url
 
     def nginx(self, root: Path) -> str:
@@ -400,9 +377,10 @@ class Servers:
             (c for c in ("/usr/sbin/nginx", "/sbin/nginx") if os.path.exists(c)), None)
         if binary is None:
             raise RuntimeError("nginx is not installed (scripts/setup.sh installs it)")
+        ce = _emulators()
         d = self.workdir / "nginx"
         (d / "tmp").mkdir(parents=True, exist_ok=True)
-        port = _free_port()
+        port = ce.free_port()
         user = "user root;" if os.geteuid() == 0 else ""
         conf = f"""{user}
 worker_processes 1;
@@ -424,7 +402,7 @@ http {{
         p = self._start("nginx", [binary, "-p", str(d), "-e", str(d / "error.log"),
                                   "-c", str(d / "nginx.conf"), "-g", "daemon off;"])
         url = f"http://127.0.0.1:{port}"
-        _wait_http(url + "/", p, 20)
+        ce.wait_http(url + "/", p, 20)
         return url
 
     def azurite(self) -> str:
@@ -432,21 +410,21 @@ http {{
         ce = _emulators()
         if ce.azurite_binary() is None:
             raise RuntimeError("Azurite is not installed (scripts/setup.sh installs it)")
-        port = _free_port()
+        port = ce.free_port()
         d = self.workdir / "azurite"
         d.mkdir(exist_ok=True)
         p = self._start("azurite", ce.azurite_command(port, str(d)))
-        _wait_http(f"http://127.0.0.1:{port}/", p, 60)
+        ce.wait_http(f"http://127.0.0.1:{port}/", p, 60)
         return f"http://127.0.0.1:{port}/{ce.AZURITE_ACCOUNT}"
 
     def fake_gcs(self) -> str:
         ce = _emulators()
         if ce.fake_gcs_binary() is None:
             raise RuntimeError("fake-gcs-server is not installed (scripts/setup.sh installs it)")
-        port = _free_port()
+        port = ce.free_port()
         p = self._start("fake-gcs", ce.fake_gcs_command(port))
         url = f"http://127.0.0.1:{port}"
-        _wait_http(url + "/storage/v1/b", p, 60)
+        ce.wait_http(url + "/storage/v1/b", p, 60)
         return url
 
     def proxy(self, binary: str, target: str, latency: str, limit: str) -> str:

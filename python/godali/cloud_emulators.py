@@ -16,6 +16,8 @@ import hmac
 import json
 import os
 import shutil
+import socket
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -44,6 +46,30 @@ def azurite_binary():
 def fake_gcs_binary():
     """The fake-gcs-server command, or None."""
     return _find("fake-gcs-server", FAKE_GCS_DIR)
+
+
+def free_port() -> int:
+    """A free TCP port on loopback for a server to listen on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, proc, limit: float = 60):
+    """wait_http returns once the server proc started answers url (any HTTP status),
+    and raises when it exits or says nothing within limit seconds."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server for {url} exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"no answer from {url} within {limit:.0f} s")
 
 
 def azurite_command(port: int, location: str) -> list:

@@ -9,13 +9,10 @@ import hashlib
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -31,27 +28,6 @@ PYTHON_DIR = HERE.parent
 
 def _missing(what):
     missing_reference(f"{what} is not installed (scripts/setup.sh installs it)")
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(url, proc, limit=60):
-    end = time.time() + limit
-    while time.time() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
-        try:
-            urllib.request.urlopen(url, timeout=1).close()
-            return
-        except urllib.error.HTTPError:
-            return  # it answers
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"no answer from {url} within {limit} s")
 
 
 def _jpegs():
@@ -112,7 +88,7 @@ def store(request, dataset):
     binary = ce.azurite_binary() if kind == "az" else ce.fake_gcs_binary()
     if binary is None:
         _missing("Azurite (npm azurite)" if kind == "az" else "fake-gcs-server")
-    port = _free_port()
+    port = ce.free_port()
     work = tempfile.mkdtemp(prefix=f"godali-{kind}-")
     cmd = ce.azurite_command(port, work) if kind == "az" else ce.fake_gcs_command(port)
     log = open(os.path.join(work, "server.log"), "w")
@@ -120,12 +96,12 @@ def store(request, dataset):
     try:
         base = f"http://127.0.0.1:{port}"
         if kind == "az":
-            _wait(base + "/", proc)
+            ce.wait_http(base + "/", proc)
             endpoint = base + "/" + ce.AZURITE_ACCOUNT
             ce.azure_put(endpoint, "data", objects)
             yield "az://data/", ce.azure_env(endpoint)
         else:
-            _wait(base + "/storage/v1/b", proc)
+            ce.wait_http(base + "/storage/v1/b", proc)
             ce.gcs_put(base, "data", objects)
             yield "gs://data/", ce.gcs_env(base)
     finally:
