@@ -1,6 +1,8 @@
 package image
 
 import (
+	"slices"
+
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/imaging"
 )
@@ -67,17 +69,7 @@ func (o *remapOp) Setup(ws *engine.Workspace) error {
 // mapFrames checks a map's shape against the image's (frames, h, w): HW, HW1, or with a
 // sequence FHW / FHW1; it returns how many frames the map has (1: shared by all).
 func mapFrames(sh []int, frames, h, w int) (int, bool) {
-	eq := func(a []int, b ...int) bool {
-		if len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if a[i] != b[i] {
-				return false
-			}
-		}
-		return true
-	}
+	eq := func(a []int, b ...int) bool { return slices.Equal(a, b) }
 	switch {
 	case eq(sh, h, w), eq(sh, h, w, 1):
 		return 1, true
