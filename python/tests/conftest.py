@@ -8,6 +8,7 @@ missing).
 import functools
 import importlib
 import os
+import signal
 import subprocess
 import sys
 
@@ -17,6 +18,13 @@ from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
+
+
+def sigint_default():
+    """preexec_fn for a child a test interrupts with SIGINT: SIGINT at its default, as in
+    a terminal. A test run started in the background inherits SIGINT ignored, and Python
+    then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 REPO = os.path.dirname(PYTHON_DIR)
 
 if PYTHON_DIR not in sys.path:

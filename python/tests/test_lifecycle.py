@@ -15,7 +15,7 @@ import pytest
 import godali
 from godali import fn
 
-from conftest import PYTHON_DIR
+from conftest import PYTHON_DIR, sigint_default
 
 
 def _pipe(root, **kw):
@@ -156,7 +156,8 @@ def _line(proc, timeout):
 def test_ctrl_c_reaches_a_call_blocked_on_a_stalled_source(mode):
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
     proc = subprocess.Popen([sys.executable, "-c", _STALL, mode], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     try:
         assert _line(proc, 60) == "blocking", proc.stderr.read()
         time.sleep(0.5)

@@ -17,6 +17,7 @@ import pytest
 
 from godali import fn, types
 from godali.pipeline import Pipeline
+from conftest import sigint_default
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
@@ -266,7 +267,8 @@ def test_ctrl_c_while_run_waits_for_a_blocked_function():
     # Ctrl-C reaches run() at once; then the interpreter exits (its destroy bounded).
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
     proc = subprocess.Popen([sys.executable, "-c", _BLOCKED, "run"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     try:
         assert _line(proc, 60) == "first 0", proc.stderr.read()
         time.sleep(0.5)  # in run(), waiting for batch 1
@@ -349,7 +351,8 @@ def test_ctrl_c_reaches_a_reset_waiting_for_a_blocked_function(tmp_path):
             (tmp_path / c / ("%d.jpg" % i)).write_bytes(bytes([i]) * 8)  # never decoded
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
     proc = subprocess.Popen([sys.executable, "-c", _RESET, str(tmp_path)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     try:
         assert _line(proc, 60) == "blocking", proc.stderr.read()
         time.sleep(0.5)
