@@ -6,7 +6,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/imaging"
-	"github.com/godali/godali/ops/decoders"
+	"github.com/godali/godali/ops/internal/window"
 )
 
 func init() {
@@ -23,14 +23,14 @@ func init() {
 			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: interpDoc},
 			{Name: "antialias", Type: engine.ArgBool, Default: true, Doc: "widen the filter when downscaling"},
 			{Name: "dtype", Type: engine.ArgDType, Doc: "output type (default: the input's); integers round and saturate"},
-		}, decoders.RandomCropArgs...),
+		}, window.RandomCropArgs...),
 	})
 	engine.RegisterBackend("random_resized_crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newRandomResizedCrop(a) })
 }
 
 type randomResizedCropOp struct {
 	args   *engine.Args
-	crop   *decoders.RandomCrop
+	crop   *window.RandomCrop
 	w, h   int
 	interp imaging.Interp
 	aa     bool
@@ -39,7 +39,7 @@ type randomResizedCropOp struct {
 }
 
 func newRandomResizedCrop(a *engine.Args) (*randomResizedCropOp, error) {
-	rc, err := decoders.ParseRandomCrop(a)
+	rc, err := window.ParseRandomCrop(a)
 	if err != nil {
 		return nil, err
 	}
