@@ -29,7 +29,7 @@ var layerRules = map[string][]string{
 	"ops":              {},
 	"ops/all":          {"ops/...", "engine"}, // and the aliases of operators across families
 	"ops/...":          {"engine", "imaging", "codec/...", "formats/...", "source/...", "kernels", "nvjpeg", "nvdec", "internal/cuda", "internal/float16", "ops/internal/..."},
-	"ops/internal/...": {"engine", "kernels", "imaging", "codec", "internal/cuda"}, // codec: the window rectangle
+	"ops/internal/...": {"engine", "kernels", "imaging", "codec", "formats/...", "internal/cuda"}, // codec: the window rectangle; formats: numpy's dtypes
 	// The engine schedules: no operator, kernel or codec.
 	"engine": {"internal/cuda", "internal/poolstats", "internal/float16", "source"},
 	// Leaves.

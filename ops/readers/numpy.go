@@ -15,6 +15,7 @@ import (
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/formats"
 	"github.com/godali/godali/formats/npy"
+	"github.com/godali/godali/ops/internal/npydtype"
 	"github.com/godali/godali/source"
 	"github.com/godali/godali/source/remote"
 )
@@ -122,30 +123,6 @@ func newNumpyReader(a *engine.Args) (engine.Operator, error) {
 	return r, nil
 }
 
-type npyKindSize struct {
-	kind byte
-	size int
-}
-
-// npyTypes maps a numpy dtype's kind and element size to godali's element type (bool
-// is mapped whatever its size).
-var npyTypes = map[npyKindSize]engine.DType{
-	{'u', 1}: engine.UInt8, {'u', 2}: engine.UInt16, {'u', 4}: engine.UInt32, {'u', 8}: engine.UInt64,
-	{'i', 1}: engine.Int8, {'i', 2}: engine.Int16, {'i', 4}: engine.Int32, {'i', 8}: engine.Int64,
-	{'f', 2}: engine.Float16, {'f', 4}: engine.Float32, {'f', 8}: engine.Float64,
-}
-
-// npyDType maps a numpy dtype to godali's element types.
-func npyDType(d npy.DType) (engine.DType, error) {
-	if d.Kind == 'b' {
-		return engine.Bool, nil
-	}
-	if t, ok := npyTypes[npyKindSize{d.Kind, d.Size}]; ok {
-		return t, nil
-	}
-	return 0, fmt.Errorf("numpy dtype %s has no godali tensor type (supported: bool, uint8/16/32/64, int8/16/32/64, float16/32/64)", d)
-}
-
 // Infer lists the files and reads the first one's header: the output's dtype and number
 // of dimensions are the data set's.
 func (r *numpyReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
@@ -159,7 +136,7 @@ func (r *numpyReader) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 		if err != nil {
 			return nil, listErrorf(a, "%s: %v", first, err)
 		}
-		if r.dtype, err = npyDType(h.DType); err != nil {
+		if r.dtype, err = npydtype.Of(h.DType); err != nil {
 			return nil, listErrorf(a, "%s: %v", first, err)
 		}
 		if err := engine.CheckNDim("its array", len(h.Shape)); err != nil {
@@ -330,7 +307,7 @@ func (r *numpyReader) Setup(ws *engine.Workspace) error {
 		st.Close()
 		return dataError(err)
 	}
-	dt, err := npyDType(h.DType)
+	dt, err := npydtype.Of(h.DType)
 	if err == nil && (dt != r.dtype || len(h.Shape) != r.ndim) {
 		err = fmt.Errorf("array of %s with %d dimensions %v; the data set's arrays (from its first file) are %s with %d dimensions", dt, len(h.Shape), h.Shape, r.dtype, r.ndim)
 	}

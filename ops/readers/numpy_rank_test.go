@@ -10,6 +10,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/formats/npy"
+	_ "github.com/godali/godali/ops/decoders" // decoders.numpy
 )
 
 // writeDeepNpy writes a .npy of one uint8 (value 9) in an array of shape [1]*ndim.

@@ -1,14 +1,15 @@
-package readers
+package decoders
 
 import (
 	"bytes"
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/formats/npy"
+	"github.com/godali/godali/ops/internal/npydtype"
 )
 
-// decoders.numpy lives with readers.numpy: both read .npy files through formats/npy and
-// map numpy's types the same way (npyDType).
+// decoders.numpy reads .npy files through formats/npy, as readers.numpy does, and maps
+// numpy's types the same way (ops/internal/npydtype).
 func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "decoders.numpy",
@@ -62,7 +63,7 @@ func (o *npyDecoder) Setup(ws *engine.Workspace) error {
 	if err != nil {
 		return o.args.DataErrorf(ws, "%v", err)
 	}
-	dt, err := npyDType(h.DType)
+	dt, err := npydtype.Of(h.DType)
 	if err == nil {
 		err = engine.CheckNDim("the array", len(h.Shape))
 	}
