@@ -237,8 +237,11 @@ func (a *Args) Values() map[string]any {
 	return out
 }
 
-// Has reports whether the argument was given explicitly.
-func (a *Args) Has(name string) bool { return a.given[name] }
+// GivenConstant reports whether the argument was written in the node's args, as a
+// constant; an argument given per sample (arg_inputs) is not. Most questions are
+// Given's: "did the user set it at all?"; GivenConstant is for the places that read the
+// constant at build time (a.Floats(name)) and must not when it comes per sample.
+func (a *Args) GivenConstant(name string) bool { return a.given[name] }
 
 // IsScalar reports whether a list argument was written as a single value rather than a
 // list (both convert to a list; a few arguments, like random.choice's a, tell them apart).
@@ -383,7 +386,9 @@ func (a *Args) Errorf(arg, format string, args ...any) error {
 	return Errorf(StatusInvalidPipeline, "%s: argument %q: %s", describe(a.Node, a.Schema.Name), arg, fmt.Sprintf(format, args...))
 }
 
-// Given reports whether the argument was given, as a constant or per sample.
+// Given reports whether the argument was given at all, as a constant (args) or per
+// sample (arg_inputs): the question "did the user set it, or is it the default?".
+// GivenConstant asks the narrower one.
 func (a *Args) Given(name string) bool {
 	_, per := a.perInput[name]
 	return per || a.given[name]

@@ -74,7 +74,7 @@ func (a *Args) ExtentError(ws *Workspace, name string, x float64) error {
 // the operator's to check for each sample.
 func (a *Args) CheckExtentArgs(names ...string) error {
 	for _, n := range names {
-		if !a.Has(n) || a.AnyPerSample(n) {
+		if !a.GivenConstant(n) || a.AnyPerSample(n) {
 			continue
 		}
 		v, _ := a.FloatsAt(nil, n, nil)

@@ -86,7 +86,7 @@ func (n *Node) StreamKeys(pipelineSeed uint64) (uint64, uint64) {
 // readOpSeed is the node's own `seed` argument when its schema has one and it was given
 // (>= 0; DALI's -1 means "from the pipeline").
 func (n *Node) readOpSeed() (int64, bool) {
-	if n.Args == nil || n.Schema == nil || n.Schema.IsReader || !n.Args.Has("seed") {
+	if n.Args == nil || n.Schema == nil || n.Schema.IsReader || !n.Args.Given("seed") {
 		return 0, false
 	}
 	for _, a := range n.Schema.Args {

@@ -199,7 +199,7 @@ func (c OutputCond) holds(a *Args, numInputs int) bool {
 		return v != c.Value && !slices.Contains(c.Values, v)
 	case CondAnyGiven:
 		for _, arg := range c.Args {
-			if a.Has(arg) {
+			if a.GivenConstant(arg) {
 				return true
 			}
 		}

@@ -84,7 +84,7 @@ func givenSizeArgs(a *Args) string {
 	}
 	var names []string
 	for _, n := range sizeArgs {
-		if a.Has(n) {
+		if a.GivenConstant(n) {
 			names = append(names, fmt.Sprintf("%q", n))
 		}
 	}

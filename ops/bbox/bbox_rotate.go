@@ -82,7 +82,7 @@ func newBBoxRotate(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("remove_threshold", "expected a value in [0, 1], got %g", t)
 	}
 	o.threshold = float32(t)
-	if o.keepSize && a.Has("size") {
+	if o.keepSize && a.GivenConstant("size") {
 		return nil, a.Errorf("size", "fn.bbox_rotate `keep_size` is mutually exclusive with `size` argument")
 	}
 	return o, nil
@@ -137,7 +137,7 @@ func (o *bboxRotateOp) canvas(ws *engine.Workspace, st *bboxRotateState, rad flo
 	switch {
 	case o.keepSize:
 		out = in
-	case a.Has("size"):
+	case a.GivenConstant("size"):
 		s, err := a.FloatsAt(ws, "size", st.size)
 		if err != nil {
 			return in, out, err

@@ -121,7 +121,7 @@ func (l boxLayout) write(b Box, c []float64) {
 // boxLayoutArg is the operator's bbox_layout (ok=false when not given: the layout then
 // follows ltrb and the boxes' number of coordinates).
 func boxLayoutArg(a *engine.Args) (boxLayout, bool, error) {
-	if !a.Has("bbox_layout") || a.String("bbox_layout") == "" {
+	if !a.Given("bbox_layout") || a.String("bbox_layout") == "" {
 		return boxLayout{}, false, nil
 	}
 	l, ok := parseBoxLayout(a.String("bbox_layout"))

@@ -498,12 +498,12 @@ func newRandomBBoxCrop(a *engine.Args) (engine.Operator, error) {
 	if c.TotalAttempts < 0 {
 		c.TotalAttempts = 0
 	}
-	if given(a, "crop_shape") && !given(a, "input_shape") {
+	if a.Given("crop_shape") && !a.Given("input_shape") {
 		return nil, a.Errorf("crop_shape", "needs input_shape, the image's extents (x, y[, z]) in the same units")
 	}
 	c.AllAboveThreshold = a.Bool("all_boxes_above_threshold")
 	c.PruneThreshold = -1
-	if a.Has("bbox_prune_threshold") {
+	if a.Given("bbox_prune_threshold") {
 		c.PruneThreshold = a.Float("bbox_prune_threshold")
 		if !(c.PruneThreshold >= 0 && c.PruneThreshold <= 1) {
 			return nil, a.Errorf("bbox_prune_threshold", "must be in [0, 1], got %g", c.PruneThreshold)
@@ -511,9 +511,6 @@ func newRandomBBoxCrop(a *engine.Args) (engine.Operator, error) {
 	}
 	return o, nil
 }
-
-// given reports whether an argument is set, as a constant or per sample.
-func given(a *engine.Args, name string) bool { return a.Has(name) || a.AnyPerSample(name) }
 
 // dimsFor is the number of axes of boxes with ncoords coordinates (0 when unknown: -1),
 // or an error when the layout or the count does not fit 2-D or 3-D boxes.
@@ -579,7 +576,7 @@ func (o *randomBBoxCropOp) sampleCropper(ws *engine.Workspace, st *cropState, di
 	c := o.crop
 	c.Dims = dims
 	st.units, st.fixed, st.grid = [3]float64{1, 1, 1}, [3]float64{}, false
-	if !given(o.args, "input_shape") {
+	if !o.args.Given("input_shape") {
 		return c, nil
 	}
 	var err error
@@ -595,7 +592,7 @@ func (o *randomBBoxCropOp) sampleCropper(ws *engine.Workspace, st *cropState, di
 			return c, o.args.ArgDataErrorf(ws, "input_shape", "extents must be > 0, got %v", in)
 		}
 	}
-	if given(o.args, "crop_shape") {
+	if o.args.Given("crop_shape") {
 		if st.cshape, err = o.args.FloatsAt(ws, "crop_shape", st.cshape); err != nil {
 			return c, err
 		}

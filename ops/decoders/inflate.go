@@ -52,7 +52,7 @@ func newInflate(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("algorithm", "unknown algorithm %q: only LZ4 is supported", alg)
 	}
 	o := &inflateOp{args: a, dtype: a.DType("dtype"), layout: a.String("layout"),
-		chunks: givenAny(a, "chunk_offsets") || givenAny(a, "chunk_sizes")}
+		chunks: a.Given("chunk_offsets") || a.Given("chunk_sizes")}
 	if o.dtype.Size() == 0 {
 		return nil, a.Errorf("dtype", "expected a numeric type, got %s", o.dtype)
 	}
@@ -90,9 +90,6 @@ func (o *inflateOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	return []engine.TensorMeta{out}, nil
 }
 
-// givenAny reports whether an argument is given, as a constant or per sample.
-func givenAny(a *engine.Args, name string) bool { return a.Has(name) || a.AnyPerSample(name) }
-
 type inflateState struct {
 	shape, offsets, sizes []int
 }
@@ -109,7 +106,7 @@ func (o *inflateOp) chunkSpans(ws *engine.Workspace, st *inflateState, n int) er
 		return nil
 	}
 	var err error
-	hasOff, hasSize := givenAny(a, "chunk_offsets"), givenAny(a, "chunk_sizes")
+	hasOff, hasSize := a.Given("chunk_offsets"), a.Given("chunk_sizes")
 	if hasOff {
 		if st.offsets, err = a.IntsAt(ws, "chunk_offsets", st.offsets); err != nil {
 			return err

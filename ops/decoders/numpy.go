@@ -44,7 +44,7 @@ func (o *npyDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 		return nil, o.args.Invalidf("input 0 must be 1-D bytes of .npy files, got %d dimensions", len(s))
 	}
 	m := engine.TensorMeta{DType: engine.DTypeInvalid, Layout: o.args.String("layout")}
-	if o.args.Has("dtype") {
+	if o.args.Given("dtype") {
 		m.DType = o.args.DType("dtype")
 		if l := m.Layout; l != "" {
 			m.Shape = make([]int, len(l))
@@ -70,7 +70,7 @@ func (o *npyDecoder) Setup(ws *engine.Workspace) error {
 	if err != nil {
 		return o.args.DataErrorf(ws, "%v", err)
 	}
-	if o.args.Has("dtype") && dt != o.args.DType("dtype") {
+	if o.args.Given("dtype") && dt != o.args.DType("dtype") {
 		return o.args.DataErrorf(ws, "the array is %s, dtype says %s", dt, o.args.DType("dtype"))
 	}
 	l := o.args.String("layout")

@@ -43,7 +43,7 @@ func newExternalSource(a *engine.Args) (engine.Operator, error) {
 	for i := range shape {
 		shape[i] = -1
 	}
-	if a.Has("shape") {
+	if a.GivenConstant("shape") {
 		s := a.Ints("shape")
 		if len(s) != ndim {
 			return nil, a.Errorf("shape", "%v has %d dimensions but ndim is %d", s, len(s), ndim)

@@ -84,7 +84,7 @@ func newPythonFunction(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("num_outputs", "expected 0 to 64, got %d", n)
 	}
 	var layouts []string
-	if a.Has("output_layouts") {
+	if a.Given("output_layouts") {
 		layouts = a.Strings("output_layouts")
 	}
 	if len(layouts) > max(n, 1) {

@@ -161,7 +161,7 @@ func (o *gaussianBlurOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, err
 		return nil, o.args.Invalidf("input must be a numeric tensor of known rank, got %s %v", m.DType, m.Shape)
 	}
 	o.out = m.DType
-	if o.args.Has("dtype") {
+	if o.args.Given("dtype") {
 		o.out = o.args.DType("dtype")
 		if o.out != m.DType && o.out != engine.Float32 {
 			return nil, o.args.Errorf("dtype", "expected the input's type (%s) or FLOAT, got %s", m.DType, o.out)

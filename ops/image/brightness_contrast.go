@@ -113,14 +113,14 @@ func newBrightnessContrast(a *engine.Args) (*brightnessContrastOp, error) {
 		return nil, err
 	}
 	o := &brightnessContrastOp{args: a, params: params, out: engine.UInt8, in: engine.UInt8,
-		outFromInput: !a.Has("dtype") && a.String("dtype") == ""}
+		outFromInput: !a.Given("dtype") && a.String("dtype") == ""}
 	if !o.outFromInput {
 		o.out = a.DType("dtype")
 		if !bcType(o.out) {
 			return nil, a.Errorf("dtype", "expected UINT8, INT16, INT32 or FLOAT, got %s", o.out)
 		}
 	}
-	if !a.Has("contrast_center") {
+	if !a.GivenConstant("contrast_center") {
 		if !a.AnyPerSample("contrast_center") {
 			o.centerFromInput = true
 			params[3].constant = uint8HalfRange

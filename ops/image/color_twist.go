@@ -45,7 +45,7 @@ type colorTwistState struct {
 
 func newColorTwist(a *engine.Args, twist bool) (*colorTwistOp, error) {
 	o := &colorTwistOp{args: a, twist: twist, out: engine.UInt8, in: engine.UInt8,
-		outFromInput: !a.Has("dtype") && a.String("dtype") == ""}
+		outFromInput: !a.Given("dtype") && a.String("dtype") == ""}
 	if !o.outFromInput {
 		o.out = a.DType("dtype")
 		if !bcType(o.out) {

@@ -65,7 +65,7 @@ func newCrop(a *engine.Args) (*cropOp, error) {
 	if err := a.CheckExtentArgs("crop", "crop_h", "crop_w", "crop_d"); err != nil {
 		return nil, err
 	}
-	if a.Has("crop") {
+	if a.GivenConstant("crop") {
 		c := a.Floats("crop")
 		switch len(c) {
 		case 1:
@@ -91,7 +91,7 @@ func newCrop(a *engine.Args) (*cropOp, error) {
 	if !o.dyn && (o.w <= 0 || o.h <= 0 || (o.depth && o.d <= 0)) {
 		return nil, a.Errorf("crop", "a positive crop size is required (crop or crop_h/crop_w)")
 	}
-	o.outSet = a.Has("dtype")
+	o.outSet = a.Given("dtype")
 	if o.outSet && (a.DType("dtype").Size() == 0 || a.DType("dtype") == engine.Bool) {
 		return nil, a.Errorf("dtype", "must be a numeric type")
 	}
@@ -361,7 +361,7 @@ func parseCropRounding(a *engine.Args) (cropRounding, error) {
 	switch v := a.String("crop_rounding"); v {
 	case "half_up":
 	case "torchvision":
-		if a.Has("rounding") {
+		if a.Given("rounding") {
 			return 0, a.Errorf("crop_rounding", "give rounding or crop_rounding=\"torchvision\", not both")
 		}
 		r = roundTorchvision

@@ -94,7 +94,7 @@ func (o *eraseOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		o.fill = fillBytes(o.fill, fv, m.DType)
 	}
 	for _, n := range []string{"anchor", "shape"} {
-		if v := o.args.Floats(n); o.args.Has(n) && len(v)%len(axes) != 0 {
+		if v := o.args.Floats(n); o.args.GivenConstant(n) && len(v)%len(axes) != 0 {
 			return nil, o.args.Errorf(n, "needs %d values per region (one per axis), got %d", len(axes), len(v))
 		}
 	}

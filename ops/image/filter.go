@@ -68,7 +68,7 @@ func newFilter(a *engine.Args) (engine.Operator, error) {
 	default:
 		return nil, a.Errorf("mode", "unknown mode %q: expected \"same\" or \"valid\"", a.String("mode"))
 	}
-	if a.Has("dtype") {
+	if a.Given("dtype") {
 		o.out = a.DType("dtype")
 	}
 	return o, nil

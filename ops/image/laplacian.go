@@ -52,14 +52,14 @@ type laplacianState struct {
 
 func newLaplacian(a *engine.Args) (*laplacianOp, error) {
 	o := &laplacianOp{args: a}
-	if a.Has("dtype") {
+	if a.Given("dtype") {
 		o.out = a.DType("dtype")
 	}
 	if a.Bool("normalized_kernel") && a.Given("scale") {
 		return nil, a.Errorf("normalized_kernel", "Parameter ``scale`` cannot be specified when ``normalized_kernel`` is set to True")
 	}
 	for _, n := range []string{"window_size", "smoothing_size"} {
-		if a.AnyPerSample(n) || !a.Has(n) {
+		if a.AnyPerSample(n) || !a.GivenConstant(n) {
 			continue
 		}
 		if err := checkLaplacianWindows(a.Ints(n), n); err != "" {
@@ -129,7 +129,7 @@ func (o *laplacianOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error)
 		return nil, o.args.Invalidf("input %s %v: %s", m.Layout, m.Shape, msg)
 	}
 	for _, n := range []string{"window_size", "smoothing_size", "scale"} {
-		if o.args.AnyPerSample(n) || !o.args.Has(n) {
+		if o.args.AnyPerSample(n) || !o.args.GivenConstant(n) {
 			continue
 		}
 		k := len(o.args.Ints(n))

@@ -44,10 +44,10 @@ func init() {
 			}
 		}
 		o := &multiPaste{args: a}
-		if a.Has("dtype") {
+		if a.Given("dtype") {
 			o.dtype = a.DType("dtype")
 		}
-		if a.Has("output_size") && !a.AnyPerSample("output_size") {
+		if a.GivenConstant("output_size") && !a.AnyPerSample("output_size") {
 			sz := a.Ints("output_size")
 			if (len(sz) != 2 && len(sz) != 3) || sz[0] < 0 || sz[1] < 0 {
 				return nil, a.Errorf("output_size", "expected (height, width) or (height, width, channels), got %v", sz)
@@ -79,7 +79,7 @@ func (o *multiPaste) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 	if o.dtype != engine.DTypeInvalid {
 		out.DType = o.dtype
 	}
-	if a.Has("output_size") && !a.AnyPerSample("output_size") {
+	if a.GivenConstant("output_size") && !a.AnyPerSample("output_size") {
 		sz := a.Ints("output_size")
 		out.Shape[0], out.Shape[1] = int(sz[0]), int(sz[1])
 	}

@@ -79,9 +79,9 @@ func newNormalize(a *engine.Args) (engine.Operator, error) {
 	}
 	o.meanInput, o.meanPer = a.IsPerSample("mean")
 	o.stdInput, o.stdPer = a.IsPerSample("stddev")
-	o.meanGiven = a.Has("mean") || o.meanPer
-	o.stdGiven = a.Has("stddev") || o.stdPer
-	if a.Has("stddev") && o.std <= 0 {
+	o.meanGiven = a.GivenConstant("mean") || o.meanPer
+	o.stdGiven = a.GivenConstant("stddev") || o.stdPer
+	if a.GivenConstant("stddev") && o.std <= 0 {
 		return nil, a.Errorf("stddev", "must be > 0, got %g", o.std)
 	}
 	if a.Bool("batch") {

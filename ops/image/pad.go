@@ -75,7 +75,7 @@ func (o *padOp) Run(*engine.Workspace) error { return o.Setup(nil) }
 func (o *padOp) padAxes(ws *engine.Workspace, ndim int, layout string, buf []int) ([]int, error) {
 	a := o.args
 	out := buf[:0]
-	if names := a.String("axis_names"); a.Has("axis_names") && names != "" {
+	if names := a.String("axis_names"); a.Given("axis_names") && names != "" {
 		if len(layout) != ndim {
 			return nil, a.ArgDataErrorf(ws, "axis_names", "the input has no layout (%q) to look up %q in; use axes", layout, names)
 		}

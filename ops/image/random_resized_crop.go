@@ -53,7 +53,7 @@ func newRandomResizedCrop(a *engine.Args) (*randomResizedCropOp, error) {
 	if s[0] < 1 || s[1] < 1 {
 		return nil, a.Errorf("size", "expected (height, width) >= 1, got %v", a.Floats("size"))
 	}
-	if a.Has("dtype") && (a.DType("dtype").Size() == 0 || a.DType("dtype") == engine.Bool) {
+	if a.Given("dtype") && (a.DType("dtype").Size() == 0 || a.DType("dtype") == engine.Bool) {
 		return nil, a.Errorf("dtype", "must be a numeric type")
 	}
 	interp, _ := imaging.ParseInterp(a.String("interp_type"))
@@ -83,7 +83,7 @@ func (o *randomResizedCropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta
 		return nil, o.args.Invalidf("input 0 must be images of known rank and a numeric type, got %s %v", m.DType, m.Shape)
 	}
 	o.out = m.DType
-	if o.args.Has("dtype") {
+	if o.args.Given("dtype") {
 		o.out = o.args.DType("dtype")
 	}
 	sz := m.DType.Size()

@@ -67,8 +67,8 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	if err := a.CheckExtentArgs("resize_x", "resize_y", "size", "resize_shorter", "resize_longer", "roi_start", "roi_end"); err != nil {
 		return nil, err
 	}
-	if a.Has("size") {
-		if a.Has("resize_x") || a.Has("resize_y") {
+	if a.GivenConstant("size") {
+		if a.GivenConstant("resize_x") || a.GivenConstant("resize_y") {
 			return nil, a.Errorf("size", "give size or resize_x/resize_y, not both")
 		}
 		sz, err := a.FloatPair("size")
@@ -104,7 +104,7 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 		return nil, a.Errorf("resize_x", "give exactly one of resize_x/resize_y, size, resize_shorter, resize_longer")
 	}
 	// DALI: mode applies to resize_x/resize_y and size only.
-	if a.Has("mode") && (s.Shorter > 0 || s.Longer > 0 || a.AnyPerSample("resize_shorter", "resize_longer")) {
+	if a.Given("mode") && (s.Shorter > 0 || s.Longer > 0 || a.AnyPerSample("resize_shorter", "resize_longer")) {
 		return nil, a.Errorf("mode", "`resize_shorter`, `resize_longer` and `mode` arguments are mutually exclusive")
 	}
 	if s.W < 0 || s.H < 0 || s.Shorter < 0 || s.Longer < 0 {
@@ -115,7 +115,7 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	default:
 		return nil, a.Errorf("mode", "unknown mode %q; valid: default, stretch, not_smaller, not_larger", s.Mode)
 	}
-	if a.Has("max_size") {
+	if a.Given("max_size") {
 		ms, err := a.FloatPair("max_size")
 		if err != nil {
 			return nil, err
@@ -124,10 +124,10 @@ func parseResizeSpec(a *engine.Args) (*ResizeSpec, error) {
 	}
 	interp, _ := imaging.ParseInterp(a.String("interp_type"))
 	s.Min, s.Mag = interp, interp
-	if a.Has("min_filter") {
+	if a.Given("min_filter") {
 		s.Min, _ = imaging.ParseInterp(a.String("min_filter"))
 	}
-	if a.Has("mag_filter") {
+	if a.Given("mag_filter") {
 		s.Mag, _ = imaging.ParseInterp(a.String("mag_filter"))
 	}
 	if a.Given("roi_start") != a.Given("roi_end") || (s.ROIStart != nil && len(s.ROIStart) != 2) || (s.ROIEnd != nil && len(s.ROIEnd) != 2) {

@@ -72,7 +72,7 @@ func newResizeCropMirror(a *engine.Args) (*resizeCropMirrorOp, error) {
 		return nil, err
 	}
 	if o.crop && !o.dynCrop {
-		if a.Has("crop") {
+		if a.GivenConstant("crop") {
 			c, err := a.FloatPair("crop")
 			if err != nil {
 				return nil, err

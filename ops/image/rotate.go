@@ -63,10 +63,10 @@ func newRotate(a *engine.Args) (*rotateOp, error) {
 			return nil, a.Errorf("angle", "expected a finite number of degrees, got %g", v)
 		}
 	}
-	if a.Has("size") && o.keep {
+	if a.GivenConstant("size") && o.keep {
 		return nil, a.Errorf("size", "give size or keep_size, not both")
 	}
-	if a.Has("size") && !a.AnyPerSample("size") {
+	if a.GivenConstant("size") && !a.AnyPerSample("size") {
 		if o.keep {
 			return nil, a.Errorf("size", "give size or keep_size, not both")
 		}
@@ -212,7 +212,7 @@ func warpSampling(a *engine.Args, op string) (interp imaging.Interp, useFill boo
 	default:
 		return 0, false, 0, a.Errorf("interp_type", "%s supports INTERP_LINEAR and INTERP_NN, got INTERP_%s", op, a.String("interp_type"))
 	}
-	if a.Has("fill_value") {
+	if a.GivenConstant("fill_value") {
 		f := a.Float("fill_value")
 		if !(f >= 0 && f <= 255) {
 			return 0, false, 0, a.Errorf("fill_value", "expected a value in [0, 255] for UINT8 images, got %g", f)

@@ -25,7 +25,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		if a.Has("dtype") && (a.DType("dtype").Size() == 0) {
+		if a.Given("dtype") && (a.DType("dtype").Size() == 0) {
 			return nil, a.Errorf("dtype", "must be a numeric type")
 		}
 		return &sliceOp{args: a, slice: s}, nil
@@ -52,7 +52,7 @@ func (o *sliceOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		return nil, o.args.Invalidf("input 0 must be a tensor of a numeric type, got %s", m.DType)
 	}
 	o.in, o.out = m.DType, m.DType
-	if o.args.Has("dtype") {
+	if o.args.Given("dtype") {
 		o.out = o.args.DType("dtype")
 	}
 	o.run = convertRun(o.in, o.out)

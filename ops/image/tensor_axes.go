@@ -10,7 +10,7 @@ import (
 // dimension indices of an ndim-dimensional input with the given layout. given reports
 // whether either argument was set; with neither, def is returned.
 func resolveAxes(a *engine.Args, ndim int, layout string, def []int) ([]int, bool, error) {
-	hasAxes, hasNames := a.Has("axes"), a.Has("axis_names") && a.String("axis_names") != ""
+	hasAxes, hasNames := a.GivenConstant("axes"), a.Given("axis_names") && a.String("axis_names") != ""
 	if hasAxes && hasNames {
 		return nil, false, a.Errorf("axes", "give axes or axis_names, not both")
 	}
@@ -68,7 +68,7 @@ func resolveAxesOrdered(a *engine.Args, ndim int, layout string, def []int) ([]i
 	}
 	var out []int
 	switch {
-	case a.Has("axes"):
+	case a.GivenConstant("axes"):
 		for _, x := range a.Ints("axes") {
 			d := int(x)
 			if d < 0 {
@@ -76,7 +76,7 @@ func resolveAxesOrdered(a *engine.Args, ndim int, layout string, def []int) ([]i
 			}
 			out = append(out, d)
 		}
-	case a.Has("axis_names") && a.String("axis_names") != "":
+	case a.Given("axis_names") && a.String("axis_names") != "":
 		for _, c := range a.String("axis_names") {
 			out = append(out, strings.IndexRune(layout, c))
 		}

@@ -54,7 +54,7 @@ func newTensorResize(a *engine.Args) (*tensorResizeOp, error) {
 	if a.Given("sizes") == a.Given("scales") {
 		return nil, a.Errorf("sizes", "give either sizes or scales")
 	}
-	if a.Has("axes") && a.Has("axis_names") {
+	if a.GivenConstant("axes") && a.Given("axis_names") {
 		return nil, a.Errorf("axes", "give axes or axis_names, not both")
 	}
 	interp, err := imaging.ParseInterp(a.String("interp_type"))
@@ -62,7 +62,7 @@ func newTensorResize(a *engine.Args) (*tensorResizeOp, error) {
 		return nil, a.Errorf("interp_type", "expected INTERP_NN, INTERP_LINEAR or INTERP_CUBIC, got INTERP_%s", a.String("interp_type"))
 	}
 	o := &tensorResizeOp{args: a, interp: interp}
-	if a.Has("dtype") {
+	if a.Given("dtype") {
 		o.out = a.DType("dtype")
 	}
 	return o, nil
@@ -73,7 +73,7 @@ func (o *tensorResizeOp) resizedAxes(layout string, ndim int, buf []int) ([]int,
 	a := o.args
 	axes := buf[:0]
 	switch {
-	case a.Has("axis_names"):
+	case a.Given("axis_names"):
 		for _, r := range a.String("axis_names") {
 			i := strings.IndexRune(layout, r)
 			if i < 0 {
@@ -81,7 +81,7 @@ func (o *tensorResizeOp) resizedAxes(layout string, ndim int, buf []int) ([]int,
 			}
 			axes = append(axes, i)
 		}
-	case a.Has("axes"):
+	case a.GivenConstant("axes"):
 		for _, v64 := range a.Ints("axes") {
 			v := int(v64)
 			if v < 0 {

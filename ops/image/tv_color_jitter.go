@@ -43,7 +43,7 @@ type tvColorJitterOp struct {
 func newTVColorJitter(a *engine.Args) (engine.Operator, error) {
 	o := &tvColorJitterOp{args: a}
 	for i, n := range []string{"brightness", "contrast", "saturation", "hue"} {
-		if !a.Has(n) {
+		if !a.GivenConstant(n) {
 			continue
 		}
 		r := a.Floats(n)
@@ -60,7 +60,7 @@ func newTVColorJitter(a *engine.Args) (engine.Operator, error) {
 		}
 		o.ranges[i], o.given[i] = [2]float64{lo, hi}, true
 	}
-	if a.Has("order") {
+	if a.Given("order") {
 		seen := [4]bool{}
 		for _, v := range a.Ints("order") {
 			if v < 0 || v > 3 || seen[v] {

@@ -51,25 +51,25 @@ func newWarpAffine(a *engine.Args) (*warpAffineOp, error) {
 	default:
 		return nil, a.Errorf("interp_type", "warp_affine supports INTERP_LINEAR and INTERP_NN, got INTERP_%s", a.String("interp_type"))
 	}
-	if a.Has("fill_value") {
+	if a.GivenConstant("fill_value") {
 		f := a.Float("fill_value")
 		if math.IsNaN(f) {
 			return nil, a.Errorf("fill_value", "expected a number, got NaN")
 		}
 		o.p.Border, o.p.Fill = imaging.BorderConstant, []float64{f}
 	}
-	if a.Has("dtype") {
+	if a.Given("dtype") {
 		o.out = a.DType("dtype")
 		if !warpType(o.out) {
 			return nil, a.Errorf("dtype", "expected UINT8, INT16, UINT16 or FLOAT, got %s", o.out)
 		}
 	}
-	if a.Has("matrix") && !a.AnyPerSample("matrix") {
+	if a.GivenConstant("matrix") && !a.AnyPerSample("matrix") {
 		if _, msg := affineMatrix(a.Floats("matrix"), a.Bool("inverse_map")); msg != "" {
 			return nil, a.Errorf("matrix", "%s", msg)
 		}
 	}
-	if s := a.Floats("size"); a.Has("size") && !a.AnyPerSample("size") {
+	if s := a.Floats("size"); a.GivenConstant("size") && !a.AnyPerSample("size") {
 		if msg := checkWarpSize(s); msg != "" {
 			return nil, a.Errorf("size", "%s", msg)
 		}
@@ -136,7 +136,7 @@ func (o *warpAffineOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error
 	}
 	if len(out.Shape) == 3 {
 		switch {
-		case a.Has("size") && !a.AnyPerSample("size"):
+		case a.GivenConstant("size") && !a.AnyPerSample("size"):
 			s := a.Floats("size")
 			out.Shape[0], out.Shape[1] = int(math.Round(s[0])), int(math.Round(s[1]))
 		case a.Given("size"):

@@ -64,7 +64,7 @@ func newWarpPerspective(a *engine.Args) (engine.Operator, error) {
 		return nil, a.Errorf("pixel_origin", "Invalid pixel_origin argument: %q (expected \"corner\" or \"center\")", a.String("pixel_origin"))
 	}
 	o.p.Fill = a.Floats("fill_value")
-	if a.Has("matrix") && !a.AnyPerSample("matrix") {
+	if a.GivenConstant("matrix") && !a.AnyPerSample("matrix") {
 		if err := checkMatrix9(a.Floats("matrix")); err != "" {
 			return nil, a.Errorf("matrix", "%s", err)
 		}
@@ -72,7 +72,7 @@ func newWarpPerspective(a *engine.Args) (engine.Operator, error) {
 	if err := a.CheckExtentArgs("size"); err != nil {
 		return nil, err
 	}
-	if s := a.Floats("size"); a.Has("size") && !a.AnyPerSample("size") && len(s) != 2 {
+	if s := a.Floats("size"); a.GivenConstant("size") && !a.AnyPerSample("size") && len(s) != 2 {
 		return nil, a.Errorf("size", "expected (height, width), got %v", s)
 	}
 	return o, nil
@@ -113,7 +113,7 @@ func (o *warpPerspectiveOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, 
 		hAxis = 1
 	}
 	out.Shape[hAxis], out.Shape[hAxis+1] = -1, -1
-	if !a.AnyPerSample("size") && a.Has("size") {
+	if !a.AnyPerSample("size") && a.GivenConstant("size") {
 		s := a.Floats("size")
 		out.Shape[hAxis], out.Shape[hAxis+1] = max(int(math.Round(s[0])), 1), max(int(math.Round(s[1])), 1)
 	} else if !a.Given("size") {

@@ -59,7 +59,7 @@ func (o *arithOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	}
 	c, out, err := ResultType(o.op, types)
 	if err != nil {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: op %q: %v", o.where(), o.op, err)
+		return nil, o.args.Invalidf("op %q: %v", o.op, err)
 	}
 	o.compute, o.out = c, out
 	// Shapes: broadcast what is known; a dimension known on neither side stays -1.
@@ -75,7 +75,7 @@ func (o *arithOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		for i, m := range in {
 			s, err := broadcastMeta(shape, m.Shape)
 			if err != nil {
-				return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: op %q: input %d: %v", o.where(), o.op, i, err)
+				return nil, o.args.Invalidf("op %q: input %d: %v", o.op, i, err)
 			}
 			shape = s
 		}
@@ -90,7 +90,7 @@ func (o *arithOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 			}
 			k := min(len(a.Layout), len(b.Layout))
 			if sa, sb := a.Layout[len(a.Layout)-k:], b.Layout[len(b.Layout)-k:]; sa != sb {
-				return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: op %q: the layouts %q (input %d) and %q (input %d) do not match on their common trailing axes (%q vs %q)", o.where(), o.op, a.Layout, i, b.Layout, j, sa, sb)
+				return nil, o.args.Invalidf("op %q: the layouts %q (input %d) and %q (input %d) do not match on their common trailing axes (%q vs %q)", o.op, a.Layout, i, b.Layout, j, sa, sb)
 			}
 		}
 	}
@@ -169,7 +169,7 @@ func (o *arithOp) Setup(ws *engine.Workspace) error {
 	}
 	s, err := broadcast(shapes)
 	if err != nil {
-		return engine.Errorf(engine.StatusData, "%s: op %q: %v", o.where(), o.op, err)
+		return o.args.DataErrorf(ws, "op %q: %v", o.op, err)
 	}
 	ws.Out[0].DType = o.out
 	ws.Out[0].Layout = o.layout
@@ -451,7 +451,7 @@ func (o *arithOp) runFloat(r []float64, in [][]float64) error {
 	case "atanh":
 		f1(gomath.Atanh)
 	default:
-		return engine.Errorf(engine.StatusInvalidPipeline, "%s: op %q does not take %s operands", o.where(), o.op, t)
+		return o.args.Invalidf("op %q does not take %s operands", o.op, t)
 	}
 	return nil
 }
@@ -620,7 +620,7 @@ func (o *arithOp) runInt(r []int64, in [][]int64, t engine.DType) error {
 			r[i] = wrapInt(x, t)
 		}
 	default:
-		return engine.Errorf(engine.StatusInvalidPipeline, "%s: op %q does not take %s operands", o.where(), o.op, t)
+		return o.args.Invalidf("op %q does not take %s operands", o.op, t)
 	}
 	return nil
 }
@@ -708,7 +708,7 @@ func (o *arithOp) runUint(r []uint64, in [][]uint64, t engine.DType) error {
 			}
 		}
 	default:
-		return engine.Errorf(engine.StatusInvalidPipeline, "%s: op %q does not take %s operands", o.where(), o.op, t)
+		return o.args.Invalidf("op %q does not take %s operands", o.op, t)
 	}
 	return nil
 }

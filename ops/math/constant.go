@@ -30,13 +30,13 @@ type constantOp struct {
 }
 
 func newConstant(a *engine.Args) (engine.Operator, error) {
-	if a.Has("fdata") == a.Has("idata") {
+	if a.Given("fdata") == a.Given("idata") {
 		return nil, a.Errorf("fdata", "give exactly one of fdata and idata")
 	}
 	var vals []float64
 	var ivals []int64
 	dtype := engine.Float32
-	if a.Has("idata") {
+	if a.Given("idata") {
 		ivals = a.Ints("idata")
 		dtype = engine.Int32
 	} else {
@@ -45,11 +45,11 @@ func newConstant(a *engine.Args) (engine.Operator, error) {
 	// No value: an empty constant (DALI's np.int32([]) as a pipeline output), of shape [0]
 	// unless shape says another shape of no element.
 	n := max(len(vals), len(ivals))
-	if a.Has("dtype") {
+	if a.Given("dtype") {
 		dtype = a.DType("dtype")
 	}
 	shape := []int{n}
-	if a.Has("shape") {
+	if a.GivenConstant("shape") {
 		shape = shape[:0]
 		for _, d := range a.Ints("shape") {
 			if d < 0 || d > 1<<31 {

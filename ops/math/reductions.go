@@ -44,7 +44,7 @@ func init() {
 		engine.RegisterSchema(s)
 		kind := r.name
 		engine.RegisterBackend(s.Name, "cpu", func(a *engine.Args) (engine.Operator, error) {
-			if a.Has("axes") && a.Has("axis_names") {
+			if a.GivenConstant("axes") && a.Given("axis_names") {
 				return nil, a.Errorf("axis_names", "give axes or axis_names, not both")
 			}
 			return &reduceOp{args: a, kind: kind}, nil
@@ -60,7 +60,7 @@ type reduceOp struct {
 func (o *reduceOp) where() string { return o.args.Where() }
 
 func (o *reduceOp) outType(in engine.DType) engine.DType {
-	if o.args.Has("dtype") {
+	if o.args.Given("dtype") {
 		return o.args.DType("dtype")
 	}
 	switch o.kind {
@@ -89,7 +89,7 @@ func (o *reduceOp) reduced(ndim int, layout string) ([]bool, error) {
 	a := o.args
 	mask := make([]bool, ndim)
 	switch {
-	case a.Has("axis_names"):
+	case a.Given("axis_names"):
 		for _, c := range []byte(a.String("axis_names")) {
 			k := -1
 			for i := 0; i < len(layout); i++ {
@@ -102,7 +102,7 @@ func (o *reduceOp) reduced(ndim int, layout string) ([]bool, error) {
 			}
 			mask[k] = true
 		}
-	case a.Has("axes"):
+	case a.GivenConstant("axes"):
 		for _, ax := range a.Ints("axes") {
 			k := int(ax)
 			if k < 0 {
@@ -144,7 +144,7 @@ func (o *reduceOp) outShape(in []int, layout string, mask []bool) ([]int, string
 func (o *reduceOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	d := in[0].DType
 	if d != engine.DTypeInvalid && !d.IsFloat() && !d.IsSigned() && !d.IsUnsigned() {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the input must be numbers, got %s", o.where(), d)
+		return nil, o.args.Invalidf("the input must be numbers, got %s", d)
 	}
 	m := engine.TensorMeta{DType: o.outType(d)}
 	if in[0].Shape == nil {
@@ -188,7 +188,7 @@ func (o *reduceOp) Setup(ws *engine.Workspace) error {
 		}
 	}
 	if n == 0 && vol > 0 && (o.kind == "min" || o.kind == "max") {
-		return engine.Errorf(engine.StatusData, "%s: cannot reduce an empty extent (input shape %v)", o.where(), in.Shape)
+		return o.args.DataErrorf(ws, "cannot reduce an empty extent (input shape %v)", in.Shape)
 	}
 	if len(ws.In) > 1 {
 		mv := 1
@@ -196,7 +196,7 @@ func (o *reduceOp) Setup(ws *engine.Workspace) error {
 			mv *= d
 		}
 		if mv != vol && mv != 1 {
-			return engine.Errorf(engine.StatusData, "%s: the mean input has shape %v (%d values); the reduction has %d outputs %v", o.where(), ws.In[1].Shape, mv, vol, s)
+			return o.args.DataErrorf(ws, "the mean input has shape %v (%d values); the reduction has %d outputs %v", ws.In[1].Shape, mv, vol, s)
 		}
 	}
 	return nil

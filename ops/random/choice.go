@@ -30,13 +30,13 @@ func init() {
 	})
 	engine.RegisterBackend("random.choice", "cpu", func(a *engine.Args) (engine.Operator, error) {
 		o := &choiceOp{args: a}
-		if a.Has("a") {
+		if a.Given("a") {
 			k, err := constantA(a)
 			if err != nil {
 				return nil, err
 			}
 			o.konst = k
-			if _, per := a.IsPerSample("p"); a.Has("p") && !per {
+			if _, per := a.IsPerSample("p"); a.GivenConstant("p") && !per {
 				n := k.Shape
 				cnt := 0
 				if len(n) == 0 {
@@ -137,7 +137,7 @@ func (o *choiceOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 			strings.ToLower(a.DType.String()), choiceScalarTypes)
 	}
 	o.out = a.DType
-	if o.args.Has("dtype") {
+	if o.args.Given("dtype") {
 		o.out = o.args.DType("dtype")
 	}
 	_, o.perShape = o.args.IsPerSample("shape")

@@ -18,7 +18,7 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("segmentation.random_mask_pixel", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		if a.Given("value") && a.Has("threshold") {
+		if a.Given("value") && a.GivenConstant("threshold") {
 			return nil, a.Errorf("value", "give value or threshold, not both")
 		}
 		return &maskPixelOp{args: a}, nil

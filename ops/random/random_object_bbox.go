@@ -54,7 +54,7 @@ func init() {
 			}
 		}
 		k := -1
-		if a.Has("k_largest") {
+		if a.Given("k_largest") {
 			if k = a.Int("k_largest"); k < 1 {
 				return nil, a.Errorf("k_largest", "must be at least 1, got %d", k)
 			}

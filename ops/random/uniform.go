@@ -17,7 +17,7 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("random.uniform", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		if a.Has("values") {
+		if a.Given("values") {
 			if a.Given("range") {
 				return nil, a.Errorf("values", "give range or values, not both")
 			}

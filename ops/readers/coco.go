@@ -73,7 +73,7 @@ func newCocoReader(a *engine.Args) (engine.Operator, error) {
 		}
 	}
 	for _, k := range []string{"preprocessed_annotations", "save_preprocessed_annotations_dir"} {
-		if a.Has(k) {
+		if a.Given(k) {
 			return nil, a.Errorf(k, "not supported by godali; give annotations_file")
 		}
 	}
@@ -88,7 +88,7 @@ func newCocoReader(a *engine.Args) (engine.Operator, error) {
 	r.opt = coco.Options{LTRB: a.Bool("ltrb"), Ratio: a.Bool("ratio"), SkipEmpty: a.Bool("skip_empty"),
 		IncludeCrowd: a.Bool("include_iscrowd"), AvoidClassRemapping: a.Bool("avoid_class_remapping"),
 		SizeThreshold: a.Float("size_threshold"), Polygons: r.polys}
-	if a.Has("images") {
+	if a.Given("images") {
 		r.opt.Images = append([]string{}, a.Strings("images")...)
 	}
 	return r, nil

@@ -61,20 +61,20 @@ func newFileReader(a *engine.Args) (engine.Operator, error) {
 	}
 	sources := 0
 	for _, k := range []string{"file_list", "files"} {
-		if a.Has(k) {
+		if a.Given(k) {
 			sources++
 		}
 	}
-	if a.Has("file_root") && !a.Has("file_list") && !a.Has("files") {
+	if a.Given("file_root") && !a.Given("file_list") && !a.Given("files") {
 		sources++
 	}
 	if sources != 1 {
 		return nil, a.Errorf("file_root", "give exactly one of file_root (a directory tree), file_list, or files")
 	}
-	if a.Has("labels") && !a.Has("files") {
+	if a.Given("labels") && !a.Given("files") {
 		return nil, a.Errorf("labels", "labels go with files")
 	}
-	if a.Has("labels") && len(a.Ints("labels")) != len(a.Strings("files")) {
+	if a.Given("labels") && len(a.Ints("labels")) != len(a.Strings("files")) {
 		return nil, a.Errorf("labels", "has %d entries but files has %d", len(a.Ints("labels")), len(a.Strings("files")))
 	}
 	return r, nil
@@ -109,7 +109,7 @@ func (r *fileReader) Open() error {
 			return err
 		}
 	}
-	if a.Has("file_list") && !remote.IsRemote(a.String("file_list")) {
+	if a.Given("file_list") && !remote.IsRemote(a.String("file_list")) {
 		if _, err := os.Stat(a.String("file_list")); err != nil {
 			return unreadable(a, "file_list", a.String("file_list"), err)
 		}
@@ -117,7 +117,7 @@ func (r *fileReader) Open() error {
 	var err error
 	var entries []engine.SampleRef
 	switch {
-	case a.Has("files"):
+	case a.Given("files"):
 		files, labels := a.Strings("files"), a.Ints("labels")
 		for i, f := range files {
 			if root != "" {
@@ -129,7 +129,7 @@ func (r *fileReader) Open() error {
 			}
 			entries = append(entries, engine.SampleRef{Path: f, Label: l})
 		}
-	case a.Has("file_list"):
+	case a.Given("file_list"):
 		var src source.Source
 		if src, err = r.io.src(a.String("file_list")); err == nil {
 			entries, err = readFileList(src, newListScope(a, "file_list", a.String("file_list"), root))

@@ -80,11 +80,11 @@ func newNumpyReader(a *engine.Args) (engine.Operator, error) {
 	}
 	n := 0
 	for _, k := range []string{"files", "file_list"} {
-		if a.Has(k) {
+		if a.Given(k) {
 			n++
 		}
 	}
-	if n == 0 && a.Has("file_root") {
+	if n == 0 && a.Given("file_root") {
 		n = 1
 	}
 	if n != 1 {
@@ -194,14 +194,14 @@ func (r *numpyReader) Open() error {
 	root := a.String("file_root")
 	var paths []string
 	switch {
-	case a.Has("files"):
+	case a.Given("files"):
 		for _, f := range a.Strings("files") {
 			if root != "" {
 				f = joinPath(root, f)
 			}
 			paths = append(paths, f)
 		}
-	case a.Has("file_list"):
+	case a.Given("file_list"):
 		list := a.String("file_list")
 		data, err := r.io.readAll(list, 1<<30)
 		if err != nil {

@@ -137,20 +137,20 @@ func newVideoReader(a *engine.Args) (engine.Operator, error) {
 	}
 	sources := 0
 	for _, k := range []string{"filenames", "file_root", "file_list"} {
-		if a.Has(k) {
+		if a.Given(k) {
 			sources++
 		}
 	}
 	if sources != 1 {
 		return nil, a.Errorf("filenames", "give exactly one of filenames, file_root or file_list")
 	}
-	if a.Has("labels") && !a.Has("filenames") {
+	if a.Given("labels") && !a.Given("filenames") {
 		return nil, a.Errorf("labels", "labels go with filenames")
 	}
 	if n := len(a.Ints("labels")); n > 0 && n != len(a.Strings("filenames")) {
 		return nil, a.Errorf("labels", "has %d entries but filenames has %d", n, len(a.Strings("filenames")))
 	}
-	r.labels = a.Has("labels") || a.Has("file_root") || a.Has("file_list")
+	r.labels = a.Given("labels") || a.Given("file_root") || a.Given("file_list")
 	// The libraries are needed from the build on: say now what is missing.
 	if err := video.Load(); err != nil {
 		return nil, a.Invalidf("%v", err)
@@ -354,7 +354,7 @@ func (r *videoReader) listFiles() ([]videoFile, error) {
 	a := r.args
 	var out []videoFile
 	switch {
-	case a.Has("filenames"):
+	case a.Given("filenames"):
 		labels := a.Ints("labels")
 		for i, p := range a.Strings("filenames") {
 			l := int32(i)
@@ -363,7 +363,7 @@ func (r *videoReader) listFiles() ([]videoFile, error) {
 			}
 			out = append(out, videoFile{path: p, label: l})
 		}
-	case a.Has("file_root"):
+	case a.Given("file_root"):
 		root := a.String("file_root")
 		if err := checkDir(a, "file_root", root); err != nil {
 			return nil, err

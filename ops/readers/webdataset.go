@@ -105,7 +105,7 @@ func newWebdatasetReader(a *engine.Args) (engine.Operator, error) {
 	for i := range r.dtypes {
 		r.dtypes[i] = engine.UInt8
 	}
-	if a.Has("dtypes") {
+	if a.Given("dtypes") {
 		ds := a.Strings("dtypes")
 		if len(ds) != len(exts) {
 			return nil, a.Errorf("dtypes", "has %d entries; give one per output (ext has %d)", len(ds), len(exts))

@@ -83,7 +83,7 @@ func (o *fullOp) outType(in []engine.DType) engine.DType {
 	case "full_like":
 		return in[0]
 	case "zeros_like", "ones_like":
-		if o.args.Has("dtype") {
+		if o.args.Given("dtype") {
 			return o.args.DType("dtype")
 		}
 		return in[0]
@@ -126,7 +126,7 @@ func (o *fullOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 			m.Shape = append([]int{}, in[0].Shape...)
 		}
 		if o.kind == "full_like" && in[0].Shape != nil && in[1].Shape != nil && !broadcastable(in[1].Shape, in[0].Shape) {
-			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: fill_value of shape %v does not broadcast to %v", o.where(), in[1].Shape, in[0].Shape)
+			return nil, o.args.Invalidf("fill_value of shape %v does not broadcast to %v", in[1].Shape, in[0].Shape)
 		}
 		return []engine.TensorMeta{m}, nil
 	}
@@ -134,7 +134,7 @@ func (o *fullOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if _, per := o.args.IsPerSample("shape"); per {
 		return []engine.TensorMeta{m}, nil
 	}
-	if o.kind == "full" && !o.args.Has("shape") {
+	if o.kind == "full" && !o.args.GivenConstant("shape") {
 		if in[0].Shape != nil {
 			m.Shape = append([]int{}, in[0].Shape...)
 		}
@@ -149,7 +149,7 @@ func (o *fullOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 			m.Shape = []int{}
 		}
 		if o.kind == "full" && in[0].Shape != nil && !broadcastable(in[0].Shape, m.Shape) {
-			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: fill_value of shape %v does not broadcast to shape %v", o.where(), in[0].Shape, m.Shape)
+			return nil, o.args.Invalidf("fill_value of shape %v does not broadcast to shape %v", in[0].Shape, m.Shape)
 		}
 	}
 	if m.Shape != nil {
@@ -193,7 +193,7 @@ func (o *fullOp) Setup(ws *engine.Workspace) error {
 		}
 	}
 	if k := o.fillInput(); k >= 0 && !broadcastable(ws.In[k].Shape, out.Shape) {
-		return engine.Errorf(engine.StatusData, "%s: fill_value of shape %v does not broadcast to %v", o.where(), ws.In[k].Shape, out.Shape)
+		return o.args.DataErrorf(ws, "fill_value of shape %v does not broadcast to %v", ws.In[k].Shape, out.Shape)
 	}
 	return nil
 }

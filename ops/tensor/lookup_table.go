@@ -58,7 +58,7 @@ func newLookupTable(a *engine.Args) (engine.Operator, error) {
 
 func (o *lookupTableOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if d := in[0].DType; d != engine.DTypeInvalid && !isInt(d) && d != engine.Bool {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the input must be integers, got %s", o.args.Where(), d)
+		return nil, o.args.Invalidf("the input must be integers, got %s", d)
 	}
 	m := in[0]
 	m.DType = o.dtype
@@ -71,7 +71,7 @@ func (o *lookupTableOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, erro
 func (o *lookupTableOp) Setup(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
 	if !isInt(in.DType) && in.DType != engine.Bool {
-		return engine.Errorf(engine.StatusData, "%s: the input must be integers, got %s", o.args.Where(), in.DType)
+		return o.args.DataErrorf(ws, "the input must be integers, got %s", in.DType)
 	}
 	out.DType, out.Layout = o.dtype, in.Layout
 	out.SetShape(in.Shape...)

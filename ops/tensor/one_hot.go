@@ -44,7 +44,7 @@ func newOneHot(a *engine.Args) (engine.Operator, error) {
 	if o.axis < -1 {
 		return nil, a.Errorf("axis", "must be -1 (last) or 0 to ndim, got %d", o.axis)
 	}
-	if len(o.axisName) > 1 || (a.Has("axis_name") && o.axisName == "") {
+	if len(o.axisName) > 1 || (a.Given("axis_name") && o.axisName == "") {
 		return nil, a.Errorf("axis_name", "Unsupported axis_name value %q: expected one character", o.axisName)
 	}
 	engine.WriteScalarSat(o.on[:], o.dtype, a.Float("on_value"))
@@ -62,7 +62,7 @@ func (o *oneHotOp) place(in []int) (ax, nd int, err error) {
 	for _, d := range in {
 		vol *= d
 	}
-	if !o.args.Has("axis") && vol == 1 {
+	if !o.args.GivenConstant("axis") && vol == 1 {
 		return 0, 0, nil // DALI's legacy reading: a one-element sample is a scalar
 	}
 	ax = o.axis
@@ -111,11 +111,11 @@ func (o *oneHotOp) checkLayout(in string, outDims int) error {
 
 func (o *oneHotOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if !in[0].DType.IsFloat() && !isInt(in[0].DType) && in[0].DType != engine.Bool && in[0].DType != engine.DTypeInvalid {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the input must be numbers, got %s", o.where(), in[0].DType)
+		return nil, o.args.Invalidf("the input must be numbers, got %s", in[0].DType)
 	}
 	m := engine.TensorMeta{DType: o.dtype}
 	if !in[0].Static() {
-		if o.args.Has("axis") && in[0].Shape != nil {
+		if o.args.GivenConstant("axis") && in[0].Shape != nil {
 			s, ax, err := o.outShape(in[0].Shape)
 			if err != nil {
 				return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)

@@ -65,7 +65,7 @@ func (o *permuteBatchOp) index(hw *engine.HostBatchWorkspace, i int, ws *engine.
 	a := o.args
 	if !o.perSample {
 		if len(o.indices) != hw.Size {
-			return 0, engine.Errorf(engine.StatusData, "%s: argument \"indices\": the number of sample indices %d does not match the current batch size, which is %d", a.Where(), len(o.indices), hw.Size)
+			return 0, a.DataErrorf(ws, "argument \"indices\": the number of sample indices %d does not match the current batch size, which is %d", len(o.indices), hw.Size)
 		}
 		return o.indices[i], nil
 	}

@@ -35,11 +35,11 @@ func newReinterpret(a *engine.Args) (engine.Operator, error) {
 	if a.Given("shape") && a.Given("rel_shape") {
 		return nil, a.Errorf("shape", "give shape or rel_shape, not both")
 	}
-	if a.Has("src_dims") && a.Has("shape") {
+	if a.Given("src_dims") && a.GivenConstant("shape") {
 		return nil, a.Errorf("src_dims", "goes with rel_shape (or alone), not with shape")
 	}
 	o := &reinterpretOp{reshapeOp: reshapeOp{args: a}}
-	if a.Has("dtype") {
+	if a.Given("dtype") {
 		o.dtype = a.DType("dtype")
 	}
 	return o, nil
@@ -82,14 +82,14 @@ func (o *reinterpretOp) outType(in engine.DType) engine.DType {
 
 func (o *reinterpretOp) hasShapeArgs() bool {
 	a := o.args
-	return a.Given("shape") || a.Given("rel_shape") || a.Has("src_dims")
+	return a.Given("shape") || a.Given("rel_shape") || a.Given("src_dims")
 }
 
 func (o *reinterpretOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	to := o.outType(in[0].DType)
 	if !o.hasShapeArgs() {
 		m := engine.TensorMeta{DType: to, Layout: in[0].Layout}
-		if o.args.Has("layout") {
+		if o.args.Given("layout") {
 			m.Layout = o.args.String("layout")
 		}
 		if in[0].Shape != nil {
@@ -105,7 +105,7 @@ func (o *reinterpretOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, erro
 				}
 			}
 			if m.Layout != "" && len(m.Layout) != len(m.Shape) {
-				if o.args.Has("layout") {
+				if o.args.Given("layout") {
 					return nil, o.args.Errorf("layout", "%q has %d names, the output has %d dimensions", m.Layout, len(m.Layout), len(m.Shape))
 				}
 				m.Layout = ""

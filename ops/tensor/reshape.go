@@ -59,7 +59,7 @@ func newReshape(a *engine.Args) (engine.Operator, error) {
 	if neg > 1 {
 		return nil, a.Errorf("shape", "at most one extent may be negative (inferred)")
 	}
-	if sd := a.Ints("src_dims"); sd != nil && a.Has("shape") {
+	if sd := a.Ints("src_dims"); sd != nil && a.GivenConstant("shape") {
 		return nil, a.Errorf("src_dims", "goes with rel_shape (or alone), not with shape")
 	} else if rs := a.Floats("rel_shape"); sd != nil && rs != nil && len(rs) != len(sd) {
 		return nil, a.Errorf("src_dims", "``src_dims`` and ``rel_shape`` have different lengths: %d vs %d (one input dimension per rel_shape extent)", len(sd), len(rs))
@@ -179,7 +179,7 @@ func shapeString(s []int) string {
 }
 
 func (o *reshapeOp) layout(inLayout string, inDims, outDims int) (string, error) {
-	if o.args.Has("layout") {
+	if o.args.Given("layout") {
 		l := o.args.String("layout")
 		if l != "" && outDims >= 0 && len(l) != outDims { // unknown rank (-1): checked per sample
 			return "", fmt.Errorf("%s: argument \"layout\": %q has %d names, the output has %d dimensions", o.where(), l, len(l), outDims)
@@ -202,7 +202,7 @@ func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	nd := -1
 	if len(in) == 2 {
 		o.shapeInput = true
-		if a.Given("shape") || a.Given("rel_shape") || a.Has("src_dims") {
+		if a.Given("shape") || a.Given("rel_shape") || a.Given("src_dims") {
 			return nil, a.Invalidf("the shape is given twice: by input 1 and by shape/rel_shape/src_dims; use one")
 		}
 		if s := in[1].Shape; len(s) == 1 && s[0] >= 0 {
@@ -216,15 +216,15 @@ func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		}
 		return o.withLayout(m, in[0], nd)
 	}
-	if !a.Given("shape") && !a.Given("rel_shape") && !a.Has("src_dims") && !a.Given("layout") {
+	if !a.Given("shape") && !a.Given("rel_shape") && !a.Given("src_dims") && !a.Given("layout") {
 		return nil, a.Errorf("shape", "give shape, rel_shape, src_dims or layout (or the shape as input 1)")
 	}
 	switch {
-	case a.Has("shape"):
+	case a.GivenConstant("shape"):
 		nd = len(a.Ints("shape"))
-	case a.Has("rel_shape"):
+	case a.GivenConstant("rel_shape"):
 		nd = len(a.Floats("rel_shape"))
-	case a.Has("src_dims") && !a.Given("shape") && !a.Given("rel_shape"):
+	case a.Given("src_dims") && !a.Given("shape") && !a.Given("rel_shape"):
 		nd = len(a.Ints("src_dims"))
 	case in[0].Shape != nil: // layout alone
 		nd = len(in[0].Shape)
@@ -243,7 +243,7 @@ func (o *reshapeOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 		for i := range m.Shape {
 			m.Shape[i] = -1
 		}
-		if a.Has("shape") && !in[0].IsDynamic() { // a dynamic input's element size is unknown: no dense output
+		if a.GivenConstant("shape") && !in[0].IsDynamic() { // a dynamic input's element size is unknown: no dense output
 			for i, d := range a.Ints("shape") {
 				if d >= 0 {
 					m.Shape[i] = int(d)
@@ -295,7 +295,7 @@ func (o *reshapeOp) Setup(ws *engine.Workspace) error {
 		shape = make([]int64, len(v))
 		for i, x := range v {
 			if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
-				return engine.Errorf(engine.StatusData, "%s: argument \"shape\": expected integers, got %v for this sample", o.where(), v)
+				return o.args.DataErrorf(ws, "argument \"shape\": expected integers, got %v for this sample", v)
 			}
 			shape[i] = int64(x)
 		}
@@ -307,7 +307,7 @@ func (o *reshapeOp) Setup(ws *engine.Workspace) error {
 		}
 		rel = v
 		if src := a.Ints("src_dims"); src != nil && len(src) != len(rel) {
-			return engine.Errorf(engine.StatusData, "%s: argument \"rel_shape\": %d values for this sample, src_dims has %d", o.where(), len(rel), len(src))
+			return o.args.DataErrorf(ws, "argument \"rel_shape\": %d values for this sample, src_dims has %d", len(rel), len(src))
 		}
 	}
 	in := ws.In[0]

@@ -18,15 +18,13 @@ func init() {
 
 type selectOp struct{ args *engine.Args }
 
-func (o *selectOp) where() string { return o.args.Where() }
-
 func (o *selectOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	t, f := in[1], in[2]
 	if t.DType != f.DType {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the branches of a conditional produce %s and %s; both must have the same type (cast one)", o.where(), t.DType, f.DType)
+		return nil, o.args.Invalidf("the branches of a conditional produce %s and %s; both must have the same type (cast one)", t.DType, f.DType)
 	}
 	if t.Shape != nil && f.Shape != nil && len(t.Shape) != len(f.Shape) {
-		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: the branches of a conditional produce %d-D and %d-D data; both must have the same number of dimensions", o.where(), len(t.Shape), len(f.Shape))
+		return nil, o.args.Invalidf("the branches of a conditional produce %d-D and %d-D data; both must have the same number of dimensions", len(t.Shape), len(f.Shape))
 	}
 	m := engine.TensorMeta{DType: t.DType, Layout: t.Layout}
 	if t.Layout != f.Layout {
@@ -51,7 +49,7 @@ func (o *selectOp) pick(ws *engine.Workspace) (*engine.Tensor, error) {
 		n *= d
 	}
 	if n != 1 || p.DType.Size() == 0 || len(p.Data) < p.DType.Size() {
-		return nil, engine.Errorf(engine.StatusData, "%s: the condition must be one value per sample, got shape %v of %s", o.where(), p.Shape, p.DType)
+		return nil, o.args.DataErrorf(ws, "the condition must be one value per sample, got shape %v of %s", p.Shape, p.DType)
 	}
 	if engine.ReadScalar(p.Data, p.DType) != 0 {
 		return ws.In[1], nil

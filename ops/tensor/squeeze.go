@@ -18,7 +18,7 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("squeeze", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		if a.Has("axes") && a.Has("axis_names") {
+		if a.GivenConstant("axes") && a.Given("axis_names") {
 			return nil, a.Errorf("axes", "Provided both ``axes`` and ``axis_names`` arguments; give one")
 		}
 		return &dimsOp{args: a, kind: "squeeze"}, nil

@@ -37,7 +37,7 @@ func newJoin(a *engine.Args, stack bool) (*joinOp, error) {
 	if len(o.name) > 1 {
 		return nil, a.Errorf("axis_name", "expected one character, got %q", o.name)
 	}
-	if !stack && o.name != "" && a.Has("axis") {
+	if !stack && o.name != "" && a.GivenConstant("axis") {
 		return nil, a.Errorf("axis_name", "give axis or axis_name, not both")
 	}
 	return o, nil
@@ -84,10 +84,10 @@ func (o *joinOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m0 := in[0]
 	for i, m := range in[1:] {
 		if m.DType != m0.DType {
-			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input %d is %s, input 0 is %s; all inputs must have the same type", o.where(), i+1, m.DType, m0.DType)
+			return nil, o.args.Invalidf("input %d is %s, input 0 is %s; all inputs must have the same type", i+1, m.DType, m0.DType)
 		}
 		if m.Shape != nil && m0.Shape != nil && len(m.Shape) != len(m0.Shape) {
-			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: input %d has %d dimensions, input 0 has %d", o.where(), i+1, len(m.Shape), len(m0.Shape))
+			return nil, o.args.Invalidf("input %d has %d dimensions, input 0 has %d", i+1, len(m.Shape), len(m0.Shape))
 		}
 	}
 	out := engine.TensorMeta{DType: m0.DType}
@@ -127,7 +127,7 @@ func (o *joinOp) Setup(ws *engine.Workspace) error {
 	sum := 0
 	for i, t := range ws.In {
 		if t.DType != t0.DType || len(t.Shape) != nd {
-			return engine.Errorf(engine.StatusData, "%s: input %d is %s %v, input 0 is %s %v", o.where(), i, t.DType, t.Shape, t0.DType, t0.Shape)
+			return o.args.DataErrorf(ws, "input %d is %s %v, input 0 is %s %v", i, t.DType, t.Shape, t0.DType, t0.Shape)
 		}
 		for d := range t.Shape {
 			if t.Shape[d] != t0.Shape[d] && (o.stack || d != ax) {
@@ -135,7 +135,7 @@ func (o *joinOp) Setup(ws *engine.Workspace) error {
 				if !o.stack {
 					what = fmt.Sprintf("the same extents except along axis %d", ax)
 				}
-				return engine.Errorf(engine.StatusData, "%s: input %d has shape %v, input 0 has %v; the inputs need %s", o.where(), i, t.Shape, t0.Shape, what)
+				return o.args.DataErrorf(ws, "input %d has shape %v, input 0 has %v; the inputs need %s", i, t.Shape, t0.Shape, what)
 			}
 		}
 		if !o.stack {

@@ -70,14 +70,12 @@ func newSubscript(a *engine.Args) (engine.Operator, error) {
 	return o, nil
 }
 
-func (o *subscriptOp) where() string { return o.args.Where() }
-
 func (o *subscriptOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	m := engine.TensorMeta{DType: in[0].DType}
 	if in[0].Shape != nil {
 		nd := len(in[0].Shape)
 		if nd < len(o.kind) {
-			return nil, engine.Errorf(engine.StatusInvalidPipeline, "%s: %d subscripts for %d-D samples", o.where(), len(o.kind), nd)
+			return nil, o.args.Invalidf("%d subscripts for %d-D samples", len(o.kind), nd)
 		}
 		m.Shape = make([]int, nd-o.collapsed)
 		for i := range m.Shape {
@@ -174,7 +172,7 @@ func (o *subscriptOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
 	nd := len(in.Shape)
 	if nd < len(o.kind) {
-		return engine.Errorf(engine.StatusData, "%s: %d subscripts for a %d-D sample %v", o.where(), len(o.kind), nd, in.Shape)
+		return o.args.DataErrorf(ws, "%d subscripts for a %d-D sample %v", len(o.kind), nd, in.Shape)
 	}
 	lo := o.loConst
 	if o.args.AnyPerSample("lo") {
@@ -185,7 +183,7 @@ func (o *subscriptOp) Setup(ws *engine.Workspace) error {
 		o.lo = lo
 	}
 	if len(lo) != len(o.kind) {
-		return engine.Errorf(engine.StatusData, "%s: argument \"lo\": %d values for %d subscripts", o.where(), len(lo), len(o.kind))
+		return o.args.DataErrorf(ws, "argument \"lo\": %d values for %d subscripts", len(lo), len(o.kind))
 	}
 	// Element strides of the input, innermost 1.
 	if cap(o.inStride) < nd {
@@ -207,7 +205,7 @@ func (o *subscriptOp) Setup(ws *engine.Workspace) error {
 		}
 		v := lo[j]
 		if v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
-			return engine.Errorf(engine.StatusData, "%s: subscript %d must be an integer, got %g", o.where(), j, v)
+			return o.args.DataErrorf(ws, "subscript %d must be an integer, got %g", j, v)
 		}
 		if o.kind[j] == 0 {
 			i := int64(v)
@@ -215,7 +213,7 @@ func (o *subscriptOp) Setup(ws *engine.Workspace) error {
 				i += n
 			}
 			if i < 0 || i >= n {
-				return engine.Errorf(engine.StatusData, "%s: index %d is out of range for dimension %d of extent %d (sample shape %v)", o.where(), int64(v), d, n, in.Shape)
+				return o.args.DataErrorf(ws, "index %d is out of range for dimension %d of extent %d (sample shape %v)", int64(v), d, n, in.Shape)
 			}
 			o.fixed += int(i) * inStride[d]
 			continue

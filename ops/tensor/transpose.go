@@ -32,7 +32,7 @@ type transposeOp struct {
 const maxReversedDims = 16
 
 func newTranspose(a *engine.Args) (engine.Operator, error) {
-	if !a.Has("perm") {
+	if !a.Given("perm") {
 		return &transposeOp{args: a}, nil
 	}
 	p := a.Ints("perm")

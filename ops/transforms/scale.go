@@ -17,7 +17,7 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("transforms.scale", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		if a.Has("ndim") && a.Int("ndim") < 1 {
+		if a.Given("ndim") && a.Int("ndim") < 1 {
 			return nil, a.Errorf("ndim", "must be >= 1, got %d", a.Int("ndim"))
 		}
 		return newTransformOp(a, scale{a}, "scale", "center"), nil
@@ -42,7 +42,7 @@ func (g scale) dims(ws *engine.Workspace, st *state) (int, error) {
 	if n, err = agree(a, ws, n, "scale", c, "center"); err != nil {
 		return 0, err
 	}
-	if a.Has("ndim") {
+	if a.Given("ndim") {
 		return agree(a, ws, n, "scale", a.Int("ndim"), "ndim")
 	}
 	return n, nil

@@ -115,7 +115,7 @@ func (s *Slice) CheckInputs(in []engine.TensorMeta) error {
 func (s *Slice) sliceAxes(ws *engine.Workspace, ndim int, layout string, w *SliceWindow) error {
 	a := s.args
 	names := a.String("axis_names")
-	useNames := a.Has("axis_names") || (!a.Given("axes") && layout != "" && strings.ContainsRune(layout, 'W') && strings.ContainsRune(layout, 'H'))
+	useNames := a.Given("axis_names") || (!a.Given("axes") && layout != "" && strings.ContainsRune(layout, 'W') && strings.ContainsRune(layout, 'H'))
 	w.axes = w.axes[:0]
 	if useNames {
 		if names != "" && len(layout) != ndim {
