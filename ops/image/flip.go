@@ -31,19 +31,30 @@ type flipOp struct{ args *engine.Args }
 type flipState struct{ flip []bool }
 
 func (o *flipOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	m := in[0]
-	if m.IsDynamic() {
-		return []engine.TensorMeta{m}, nil // a python_function's output: checked per sample
+	if in[0].IsDynamic() {
+		return []engine.TensorMeta{in[0]}, nil // a python_function's output: checked per sample
 	}
+	m, err := o.output(in[0])
+	if err != nil {
+		return nil, o.args.Invalidf("%v", err)
+	}
+	return []engine.TensorMeta{m}, nil
+}
+
+// output is flip's output for an input of type, shape and layout m (the same: flip
+// moves elements, never the shape), once m passes the checks its known facts allow: the
+// one shape function, which Infer calls with what is known at build time and Setup with
+// each sample's.
+func (o *flipOp) output(m engine.TensorMeta) (engine.TensorMeta, error) {
 	if m.DType.Size() == 0 {
-		return nil, o.args.Invalidf("input must be a tensor of a numeric type, got %s", m.DType)
+		return m, fmt.Errorf("input must be a tensor of a numeric type, got %s", m.DType)
 	}
 	if m.Layout != "" {
 		if _, err := flipAxes(m.Layout, len(m.Layout)); err != nil {
-			return nil, o.args.Invalidf("%v", err)
+			return m, err
 		}
 	}
-	return []engine.TensorMeta{m}, nil
+	return m, nil
 }
 
 // flipAxes finds the W, H and D axes of a layout ("" stands for HWC); -1 for an absent
@@ -70,9 +81,13 @@ func (o *flipOp) TakesDynamicInputs() bool { return true }
 
 func (o *flipOp) Setup(ws *engine.Workspace) error {
 	in := ws.In[0]
-	ws.Out[0].DType = in.DType // a python_function's output: known per sample (Run checks the layout)
-	ws.Out[0].SetShape(in.Shape...)
-	ws.Out[0].Layout = in.Layout
+	m, err := o.output(engine.TensorMeta{DType: in.DType, Shape: in.Shape, Layout: in.Layout})
+	if err != nil {
+		return o.args.DataErrorf(ws, "%v", err)
+	}
+	ws.Out[0].DType = m.DType // a python_function's output: known per sample (Run checks the layout against the rank)
+	ws.Out[0].SetShape(m.Shape...)
+	ws.Out[0].Layout = m.Layout
 	return nil
 }
 

@@ -32,7 +32,11 @@ func (o *gpuFlip) Setup(ws *engine.Workspace) error {
 	if err != nil {
 		return err
 	}
-	ws.Out[0].SetShape(in.Shape...)
+	m, err := o.cpu.output(engine.TensorMeta{DType: in.DType, Shape: in.Shape, Layout: in.Layout})
+	if err != nil {
+		return o.cpu.args.DataErrorf(ws, "%v", err)
+	}
+	ws.Out[0].SetShape(m.Shape...)
 	*o.plan.at(ws.Sample) = kernels.CropSample{Src: in.Dev, W: w, H: h, Channels: c, CropW: w, CropH: h, FlipH: fh, FlipV: fv}
 	return nil
 }

@@ -113,39 +113,39 @@ func (o *oneHotOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if !in[0].DType.IsFloat() && !isInt(in[0].DType) && in[0].DType != engine.Bool && in[0].DType != engine.DTypeInvalid {
 		return nil, o.args.Invalidf("the input must be numbers, got %s", in[0].DType)
 	}
-	m := engine.TensorMeta{DType: o.dtype}
-	if !in[0].Static() {
-		if o.args.GivenConstant("axis") && in[0].Shape != nil {
-			s, ax, err := o.outShape(in[0].Shape)
-			if err != nil {
-				return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
-			}
-			m.Shape, m.Layout = s, o.layout(in[0].Layout, s, ax, len(s))
-		}
-		return []engine.TensorMeta{m}, nil
+	if !in[0].Static() && !(o.args.GivenConstant("axis") && in[0].Shape != nil) {
+		return []engine.TensorMeta{{DType: o.dtype}}, nil // the shape is known per sample
 	}
-	s, ax, err := o.outShape(in[0].Shape)
-	if err == nil {
-		err = o.checkLayout(in[0].Layout, len(s))
-	}
+	m, err := o.output(in[0].Shape, in[0].Layout, in[0].Static())
 	if err != nil {
 		return nil, engine.Errorf(engine.StatusInvalidPipeline, "%v", err)
 	}
-	m.Shape, m.Layout = s, o.layout(in[0].Layout, s, ax, len(s))
 	return []engine.TensorMeta{m}, nil
+}
+
+// output is the output's type, shape and layout for an input of shape and layout: the
+// one shape function, which Infer calls at build time (the input's rank known, with axis
+// given; or its whole shape) and Setup per sample. The layout is checked against the
+// rank where the whole shape is known (at build: a static input).
+func (o *oneHotOp) output(shape []int, layout string, whole bool) (engine.TensorMeta, error) {
+	s, ax, err := o.outShape(shape)
+	if err == nil && whole {
+		err = o.checkLayout(layout, len(s))
+	}
+	if err != nil {
+		return engine.TensorMeta{}, err
+	}
+	return engine.TensorMeta{DType: o.dtype, Shape: s, Layout: o.layout(layout, s, ax, len(s))}, nil
 }
 
 func (o *oneHotOp) Setup(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
-	s, ax, err := o.outShape(in.Shape)
+	m, err := o.output(in.Shape, in.Layout, true)
 	if err != nil {
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
-	if err := o.checkLayout(in.Layout, len(s)); err != nil {
-		return engine.Errorf(engine.StatusData, "%v", err)
-	}
-	out.DType, out.Layout = o.dtype, o.layout(in.Layout, s, ax, len(s))
-	out.SetShape(s...)
+	out.DType, out.Layout = m.DType, m.Layout
+	out.SetShape(m.Shape...)
 	return nil
 }
 
