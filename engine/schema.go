@@ -369,6 +369,7 @@ func RegisterBackend(name, device string, f Factory) {
 
 // LookupSchema returns the schema of an operator.
 func LookupSchema(name string) (*Schema, bool) {
+	resolveVariants()
 	registry.RLock()
 	r, ok := registry.ops[name]
 	registry.RUnlock()
@@ -384,6 +385,7 @@ func LookupSchema(name string) (*Schema, bool) {
 }
 
 func lookupFactory(name, device string) (Factory, bool) {
+	resolveVariants()
 	name = resolveAlias(name)
 	registry.RLock()
 	defer registry.RUnlock()
@@ -397,6 +399,7 @@ func lookupFactory(name, device string) (Factory, bool) {
 
 // Schemas returns every registered schema, sorted by name.
 func Schemas() []*Schema {
+	resolveVariants()
 	registry.RLock()
 	defer registry.RUnlock()
 	out := make([]*Schema, 0, len(registry.ops))

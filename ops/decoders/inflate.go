@@ -15,29 +15,28 @@ const lz4MaxRatio = 255
 
 func init() {
 	// DALI 2.4 names the operator decoders.inflate; experimental.inflate is its former name.
-	for _, name := range []string{"decoders.inflate", "experimental.inflate"} {
-		engine.RegisterSchema(&engine.Schema{
-			Name: name,
-			Doc: "Decompresses LZ4 blocks (the LZ4 block format, as DALI's fn." + name + "; DALI has it on " +
-				"the GPU only). Input: a 1-D UINT8 sample, one compressed chunk, or several (chunk_offsets " +
-				"and/or chunk_sizes) that each inflate to shape; then the output has the chunks as its " +
-				"outermost extent (named sequence_axis_name when layout is given). The inflated bytes are " +
-				"the output's elements (dtype), little-endian; a chunk must inflate to exactly shape's size.",
-			MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
-			InputDtypes: []engine.DType{engine.UInt8}, InputDoc: "compressed bytes, e.g. from readers.numpy or an external source",
-			Args: []engine.ArgSpec{
-				{Name: "shape", Type: engine.ArgIntList, Required: true, TensorInput: true, Doc: "shape of one inflated chunk (at most 2^30 bytes a sample); may come per sample"},
-				{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "type of the inflated elements"},
-				{Name: "layout", Type: engine.ArgString, Default: "", Doc: "layout of one inflated chunk"},
-				{Name: "sequence_axis_name", Type: engine.ArgString, Default: "F", Doc: "name of the chunks' axis (with layout and chunks)"},
-				{Name: "chunk_offsets", Type: engine.ArgIntList, TensorInput: true, Doc: "where the chunks begin in the sample (without chunk_sizes: packed, the last ends with the sample)"},
-				{Name: "chunk_sizes", Type: engine.ArgIntList, TensorInput: true, Doc: "the chunks' compressed sizes (without chunk_offsets: packed from the sample's start)"},
-				{Name: "algorithm", Type: engine.ArgString, Default: "LZ4", Doc: "LZ4 (the only one)"},
-				{Name: "check_output_size", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility: the size of every chunk is always checked"},
-			},
-		})
-		engine.RegisterBackend(name, "cpu", newInflate)
-	}
+	engine.RegisterSchema(&engine.Schema{
+		Name: "decoders.inflate",
+		Doc: "Decompresses LZ4 blocks (the LZ4 block format, as DALI's fn.decoders.inflate; DALI has it on " +
+			"the GPU only). Input: a 1-D UINT8 sample, one compressed chunk, or several (chunk_offsets " +
+			"and/or chunk_sizes) that each inflate to shape; then the output has the chunks as its " +
+			"outermost extent (named sequence_axis_name when layout is given). The inflated bytes are " +
+			"the output's elements (dtype), little-endian; a chunk must inflate to exactly shape's size.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+		InputDtypes: []engine.DType{engine.UInt8}, InputDoc: "compressed bytes, e.g. from readers.numpy or an external source",
+		Args: []engine.ArgSpec{
+			{Name: "shape", Type: engine.ArgIntList, Required: true, TensorInput: true, Doc: "shape of one inflated chunk (at most 2^30 bytes a sample); may come per sample"},
+			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "type of the inflated elements"},
+			{Name: "layout", Type: engine.ArgString, Default: "", Doc: "layout of one inflated chunk"},
+			{Name: "sequence_axis_name", Type: engine.ArgString, Default: "F", Doc: "name of the chunks' axis (with layout and chunks)"},
+			{Name: "chunk_offsets", Type: engine.ArgIntList, TensorInput: true, Doc: "where the chunks begin in the sample (without chunk_sizes: packed, the last ends with the sample)"},
+			{Name: "chunk_sizes", Type: engine.ArgIntList, TensorInput: true, Doc: "the chunks' compressed sizes (without chunk_offsets: packed from the sample's start)"},
+			{Name: "algorithm", Type: engine.ArgString, Default: "LZ4", Doc: "LZ4 (the only one)"},
+			{Name: "check_output_size", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility: the size of every chunk is always checked"},
+		},
+	})
+	engine.RegisterBackend("decoders.inflate", "cpu", newInflate)
+	engine.RegisterVariant("experimental.inflate", "decoders.inflate", "DALI's former name of decoders.inflate. ")
 }
 
 type inflateOp struct {

@@ -6,30 +6,28 @@ import (
 )
 
 func init() {
-	for _, name := range []string{"experimental.decoders.video", "decoders.video"} {
-		engine.RegisterSchema(&engine.Schema{
-			Name: name,
-			Doc: "Decodes encoded videos held in memory (1-D uint8 samples: from external_source, " +
-				"readers.file or io.file.read) to FHWC uint8 RGB sequences, with FFmpeg's libraries " +
-				"opened at run time (docs/pipeline.md#video). Frames start_frame, start_frame+stride, ... " +
-				"before end_frame (default: the end), or the frames listed in frames; with sequence_length, " +
-				"that many, the missing ones padded as pad_mode says. Frames are numbered by presentation time.",
-			Backends:  map[string]engine.BackendFacts{"mixed": {Doc: "NVDEC for 8-bit 4:2:0 streams it decodes; others on the CPU, uploaded"}},
-			MinInputs: 1, MaxInputs: 1, Outputs: []string{"video"},
-			Args: []engine.ArgSpec{
-				{Name: "start_frame", Type: engine.ArgInt, Default: 0, Doc: "first frame"},
-				{Name: "end_frame", Type: engine.ArgInt, Default: -1, Doc: "frame the selection stops before (-1: the end of the video)"},
-				{Name: "stride", Type: engine.ArgInt, Default: 1, Doc: "distance between the frames taken"},
-				{Name: "sequence_length", Type: engine.ArgInt, Default: -1, Doc: "frames per output (-1: every selected frame)"},
-				{Name: "frames", Type: engine.ArgIntList, Doc: "explicit frame numbers (instead of start_frame, end_frame and stride)"},
-				{Name: "pad_mode", Type: engine.ArgString, Default: "constant", Doc: "when the video has fewer frames than sequence_length: constant (fill_value), edge or repeat (the video's last frame), reflect_1001 or symmetric (ABC -> ABCCBA), reflect_101 or reflect (ABC -> ABCBA), or none (a shorter output); the reflections mirror the frame numbers start_frame + i * stride would have"},
-				{Name: "fill_value", Type: engine.ArgIntList, Default: []int64{0}, Doc: "pad value, one per channel or one for all"},
-				{Name: "affine", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility (mixed backend); no effect"},
-				{Name: "build_index", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility: godali always indexes the packets"},
-			},
-		})
-		engine.RegisterBackend(name, "cpu", newVideoDecoder)
-	}
+	engine.RegisterSchema(&engine.Schema{
+		Name: "decoders.video",
+		Doc: "Decodes encoded videos held in memory (1-D uint8 samples: from external_source, " +
+			"readers.file or io.file.read) to FHWC uint8 RGB sequences, with FFmpeg's libraries " +
+			"opened at run time (docs/pipeline.md#video). Frames start_frame, start_frame+stride, ... " +
+			"before end_frame (default: the end), or the frames listed in frames; with sequence_length, " +
+			"that many, the missing ones padded as pad_mode says. Frames are numbered by presentation time.",
+		Backends:  map[string]engine.BackendFacts{"mixed": {Doc: "NVDEC for 8-bit 4:2:0 streams it decodes; others on the CPU, uploaded"}},
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"video"},
+		Args: []engine.ArgSpec{
+			{Name: "start_frame", Type: engine.ArgInt, Default: 0, Doc: "first frame"},
+			{Name: "end_frame", Type: engine.ArgInt, Default: -1, Doc: "frame the selection stops before (-1: the end of the video)"},
+			{Name: "stride", Type: engine.ArgInt, Default: 1, Doc: "distance between the frames taken"},
+			{Name: "sequence_length", Type: engine.ArgInt, Default: -1, Doc: "frames per output (-1: every selected frame)"},
+			{Name: "frames", Type: engine.ArgIntList, Doc: "explicit frame numbers (instead of start_frame, end_frame and stride)"},
+			{Name: "pad_mode", Type: engine.ArgString, Default: "constant", Doc: "when the video has fewer frames than sequence_length: constant (fill_value), edge or repeat (the video's last frame), reflect_1001 or symmetric (ABC -> ABCCBA), reflect_101 or reflect (ABC -> ABCBA), or none (a shorter output); the reflections mirror the frame numbers start_frame + i * stride would have"},
+			{Name: "fill_value", Type: engine.ArgIntList, Default: []int64{0}, Doc: "pad value, one per channel or one for all"},
+			{Name: "affine", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility (mixed backend); no effect"},
+			{Name: "build_index", Type: engine.ArgBool, Default: true, Doc: "accepted for DALI compatibility: godali always indexes the packets"},
+		},
+	})
+	engine.RegisterBackend("decoders.video", "cpu", newVideoDecoder)
 }
 
 type videoDecoder struct {

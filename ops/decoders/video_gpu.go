@@ -19,9 +19,7 @@ import (
 // 4:2:0 (other codecs, 10-bit, 4:2:2, 4:4:4) are decoded on the CPU and uploaded, so
 // the operator takes what the cpu backend takes.
 func init() {
-	for _, name := range []string{"experimental.decoders.video", "decoders.video"} {
-		engine.RegisterBackend(name, "mixed", newMixedVideoDecoder)
-	}
+	engine.RegisterBackend("decoders.video", "mixed", newMixedVideoDecoder)
 }
 
 type mixedVideoDecoder struct {

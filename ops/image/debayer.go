@@ -9,9 +9,8 @@ import (
 
 func init() {
 	// DALI 2.4 names the operator debayer; experimental.debayer is its former name.
-	for _, name := range []string{"debayer", "experimental.debayer"} {
-		registerDebayer(name)
-	}
+	registerDebayer("debayer")
+	engine.RegisterVariant("experimental.debayer", "debayer", "DALI's former name of debayer. ")
 }
 
 func registerDebayer(name string) {

@@ -11,19 +11,18 @@ import (
 var equalizeLayouts = []string{"HW", "HWC", "CHW", "FHW", "FHWC", "FCHW"}
 
 func init() {
-	for _, name := range []string{"equalize", "experimental.equalize"} {
-		engine.RegisterSchema(&engine.Schema{
-			Name: name,
-			Doc: "Equalizes the histogram of every channel of uint8 images (HW, HWC or CHW, any " +
-				"number of channels; sequences frame by frame), as DALI's " + name +
-				" (OpenCV's equalizeHist per channel).",
-			MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
-			InputLayouts: equalizeLayouts, InputDtypes: u8, InputDoc: fromDecoder,
-		})
-		engine.RegisterBackend(name, "cpu", func(a *engine.Args) (engine.Operator, error) {
-			return &equalizeOp{args: a}, nil
-		})
-	}
+	engine.RegisterSchema(&engine.Schema{
+		Name: "equalize",
+		Doc: "Equalizes the histogram of every channel of uint8 images (HW, HWC or CHW, any " +
+			"number of channels; sequences frame by frame), as DALI's equalize" +
+			" (OpenCV's equalizeHist per channel).",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true,
+		InputLayouts: equalizeLayouts, InputDtypes: u8, InputDoc: fromDecoder,
+	})
+	engine.RegisterBackend("equalize", "cpu", func(a *engine.Args) (engine.Operator, error) {
+		return &equalizeOp{args: a}, nil
+	})
+	engine.RegisterVariant("experimental.equalize", "equalize", "DALI's experimental name of equalize. ")
 }
 
 type equalizeOp struct {

@@ -9,9 +9,8 @@ import (
 
 func init() {
 	// DALI 2.4 names the operator filter; experimental.filter is its former, deprecated name.
-	for _, name := range []string{"filter", "experimental.filter"} {
-		registerFilter(name)
-	}
+	registerFilter("filter")
+	engine.RegisterVariant("experimental.filter", "filter", "DALI's former name of filter. ")
 }
 
 func registerFilter(name string) {

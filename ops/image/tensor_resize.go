@@ -9,30 +9,29 @@ import (
 )
 
 func init() {
-	for _, name := range []string{"tensor_resize", "experimental.tensor_resize"} {
-		engine.RegisterSchema(&engine.Schema{
-			Name: name,
-			Doc: "Resizes tensors of any rank and numeric type along axes, as DALI's tensor_resize " +
-				"(ONNX Resize's conventions): sizes gives the output extents, or scales the factors " +
-				"(extent round(in * scale), the sampled region out / scale placed by alignment: 0 start, " +
-				"0.5 centre, 1 end); output position d shows input point (d + 0.5) / scale - 0.5. " +
-				"INTERP_NN, INTERP_LINEAR or INTERP_CUBIC (Keys, a = -0.5), edges repeated, filters " +
-				"widened when shrinking with antialias. The output is the input's type (rounded, " +
-				"saturated) or dtype=FLOAT." + map[bool]string{true: " (DALI's experimental name.)"}[strings.HasPrefix(name, "experimental.")],
-			MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
-			Args: []engine.ArgSpec{
-				{Name: "sizes", Type: engine.ArgFloatList, TensorInput: true, Doc: "output extents, one per resized axis"},
-				{Name: "scales", Type: engine.ArgFloatList, TensorInput: true, Doc: "scale factors, one per resized axis (or one for all)"},
-				{Name: "axes", Type: engine.ArgIntList, Doc: "the resized axes (negative from the end); default all"},
-				{Name: "axis_names", Type: engine.ArgString, Doc: "the resized axes by layout letters (instead of axes)"},
-				{Name: "alignment", Type: engine.ArgFloatList, Default: []float64{0.5}, TensorInput: true, Doc: "with scales: where the sampled region lies in the input, 0 (start) to 1 (end); one value or one per axis"},
-				{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: "INTERP_NN, INTERP_LINEAR or INTERP_CUBIC"},
-				{Name: "antialias", Type: engine.ArgBool, Default: true, Doc: "widen the filter when shrinking (not INTERP_NN)"},
-				{Name: "dtype", Type: engine.ArgDType, Doc: "output type: the input's (default) or FLOAT"},
-			},
-		})
-		engine.RegisterBackend(name, "cpu", func(a *engine.Args) (engine.Operator, error) { return newTensorResize(a) })
-	}
+	engine.RegisterSchema(&engine.Schema{
+		Name: "tensor_resize",
+		Doc: "Resizes tensors of any rank and numeric type along axes, as DALI's tensor_resize " +
+			"(ONNX Resize's conventions): sizes gives the output extents, or scales the factors " +
+			"(extent round(in * scale), the sampled region out / scale placed by alignment: 0 start, " +
+			"0.5 centre, 1 end); output position d shows input point (d + 0.5) / scale - 0.5. " +
+			"INTERP_NN, INTERP_LINEAR or INTERP_CUBIC (Keys, a = -0.5), edges repeated, filters " +
+			"widened when shrinking with antialias. The output is the input's type (rounded, " +
+			"saturated) or dtype=FLOAT.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "sizes", Type: engine.ArgFloatList, TensorInput: true, Doc: "output extents, one per resized axis"},
+			{Name: "scales", Type: engine.ArgFloatList, TensorInput: true, Doc: "scale factors, one per resized axis (or one for all)"},
+			{Name: "axes", Type: engine.ArgIntList, Doc: "the resized axes (negative from the end); default all"},
+			{Name: "axis_names", Type: engine.ArgString, Doc: "the resized axes by layout letters (instead of axes)"},
+			{Name: "alignment", Type: engine.ArgFloatList, Default: []float64{0.5}, TensorInput: true, Doc: "with scales: where the sampled region lies in the input, 0 (start) to 1 (end); one value or one per axis"},
+			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: "INTERP_NN, INTERP_LINEAR or INTERP_CUBIC"},
+			{Name: "antialias", Type: engine.ArgBool, Default: true, Doc: "widen the filter when shrinking (not INTERP_NN)"},
+			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: the input's (default) or FLOAT"},
+		},
+	})
+	engine.RegisterBackend("tensor_resize", "cpu", func(a *engine.Args) (engine.Operator, error) { return newTensorResize(a) })
+	engine.RegisterVariant("experimental.tensor_resize", "tensor_resize", "DALI's experimental name of tensor_resize. ")
 }
 
 type tensorResizeOp struct {

@@ -6,31 +6,30 @@ import (
 )
 
 func init() {
-	for _, name := range []string{"peek_image_shape", "experimental.peek_image_shape"} {
-		engine.RegisterSchema(&engine.Schema{
-			Name: name,
-			Doc: "Outputs the shape (height, width, channels) an encoded image will have once decoded, " +
-				"from its header, without decoding it (DALI's fn.peek_image_shape). Channels follow " +
-				"image_type (3 for RGB and BGR, 1 for GRAY), as the decoders produce them.",
-			MinInputs: 1, MaxInputs: 1, Outputs: []string{"shape"}, HostOnly: true,
-			Args: []engine.ArgSpec{
-				{Name: "dtype", Type: engine.ArgDType, Default: "INT64", Doc: "output type"},
-				{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "swap height and width when the EXIF orientation rotates the image by 90 degrees"},
-				{Name: "image_type", Type: engine.ArgImageType, Default: "RGB", Doc: "the colour format the image would be decoded to"},
-			},
-		})
-		engine.RegisterBackend(name, "cpu", func(a *engine.Args) (engine.Operator, error) {
-			d := a.DType("dtype")
-			if d == engine.Bool {
-				return nil, a.Errorf("dtype", "must be a numeric type, got BOOL")
-			}
-			out, err := codec.ParseOutputType(a.String("image_type"))
-			if err != nil {
-				return nil, a.Errorf("image_type", "%v", err)
-			}
-			return &peekOp{args: a, dtype: d, channels: out.Channels(), orient: a.Bool("adjust_orientation")}, nil
-		})
-	}
+	engine.RegisterSchema(&engine.Schema{
+		Name: "peek_image_shape",
+		Doc: "Outputs the shape (height, width, channels) an encoded image will have once decoded, " +
+			"from its header, without decoding it (DALI's fn.peek_image_shape). Channels follow " +
+			"image_type (3 for RGB and BGR, 1 for GRAY), as the decoders produce them.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"shape"}, HostOnly: true,
+		Args: []engine.ArgSpec{
+			{Name: "dtype", Type: engine.ArgDType, Default: "INT64", Doc: "output type"},
+			{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "swap height and width when the EXIF orientation rotates the image by 90 degrees"},
+			{Name: "image_type", Type: engine.ArgImageType, Default: "RGB", Doc: "the colour format the image would be decoded to"},
+		},
+	})
+	engine.RegisterBackend("peek_image_shape", "cpu", func(a *engine.Args) (engine.Operator, error) {
+		d := a.DType("dtype")
+		if d == engine.Bool {
+			return nil, a.Errorf("dtype", "must be a numeric type, got BOOL")
+		}
+		out, err := codec.ParseOutputType(a.String("image_type"))
+		if err != nil {
+			return nil, a.Errorf("image_type", "%v", err)
+		}
+		return &peekOp{args: a, dtype: d, channels: out.Channels(), orient: a.Bool("adjust_orientation")}, nil
+	})
+	engine.RegisterVariant("experimental.peek_image_shape", "peek_image_shape", "DALI's experimental name of peek_image_shape. ")
 }
 
 type peekOp struct {
