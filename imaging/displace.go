@@ -2,7 +2,6 @@ package imaging
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 )
 
@@ -44,62 +43,10 @@ func DisplaceImage[T Pixel](p *Displacement, dst []T, dw, dh int, src []T, w, h,
 	if p.Interp != InterpNN && p.Interp != InterpLinear {
 		return fmt.Errorf("displace: interpolation %v: expected INTERP_NN or INTERP_LINEAR", p.Interp)
 	}
-	var zero T
-	_, isU8 := any(zero).(uint8)
-	store := func(v float64) T {
-		if isU8 {
-			return T(SatU8(float32(v)))
-		}
-		return T(v)
+	sm, err := newBlendSampler[T, T](p.Interp, BorderConstant, blendLerp64, []float64{p.Fill}, src, w, h, c)
+	if err != nil {
+		return fmt.Errorf("displace: %w", err)
 	}
-	fill := store(p.Fill)
-	at := func(i, j, ch int) float64 {
-		if i < 0 || j < 0 || i >= w || j >= h {
-			return p.Fill
-		}
-		return float64(src[(j*w+i)*c+ch])
-	}
-	for y := 0; y < dh; y++ {
-		row := dst[y*dw*c : (y+1)*dw*c]
-		for x := 0; x < dw; x++ {
-			sx, sy := p.Map(x, y)
-			o := row[x*c : (x+1)*c]
-			if math.IsNaN(sx) || math.IsNaN(sy) {
-				for ch := range o {
-					o[ch] = fill
-				}
-				continue
-			}
-			if p.Interp == InterpNN {
-				i, j := floorInt(sx), floorInt(sy)
-				if i < 0 || j < 0 || i >= w || j >= h {
-					for ch := range o {
-						o[ch] = fill
-					}
-					continue
-				}
-				copy(o, src[(j*w+i)*c:(j*w+i+1)*c])
-				continue
-			}
-			fx, fy := sx-0.5, sy-0.5
-			i0, j0 := floorInt(fx), floorInt(fy)
-			ax, ay := fx-float64(i0), fy-float64(j0)
-			inside := i0 >= 0 && j0 >= 0 && i0+1 < w && j0+1 < h
-			for ch := range o {
-				var a, b, d, e float64
-				if inside {
-					k := (j0*w+i0)*c + ch
-					a, b = float64(src[k]), float64(src[k+c])
-					d, e = float64(src[k+w*c]), float64(src[k+w*c+c])
-				} else {
-					a, b = at(i0, j0, ch), at(i0+1, j0, ch)
-					d, e = at(i0, j0+1, ch), at(i0+1, j0+1, ch)
-				}
-				top := a + (b-a)*ax
-				bot := d + (e-d)*ax
-				o[ch] = store(top + (bot-top)*ay)
-			}
-		}
-	}
+	sm.warp(PointMapping(p.Map), dst, dw, dh)
 	return nil
 }

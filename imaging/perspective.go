@@ -66,19 +66,6 @@ func cubicWeights(t float64, w *[4]float64) {
 	w[3] = 1 - w[0] - w[1] - w[2]
 }
 
-// floorCoord is floor for a source coordinate, saturated far outside any image so that
-// the conversion to int is defined (NaN reads as far outside).
-func floorCoord(v float64) int {
-	const lim = 1 << 30
-	if !(v > -lim) {
-		return -lim
-	}
-	if v > lim {
-		return lim
-	}
-	return int(math.Floor(v))
-}
-
 // PerspectiveImage fills dst (dh x dw x c) from src (h x w x c).
 func PerspectiveImage[T PerspectivePixel](p *Perspective, dst []T, dw, dh int, src []T, w, h, c int) error {
 	return WarpImage(p, dst, dw, dh, src, w, h, c)
@@ -95,45 +82,26 @@ func WarpImage[In, Out PerspectivePixel](p *Perspective, dst []Out, dw, dh int, 
 	if err != nil {
 		return fmt.Errorf("warp_perspective: %w", err)
 	}
+	if p.Corner {
+		m := PerspectiveMapping(p.M)
+		s.warp(&m, dst, dw, dh)
+		return nil
+	}
 	m := &p.M
 	for y := 0; y < dh; y++ {
 		for x := 0; x < dw; x++ {
 			fx, fy := float64(x), float64(y)
-			if p.Corner {
-				fx, fy = fx+0.5, fy+0.5
-			}
 			den := m[2][0]*fx + m[2][1]*fy + m[2][2]
 			out := dst[(y*dw+x)*c : (y*dw+x+1)*c]
 			var ix, iy int
 			var tx, ty float64
-			switch {
-			case p.Corner && p.Interp == InterpNN:
-				if den != 1 {
-					den = 1 / den
-				}
-				ix = floorCoord((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den)
-				iy = floorCoord((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den)
-			case p.Corner:
-				if den != 1 {
-					den = 1 / den
-				}
-				sx := (m[0][0]*fx+m[0][1]*fy+m[0][2])*den - 0.5
-				sy := (m[1][0]*fx+m[1][1]*fy+m[1][2])*den - 0.5
-				ix, iy = floorCoord(sx), floorCoord(sy)
-				tx, ty = sx-float64(ix), sy-float64(iy)
-				if ix <= -1<<30 || ix >= 1<<30 {
-					tx = 0
-				}
-				if iy <= -1<<30 || iy >= 1<<30 {
-					ty = 0
-				}
-			case p.Interp == InterpNN:
+			if p.Interp == InterpNN {
 				if den != 0 {
 					den = 1 / den
 				}
 				ix = clampShort(satInt((m[0][0]*fx + m[0][1]*fy + m[0][2]) * den))
 				iy = clampShort(satInt((m[1][0]*fx + m[1][1]*fy + m[1][2]) * den))
-			default:
+			} else {
 				if den != 0 {
 					den = perspTab / den
 				}
@@ -150,117 +118,4 @@ func WarpImage[In, Out PerspectivePixel](p *Perspective, dst []Out, dw, dh int, 
 func quantizeTab(sx, sy float64) (ix, iy int, tx, ty float64) {
 	qx, qy := satInt(sx), satInt(sy)
 	return clampShort(qx >> 5), clampShort(qy >> 5), float64(qx&(perspTab-1)) / perspTab, float64(qy&(perspTab-1)) / perspTab
-}
-
-// warpSampler reads an HWC image at source points for WarpImage and RemapImage: the
-// pixel (ix, iy) for InterpNN, or the 2x2 (InterpLinear) or 4x4 (InterpCubic) taps
-// around it weighted by the fraction (tx, ty); taps outside read through the border.
-type warpSampler[In, Out PerspectivePixel] struct {
-	src     []In
-	w, h, c int
-	border  Border
-	interp  Interp
-	fill    []float64
-	isFloat bool
-	lo, hi  float64
-	offs    [16]int
-	wx, wy  [4]float64
-}
-
-func newWarpSampler[In, Out PerspectivePixel](interp Interp, border Border, fillArg []float64, src []In, w, h, c int) (*warpSampler[In, Out], error) {
-	if w < 0 || h < 0 || c <= 0 || len(src) < w*h*c {
-		return nil, fmt.Errorf("input of %d elements is not %dx%dx%d", len(src), h, w, c)
-	}
-	if interp != InterpNN && interp != InterpLinear && interp != InterpCubic {
-		return nil, fmt.Errorf("interpolation %v: expected INTERP_NN, INTERP_LINEAR or INTERP_CUBIC", interp)
-	}
-	s := &warpSampler[In, Out]{src: src, w: w, h: h, c: c, border: border, interp: interp}
-	var zero Out
-	_, s.isFloat = any(zero).(float32)
-	switch any(zero).(type) {
-	case uint8:
-		s.hi = math.MaxUint8
-	case int16:
-		s.lo, s.hi = math.MinInt16, math.MaxInt16
-	case uint16:
-		s.hi = math.MaxUint16
-	}
-	s.fill = make([]float64, c)
-	for ch := range s.fill {
-		switch {
-		case len(fillArg) == 1:
-			s.fill[ch] = fillArg[0]
-		case ch < len(fillArg):
-			s.fill[ch] = fillArg[ch]
-		}
-		s.fill[ch] = float64(s.store(s.fill[ch])) // the fill in the image's type, as OpenCV's scalar
-	}
-	return s, nil
-}
-
-func (s *warpSampler[In, Out]) store(v float64) Out {
-	if s.isFloat {
-		return Out(float32(v))
-	}
-	if math.IsNaN(v) {
-		return 0
-	}
-	return Out(math.Min(s.hi, math.Max(s.lo, math.Round(v))))
-}
-
-// tap is the offset of input pixel (i, j) after the border, -1 for the fill.
-func (s *warpSampler[In, Out]) tap(i, j int) int {
-	if s.w == 0 || s.h == 0 { // nothing to read: every tap is outside
-		return -1
-	}
-	i, j = borderIndex(i, s.w, s.border), borderIndex(j, s.h, s.border)
-	if i < 0 || j < 0 {
-		return -1
-	}
-	return (j*s.w + i) * s.c
-}
-
-// pixel writes the c channels read at (ix + tx, iy + ty) into out.
-func (s *warpSampler[In, Out]) pixel(out []Out, ix, iy int, tx, ty float64) {
-	if s.interp == InterpNN {
-		o := s.tap(ix, iy)
-		for ch := range out {
-			if o < 0 {
-				out[ch] = Out(s.fill[ch])
-			} else {
-				out[ch] = s.store(float64(s.src[o+ch]))
-			}
-		}
-		return
-	}
-	wx, wy := &s.wx, &s.wy
-	n, first := 2, 0
-	if s.interp == InterpLinear {
-		wx[0], wx[1], wy[0], wy[1] = 1-tx, tx, 1-ty, ty
-	} else {
-		n, first = 4, -1
-		cubicWeights(tx, wx)
-		cubicWeights(ty, wy)
-	}
-	offs := &s.offs
-	for b := 0; b < n; b++ {
-		for a := 0; a < n; a++ {
-			offs[b*n+a] = s.tap(ix+first+a, iy+first+b)
-		}
-	}
-	for ch := range out {
-		var acc float64
-		for b := 0; b < n; b++ {
-			var row float64
-			for a, o := range offs[b*n : b*n+n] {
-				if o < 0 {
-					row += wx[a] * s.fill[ch]
-				} else {
-					row += wx[a] * float64(s.src[o+ch])
-				}
-			}
-			acc += wy[b] * row
-		}
-		out[ch] = s.store(acc)
-	}
 }
