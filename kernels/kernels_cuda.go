@@ -233,10 +233,8 @@ func (r *Runner) launch(f cuda.Function, w, h, n int, descs uintptr, descSize in
 // crop window, see CropROI). The output equals imaging's Resize.
 func (r *Runner) Resize(samples []ResizeSample) error {
 	r.rb.Reset()
-	for i := range samples {
-		if err := r.rb.Add(&samples[i]); err != nil {
-			return fmt.Errorf("resize sample %d: %w", i, err)
-		}
+	if err := addSamples("resize", samples, r.rb.Add); err != nil {
+		return err
 	}
 	if r.rb.Len() == 0 {
 		return nil
@@ -265,6 +263,37 @@ func (r *Runner) Resize(samples []ResizeSample) error {
 	return r.finish(nil)
 }
 
+// addSamples adds each sample to a batch plan, naming the one a plan refuses.
+func addSamples[S any](what string, samples []S, add func(*S) error) error {
+	for i := range samples {
+		if err := add(&samples[i]); err != nil {
+			return fmt.Errorf("%s sample %d: %w", what, i, err)
+		}
+	}
+	return nil
+}
+
+// queueDescs is the one launch of a per-sample kernel: it packs n descriptors of
+// descSize bytes (size bytes in all: pack writes them to host staging, given the
+// device address they will have) and launches f over a w x h grid per sample.
+func (r *Runner) queueDescs(f cuda.Function, name string, n, w, h, size, descSize int, pack func(host []byte, dev uintptr)) error {
+	if n == 0 {
+		return nil
+	}
+	host, dev, err := r.upload(size)
+	if err != nil {
+		return r.finish(err)
+	}
+	pack(host.Bytes(), dev.Ptr())
+	if err := r.send(host, dev, size); err != nil {
+		return r.finish(err)
+	}
+	if err := r.launch(f, w, h, n, dev.Ptr(), descSize, 0, 0, false); err != nil {
+		return r.finish(fmt.Errorf("%s: %w", name, err))
+	}
+	return r.finish(nil)
+}
+
 // CropMirrorNormalize queues crop_mirror_normalize of samples with the operator's
 // parameters p; every sample has channels channels. The output equals imaging's
 // CropMirrorNormalize.
@@ -272,79 +301,31 @@ func (r *Runner) CropMirrorNormalize(p *CMNParams, channels int, samples []CMNSa
 	if err := r.cb.Reset(p, channels); err != nil {
 		return err
 	}
-	for i := range samples {
-		if err := r.cb.Add(&samples[i]); err != nil {
-			return fmt.Errorf("crop_mirror_normalize sample %d: %w", i, err)
-		}
-	}
-	if r.cb.Len() == 0 {
-		return nil
+	if err := addSamples("crop_mirror_normalize", samples, r.cb.Add); err != nil {
+		return err
 	}
 	_, size := r.cb.layout()
-	host, dev, err := r.upload(size)
-	if err != nil {
-		return r.finish(err)
-	}
-	r.cb.pack(host.Bytes(), dev.Ptr())
-	if err := r.send(host, dev, size); err != nil {
-		return r.finish(err)
-	}
-	if err := r.launch(r.m.cmn, r.cb.maxW, r.cb.maxH, r.cb.Len(), dev.Ptr(), int(unsafe.Sizeof(cmnDesc{})), 0, 0, false); err != nil {
-		return r.finish(fmt.Errorf("godali_cmn: %w", err))
-	}
-	return r.finish(nil)
+	return r.queueDescs(r.m.cmn, "godali_cmn", r.cb.Len(), r.cb.maxW, r.cb.maxH, size, int(unsafe.Sizeof(cmnDesc{})), r.cb.pack)
 }
 
 // Crop queues crops and flips (a flip is a crop of the whole image with FlipH/FlipV).
 // The output equals imaging's Crop and Flip.
 func (r *Runner) Crop(samples []CropSample) error {
 	r.xb.Reset()
-	for i := range samples {
-		if err := r.xb.Add(&samples[i]); err != nil {
-			return fmt.Errorf("crop sample %d: %w", i, err)
-		}
+	if err := addSamples("crop", samples, r.xb.Add); err != nil {
+		return err
 	}
-	if r.xb.Len() == 0 {
-		return nil
-	}
-	size := r.xb.size()
-	host, dev, err := r.upload(size)
-	if err != nil {
-		return r.finish(err)
-	}
-	r.xb.pack(host.Bytes())
-	if err := r.send(host, dev, size); err != nil {
-		return r.finish(err)
-	}
-	if err := r.launch(r.m.crop, r.xb.maxW, r.xb.maxH, r.xb.Len(), dev.Ptr(), int(unsafe.Sizeof(cropDesc{})), 0, 0, false); err != nil {
-		return r.finish(fmt.Errorf("godali_crop: %w", err))
-	}
-	return r.finish(nil)
+	return r.queueDescs(r.m.crop, "godali_crop", r.xb.Len(), r.xb.maxW, r.xb.maxH, r.xb.size(), int(unsafe.Sizeof(cropDesc{})),
+		func(host []byte, _ uintptr) { r.xb.pack(host) })
 }
 
 // Color queues brightness_contrast, hsv and color_twist samples. The output equals
 // imaging's AffineTable and ColorMatrix.Apply bit for bit.
 func (r *Runner) Color(samples []ColorSample) error {
 	r.kb.Reset()
-	for i := range samples {
-		if err := r.kb.Add(&samples[i]); err != nil {
-			return fmt.Errorf("color sample %d: %w", i, err)
-		}
+	if err := addSamples("color", samples, r.kb.Add); err != nil {
+		return err
 	}
-	if r.kb.Len() == 0 {
-		return nil
-	}
-	size := r.kb.size()
-	host, dev, err := r.upload(size)
-	if err != nil {
-		return r.finish(err)
-	}
-	r.kb.pack(host.Bytes())
-	if err := r.send(host, dev, size); err != nil {
-		return r.finish(err)
-	}
-	if err := r.launch(r.m.color, r.kb.maxW, r.kb.maxH, r.kb.Len(), dev.Ptr(), int(unsafe.Sizeof(colorDesc{})), 0, 0, false); err != nil {
-		return r.finish(fmt.Errorf("godali_color: %w", err))
-	}
-	return r.finish(nil)
+	return r.queueDescs(r.m.color, "godali_color", r.kb.Len(), r.kb.maxW, r.kb.maxH, r.kb.size(), int(unsafe.Sizeof(colorDesc{})),
+		func(host []byte, _ uintptr) { r.kb.pack(host) })
 }

@@ -16,7 +16,6 @@ import (
 
 func init() {
 	engine.RegisterBackend("decoders.image", "mixed", func(a *engine.Args) (engine.Operator, error) { return newMixedDecoder(a, false) })
-	engine.RegisterBackend("decoders.image_random_crop", "mixed", func(a *engine.Args) (engine.Operator, error) { return newMixedDecoder(a, true) })
 }
 
 // mixedDecoder is decoders.image and decoders.image_random_crop on device "mixed". Each

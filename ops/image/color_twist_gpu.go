@@ -8,19 +8,16 @@ import (
 )
 
 func init() {
-	for _, twist := range []bool{false, true} {
-		name := "hsv"
-		if twist {
-			name = "color_twist"
-		}
-		engine.RegisterBackend(name, "gpu", func(a *engine.Args) (engine.Operator, error) {
-			o, err := newColorTwist(a, twist)
-			if err != nil {
-				return nil, err
-			}
-			return &gpuColorTwist{cpu: o}, nil
-		})
+	engine.RegisterBackend("color_twist", "gpu", func(a *engine.Args) (engine.Operator, error) { return newGPUColorTwist(a, true) })
+}
+
+// newGPUColorTwist is color_twist (twist) or hsv on device "gpu".
+func newGPUColorTwist(a *engine.Args, twist bool) (engine.Operator, error) {
+	o, err := newColorTwist(a, twist)
+	if err != nil {
+		return nil, err
 	}
+	return &gpuColorTwist{cpu: o}, nil
 }
 
 // gpuColorTwist is hsv and color_twist on device "gpu": the CPU operator's per-sample
