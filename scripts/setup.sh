@@ -68,7 +68,7 @@ fi
 VENV=${GODALI_VENV:-/usr/local/lib/godali-venv}
 VENV_REQ=$(dirname "$0")/requirements.txt
 if ! cmp -s "$VENV_REQ" "$VENV/godali-requirements.txt" || [ ! -x "$VENV/bin/python" ]; then
-  echo "setup: making $VENV, the project's Python: Debian's python3 and packages, and $(grep -c '^[^#]' "$VENV_REQ") pinned PyPI packages (700 MB installed)"
+  echo "setup: making $VENV, the project's Python: Debian's python3 and packages, and $(grep -c '^[^#]' "$VENV_REQ") pinned PyPI packages (150 MB to download, 700 MB installed)"
   [ -x "$VENV/bin/python" ] || $SUDO /usr/bin/python3 -m venv "$VENV"
   site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   printf '%s\n' /usr/lib/python3/dist-packages | $SUDO tee "$site/godali-debian.pth" >/dev/null
