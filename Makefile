@@ -3,7 +3,16 @@
 # `make bench` runs the main job. Both first run scripts/setup.sh (idempotent).
 
 GO      ?= go
-PYTHON  ?= /usr/bin/python3
+# The project's Python: the venv scripts/setup.sh makes from Debian's python3 (Debian's
+# torch and packages, and the pinned PyPI ones of scripts/requirements.txt), never
+# whatever python3 comes first on PATH (pyenv, conda). GODALI_VENV moves it (setup.sh
+# reads the same); `make PYTHON=...` runs the targets under another interpreter.
+VENV    := $(or $(GODALI_VENV),/usr/local/lib/godali-venv)
+PYTHON  := $(VENV)/bin/python
+# The Go tests' Python references (internal/pyref, the PIL and moto tests) run under it too.
+export GODALI_PYTHON := $(PYTHON)
+# Standard-library scripts of the build (gather_licenses.py) run before setup too.
+HOSTPY  := $(firstword $(wildcard $(PYTHON) /usr/bin/python3) python3)
 BUILD   := build
 GPU     ?= auto
 LIBJPEG := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjpeg.so.62 /usr/lib/aarch64-linux-gnu/libjpeg.so.62 /usr/lib64/libjpeg.so.62 /usr/lib/libjpeg.so.62))
@@ -52,6 +61,12 @@ endif
 setup:
 	@bash scripts/setup.sh
 
+# The targets that do not run setup first (check, test-python, ...) need the project's
+# Python: setup makes it where it is missing.
+$(PYTHON):
+	@echo "make: $(PYTHON) (the project's Python) is missing: running scripts/setup.sh"
+	@bash scripts/setup.sh
+
 cpu: $(BUILD)/libgodali.so $(BUILD)/godali-index $(BUILD)/licenses/go/MODULES.txt $(BUILD)/cmake/godaliConfig.cmake
 
 # godali-index (cmd/godali-index): writes the index files of webdataset, TFRecord and
@@ -65,7 +80,7 @@ $(BUILD)/godali-index: $(GOSRC)
 # The licence texts of everything the libraries bundle (libjpeg-turbo, DLPack, the Go
 # modules and standard library compiled in), for `cmake --install` and the wheel.
 $(BUILD)/licenses/go/MODULES.txt: go.mod go.sum LICENSE THIRD_PARTY_NOTICES.md $(wildcard licenses/*) scripts/gather_licenses.py
-	GO=$(GO) $(PYTHON) scripts/gather_licenses.py $(BUILD)/licenses
+	GO=$(GO) $(HOSTPY) scripts/gather_licenses.py $(BUILD)/licenses
 
 # The CMake package config (find_package(godali) with -Dgodali_DIR=<repo>/build/cmake),
 # written right after the library so that a C++ trainer can use it after `make`.
@@ -165,7 +180,7 @@ EMU_ENV := LD_LIBRARY_PATH=$(CURDIR)/$(GPUEMU) GODALI_NVJPEG_LIBRARY=$(CURDIR)/$
 gpuemu: test-cuda-compile cuda
 	$(MAKE) -C tests/gpuemu OUT=$(CURDIR)/$(GPUEMU) CUDA_INC=$(CUDA_INC) all check
 
-test-cuda-emu: gpuemu cpu
+test-cuda-emu: gpuemu cpu | $(PYTHON)
 	cd internal/cuda && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../../$(CUDA_TESTS)/cuda.test $(TESTFLAGS)
 	cd nvjpeg && $(EMU_ENV) GODALI_EMU_DELAY_US=100 ../$(CUDA_TESTS)/nvjpeg.test $(TESTFLAGS)
 	cd nvjpeg && $(EMU_ENV) GODALI_EMU_HW_DECODER=0 ../$(CUDA_TESTS)/nvjpeg.test $(TESTFLAGS)
@@ -215,7 +230,7 @@ else
 endif
 
 .PHONY: check
-check: cpu
+check: cpu | $(PYTHON)
 	$(if $(CHECK_GO_PKGS),$(GO) vet $(CHECK_GO_PKGS),@echo "check: FAMILY=$(FAMILY) has no Go packages")
 	$(if $(CHECK_GO_PKGS),$(GO) test -short $(CHECK_GO_RUN) $(CHECK_GO_PKGS))
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q -p no:cacheprovider $(if $(CHECK_PY_SEL),$(CHECK_PY_SEL),-m 'not slow') python/tests
@@ -246,7 +261,7 @@ test-c: cpu
 	ctest --test-dir $(BUILD)/cmake --output-on-failure
 	@sed -n 's|^-- \(examples/cpp_train: .*\)|ctest: \1|p' $(BUILD)/cmake-configure.log
 
-test-python: cpu
+test-python: cpu | $(PYTHON)
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat $(PYTHON) -m pytest -q tests/compat
 
@@ -254,7 +269,7 @@ test-python: cpu
 # (the DALI names godali refuses), written by scripts/gen_operator_reference.py;
 # python/tests/test_operator_reference.py fails when they are stale.
 .PHONY: operator-reference
-operator-reference: cpu
+operator-reference: cpu | $(PYTHON)
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) scripts/gen_operator_reference.py
 
 # DALI 2.4's public surface against godali's (tests/compat/surface.py): re-dumps DALI's
@@ -263,7 +278,7 @@ operator-reference: cpu
 # tests/compat/test_surface.py keeps from shrinking.
 DALIDIR ?= /usr/local/lib/godali-dali
 .PHONY: compat-report
-compat-report: cpu
+compat-report: cpu | $(PYTHON)
 	@if [ -f $(DALIDIR)/nvidia/dali/__init__.py ]; then \
 	  PYTHONPATH=$(DALIDIR) $(PYTHON) tests/compat/surface.py dump-dali tests/compat/dali_surface.json; \
 	else echo "compat-report: DALI not installed in $(DALIDIR): using the stored tests/compat/dali_surface.json"; fi

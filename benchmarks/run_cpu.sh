@@ -8,7 +8,9 @@
 # Each run leaves OUTDIR/NAME.txt (the printed table) and OUTDIR/NAME.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-/usr/bin/python3}
+# The project's Python (scripts/setup.sh; the Makefile's PYTHON), else Debian's.
+PY=${PYTHON:-${GODALI_VENV:-/usr/local/lib/godali-venv}/bin/python}
+[ -n "${PYTHON:-}" ] || [ -x "$PY" ] || PY=/usr/bin/python3
 OUT=${1:-build/bench}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD/python

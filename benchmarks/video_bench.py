@@ -19,8 +19,8 @@ Contenders, each in a fresh process, on the same clips and the same cores:
 Figures: frames/s (output frames), CPU ms per frame (CPU time of the process tree over
 the timed window), peak memory (PSS of the process tree, sampled every 0.2 s).
 
-    PYTHONPATH=python /usr/bin/python3 benchmarks/video_bench.py --videos 8 --batches 12
-    PYTHONPATH=python:DALI_DIR /usr/bin/python3 benchmarks/video_bench.py --codec vp9 \
+    PYTHONPATH=python /usr/local/lib/godali-venv/bin/python benchmarks/video_bench.py --videos 8 --batches 12
+    PYTHONPATH=python:DALI_DIR /usr/local/lib/godali-venv/bin/python benchmarks/video_bench.py --codec vp9 \
         --contenders godali,dali,pyav,decord
 """
 

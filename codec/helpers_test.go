@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/godali/godali/internal/pyref"
 	"github.com/godali/godali/internal/testref"
 )
 
@@ -91,7 +92,8 @@ type pilResult struct {
 	Pix         []byte `json:"-"`
 }
 
-const systemPython = "/usr/bin/python3"
+// systemPython is the project's Python (internal/pyref), with Debian's PIL.
+var systemPython = pyref.Python()
 
 var (
 	pilOnce      sync.Once
@@ -108,7 +110,7 @@ func requirePIL(t testing.TB) {
 		pilAvailable = exec.Command(systemPython, "-c", "import PIL.Image, PIL.ImageOps").Run() == nil
 	})
 	if !pilAvailable {
-		testref.Missing(t, "needs /usr/bin/python3 with PIL for reference decodes")
+		testref.Missing(t, "needs %s with PIL for reference decodes", systemPython)
 	}
 }
 

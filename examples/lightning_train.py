@@ -7,6 +7,11 @@ from a mid-epoch checkpoint trains on exactly the batches the interrupted run ha
     python3 examples/lightning_train.py --data /tmp/photos --max-steps 6 --save /tmp/a.ckpt
     python3 examples/lightning_train.py --data /tmp/photos --max-steps 12 --resume /tmp/a.ckpt
 
+with a python3 that has PyTorch Lightning (2.2.5 is the last version for Debian's torch
+1.13: `pip install --no-deps pytorch-lightning==2.2.5 lightning-utilities==0.11.9
+torchmetrics==1.2.1` in a venv; the project's Python, /usr/local/lib/godali-venv/bin/python,
+which scripts/setup.sh makes, has them).
+
 Each training step prints "step <global step> labels <labels of its batch>".
 """
 

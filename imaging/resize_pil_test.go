@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/godali/godali/internal/pyref"
 	"github.com/godali/godali/internal/testref"
 )
 
@@ -29,9 +30,10 @@ for case in spec["cases"]:
     open(case["out"], "wb").write(out.tobytes())
 `
 
-const systemPython = "/usr/bin/python3"
+// systemPython is the project's Python (internal/pyref), with Debian's PIL.
+var systemPython = pyref.Python()
 
-// pythonWithPIL returns the system Python if it can import PIL, or skips the test.
+// pythonWithPIL returns the project's Python if it can import PIL, or skips the test.
 func pythonWithPIL(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat(systemPython); err != nil {

@@ -56,11 +56,30 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$made_policy" = 1 ]; then $SUDO rm -f "$policy"; fi
 fi
 
-# moto: the S3-compatible server the source/remote tests start on loopback, installed
-# for the project's Python (/usr/bin/python3), which the tests try.
-if ! /usr/bin/python3 -c 'import moto.server' 2>/dev/null; then
-  echo "setup: installing moto[server] (PyPI)"
-  $SUDO /usr/bin/python3 -m pip install -q --break-system-packages 'moto[server]'
+# The project's Python: a venv of Debian's python3 (the Makefile's PYTHON), outside the
+# repository so that clones and `make clean` reuse it; made again only when
+# scripts/requirements.txt changes. It sees Debian's packages (torch 1.13, torchvision,
+# Pillow, numpy, OpenCV, SciPy... from apt, above) through a .pth file, and not what
+# pip may have put into the system Python (/usr/local/lib/python3.*), and has the pinned
+# PyPI packages Debian lacks (scripts/requirements.txt: moto's S3 server, the formats
+# tests' writers, auditwheel and zig for make wheel, PyTorch Lightning, decord), installed
+# with --no-deps so that pip never replaces a Debian package. Nothing is installed into
+# the system Python. GODALI_VENV moves it (pass the same to make).
+VENV=${GODALI_VENV:-/usr/local/lib/godali-venv}
+VENV_REQ=$(dirname "$0")/requirements.txt
+if ! cmp -s "$VENV_REQ" "$VENV/godali-requirements.txt" || [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: making $VENV, the project's Python: Debian's python3 and packages, and $(grep -c '^[^#]' "$VENV_REQ") pinned PyPI packages (150 MB to download, 700 MB installed)"
+  [ -x "$VENV/bin/python" ] || $SUDO /usr/bin/python3 -m venv "$VENV"
+  site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  printf '%s\n' /usr/lib/python3/dist-packages | $SUDO tee "$site/godali-debian.pth" >/dev/null
+  # One line per download; pip's errors pass unfiltered.
+  $SUDO env PIP_ROOT_USER_ACTION=ignore "$VENV/bin/python" -m pip install --no-deps --progress-bar off -r "$VENV_REQ" |
+    sed -un -E -e 's/^ *Downloading ([^ -]+)-([^ -]+)-[^ ]* \((.*)\)$/setup:   downloading \1 \2 (\3)/p' \
+               -e 's/^Installing collected packages: .*/setup:   installing.../p' \
+               -e 's/^Successfully installed .*/setup:   installed/p'
+  "$VENV/bin/python" -c 'import torch, torchvision, PIL, numpy, moto.server, webdataset, tfrecord, lmdb, auditwheel, ziglang' ||
+    { echo "setup: $VENV/bin/python cannot import what the tests need (above)" >&2; exit 1; }
+  $SUDO cp "$VENV_REQ" "$VENV/godali-requirements.txt"
 fi
 # ---- begin: cloud blob emulators (issue 27) ----------------------------------------
 # Azurite (Azure Blob, npm) and fake-gcs-server (GCS, a Go program), pinned, which the
@@ -89,36 +108,9 @@ if [ "$(cat "$fake_gcs_dir/VERSION" 2>/dev/null || true)" != "$FAKE_GCS_VERSION"
   fi
 fi
 # ---- end: cloud blob emulators (issue 27) ------------------------------------------
-# PyPI packages Debian lacks, pinned, with --no-deps so that pip never replaces Debian's
-# torch: auditwheel and ziglang (make wheel: zig's clang builds the wheel's libraries for
-# glibc 2.28, scripts/floor-cc.sh), pyelftools (tests/wheel_check.py), and PyTorch Lightning 2.2 (the last line that supports
-# torch 1.13) for examples/lightning_train.py; its other dependencies are the Debian
-# packages above. decord (a py3-none manylinux wheel with its own FFmpeg 4.1; needs only
-# numpy) is an optional contender of benchmarks/video_bench.py.
-pypi=(auditwheel==6.1.0 pyelftools==0.31 ziglang==0.14.1 pytorch-lightning==2.2.5 lightning-utilities==0.11.9
-      torchmetrics==1.2.1 decord==0.6.0)
-pymissing=()
-for spec in "${pypi[@]}"; do
-  name=${spec%%==*}; ver=${spec##*==}
-  have=$(/usr/bin/python3 -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)
-  [ "$have" = "$ver" ] || pymissing+=("$spec")
-done
-if [ ${#pymissing[@]} -gt 0 ]; then
-  echo "setup: pip installing ${pymissing[*]}"
-  $SUDO /usr/bin/python3 -m pip install -q --no-deps --break-system-packages "${pymissing[@]}"
-fi
 command -v go >/dev/null || { echo "setup: Go is required (https://go.dev/dl), not found on PATH" >&2; exit 1; }
-# Independent writers the formats/ tests compare against (they skip, saying so, when
-# one is missing). Debian's python is externally managed, hence --break-system-packages.
-PY=/usr/bin/python3
-pip_missing=()
-for m in webdataset tfrecord crc32c lmdb; do
-  $PY -c "import importlib.util as u, sys; sys.exit(u.find_spec('$m') is None)" 2>/dev/null || pip_missing+=("$m")
-done
-if [ ${#pip_missing[@]} -gt 0 ]; then
-  echo "setup: pip installing ${pip_missing[*]}"
-  $SUDO $PY -m pip install -q --break-system-packages "${pip_missing[@]}"
-fi
+# The folders of their own below are installed by the project Python's pip (--target).
+PY=$VENV/bin/python
 # mxnet (RecordIO) pins numpy<2 and wants its own dependencies: install it alone, into
 # a directory of its own that only the tests put on PYTHONPATH (internal/pyref).
 MXDIR=/usr/local/lib/godali-mxnet
@@ -174,7 +166,7 @@ TORCH2_REQ=$(dirname "$0")/torch2-requirements.txt
 if [ "${GODALI_NO_TORCH2:-0}" != 1 ] && [ "${GODALI_WITH_TORCH2:-0}" = 1 ] &&
     ! cmp -s "$TORCH2_REQ" "$TORCH2_VENV/godali-requirements.txt"; then
   echo "setup: making $TORCH2_VENV: $(grep -E '^(torch|torchvision|pillow|numpy)==' "$TORCH2_REQ" | tr '\n' ' ')from PyPI (3 GB to download)"
-  [ -x "$TORCH2_VENV/bin/python" ] || $SUDO $PY -m venv "$TORCH2_VENV"
+  [ -x "$TORCH2_VENV/bin/python" ] || $SUDO /usr/bin/python3 -m venv "$TORCH2_VENV"
   # One line per download and one for the (long) unpacking; pip's errors pass unfiltered.
   $SUDO env PIP_ROOT_USER_ACTION=ignore "$TORCH2_VENV/bin/python" -m pip install --no-cache-dir --progress-bar off -r "$TORCH2_REQ" |
     sed -un -E -e 's/^ *Downloading ([^ -]+)-([^ -]+)-[^ ]* \((.*)\)$/setup:   downloading \1 \2 (\3)/p' \

@@ -9,19 +9,34 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/godali/godali/internal/testref"
 )
 
-// Python is the interpreter the references run under: $GODALI_PYTHON, else the
-// system one scripts/setup.sh installs packages into.
+// Python is the interpreter the references run under: $GODALI_PYTHON (the Makefile sets
+// it to its PYTHON), else the project's venv that scripts/setup.sh makes ($GODALI_VENV,
+// by default /usr/local/lib/godali-venv: Debian's python3 and packages and the pinned
+// PyPI ones), else Debian's /usr/bin/python3.
 func Python() string {
 	if p := os.Getenv("GODALI_PYTHON"); p != "" {
 		return p
 	}
+	venv := os.Getenv("GODALI_VENV")
+	if venv == "" {
+		venv = "/usr/local/lib/godali-venv"
+	}
+	if p := filepath.Join(venv, "bin", "python"); isFile(p) {
+		return p
+	}
 	return "/usr/bin/python3"
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // MXNetDir is where scripts/setup.sh installs the mxnet wheel, apart from the

@@ -246,7 +246,7 @@ def corpus_jpegs(corpus_dir):
 
 
 def run_python(code, env=None, timeout=120):
-    """Runs code in a fresh /usr/bin/python3 (same sys.executable) with this package on
+    """Runs code in a fresh interpreter (this one's sys.executable) with this package on
     the path; returns the CompletedProcess."""
     e = dict(os.environ)
     e["PYTHONPATH"] = PYTHON_DIR + os.pathsep + e.get("PYTHONPATH", "")

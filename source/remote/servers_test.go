@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godali/godali/internal/pyref"
 	"github.com/godali/godali/internal/testref"
 )
 
@@ -99,14 +100,16 @@ func waitHTTP(url string, limit time.Duration, exited <-chan struct{}) error {
 	return fmt.Errorf("no answer from %s within %v", url, limit)
 }
 
-// motoCommand finds moto's server: moto_server on PATH, or a python3 that imports it.
+// motoCommand finds moto's server: moto_server on PATH, or the project's Python
+// (internal/pyref: scripts/setup.sh installs moto there), python3 or /usr/bin/python3
+// that imports it.
 func motoCommand() []string {
 	if p, err := exec.LookPath("moto_server"); err == nil {
 		if exec.Command(p, "--help").Run() == nil {
 			return []string{p}
 		}
 	}
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
+	for _, py := range []string{pyref.Python(), "python3", "/usr/bin/python3"} {
 		if exec.Command(py, "-c", "import moto.server").Run() == nil {
 			return []string{py, "-m", "moto.server"}
 		}
