@@ -359,20 +359,6 @@ class _GodaliBaseIterator:
             self.reset()
         raise StopIteration
 
-    def _real_valid(self, j, info):
-        """Samples of batch `info` of pipeline j that belong to the shard, without the
-        copies pad_last_batch adds."""
-        m = self._meta
-        if m is None:
-            return info.valid
-        n, k = m["n"], m["k"]
-        shard = m["shards"][j]
-        if not m["stick"]:
-            shard = (shard + info.epoch) % k
-        b, e = _shard_range(n, shard, k)
-        left = (e - b) - info.iteration * self.batch_size
-        return max(0, min(self.batch_size, left, info.valid))
-
     def _next_outputs(self):
         """The pipelines' outputs for the next step and, per pipeline, how many leading
         samples belong to the epoch (the batch size when all of them do)."""
@@ -405,7 +391,9 @@ class _GodaliBaseIterator:
                 outs.append(p._epoch_outputs())
             except StopIteration:
                 self._end()
-            keep.append(self._real_valid(j, p.batch_info) if self._meta is not None
+            # The engine's batch info: the samples of the shard, without the copies
+            # pad_last_batch adds.
+            keep.append(p.batch_info.valid if self._meta is not None
                         else _batch_len(outs[-1], bs))
 
         # Each pipeline's batch may be smaller than batch_size (an external source's
