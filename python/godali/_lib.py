@@ -193,6 +193,8 @@ _SIGNATURES = {
     "godali_pipeline_reader_meta": [_H, c_char_p, POINTER(ReaderMeta)],
     "godali_pipeline_epoch_size": [_H, c_char_p, POINTER(c_int64)],
     "godali_pipeline_set_epoch_reader": [_H, c_char_p],
+    "godali_pipeline_set_last_batch_policy": [_H, c_char_p],
+    "godali_pipeline_epoch_batches": [_H, POINTER(c_int64)],
     "godali_pipeline_pool_stats": [_H, c_int32, POINTER(PoolStats)],
     "godali_memory_stats": [c_int32, POINTER(PoolStats)],
     "godali_live_pipelines": [POINTER(c_int64)],
