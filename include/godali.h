@@ -558,6 +558,16 @@ godali_status_t godali_pipeline_reader_meta(godali_pipeline_t p, const char *nam
  * GODALI_ERROR_INVALID_ARGUMENT (nothing changes) when no reader has that name. */
 godali_status_t godali_pipeline_set_epoch_reader(godali_pipeline_t p, const char *name);
 
+/* godali_check_node checks one node of a pipeline description (an object of "ops":
+ * "op", "args", "arg_inputs"; "name" optional) against its operator's schema, aliases
+ * resolved, as godali_pipeline_create does, without making anything: the one argument
+ * checker, for bindings that check each operator call as it is written (DALI's Python
+ * does). GODALI_ERROR_INVALID_PIPELINE with the message in godali_last_error (DALI's
+ * words: an argument "not defined for operator", with the nearest declared name; "Not
+ * all required arguments were specified"); GODALI_ERROR_INVALID_ARGUMENT for text that
+ * is not such an object. `len` as godali_pipeline_create's. */
+godali_status_t godali_check_node(const char *json, size_t len);
+
 /* godali_pipeline_set_last_batch_policy sets the pipeline's last_batch_policy, "fill",
  * "partial" or "drop" (the description's key of that name, DALI's LastBatchPolicy), at
  * the start of an epoch (before its first batch is taken; batches prepared ahead are

@@ -455,6 +455,29 @@ static void test_last_batch_policy_shards(const char *dir) {
   MUST(godali_pipeline_destroy(p));
 }
 
+/* test_check_node: godali_check_node, the one argument checker (the Python package calls
+ * it for each operator call): DALI's words, the nearest declared name, aliases resolved. */
+static void test_check_node(void) {
+  const char *j = "{\"op\": \"flip\", \"args\": {\"horizontall\": 1}}";
+  CHECK(godali_check_node(j, 0) == GODALI_ERROR_INVALID_PIPELINE &&
+            strstr(godali_last_error(), "Argument \"horizontall\" is not defined for operator \"flip\".") &&
+            strstr(godali_last_error(), "Did you mean \"horizontal\"?"),
+        "unknown argument: %s", godali_last_error());
+  j = "{\"op\": \"image_decoder\", \"args\": {\"outptu_type\": \"RGB\"}}";
+  CHECK(godali_check_node(j, 0) == GODALI_ERROR_INVALID_PIPELINE &&
+            strstr(godali_last_error(), "operator \"decoders.image\". Did you mean \"output_type\"?"),
+        "an alias's arguments are its operator's: %s", godali_last_error());
+  j = "{\"op\": \"rotate\", \"args\": {\"fill_value\": 0}}";
+  CHECK(godali_check_node(j, 0) == GODALI_ERROR_INVALID_PIPELINE &&
+            strstr(godali_last_error(),
+                   "Not all required arguments were specified for op \"rotate\". Please specify values for "
+                   "arguments: \"angle\""),
+        "missing required argument: %s", godali_last_error());
+  MUST(godali_check_node("{\"op\": \"rotate\", \"args\": {\"angle\": 10}}", 0));
+  CHECK(godali_check_node("[1]", 0) == GODALI_ERROR_INVALID_ARGUMENT, "not a node object");
+  CHECK(godali_check_node(NULL, 0) == GODALI_ERROR_INVALID_ARGUMENT, "NULL");
+}
+
 /* count_threads: the process's threads (Linux /proc), -1 if unknown. */
 static int count_threads(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -1189,6 +1212,7 @@ int main(int argc, char **argv) {
   test_legacy_names(dir);
   test_last_batch_policy(dir);
   test_last_batch_policy_shards(dir);
+  test_check_node();
   test_hardening(dir);
   test_build_retry(dir);
   test_checkpoint(root);

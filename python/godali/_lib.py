@@ -194,6 +194,7 @@ _SIGNATURES = {
     "godali_pipeline_epoch_size": [_H, c_char_p, POINTER(c_int64)],
     "godali_pipeline_set_epoch_reader": [_H, c_char_p],
     "godali_pipeline_set_last_batch_policy": [_H, c_char_p],
+    "godali_check_node": [c_char_p, c_size_t],
     "godali_pipeline_epoch_batches": [_H, POINTER(c_int64)],
     "godali_pipeline_pool_stats": [_H, c_int32, POINTER(PoolStats)],
     "godali_memory_stats": [c_int32, POINTER(PoolStats)],
