@@ -263,6 +263,7 @@ test-c: cpu
 
 test-python: cpu | $(PYTHON)
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q python/tests
+	cd tools && PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tools $(PYTHON) -m pytest -q tests
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat $(PYTHON) -m pytest -q tests/compat
 
 # docs/operators-reference.md (every operator, from the schemas) and docs/not-supported.md
@@ -404,13 +405,13 @@ test-wheel-emu: wheel gpuemu
 	GODALI_GLIBC_FLOOR=$(GLIBC_FLOOR) GODALI_WHEEL_EMU=$(CURDIR)/$(GPUEMU) bash tests/wheel_smoke.sh dist/godali-*.whl
 
 bench: all
-	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m godali bench $(ARGS)
+	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tools $(PYTHON) -m godali_tools bench $(ARGS)
 
 # Webdataset shards local vs s3:// (moto) and HTTP (nginx) behind godali-faultproxy
 # with 20 and 50 ms added per request; it starts and stops its own loopback servers.
 bench-remote: setup cpu
 	$(GO) build -o $(BUILD)/godali-faultproxy ./source/remote/cmd/godali-faultproxy
-	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m godali bench-remote $(ARGS)
+	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tools $(PYTHON) -m godali_tools bench-remote $(ARGS)
 
 clean:
 	rm -rf $(BUILD) python/godali/lib python/build dist

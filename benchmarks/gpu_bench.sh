@@ -7,7 +7,7 @@
 #
 # tests: the GPU tests of internal/cuda, nvjpeg, kernels and engine (GODALI_REQUIRE_GPU=1,
 #        so a missing GPU fails instead of skipping) and `pytest -m gpu` when pytest exists.
-# bench: python -m godali bench --device cuda at batch 256 on 16 cores (the issue's
+# bench: python -m godali_tools bench --device cuda at batch 256 on 16 cores (the issue's
 #        ResNet-50 setting): godali cuda (mixed) against the CPU flavour, torch's
 #        DataLoader and torchvision's decode_jpeg(device="cuda"), same images, same run.
 #
@@ -22,7 +22,7 @@ PHASE=${1:-all}
 OUT=${OUT:-$ROOT/build/gpu-bench}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
-export PYTHONPATH=$ROOT/python
+export PYTHONPATH=$ROOT/python:$ROOT/tools
 export GODALI_LIBRARY=$ROOT/build
 export GODALI_REQUIRE_GPU=1
 status=0
@@ -94,7 +94,7 @@ run_tests() {
 }
 
 run_bench() {
-  timeout 560 "$PY" -m godali bench --device cuda --batch-size 256 --workers 16 --repeats 3 \
+  timeout 560 "$PY" -m godali_tools bench --device cuda --batch-size 256 --workers 16 --repeats 3 \
     --json "$OUT/bench.json" --chart "$OUT/bench.png" 2>&1 | tee "$OUT/bench.txt"
   local rc=${PIPESTATUS[0]}
   note "bench: exit $rc"

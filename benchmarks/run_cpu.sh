@@ -13,13 +13,13 @@ PY=${PYTHON:-${GODALI_VENV:-/usr/local/lib/godali-venv}/bin/python}
 [ -n "${PYTHON:-}" ] || [ -x "$PY" ] || PY=/usr/bin/python3
 OUT=${1:-build/bench}
 mkdir -p "$OUT"
-export PYTHONPATH=$PWD/python
+export PYTHONPATH=$PWD/python:$PWD/tools
 
 run() {
   local name=$1
   shift
   echo "== $name: godali bench $*"
-  "$PY" -m godali bench --json "$OUT/$name.json" --chart "$OUT/$name.png" "$@" \
+  "$PY" -m godali_tools bench --json "$OUT/$name.json" --chart "$OUT/$name.png" "$@" \
     | tee "$OUT/$name.txt"
 }
 
@@ -31,9 +31,9 @@ run resnet50 --model resnet50 --contenders torch,godali-cpu
 run resnet18 --model resnet18 --contenders torch,godali-cpu
 
 # 3. Image size: photographs 4x larger than ImageNet's, and thumbnails.
-"$PY" -m godali.tools.make_dataset "$OUT/data-large" --n 300 --scale 4 --force
+"$PY" -m godali_tools.make_dataset "$OUT/data-large" --n 300 --scale 4 --force
 run large --data "$OUT/data-large"
-"$PY" -m godali.tools.make_dataset "$OUT/data-small" --n 1000 --scale 0.3 --force
+"$PY" -m godali_tools.make_dataset "$OUT/data-small" --n 1000 --scale 0.3 --force
 run small --data "$OUT/data-small"
 
 # 4. One core per contender.

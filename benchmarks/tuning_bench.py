@@ -1,8 +1,8 @@
 """num_threads="auto" / prefetch_queue_depth="auto" against fixed values, on the bench's
-ResNet-50 training pipeline (godali.bench.rn50_augment) and a validation pipeline
+ResNet-50 training pipeline (godali_tools.bench.rn50_augment) and a validation pipeline
 (decode, resize 256, center crop 224, normalize).
 
-    PYTHONPATH=python /usr/bin/python3 benchmarks/tuning_bench.py [--data DIR]
+    PYTHONPATH=python:tools /usr/bin/python3 benchmarks/tuning_bench.py [--data DIR]
         [--batch-size 32] [--warmup 12] [--iters 20] [--repeats 2] [--cpus 0,1]
         [--pipelines train,val] [--configs 1x2,2x2,3x2,4x2,autoxauto]
 
@@ -32,7 +32,7 @@ def trial(cfg):
         os.sched_setaffinity(0, cfg["cpus"])
     os.environ["GODALI_TUNING_LOG"] = "0"
     from godali import fn, pipeline_def, types
-    from godali.bench import list_image_folder, rn50_augment
+    from godali_tools.bench import list_image_folder, rn50_augment
 
     paths, labels = list_image_folder(cfg["data"])
     threads, depth = cfg["threads"], cfg["depth"]
@@ -118,7 +118,8 @@ def main():
     for c in args.configs.split(","):
         t, d = c.split("x")
         configs.append((t if t == "auto" else int(t), d if d == "auto" else int(d)))
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "python"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.join(HERE, "..", "python"), os.path.join(HERE, "..", "tools")]))
     for pipeline in args.pipelines.split(","):
         results = {c: [] for c in configs}
         for r in range(args.repeats):

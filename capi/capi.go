@@ -199,6 +199,24 @@ func godali_operator_schemas(out **C.char) C.int {
 	})
 }
 
+//export godali_check_node
+func godali_check_node(desc *C.char, n C.size_t) C.int {
+	return guard(func() error {
+		if desc == nil {
+			return errNull("json")
+		}
+		b, err := documentBytes("json", desc, n)
+		if err != nil {
+			return err
+		}
+		var node engine.NodeSpec
+		if err := json.Unmarshal(b, &node); err != nil {
+			return engine.Errorf(engine.StatusInvalidArgument, "node: not a JSON object of a pipeline's \"ops\": %v", err)
+		}
+		return engine.CheckNode(node)
+	})
+}
+
 //export godali_pipeline_create
 func godali_pipeline_create(desc *C.char, n C.size_t, out *C.godali_pipeline_t) C.int {
 	return guard(func() error {

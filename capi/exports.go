@@ -296,6 +296,31 @@ func godali_pipeline_set_epoch_reader(h C.godali_pipeline_t, name *C.char) C.int
 	})
 }
 
+//export godali_pipeline_set_last_batch_policy
+func godali_pipeline_set_last_batch_policy(h C.godali_pipeline_t, policy *C.char) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if policy == nil {
+			return errNull("policy")
+		}
+		return p.eng.SetLastBatchPolicy(C.GoString(policy))
+	})
+}
+
+//export godali_pipeline_epoch_batches
+func godali_pipeline_epoch_batches(h C.godali_pipeline_t, out *C.int64_t) C.int {
+	return withPipeline(h, func(p *pipeline) error {
+		if out == nil {
+			return errNull("out")
+		}
+		n, err := p.eng.EpochBatches()
+		if err != nil {
+			return err
+		}
+		*out = C.int64_t(n)
+		return nil
+	})
+}
+
 //export godali_pipeline_epoch_size
 func godali_pipeline_epoch_size(h C.godali_pipeline_t, name *C.char, out *C.int64_t) C.int {
 	return withPipeline(h, func(p *pipeline) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,15 +29,18 @@ type Args struct {
 func newArgs(node string, s *Schema, raw map[string]json.RawMessage, argInputs []string) (*Args, error) {
 	a := &Args{Node: node, Schema: s, values: map[string]any{}, given: map[string]bool{},
 		scalar: map[string]bool{}, perInput: map[string]int{}, Hints: map[string]any{}}
-	where := describe(node, s.Name)
+	where := describe(node, s.Name) + ": "
+	if node == "" {
+		where = "" // CheckNode of an operator call: the caller names it
+	}
 	for name, msg := range raw {
 		spec, ok := s.Arg(name)
 		if !ok {
-			return nil, Errorf(StatusInvalidPipeline, "%s: unknown argument %q; valid: %s", where, name, s.argNames())
+			return nil, unknownArg(where, s, name)
 		}
 		v, err := convertArg(spec, msg)
 		if err != nil {
-			return nil, Errorf(StatusInvalidPipeline, "%s: argument %q: %v", where, name, err)
+			return nil, Errorf(StatusInvalidPipeline, "%sargument %q: %v", where, name, err)
 		}
 		a.values[name] = v
 		a.given[name] = true
@@ -47,13 +51,13 @@ func newArgs(node string, s *Schema, raw map[string]json.RawMessage, argInputs [
 	for i, name := range argInputs {
 		spec, ok := s.Arg(name)
 		if !ok {
-			return nil, Errorf(StatusInvalidPipeline, "%s: unknown argument input %q; valid: %s", where, name, s.argNames())
+			return nil, unknownArg(where, s, name)
 		}
 		if !spec.TensorInput {
-			return nil, Errorf(StatusInvalidPipeline, "%s: argument %q cannot be given per sample (arg_inputs); pass a constant in args", where, name)
+			return nil, Errorf(StatusInvalidPipeline, "%sargument %q cannot be given per sample (arg_inputs); pass a constant in args", where, name)
 		}
 		if a.given[name] {
-			return nil, Errorf(StatusInvalidPipeline, "%s: argument %q given both in args and arg_inputs", where, name)
+			return nil, Errorf(StatusInvalidPipeline, "%sargument %q given both in args and arg_inputs", where, name)
 		}
 		a.perInput[name] = i
 	}
@@ -66,7 +70,8 @@ func newArgs(node string, s *Schema, raw map[string]json.RawMessage, argInputs [
 			continue
 		}
 		if spec.Required {
-			return nil, Errorf(StatusInvalidPipeline, "%s: missing required argument %q", where, spec.Name)
+			// DALI's words (its RuntimeError at build).
+			return nil, Errorf(StatusInvalidPipeline, "%sNot all required arguments were specified for op %q. Please specify values for arguments: %q", where, s.Name, spec.Name)
 		}
 		if spec.Default != nil {
 			v, err := normalizeDefault(spec)
@@ -77,6 +82,71 @@ func newArgs(node string, s *Schema, raw map[string]json.RawMessage, argInputs [
 		}
 	}
 	return a, nil
+}
+
+// unknownArg is the error for an argument the schema does not declare, in DALI's words
+// (its KeyError) with the closest declared name and the valid ones.
+func unknownArg(where string, s *Schema, name string) error {
+	names := make([]string, len(s.Args))
+	for i, a := range s.Args {
+		names[i] = a.Name
+	}
+	hint := ""
+	if c := closestName(name, names); c != "" {
+		hint = fmt.Sprintf(" Did you mean %q?", c)
+	}
+	return Errorf(StatusInvalidPipeline, "%sArgument %q is not defined for operator %q.%s Valid arguments: %s", where, name, s.Name, hint, s.argNames())
+}
+
+// closestName is the name of names nearest to word (edit distance at most a third of
+// the longer name), "" when none is that near.
+func closestName(word string, names []string) string {
+	best, bestD := "", -1
+	for _, n := range names {
+		d := editDistance(word, n)
+		if d*3 <= max(len(word), len(n)) && (bestD < 0 || d < bestD || d == bestD && n < best) {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// CheckNode checks one node's arguments against its operator's schema (aliases
+// resolved) as a pipeline's creation does, without making the node: the one argument
+// checker, which the Python layer calls as each operator is called (DALI checks there).
+func CheckNode(n NodeSpec) error {
+	s, ok := LookupSchema(n.Op)
+	if !ok {
+		return Errorf(StatusInvalidPipeline, "unknown operator %q", n.Op)
+	}
+	names := make([]string, 0, len(n.ArgInputs))
+	for name := range n.ArgInputs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	_, err := newArgs(n.Name, s, n.Args, names)
+	return err
 }
 
 func normalizeDefault(spec *ArgSpec) (any, error) {

@@ -26,3 +26,16 @@ func TestReadingAnUndeclaredArgumentPanicsInTests(t *testing.T) {
 		}()
 	}
 }
+
+func TestClosestNameFindsMisspellings(t *testing.T) {
+	names := []string{"horizontal", "vertical", "depthwise", "random_area", "random_aspect_ratio"}
+	for word, want := range map[string]string{"horizontall": "horizontal", "vertcal": "vertical",
+		"random_areaa": "random_area", "zzzzzzzz": "", "depth": "", "vertica": "vertical"} {
+		if got := closestName(word, names); got != want {
+			t.Errorf("closestName(%q) = %q, want %q", word, got, want)
+		}
+	}
+	if d := editDistance("kitten", "sitting"); d != 3 {
+		t.Errorf("editDistance(kitten, sitting) = %d, want 3", d)
+	}
+}

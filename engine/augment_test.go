@@ -45,7 +45,7 @@ func TestAugmentArgumentErrors(t *testing.T) {
 		{"twist brightness", oneNode("color_twist", `{"brightness": -0.5}`), []string{`"aug"`, "color_twist", `"brightness"`, ">= 0"}},
 		{"twist contrast", oneNode("color_twist", `{"contrast": -2}`), []string{`"contrast"`, ">= 0"}},
 		{"twist gray", oneNode("color_twist", `{"image_type": "GRAY"}`), []string{`"image_type"`, "RGB or BGR"}},
-		{"rotate angle", oneNode("rotate", `{}`), []string{`"aug"`, "rotate", `"angle"`, "missing"}},
+		{"rotate angle", oneNode("rotate", `{}`), []string{`"aug"`, "rotate", `"angle"`, "Not all required arguments were specified"}},
 		{"rotate size and keep", oneNode("rotate", `{"angle": 5, "size": [4, 4], "keep_size": true}`), []string{`"size"`, "keep_size"}},
 		{"rotate size", oneNode("rotate", `{"angle": 5, "size": [0, 4]}`), []string{`"size"`, "at least 1"}},
 		{"rotate interp", oneNode("rotate", `{"angle": 5, "interp_type": "INTERP_CUBIC"}`), []string{`"interp_type"`, "INTERP_LINEAR and INTERP_NN"}},

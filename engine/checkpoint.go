@@ -82,6 +82,9 @@ type checkpointState struct {
 	// EpochReader names the reader that defines the epochs (Epoch, Iteration,
 	// EndOfEpoch) when it is not the first one.
 	EpochReader string `json:"epoch_reader,omitempty"`
+	// LastBatchPolicy is the pipeline's last_batch_policy when it is not "fill": the
+	// epoch reader's epochs depend on it, and a restored pipeline takes it.
+	LastBatchPolicy string `json:"last_batch_policy,omitempty"`
 }
 
 // readerArgsIgnored are reader arguments a checkpoint does not compare: file_root may
@@ -207,6 +210,9 @@ func (p *Pipeline) Checkpoint() ([]byte, error) {
 	if p.primary > 0 {
 		doc.State.EpochReader = p.readers[p.primary].node.Name
 	}
+	if p.Spec.LastBatchPolicy != "fill" {
+		doc.State.LastBatchPolicy = p.Spec.LastBatchPolicy
+	}
 	return json.MarshalIndent(doc, "", " ")
 }
 
@@ -276,19 +282,30 @@ func (p *Pipeline) Restore(data []byte) error {
 	if len(st.OtherReaders) != len(p.readers)-1 {
 		return checkpointErr("state: has %d other_readers, the pipeline has %d readers besides %q", len(st.OtherReaders), len(p.readers)-1, p.readers[0].node.Name)
 	}
+	policy := st.LastBatchPolicy
+	if policy == "" {
+		policy = "fill"
+	} else if policy != "fill" && policy != "partial" && policy != "drop" {
+		return checkpointErr("state: last_batch_policy %q is not \"fill\", \"partial\" or \"drop\"", policy)
+	}
+	oldPolicy, oldPrimary := p.Spec.LastBatchPolicy, p.primary
+	p.Spec.LastBatchPolicy, p.primary = policy, primary
 	p.setReaderSeeds(st.Seed)
+	p.setReaderPolicies()
 	for i, r := range p.readers {
 		err := r.src.Open()
 		if err == nil {
 			err = p.checkReaderState(r, i == primary, st, states[i], &pos[i])
 		}
 		if err != nil {
-			p.setReaderSeeds(p.seed) // leave the pipeline as it was
+			// leave the pipeline as it was
+			p.Spec.LastBatchPolicy, p.primary = oldPolicy, oldPrimary
+			p.setReaderSeeds(p.seed)
+			p.setReaderPolicies()
 			return err
 		}
 	}
 	p.seed = st.Seed
-	p.primary = primary
 	for i, r := range p.readers {
 		r.epoch, r.taken = pos[i].epoch, pos[i].iter
 	}

@@ -157,6 +157,7 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		p.primary = 0
 	}
 	p.setReaderSeeds(p.seed)
+	p.setReaderPolicies()
 	for _, r := range p.readers {
 		if lt, ok := r.src.(LimitsTaker); ok {
 			lt.TakeLimits(p.limits)
@@ -205,6 +206,73 @@ func (p *Pipeline) setReaderSeeds(seed uint64) {
 			s.SetPipelineSeed(seed)
 		}
 	}
+}
+
+// setReaderPolicies hands the epoch reader the pipeline's last_batch_policy and the
+// other readers "fill" (they go on across epochs by themselves).
+func (p *Pipeline) setReaderPolicies() {
+	for i, r := range p.readers {
+		if t, ok := r.src.(PolicyTaker); ok {
+			if i == p.primary {
+				t.TakeLastBatchPolicy(p.Spec.LastBatchPolicy)
+			} else {
+				t.TakeLastBatchPolicy("fill")
+			}
+		}
+	}
+}
+
+// SetLastBatchPolicy changes the pipeline's last_batch_policy ("fill", "partial" or
+// "drop", as the description's key) at the start of an epoch: before its first batch
+// is taken. Batches prepared ahead are dropped and prepared again.
+func (p *Pipeline) SetLastBatchPolicy(policy string) error {
+	if policy != "fill" && policy != "partial" && policy != "drop" {
+		return Errorf(StatusInvalidArgument, "last_batch_policy must be \"fill\", \"partial\" or \"drop\", got %q", policy)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return Errorf(StatusInvalidHandle, "pipeline is destroyed")
+	}
+	if policy == p.Spec.LastBatchPolicy {
+		return nil
+	}
+	if p.taken > 0 {
+		return Errorf(StatusState, "last_batch_policy can change only at the start of an epoch: %d batches of epoch %d are taken", p.taken, p.epoch)
+	}
+	if p.built {
+		p.stopProducer()
+	}
+	old := p.Spec.LastBatchPolicy
+	p.Spec.LastBatchPolicy = policy
+	p.setReaderPolicies()
+	if p.built && p.primary >= 0 {
+		if err := checkEpoch(p.readers[p.primary], p.epoch, p.Spec.BatchSize); err != nil {
+			p.Spec.LastBatchPolicy = old
+			p.setReaderPolicies()
+			return err
+		}
+	}
+	return nil
+}
+
+// EpochBatches is the number of batches the current epoch delivers (the epoch of the
+// batch Next returns next, or of the one it returned last once the epoch is over), as
+// last_batch_policy shapes it; -1 when the epoch reader cannot tell or there is none.
+func (p *Pipeline) EpochBatches() (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, Errorf(StatusInvalidHandle, "pipeline is destroyed")
+	}
+	src, ok := p.epochSource().(EpochBatcher)
+	if !ok {
+		return -1, nil
+	}
+	if err := p.epochSource().Open(); err != nil {
+		return 0, err
+	}
+	return src.EpochBatches(p.epoch, p.Spec.BatchSize)
 }
 
 // epochSource is the epoch reader's BatchSource, nil without readers.
@@ -268,6 +336,7 @@ func (p *Pipeline) SetEpochReader(name string) error {
 	old.epoch, old.taken = p.epoch, p.taken
 	p.epoch, p.taken, p.atEnd = nw.epoch, nw.taken, false
 	p.primary = i
+	p.setReaderPolicies()
 	return nil
 }
 

@@ -37,6 +37,16 @@ type Interrupter interface{ Interrupt() }
 // frames its probe may decode); NewPipeline hands them the limits.
 type LimitsTaker interface{ TakeLimits(Limits) }
 
+// PolicyTaker is implemented by readers whose epochs depend on the pipeline's
+// last_batch_policy (DALI's iterator keeps different counters per policy over a reader
+// without pad_last_batch). The epoch reader is handed the policy, the others "fill".
+type PolicyTaker interface{ TakeLastBatchPolicy(policy string) }
+
+// EpochBatcher is implemented by readers that know how many batches an epoch delivers.
+type EpochBatcher interface {
+	EpochBatches(epoch int64, batchSize int) (int64, error)
+}
+
 // BatchReplayer is implemented by readers that start reading a batch's data as soon as
 // it is planned (remote read-ahead): a restored pipeline replays the plan of the batches
 // already taken with ReplayBatch, which moves the plan like NextBatch but reads nothing.

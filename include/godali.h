@@ -558,6 +558,33 @@ godali_status_t godali_pipeline_reader_meta(godali_pipeline_t p, const char *nam
  * GODALI_ERROR_INVALID_ARGUMENT (nothing changes) when no reader has that name. */
 godali_status_t godali_pipeline_set_epoch_reader(godali_pipeline_t p, const char *name);
 
+/* godali_check_node checks one node of a pipeline description (an object of "ops":
+ * "op", "args", "arg_inputs"; "name" optional) against its operator's schema, aliases
+ * resolved, as godali_pipeline_create does, without making anything: the one argument
+ * checker, for bindings that check each operator call as it is written (DALI's Python
+ * does). GODALI_ERROR_INVALID_PIPELINE with the message in godali_last_error (DALI's
+ * words: an argument "not defined for operator", with the nearest declared name; "Not
+ * all required arguments were specified"); GODALI_ERROR_INVALID_ARGUMENT for text that
+ * is not such an object. `len` as godali_pipeline_create's. */
+godali_status_t godali_check_node(const char *json, size_t len);
+
+/* godali_pipeline_set_last_batch_policy sets the pipeline's last_batch_policy, "fill",
+ * "partial" or "drop" (the description's key of that name, DALI's LastBatchPolicy), at
+ * the start of an epoch (before its first batch is taken; batches prepared ahead are
+ * dropped and prepared again). Over a reader without pad_last_batch, the policy also
+ * decides where each epoch starts in the reader's stream and how many batches it has,
+ * as DALI's iterators count them; checkpoints record it.
+ * GODALI_ERROR_INVALID_ARGUMENT for another name, or "drop" with no full batch in the
+ * smallest shard; GODALI_ERROR_STATE (nothing changes) once a batch of the epoch is
+ * taken. */
+godali_status_t godali_pipeline_set_last_batch_policy(godali_pipeline_t p, const char *policy);
+
+/* godali_pipeline_epoch_batches writes how many batches the current epoch delivers
+ * (the epoch of the next batch, or of the last one once the epoch is over) under the
+ * pipeline's last_batch_policy, as the epoch reader counts them: the steps of a training
+ * epoch, the same on every shard; -1 without a reader. */
+godali_status_t godali_pipeline_epoch_batches(godali_pipeline_t p, int64_t *out);
+
 /* godali_pipeline_epoch_size writes the reader's epoch_size (DALI's pipe.epoch_size). */
 godali_status_t godali_pipeline_epoch_size(godali_pipeline_t p, const char *name, int64_t *out);
 

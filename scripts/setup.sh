@@ -124,7 +124,7 @@ fi
 # (azure-storage-blob, google-cloud-storage) and fsspec's adlfs / gcsfs. They bring a
 # current fsspec, urllib3 and grpc that Debian's packages do not have, so they go, with
 # their dependencies, into a directory of their own that only bench_remote puts on
-# sys.path, and only in the trials of those rows (python/godali/bench_remote.py,
+# sys.path, and only in the trials of those rows (tools/godali_tools/bench_remote.py,
 # CLOUDSDK_DIR). If the install fails those rows say so and the bench goes on.
 CLOUDSDK_DIR=/usr/local/lib/godali-cloudsdk
 CLOUDSDK_PINS="azure-storage-blob==12.31.1 google-cloud-storage==3.17.1 adlfs==2026.8.0 gcsfs==2026.10.1 fsspec==2026.9.0"

@@ -357,6 +357,127 @@ static void test_last_batch_policy(const char *dir) {
         "an unknown last_batch_policy is refused, naming the key");
 }
 
+/* shard_epoch: the labels (file indices) of the next epoch of p, -1 past the batches'
+ * valid samples; returns the number of batches and writes each one's valid count. */
+static int shard_epoch(godali_pipeline_t p, int *labels, int *valid, int most) {
+  int n = 0, at = 0;
+  godali_status_t st;
+  while ((st = godali_pipeline_next(p)) == GODALI_OK && n < most) {
+    godali_batch_info_t bi;
+    DLManagedTensor *lab = NULL;
+    MUST(godali_pipeline_batch_info(p, &bi));
+    MUST(godali_pipeline_output(p, 0, &lab));
+    const int32_t *l = (const int32_t *)lab->dl_tensor.data;
+    for (int64_t i = 0; i < bi.batch_size; i++) labels[at++] = i < bi.valid ? l[i] : -1;
+    lab->deleter(lab);
+    valid[n++] = (int)bi.valid;
+  }
+  CHECK(st == GODALI_END_OF_EPOCH, "epoch ends with END_OF_EPOCH (%d)", (int)st);
+  MUST(godali_pipeline_reset(p));
+  return n;
+}
+
+/* test_last_batch_policy_shards: DALI's iterator counters over a reader without
+ * pad_last_batch, set at run time (godali_pipeline_set_last_batch_policy) and counted by
+ * godali_pipeline_epoch_batches. 10 files in 3 shards (3, 3 and 4 samples), shard 0,
+ * which moves to the next shard every epoch; the reader is one stream, so an epoch goes
+ * on where the previous one stopped reading. The expected labels are those DALI 2.4's
+ * DALIGenericIterator returns for the same reader (CPU pipeline, fn.readers.file). */
+static void test_last_batch_policy_shards(const char *dir) {
+  char json[8192], list[4096] = "";
+  for (int i = 0; i < 10; i++) {
+    char f[512];
+    snprintf(f, sizeof f, "%s/lbs%d.jpg", dir, i);
+    write_jpeg(f, 16, 16, i);
+    size_t len = strlen(list);
+    snprintf(list + len, sizeof list - len, "%s\"%s\"", i ? ", " : "", f);
+  }
+  const char *fmt =
+      "{\"batch_size\": %d, \"num_threads\": 1, \"ops\": ["
+      " {\"op\": \"readers.file\", \"name\": \"r\", \"outputs\": [\"b\", \"l\"],"
+      "  \"args\": {\"files\": [%s], \"num_shards\": 3, \"shard_id\": 0}}],"
+      " \"outputs\": [\"l\"]}";
+  int labels[64], valid[16];
+  int64_t steps = 0;
+  godali_pipeline_t p = 0;
+
+  /* PARTIAL, batches of 4: one batch per epoch, holding what is left of the epoch's
+   * shard: 3 of [0 1 2 3], then 3 of [4 5 6 7] (shard 1), then 4 (shard 2). */
+  snprintf(json, sizeof json, fmt, 4, list);
+  MUST(godali_pipeline_create(json, 0, &p));
+  MUST(godali_pipeline_build(p));
+  MUST(godali_pipeline_set_last_batch_policy(p, "partial"));
+  const int partial[3][4] = {{0, 1, 2, -1}, {4, 5, 6, -1}, {8, 9, 0, 1}};
+  for (int e = 0; e < 3; e++) {
+    MUST(godali_pipeline_epoch_batches(p, &steps));
+    memset(labels, 0xff, sizeof labels);
+    int n = shard_epoch(p, labels, valid, 16);
+    CHECK(steps == 1 && n == 1, "partial epoch %d: %d batches (epoch_batches %lld), want 1", e, n,
+          (long long)steps);
+    CHECK(memcmp(labels, partial[e], (size_t)(valid[0]) * sizeof(int)) == 0 && valid[0] == (e < 2 ? 3 : 4),
+          "partial epoch %d: labels %d %d %d %d, valid %d", e, labels[0], labels[1], labels[2], labels[3],
+          valid[0]);
+  }
+  /* DROP needs a full batch in the smallest shard (3 samples). */
+  CHECK(godali_pipeline_set_last_batch_policy(p, "drop") == GODALI_ERROR_INVALID_ARGUMENT &&
+            strstr(godali_last_error(), "drop") != NULL,
+        "drop with batches larger than the smallest shard is refused: %s", godali_last_error());
+  CHECK(godali_pipeline_set_last_batch_policy(p, "pad") == GODALI_ERROR_INVALID_ARGUMENT,
+        "an unknown policy is refused");
+  MUST(godali_pipeline_next(p));
+  CHECK(godali_pipeline_set_last_batch_policy(p, "fill") == GODALI_ERROR_STATE,
+        "the policy changes only at the start of an epoch");
+  MUST(godali_pipeline_destroy(p));
+
+  /* DROP, batches of 2: one full batch per epoch (the smallest shard holds one); the
+   * incomplete one after it is read and dropped: [0 1], then [4 5], [8 9]. */
+  snprintf(json, sizeof json, fmt, 2, list);
+  MUST(godali_pipeline_create(json, 0, &p));
+  MUST(godali_pipeline_build(p));
+  MUST(godali_pipeline_set_last_batch_policy(p, "drop"));
+  const int drop[3][2] = {{0, 1}, {4, 5}, {8, 9}};
+  for (int e = 0; e < 3; e++) {
+    MUST(godali_pipeline_epoch_batches(p, &steps));
+    int n = shard_epoch(p, labels, valid, 16);
+    CHECK(steps == 1 && n == 1 && valid[0] == 2 && labels[0] == drop[e][0] && labels[1] == drop[e][1],
+          "drop epoch %d: %d batches (epoch_batches %lld), labels %d %d", e, n, (long long)steps, labels[0],
+          labels[1]);
+  }
+  MUST(godali_pipeline_destroy(p));
+
+  /* FILL (the default), batches of 2: epoch 0 reads [0 1] [2 3] (2 steps). */
+  MUST(godali_pipeline_create(json, 0, &p));
+  MUST(godali_pipeline_build(p));
+  MUST(godali_pipeline_epoch_batches(p, &steps));
+  int n = shard_epoch(p, labels, valid, 16);
+  CHECK(steps == 2 && n == 2 && valid[1] == 1 && labels[2] == 2,
+        "fill: %d batches (epoch_batches %lld), valid %d", n, (long long)steps, valid[1]);
+  MUST(godali_pipeline_destroy(p));
+}
+
+/* test_check_node: godali_check_node, the one argument checker (the Python package calls
+ * it for each operator call): DALI's words, the nearest declared name, aliases resolved. */
+static void test_check_node(void) {
+  const char *j = "{\"op\": \"flip\", \"args\": {\"horizontall\": 1}}";
+  CHECK(godali_check_node(j, 0) == GODALI_ERROR_INVALID_PIPELINE &&
+            strstr(godali_last_error(), "Argument \"horizontall\" is not defined for operator \"flip\".") &&
+            strstr(godali_last_error(), "Did you mean \"horizontal\"?"),
+        "unknown argument: %s", godali_last_error());
+  j = "{\"op\": \"image_decoder\", \"args\": {\"outptu_type\": \"RGB\"}}";
+  CHECK(godali_check_node(j, 0) == GODALI_ERROR_INVALID_PIPELINE &&
+            strstr(godali_last_error(), "operator \"decoders.image\". Did you mean \"output_type\"?"),
+        "an alias's arguments are its operator's: %s", godali_last_error());
+  j = "{\"op\": \"rotate\", \"args\": {\"fill_value\": 0}}";
+  CHECK(godali_check_node(j, 0) == GODALI_ERROR_INVALID_PIPELINE &&
+            strstr(godali_last_error(),
+                   "Not all required arguments were specified for op \"rotate\". Please specify values for "
+                   "arguments: \"angle\""),
+        "missing required argument: %s", godali_last_error());
+  MUST(godali_check_node("{\"op\": \"rotate\", \"args\": {\"angle\": 10}}", 0));
+  CHECK(godali_check_node("[1]", 0) == GODALI_ERROR_INVALID_ARGUMENT, "not a node object");
+  CHECK(godali_check_node(NULL, 0) == GODALI_ERROR_INVALID_ARGUMENT, "NULL");
+}
+
 /* count_threads: the process's threads (Linux /proc), -1 if unknown. */
 static int count_threads(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -1090,6 +1211,8 @@ int main(int argc, char **argv) {
   test_bad_file(dir);
   test_legacy_names(dir);
   test_last_batch_policy(dir);
+  test_last_batch_policy_shards(dir);
+  test_check_node();
   test_hardening(dir);
   test_build_retry(dir);
   test_checkpoint(root);

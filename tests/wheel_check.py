@@ -2,7 +2,7 @@
 """wheel_check.py WHEEL PACKAGE_DIR: checks what a godali wheel carries.
 
 WHEEL is the .whl file, PACKAGE_DIR the godali package it installed (in a fresh venv;
-tests/wheel_smoke.sh). Three checks, each printing what it saw:
+tests/wheel_smoke.sh). Four checks, each printing what it saw:
 
 1. No driver or CUDA toolkit library inside: libcuda and libnvidia-* must come from
    the host's driver (a bundled copy would not match the kernel module), libcudart,
@@ -16,6 +16,8 @@ tests/wheel_smoke.sh). Three checks, each printing what it saw:
 3. Licences: godali's own, the notices, the text of every bundled non-godali library,
    and one for every Go module compiled into each libgodali*.so (listed in the
    library's Go build information, compared with licenses/go/MODULES.txt).
+4. No tools: bench, bench-remote, make_dataset, the cloud emulators and the photographs
+   are godali_tools (tools/), a package of their own, never in the godali wheel.
 
 Exits non-zero, naming each problem, when a check fails.
 """
@@ -34,6 +36,10 @@ FORBIDDEN = re.compile(
     r"^lib(cuda|nvidia-[\w-]+|nvcuvid|nvoptix|cudart|nvjpeg|nvrtc|nvJitLink|cublas\w*|"
     r"cufft\w*|curand|cusolver\w*|cusparse\w*|npp\w*|nvToolsExt|cudnn\w*|nccl)"
     r"([-.][\w.-]*)?\.so")
+# What belongs to godali_tools (tools/), not to the godali wheel: the package, the modules
+# it took out of godali, and images (make_dataset's photographs).
+TOOLS = re.compile(r"^(godali_tools/|godali/(bench|bench_remote|cloud_emulators)\.py$|"
+                   r"godali/tools/)|\.(jpe?g|png)$", re.IGNORECASE)
 # A bundled library that is not godali's own needs its licence text in the wheel.
 BUNDLED_LICENCES = {"libjpeg": "libjpeg-turbo.copyright"}
 LEGACY_TAGS = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
@@ -171,6 +177,14 @@ def check(wheel, pkg, floor):
                                 "must bind lazily" % n)
     if not any(os.path.basename(p) == "libgodali.so" for p in godali_libs):
         problems.append("no libgodali.so in the wheel")
+
+    # --- no tools -------------------------------------------------------------------
+    tools = [n for n in names if TOOLS.search(n)]
+    for n in tools:
+        problems.append("%s is a tool's file (godali_tools, tools/): it must not ship in "
+                        "the godali wheel" % n)
+    print("wheel_check: %d files, none of godali_tools (bench, make_dataset, photographs)"
+          % len(names) if not tools else "wheel_check: %d tools files" % len(tools))
 
     # --- licences -------------------------------------------------------------------
     lic = os.path.join(pkg, "lib", "licenses")

@@ -79,6 +79,7 @@ type Base struct {
 	pad      bool
 	seed     int64
 	pipeSeed uint64
+	policy   string        // the pipeline's last_batch_policy, when this is its epoch reader
 	limits   engine.Limits // the pipeline's (engine.LimitsTaker)
 
 	order  []int // the epoch's sample order (indices into entries)

@@ -2,6 +2,7 @@ package readers
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"sync"
@@ -22,6 +23,26 @@ import (
 // which take into account the samples each shard read ahead of the next epoch. The
 // batch_info's valid counts the samples of a batch before the end of the segment the
 // epoch started in.
+
+// The epochs follow the counters of the pipeline's last_batch_policy (DALI's iterator
+// keeps one set per policy) when the reader is the pipeline's epoch reader:
+//
+//   - "fill" (the default): as above.
+//   - "partial": every epoch reads roundUp(ceil(n/k), batch) positions of the stream,
+//     the longest shard rounded up to whole batches, starting where the previous one
+//     ended; a batch's valid samples are those left of the epoch's shard (its size less
+//     the positions before the batch).
+//   - "drop": every epoch returns floor(floor(n/k) / batch) batches, all full, floor(n/k)
+//     being the smallest shard; after them it reads, and drops, the incomplete batch
+//     when there is one, so the next epoch starts at roundUp(floor(n/k), batch).
+
+// TakeLastBatchPolicy implements engine.PolicyTaker.
+func (b *Base) TakeLastBatchPolicy(policy string) {
+	b.policy = policy
+	if b.stream() {
+		b.segIdx = -1
+	}
+}
 
 // stream reports whether the reader runs as one continuous stream.
 func (b *Base) stream() bool { return !b.pad }
@@ -86,6 +107,12 @@ func (b *Base) nextStream(refs []engine.SampleRef) (int, bool, bool) {
 			valid++
 		}
 	}
+	switch b.policy {
+	case "partial":
+		valid = int(min(max(b.segLen(b.epoch)-int64(b.cursor), 0), int64(bs)))
+	case "drop":
+		valid = bs
+	}
 	b.cursor += bs
 	return valid, int64(b.cursor) >= end, true
 }
@@ -118,6 +145,25 @@ func (b *Base) streamState(epoch, batches int64, bs int) engine.SourceState {
 	st.StreamStart = start
 	st.EpochBatches = nb
 	return st
+}
+
+// EpochBatches implements engine.EpochBatcher: the batches epoch delivers, the batch
+// last_batch_policy "drop" drops not counted.
+func (b *Base) EpochBatches(epoch int64, batchSize int) (int64, error) {
+	if b.stream() {
+		_, nb, err := b.spans.span(b, epoch, batchSize)
+		return nb, err
+	}
+	bs := int64(batchSize)
+	length := int64(b.epochLength())
+	nb := (length + bs - 1) / bs
+	if b.policy == "drop" {
+		_, order := b.EpochOrder(epoch, nil)
+		if int64(len(order))-(nb-1)*bs < bs {
+			nb-- // the executor drops the shard's incomplete last batch
+		}
+	}
+	return nb, nil
 }
 
 // CheckEpoch implements engine.EpochChecker: an epoch whose place in the stream does
@@ -175,6 +221,9 @@ func (b *Base) batchEnd(l, bs int64) (int64, bool) {
 }
 
 func (t *spanTable) span(b *Base, epoch int64, bs int) (start, batches int64, err error) {
+	if b.policy == "partial" || b.policy == "drop" {
+		return b.fixedSpan(epoch, int64(bs))
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.bs != int64(bs) {
@@ -205,6 +254,31 @@ func (t *spanTable) span(b *Base, epoch int64, bs int) (start, batches int64, er
 		nb = 1
 	}
 	return base + lo, nb, nil
+}
+
+// fixedSpan is span under last_batch_policy "partial" or "drop", whose epochs all read
+// the same number of stream positions.
+func (b *Base) fixedSpan(epoch, bs int64) (start, batches int64, err error) {
+	n, k := int64(len(b.entries)), int64(b.shards)
+	var per int64
+	var ok bool
+	if b.policy == "partial" {
+		per, ok = roundUp((n+k-1)/k, bs)
+		batches = per / bs
+	} else {
+		per, ok = roundUp(n/k, bs)
+		batches = n / k / bs
+		if batches < 1 {
+			return 0, 0, fmt.Errorf("last_batch_policy \"drop\" leaves no batch: the smallest shard has %d samples, fewer than batch_size %d", n/k, bs)
+		}
+	}
+	if !ok || epoch < 0 {
+		return 0, 0, errStreamOverflow
+	}
+	if start, ok = mulDivCeil(epoch, per, 1); !ok {
+		return 0, 0, errStreamOverflow
+	}
+	return start, batches, nil
 }
 
 // counterPeriod finds the first L >= 1 at which the counters start over

@@ -201,3 +201,104 @@ func TestStreamSpansHugeEpoch(t *testing.T) {
 		t.Fatal("mulDivCeil(MaxInt64, 3, 2) fits?")
 	}
 }
+
+// policyCounters are DALI's iterator counters for LastBatchPolicy.PARTIAL and DROP
+// without pad_last_batch, written out as its _DaliBaseIterator runs them (counter from
+// 0 every epoch; DROP ends an epoch once a batch would run past the smallest shard,
+// reading that batch, and reads it at reset() when the loop stopped before it): per
+// epoch, where it starts in the stream, and the samples each batch keeps for shard
+// shard (PARTIAL: bs - (counter - the size of the epoch's shard), within [0, bs]).
+func policyCounters(n, k, bs, shard int, stick bool, policy string, epochs int) (starts []int64, keeps [][]int) {
+	sizes := make([]int, k)
+	for i := range sizes {
+		lo, hi := engine.ShardRange(n, i, k)
+		sizes[i] = hi - lo
+	}
+	smallest := sizes[k-1]
+	for _, s := range sizes {
+		smallest = min(smallest, s)
+	}
+	size := (n + k - 1) / k
+	size = (size + bs - 1) / bs * bs
+	if policy == "drop" {
+		size = n / k
+	}
+	var pos int64
+	for e := range epochs {
+		sid := shard
+		if !stick {
+			sid = (shard + e) % k
+		}
+		starts = append(starts, pos)
+		var keep []int
+		counter := 0
+		for counter < size {
+			counter += bs
+			pos += int64(bs)
+			if policy == "drop" && counter > smallest {
+				break // read, and dropped
+			}
+			if policy == "partial" {
+				keep = append(keep, max(0, min(bs, bs-(counter-sizes[sid]))))
+			} else {
+				keep = append(keep, bs)
+			}
+		}
+		keeps = append(keeps, keep)
+	}
+	return starts, keeps
+}
+
+// Under last_batch_policy "partial" and "drop" the epochs are DALI's counters for those
+// policies: where each starts in the stream, how many batches it has, and each batch's
+// valid samples, for every shard, over small and uneven shards and batches larger than
+// them; "drop" without a full batch in the smallest shard is refused.
+func TestStreamPolicySpansMatchCounters(t *testing.T) {
+	for n := 1; n <= 23; n++ {
+		for k := 1; k <= min(n, 5); k++ {
+			for bs := 1; bs <= 9; bs++ {
+				for _, stick := range []bool{false, true} {
+					for _, policy := range []string{"partial", "drop"} {
+						for shard := range k {
+							b := testBase(n, k, stick)
+							b.shardID = shard
+							b.TakeLastBatchPolicy(policy)
+							if policy == "drop" && n/k < bs {
+								if _, _, err := b.spans.span(b, 0, bs); err == nil {
+									t.Fatalf("n=%d k=%d bs=%d drop: no full batch, yet epoch 0 is accepted", n, k, bs)
+								}
+								continue
+							}
+							epochs := 2*k + 3
+							starts, keeps := policyCounters(n, k, bs, shard, stick, policy, epochs)
+							refs := make([]engine.SampleRef, bs)
+							for e := range epochs {
+								s, nb, err := b.spans.span(b, int64(e), bs)
+								where := fmt.Sprintf("n=%d k=%d bs=%d stick=%v %s shard %d epoch %d", n, k, bs, stick, policy, shard, e)
+								if err != nil || s != starts[e] || nb != int64(len(keeps[e])) {
+									t.Fatalf("%s: start %d, %d batches (%v); the counters: %d, %d", where, s, nb, err, starts[e], len(keeps[e]))
+								}
+								if got, _ := b.EpochBatches(int64(e), bs); got != nb {
+									t.Fatalf("%s: EpochBatches %d, span %d", where, got, nb)
+								}
+								b.StartEpoch(int64(e))
+								for i := 0; ; i++ {
+									valid, last, ok := b.NextBatch(refs)
+									if !ok {
+										if i != len(keeps[e]) {
+											t.Fatalf("%s: %d batches, the counters %d", where, i, len(keeps[e]))
+										}
+										break
+									}
+									if i >= len(keeps[e]) || valid != keeps[e][i] || last != (i == len(keeps[e])-1) {
+										t.Fatalf("%s batch %d: valid %d last %v; the counters keep %v", where, i, valid, last, keeps[e])
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,4 +1,7 @@
-"""Command line: python -m godali info [--ops] | plan PIPELINE.json | bench ... | bench-remote ... | make_dataset ...
+"""Command line: python -m godali info [--ops] | plan PIPELINE.json | --version
+
+The benchmarks and the data set generator are godali_tools (tools/ in the checkout):
+python -m godali_tools {bench | bench-remote | make_dataset}.
 
 Also installed as the `godali` command (pyproject.toml's console script).
 """
@@ -7,6 +10,9 @@ import argparse
 import json
 import os
 import sys
+
+# Former commands, now godali_tools' (tools/): they point there.
+TOOLS = ("bench", "bench-remote", "make_dataset")
 
 
 def _info(argv):
@@ -139,16 +145,12 @@ def main(argv=None):
 
 def _main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    usage = ("usage: godali {info [--ops] | plan PIPELINE.json | bench ... | bench-remote ...\n"
-             "               | make_dataset ...\n"
-             "               | --version}\n"
+    usage = ("usage: godali {info [--ops] | plan PIPELINE.json | --version}\n"
              "       (or python -m godali ...)\n"
              "  info          library version, path, flavour and devices (--ops: operators)\n"
              "  plan          a pipeline description's memory plan and tuning\n"
-             "  bench         throughput benchmarks (python -m godali bench --help)\n"
-             "  bench-remote  webdataset shards local vs S3/HTTP with added latency\n"
-             "  make_dataset  generate a synthetic ImageFolder data set\n"
-             "  --version     package and library versions")
+             "  --version     package and library versions\n"
+             "bench, bench-remote and make_dataset: python -m godali_tools (tools/)")
     if not argv:
         print(usage, file=sys.stderr)
         return 2
@@ -163,15 +165,11 @@ def _main(argv=None):
         return _info(rest)
     if cmd == "plan":
         return _plan(rest)
-    if cmd == "bench":
-        from godali import bench
-        return bench.main(rest)
-    if cmd == "bench-remote":
-        from godali import bench_remote
-        return bench_remote.main(rest)
-    if cmd == "make_dataset":
-        from godali.tools import make_dataset
-        return make_dataset.main(rest)
+    if cmd in TOOLS:
+        print("godali: %s is in the godali tools package, not in godali: run python -m "
+              "godali_tools %s (from a checkout: PYTHONPATH=python:tools; or pip install "
+              "./tools)" % (cmd, cmd), file=sys.stderr)
+        return 2
     print("godali: unknown command %r\n%s" % (cmd, usage), file=sys.stderr)
     return 2
 

@@ -17,7 +17,6 @@ import weakref
 from . import _lib
 from . import types as _types
 
-_RESERVED = ("device", "name", "preserve", "bytes_per_sample_hint")
 _MEMORY_HINTS = ("tensor_init_bytes", "temp_buffer_hint", "minibatch_size")
 _INTERNAL_OPS_PREFIX = "_"
 
@@ -87,8 +86,7 @@ def move_to_gpu(x, dali_name):
 class ArgSchema:
     """One operator argument: name, type, default, doc, required, tensor_input."""
 
-    __slots__ = ("name", "type", "default", "doc", "required", "tensor_input", "values",
-                 "bool_string")
+    __slots__ = ("name", "type", "default", "doc", "required", "tensor_input", "bool_string")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -97,7 +95,6 @@ class ArgSchema:
         self.doc = d.get("doc", "")
         self.required = bool(d.get("required", False))
         self.tensor_input = bool(d.get("tensor_input", False))
-        self.values = d.get("values") or d.get("enum")
         # a string argument that also takes a bool (DALI's enable_frame_num)
         self.bool_string = bool(d.get("bool_string", False))
 
@@ -515,6 +512,24 @@ class _ArgError(TypeError):
     pass
 
 
+class UnknownArgumentError(TypeError, KeyError):
+    """An argument the operator does not declare, in the engine's words (DALI's, with the
+    nearest declared name): a TypeError as godali raised before, and a KeyError as
+    DALI raises it."""
+    __str__ = TypeError.__str__
+
+
+def _unknown_argument(fname, op, key):
+    """The engine's error for argument `key` of operator `op` (godali_check_node: the one
+    argument checker, which godali_pipeline_create runs too)."""
+    text = json.dumps({"op": op, "args": {key: None}}).encode("utf-8")
+    try:
+        _lib.get().check_node(text, len(text))
+    except _lib.GodaliError as e:
+        return UnknownArgumentError("godali: %s: %s" % (fname, e))
+    raise AssertionError("godali: the engine accepts argument %r of %s" % (key, op))
+
+
 def _is_int(v):
     return isinstance(v, numbers.Integral)
 
@@ -576,9 +591,9 @@ def _show(v):
     return "%s %s" % (type(v).__name__, r)
 
 
-def convert_arg(arg, v, check_values=True):
-    """Converts a Python value to the JSON value of schema argument `arg` (and, with
-    check_values, checks it is one of the argument's values)."""
+def convert_arg(arg, v):
+    """Converts a Python value to the JSON value of schema argument `arg` (the engine
+    checks it again when the pipeline is created)."""
     kind = arg.type
     enum_cls = _types.ENUM_OF_SCHEMA_TYPE.get(kind)
     if isinstance(v, _types.ScalarConstant):
@@ -601,16 +616,7 @@ def convert_arg(arg, v, check_values=True):
         if arg.bool_string and isinstance(v, bool):
             v = "true" if v else "false"
         out = _conv_scalar(kind, v, enum_cls)
-    if check_values:
-        check_arg_value(arg, out)
     return out
-
-
-def check_arg_value(arg, out):
-    """Raises _ArgError when a converted value is not one of the argument's values."""
-    if arg.values and not arg.type.endswith("_list") and out not in arg.values:
-        raise _ArgError("expected one of %s, got %r" % (", ".join(map(repr, arg.values)),
-                                                        out))
 
 
 def _suggest(word, choices):
@@ -731,9 +737,7 @@ def _call_op(schema, inputs, kwargs):
     for key, value in kwargs.items():
         arg = schema.args.get(key)
         if arg is None:
-            valid = sorted(schema.args) + list(_RESERVED)
-            raise TypeError("godali: %s got an unknown argument %r%s; valid arguments: %s"
-                            % (fname, key, _suggest(key, valid), ", ".join(valid)))
+            raise _unknown_argument(fname, schema.name, key)
         if isinstance(value, DataNode):
             if not arg.tensor_input:
                 raise TypeError("godali: %s: argument %r must be a constant (%s); it cannot "
@@ -747,21 +751,12 @@ def _call_op(schema, inputs, kwargs):
         if value is None:
             continue  # DALI: None means "not given"
         try:
-            args[key] = convert_arg(arg, value, check_values=False)
+            args[key] = convert_arg(arg, value)
         except _ArgError as e:
             raise TypeError("godali: %s: argument %r (%s): %s"
                             % (fname, key, arg.type, e)) from None
-    # Argument values DALI accepts at the call and refuses at build(): so does godali
-    # (Pipeline.build raises InvalidPipelineError, naming this call's line).
-    invalid = []
-    for key, value in args.items():
-        try:
-            check_arg_value(schema.args[key], value)
-        except _ArgError as e:
-            invalid.append("argument %r: %s" % (key, e))
-    for arg in schema.args.values():
-        if arg.required and arg.name not in args and arg.name not in arg_inputs:
-            invalid.append("missing required argument %r" % arg.name)
+    # A missing required argument: DALI refuses it at build(), and so does the engine
+    # when the pipeline is created (InvalidPipelineError, naming this call's line).
 
     output_names = None
     if schema.variable_outputs:
@@ -769,7 +764,6 @@ def _call_op(schema, inputs, kwargs):
     node = OpNode(schema, device, list(inputs), arg_inputs, args, pipe, name, preserve,
                   output_names)
     node.unavailable = unavailable
-    node.invalid = "; ".join(invalid) or None
     outs = node.outputs
     if feature_names is not None:
         return dict(zip(feature_names, outs))  # DALI's readers.tfrecord returns a dict
@@ -846,7 +840,7 @@ def make_op_function(schema):
     params.append(inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY,
                                     default=None))
     params.append(inspect.Parameter("name", inspect.Parameter.KEYWORD_ONLY, default=None))
-    # DALI's arguments of every operator, which the graph accepts (_RESERVED)
+    # DALI's arguments of every operator, which the graph accepts
     params.append(inspect.Parameter("bytes_per_sample_hint", inspect.Parameter.KEYWORD_ONLY,
                                     default=[0]))
     params.append(inspect.Parameter("preserve", inspect.Parameter.KEYWORD_ONLY, default=False))

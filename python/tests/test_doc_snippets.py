@@ -3,7 +3,7 @@
 Each block runs alone, in a fresh Python with this checkout's package, in a folder that
 holds what the docs say the snippets start from: the small data set of
 
-    python -m godali make_dataset train --n 48 --classes 4 --scale 0.5
+    python -m godali_tools make_dataset train --n 48 --classes 4 --scale 0.5
 
 (README.md, "Python"). A block that cannot run here says so on the line just before
 its fence, and is reported as skipped with the reason, never silently left out:
@@ -94,7 +94,7 @@ def _params():
 @pytest.fixture(scope="module")
 def snippet_dir(tmp_path_factory):
     """The folder the snippets start in: the data set README.md names."""
-    from godali.tools import make_dataset
+    from godali_tools import make_dataset
     d = tmp_path_factory.mktemp("snippets")
     cwd = os.getcwd()
     os.chdir(d)

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import missing_reference
 
-from godali import cloud_emulators as ce
+from godali_tools import cloud_emulators as ce
 
 IMAGES = Path("/work/shared/testdata/images")
 HERE = Path(__file__).resolve().parent

@@ -29,11 +29,11 @@ VAL_U8 = T.Compose([T.Resize(256), T.CenterCrop(224), T.PILToTensor()])
 
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
-    """100 images cut from the bundled photographs (python/godali/tools/photos, Pillow's
+    """100 images cut from the bundled photographs (tools/godali_tools/photos, Pillow's
     test images, MIT-CMU licence there) by the benchmark's data set maker: ImageNet-like
     sizes, grayscale/CMYK/progressive files among them; plus the 8 photographs
     themselves."""
-    from godali.tools.make_dataset import DEFAULT_PHOTOS, build
+    from godali_tools.make_dataset import DEFAULT_PHOTOS, build
     out = tmp_path_factory.mktemp("photos") / "set"
     build(str(out), n=100, classes=5, seed=0, jobs=2)
     os.makedirs(out / "originals")

@@ -56,7 +56,9 @@ def test_a_wheel_like_the_old_one_fails_every_check(tmp_path):
     whl, pkg = _wheel(tmp_path, "manylinux_2_34_x86_64", {
         "godali/lib/libgodali.so": HOST_LIB,
         "godali.libs/libcuda-3a1b2c3d.so.535.309.01": LIBJPEG,
-        "godali/lib/libjpeg.so.62": LIBJPEG})
+        "godali/lib/libjpeg.so.62": LIBJPEG,
+        "godali/bench.py": b"# the bench, in the package\n",
+        "godali/tools/photos/flower.jpg": b"\xff\xd8\xff"})
     problems, _ = wheel_check.check(whl, pkg, (2, 28))
     text = "\n".join(problems)
     assert "platform tag manylinux_2_34_x86_64 needs glibc 2.34" in text
@@ -66,6 +68,9 @@ def test_a_wheel_like_the_old_one_fails_every_check(tmp_path):
     assert "licence file LICENSE missing" in text
     assert "godali/lib/libjpeg.so.62 is bundled without its licence" in text
     assert "whose licence is not in the wheel" in text
+    # The tools shipped inside it (issue 25): they are godali_tools' now.
+    assert "godali/bench.py is a tool's file" in text
+    assert "godali/tools/photos/flower.jpg is a tool's file" in text
 
 
 def test_a_floor_built_wheel_passes(tmp_path):
@@ -90,6 +95,16 @@ def test_a_floor_built_wheel_passes(tmp_path):
                "floor 2.12" in p for p in problems), problems
     assert any("libgodali.so needs GLIBC_2.14, newer than the floor 2.12" in p
                for p in problems), problems
+
+
+def test_tools_names():
+    for name in ("godali_tools/bench.py", "godali_tools/photos/flower.jpg", "godali/bench.py",
+                 "godali/bench_remote.py", "godali/cloud_emulators.py",
+                 "godali/tools/make_dataset.py", "godali/x/y.JPG"):
+        assert wheel_check.TOOLS.search(name), name
+    for name in ("godali/__init__.py", "godali/torch.py", "godali/plugin/pytorch/__init__.py",
+                 "godali/lib/libgodali.so", "godali-0.1.0.dist-info/RECORD"):
+        assert not wheel_check.TOOLS.search(name), name
 
 
 def test_forbidden_names():

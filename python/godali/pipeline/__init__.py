@@ -955,6 +955,19 @@ class Pipeline:
         self._lib_or_build().pipeline_set_epoch_reader(self._handle,
                                                        self._reader_name(name).encode())
 
+    def _set_last_batch_policy(self, policy):
+        """Sets the engine's last_batch_policy ("fill", "partial" or "drop"), before the
+        epoch's first batch: the iterators call it with theirs. Over a reader without
+        pad_last_batch it decides the epochs, as DALI's iterators count them."""
+        self._lib_or_build().pipeline_set_last_batch_policy(self._handle, policy.encode())
+
+    def _epoch_batches(self):
+        """Batches of the current epoch under the engine's last_batch_policy (-1 without
+        a reader)."""
+        out = c_int64()
+        self._lib_or_build().pipeline_epoch_batches(self._handle, byref(out))
+        return out.value
+
     def epoch_size(self, name=None):
         """Samples in the data set of the reader `name` (all shards). Without a name: a
         dict of every reader's epoch size."""

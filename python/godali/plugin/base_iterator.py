@@ -5,14 +5,16 @@ metadata, LastBatchPolicy, auto_reset, reset() and iter() semantics) and hands i
 subclasses, per step, the pipelines' TensorLists with how many leading samples of each
 to keep. The PyTorch iterators (godali.plugin.pytorch) turn those into torch tensors.
 
-Epochs follow DALI. With pad_last_batch the engine's epochs are the iterator's: one pass
-over the shard, the last batch filled with the last sample repeated, the next epoch
-starting the next shard (unless stick_to_shard) at its beginning. Without it a reader is
-one endless stream, as DALI's: the last batch of an epoch is filled with the next samples
-of the stream (the next shard's, or the shard's again in its next order), and the next
-epoch goes on after them; the iterator then counts batches with DALI's counters
-(_counter, _counter_per_gpu, _shard_sizes_per_gpu, _shards_id and _size), so that len(),
-the batches per epoch, what PARTIAL keeps and DROP drops, and reset() are DALI's.
+Epochs follow DALI, and the engine counts them: the iterator hands each pipeline its
+LastBatchPolicy (the engine's last_batch_policy) and reads, per batch, how many samples
+are the epoch's (batch_info.valid) and whether the epoch ends (last_in_epoch). With
+pad_last_batch an epoch is one pass over the shard, the last batch filled with the last
+sample repeated, the next epoch starting the next shard (unless stick_to_shard) at its
+beginning. Without it a reader is one endless stream, as DALI's: the last batch of an
+epoch is filled with the next samples of the stream, and the next epoch goes on after
+them; where each epoch starts and how many batches it has are DALI's iterator counters,
+per policy, which the engine computes (ops/readers/stream.go), so that len(), the
+batches per epoch, what PARTIAL keeps and DROP drops, and reset() are DALI's.
 """
 
 import enum
@@ -64,10 +66,6 @@ def _batch_len(outs, default):
         return default
 
 
-def _shard_range(n, i, k):
-    return n * i // k, n * (i + 1) // k
-
-
 def _auto_reset_flag(auto_reset):
     if auto_reset is None or auto_reset is False or auto_reset == "no":
         return False
@@ -107,6 +105,8 @@ def _source_ended(p):
 
 class _GodaliBaseIterator:
     """DALI's _DaliBaseIterator over godali pipelines; subclasses implement _convert."""
+
+    _steps = None  # batches of the current epoch, as the engine counts them (readers)
 
     def __init__(self, pipelines, output_map, size=-1, reader_name=None, auto_reset=False,
                  fill_last_batch=None, last_batch_padded=False,
@@ -204,17 +204,6 @@ class _GodaliBaseIterator:
 
         self._counter = 0      # samples delivered this epoch (size mode: DALI's counter)
         self._batches = 0      # batches delivered this epoch
-        # A reader without pad_last_batch is one continuous stream: DALI's counters.
-        self._stream = self._meta is not None and not self._meta["pad"] and \
-            not self._size_mode
-        if self._stream:
-            m = self._meta
-            self._shard_sizes_initial = [_shard_range(m["n"], i, m["k"])[1]
-                                         - _shard_range(m["n"], i, m["k"])[0]
-                                         for i in range(m["k"])]
-            self._shard_sizes = list(self._shard_sizes_initial)
-            self._counter_per_gpu = [0] * m["k"]
-            self._shards_id = list(m["shards"])
         self._ended = False
         self._ever_consumed = False
         self._restore_state()
@@ -231,6 +220,10 @@ class _GodaliBaseIterator:
             if prepare_first_batch:
                 raise NoDataError(msg)
             self._ended = True
+        if self._meta is not None and not self._ended:
+            for p in self._pipes:
+                p._set_last_batch_policy(self._policy.name.lower())
+            self._count_steps()
         if prepare_first_batch:
             # Only scheduled, not taken: a checkpoint must not count a batch the caller
             # has not seen.
@@ -252,16 +245,6 @@ class _GodaliBaseIterator:
             self._counter = int(st["counter"])
             self._batches = int(st["batches"])
             self._ended = bool(st["ended"])
-            if self._stream:
-                dali = st["stream"]
-                self._size = int(dali["size"])
-                self._counter_per_gpu = [int(x) for x in dali["counter_per_gpu"]]
-                self._shard_sizes = [int(x) for x in dali["shard_sizes_per_gpu"]]
-                self._shards_id = [int(x) for x in dali["shards_id"]]
-                if len(self._counter_per_gpu) != self._meta["k"] or \
-                        len(self._shard_sizes) != self._meta["k"] or \
-                        len(self._shards_id) != self._num_gpus:
-                    raise ValueError
         except (KeyError, TypeError, ValueError):
             raise ValueError("godali: the checkpoint's iterator state is malformed: %r"
                              % (st,)) from None
@@ -278,10 +261,6 @@ class _GodaliBaseIterator:
         again with checkpoint=<each>, and this iterator with the same arguments over
         them, to resume. Needs pipelines with enable_checkpointing=True."""
         state = {"counter": self._counter, "batches": self._batches, "ended": self._ended}
-        if self._stream:
-            state["stream"] = {"size": self._size, "counter_per_gpu": self._counter_per_gpu,
-                               "shard_sizes_per_gpu": self._shard_sizes,
-                               "shards_id": self._shards_id}
         out = []
         for p in self._pipes:
             doc = json.loads(p.checkpoint())
@@ -317,6 +296,17 @@ class _GodaliBaseIterator:
         # The largest shard, rounded up to whole batches: every shard runs as many steps.
         return -(-(-(-n // k)) // bs) * bs
 
+    def _count_steps(self):
+        """The engine's batches in the epoch about to start (a reader without
+        pad_last_batch: they vary from epoch to epoch under FILL, and DALI's size with
+        them). With pad_last_batch and DROP, DALI counts the smallest shard's full
+        batches on every shard (_reader_size), not each shard's own."""
+        if self._meta is None or (self._meta["pad"] and self._policy == LastBatchPolicy.DROP):
+            return
+        self._steps = self._pipes[0]._epoch_batches()
+        if not self._meta["pad"] and self._policy == LastBatchPolicy.FILL:
+            self._size = self._steps * self.batch_size
+
     @property
     def size(self):
         """Samples per epoch (per shard with a reader), as DALI's iterator reports it."""
@@ -326,6 +316,8 @@ class _GodaliBaseIterator:
         if self._size < 0:
             raise TypeError("godali: this iterator has no length: give size= or "
                             "reader_name=")
+        if self._steps is not None:
+            return self._steps
         per = self.batch_size * (self._num_gpus if self._size_mode else 1)
         if self._policy == LastBatchPolicy.DROP:
             return self._size // per
@@ -359,27 +351,11 @@ class _GodaliBaseIterator:
             self.reset()
         raise StopIteration
 
-    def _real_valid(self, j, info):
-        """Samples of batch `info` of pipeline j that belong to the shard, without the
-        copies pad_last_batch adds."""
-        m = self._meta
-        if m is None:
-            return info.valid
-        n, k = m["n"], m["k"]
-        shard = m["shards"][j]
-        if not m["stick"]:
-            shard = (shard + info.epoch) % k
-        b, e = _shard_range(n, shard, k)
-        left = (e - b) - info.iteration * self.batch_size
-        return max(0, min(self.batch_size, left, info.valid))
-
     def _next_outputs(self):
         """The pipelines' outputs for the next step and, per pipeline, how many leading
         samples belong to the epoch (the batch size when all of them do)."""
         if self._ended:
             self._end()
-        if self._stream:
-            return self._next_stream()
         bs = self.batch_size
         size_mode = self._size_mode
         if size_mode:
@@ -405,7 +381,9 @@ class _GodaliBaseIterator:
                 outs.append(p._epoch_outputs())
             except StopIteration:
                 self._end()
-            keep.append(self._real_valid(j, p.batch_info) if self._meta is not None
+            # The engine's batch info: the samples that are the epoch's (without the
+            # copies pad_last_batch adds; under PARTIAL, those left of the shard).
+            keep.append(p.batch_info.valid if self._meta is not None
                         else _batch_len(outs[-1], bs))
 
         # Each pipeline's batch may be smaller than batch_size (an external source's
@@ -438,80 +416,9 @@ class _GodaliBaseIterator:
             keep = got[:len(keep)]
         return outs, keep
 
-    # -- the continuous stream (DALI's counters) ----------------------------------------
-
-    def _fetch_stream(self):
-        outs = []
-        for p in self._pipes:
-            try:
-                outs.append(p.outputs())  # goes on across the engine's epochs
-            except StopIteration:
-                self._end()
-        return outs
-
-    def _drop_overflows(self, counter):
-        """DALI's DROP test: would some shard run past its samples at this counter."""
-        return any(a + counter > s for a, s in zip(self._counter_per_gpu, self._shard_sizes))
-
-    def _next_stream(self):
-        bs = self.batch_size
-        if self._size > 0 and self._counter >= self._size:
-            self._end()
-        outs = self._fetch_stream()
-        self._counter += bs
-        self._batches += 1
-        if self._policy == LastBatchPolicy.DROP and self._drop_overflows(self._counter):
-            self._end()  # the batch was read from the stream and is dropped
-        keep = [bs] * len(outs)
-        if self._policy == LastBatchPolicy.PARTIAL:
-            keep = [max(0, min(bs, bs - (self._counter - self._shard_sizes_initial[sid])))
-                    for sid in self._shards_id]
-        return outs, keep
-
-    def _reset_stream(self):
-        bs = self.batch_size
-        if self._policy == LastBatchPolicy.DROP and not self._ended and \
-                self._drop_overflows(self._counter + bs) and self._counter < self._size:
-            # DALI: the incomplete batch that ends the epoch is still in the pipeline:
-            # read it and drop it, so the next epoch starts after it.
-            self._fetch_stream()
-            self._counter += bs
-        if self._counter < self._size:
-            log.warning("godali: the iterator does not support resetting while the epoch "
-                        "is not finished; ignoring reset()")
-            return
-        k = self._meta["k"]
-        fill = self._policy == LastBatchPolicy.FILL
-        if fill:
-            read = self._counter - min(self._counter_per_gpu)
-            self._counter_per_gpu = [a + read - s for a, s in
-                                     zip(self._counter_per_gpu, self._shard_sizes)]
-            self._counter = min(self._counter_per_gpu)
-        else:
-            self._counter = 0
-        if not self._meta["stick"]:
-            self._shards_id = [(i + 1) % k for i in self._shards_id]
-        if fill:
-            if not self._meta["stick"]:
-                self._shard_sizes = self._shard_sizes[-1:] + self._shard_sizes[:-1]
-            need = max(s - a for s, a in zip(self._shard_sizes, self._counter_per_gpu))
-            self._size = -(-need // bs) * bs
-            if self._size == 0:
-                # Read so far ahead that the next epoch is over already: skip it.
-                self._counter_per_gpu = [0] * k
-                self._counter = 0
-                if not self._meta["stick"]:
-                    self._shard_sizes = self._shard_sizes[-1:] + self._shard_sizes[:-1]
-                self._size = -(-max(self._shard_sizes) // bs) * bs
-        self._batches = 0
-        self._ended = False
-
     def reset(self):
         """Starts the next epoch, once the current one is over (DALI ignores, with a
         warning, a reset in the middle of an epoch; so does godali)."""
-        if self._stream:
-            self._reset_stream()
-            return
         done = self._ended or (self._size_mode and self._counter >= self._size) or \
             (self._meta is not None and self._batches >= len(self))
         if not done:
@@ -537,5 +444,6 @@ class _GodaliBaseIterator:
             for p in self._pipes:
                 p.reset()
             self._counter = 0
+            self._count_steps()
         self._batches = 0
         self._ended = False

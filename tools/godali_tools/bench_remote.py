@@ -1,14 +1,14 @@
 """godali bench-remote: does reading webdataset shards from S3 keep up with local disk?
 
-    python -m godali bench-remote [--data DIR] [--shards N] [--latency 20ms,50ms]
+    python -m godali_tools bench-remote [--data DIR] [--shards N] [--latency 20ms,50ms]
                                   [--contenders a,b,...] [--repeats R] [--iters N]
                                   [--baseline-iters N] [--batch-size N] [--workers N]
                                   [--io-concurrency N] [--out DIR] [--json PATH]
 
-Every contender runs the ResNet-50 training pipeline of `python -m godali bench`
+Every contender runs the ResNet-50 training pipeline of `python -m godali_tools bench`
 (random-resized crop to 224, flip, normalize to float CHW, batch 64) on the same
 images, in a fresh process, on the same cores; the table shows the median img/s over
-the repeats. The images are the bench's data set (`python -m godali make_dataset`),
+the repeats. The images are the bench's data set (`python -m godali_tools make_dataset`),
 written once into webdataset tar shards (KEY.jpg + KEY.cls) with Python's tarfile.
 
 The bench starts its own servers on 127.0.0.1 and stops them when it ends: moto (an
@@ -518,10 +518,10 @@ def upload(endpoint: str, workdir: Path, shards: list, keys: list, images: list,
 # Parent side.
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="python -m godali bench-remote",
+    ap = argparse.ArgumentParser(prog="python -m godali_tools bench-remote",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--data", help="image folder (default: the bench's data set, built "
-                    "once by python -m godali make_dataset)")
+                    "once by python -m godali_tools make_dataset)")
     ap.add_argument("--shards", type=int, default=8, help="webdataset shards (default 8)")
     ap.add_argument("--latency", default=DEFAULT_LATENCIES,
                     help="latencies added per request, comma-separated (default 20ms,50ms)")
@@ -571,7 +571,7 @@ def main(argv=None) -> int:
         json_path = b.new_run_dir(b.RESULTS_ROOT.parent / "bench-remote", "remote") / \
             "results.json"
     print(f"results will be written to {json_path}")
-    from godali.tools import make_dataset
+    from godali_tools import make_dataset
 
     if args.data:
         data = Path(args.data)

@@ -1,4 +1,4 @@
-"""Tests of godali.tools.make_dataset: statistics, rare kinds, determinism, errors.
+"""Tests of godali_tools.make_dataset: statistics, rare kinds, determinism, errors.
 
 The references are independent of the generator: PIL reads every written file back, and
 the quality estimate is checked against files PIL encodes at known qualities.
@@ -15,10 +15,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-PYTHON_DIR = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(PYTHON_DIR))
+REPO = Path(__file__).resolve().parents[2]
+PYTHON_DIR = REPO / "python"
+TOOLS_DIR = REPO / "tools"
+for _d in (TOOLS_DIR, PYTHON_DIR):
+    if str(_d) not in sys.path:
+        sys.path.insert(0, str(_d))
 
-from godali.tools import make_dataset as md  # noqa: E402
+from godali_tools import make_dataset as md  # noqa: E402
 
 
 def _photo_sizes():
@@ -170,8 +174,8 @@ def test_scale_changes_every_size():
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
-    return subprocess.run([sys.executable, "-m", "godali.tools.make_dataset", *args],
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TOOLS_DIR), str(PYTHON_DIR)]))
+    return subprocess.run([sys.executable, "-m", "godali_tools.make_dataset", *args],
                           capture_output=True, text=True, env=env, timeout=300)
 
 

@@ -1,6 +1,6 @@
 """Build a benchmark ImageFolder tree whose statistics follow ImageNet's.
 
-    python -m godali.tools.make_dataset OUT [--photos DIR] [--n 1000] [--classes 10]
+    python -m godali_tools.make_dataset OUT [--photos DIR] [--n 1000] [--classes 10]
                                             [--seed 0] [--scale 1.0] [--jobs N] [--force]
 
 Every image is cut from a real photograph (random crop, scale, flip, colour change,
@@ -530,7 +530,7 @@ def _progress_bar(done: int, total: int):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m godali.tools.make_dataset",
+        prog="python -m godali_tools.make_dataset",
         description="Build an ImageFolder tree (OUT/class_xxx/*.JPEG) whose statistics "
                     "follow ImageNet's, cut from real photographs.")
     ap.add_argument("out", help="directory to create")

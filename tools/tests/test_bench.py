@@ -1,4 +1,4 @@
-"""Tests of godali.bench: accounting helpers, the verdict, and a small end-to-end run."""
+"""Tests of godali_tools.bench: accounting helpers, the verdict, and a small end-to-end run."""
 
 import json
 import os
@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 
-PYTHON_DIR = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(PYTHON_DIR))
+REPO = Path(__file__).resolve().parents[2]
+PYTHON_DIR = REPO / "python"
+TOOLS_DIR = REPO / "tools"
+for _d in (TOOLS_DIR, PYTHON_DIR):
+    if str(_d) not in sys.path:
+        sys.path.insert(0, str(_d))
 
-from godali import bench  # noqa: E402
-from godali.tools import make_dataset  # noqa: E402
+from godali_tools import bench  # noqa: E402
+from godali_tools import make_dataset  # noqa: E402
 from conftest import need
 
 HAVE_GODALI_CPU = "cpu" in bench._godali_flavours()
@@ -204,7 +208,7 @@ def test_bench_rejects_bad_arguments(tmp_path, capsys):
 
 
 def test_progress_writes_plain_lines_when_not_a_terminal(capsys):
-    from godali.bench import Progress
+    from godali_tools.bench import Progress
     p = Progress(20, tty=False, min_interval=0.0)
     p.set_label("godali 1/2")
     for _ in range(20):

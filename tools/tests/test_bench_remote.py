@@ -5,7 +5,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from godali import bench_remote
+from godali_tools import bench_remote
 
 
 def test_write_shards_holds_every_image(tmp_path):
@@ -91,7 +91,7 @@ def test_cloud_readers_return_the_uploaded_bytes(tmp_path):
             "import hashlib, json, os, sys\n"
             "sys.path.insert(0, sys.argv[1])\n"
             "os.environ['GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT'] = 'false'\n"
-            "from godali import bench_remote as br\n"
+            "from godali_tools import bench_remote as br\n"
             "out = {}\n"
             "for kind, ep in json.loads(sys.argv[2]).items():\n"
             "    read = br.cloud_reader(kind, ep)\n"

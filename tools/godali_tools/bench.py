@@ -1,6 +1,6 @@
 """godali bench: is the input pipeline starving the model, and how much does godali help?
 
-    python -m godali bench [--data DIR] [--batch-size N] [--device cpu|cuda|auto]
+    python -m godali_tools bench [--data DIR] [--batch-size N] [--device cpu|cuda|auto]
                            [--iters N] [--warmup N] [--repeats R] [--workers N]
                            [--model resnet50|resnet18|none|auto] [--contenders a,b,...]
                            [--out DIR] [--json PATH] [--chart PATH]
@@ -57,6 +57,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -70,14 +71,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE_PARENT = Path(__file__).resolve().parents[1]
+# The tools' parent folder (tools/ in a checkout), which trials put on their PYTHONPATH.
+TOOLS_PARENT = Path(__file__).resolve().parents[1]
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "godali"
 DEFAULT_DATA = CACHE_DIR / "bench-data"
 # Results go to build/bench/<run>/: the checkout's build/ when godali runs from one
-# (python/godali beside go.mod), else ./build/ of the current directory.
-_CHECKOUT = PACKAGE_PARENT.parent
+# (tools/godali_tools beside go.mod), else ./build/ of the current directory.
+_CHECKOUT = TOOLS_PARENT.parent
 RESULTS_ROOT = (_CHECKOUT / "build" / "bench" if (_CHECKOUT / "go.mod").is_file()
-                and PACKAGE_PARENT.name == "python" else Path("build") / "bench")
+                and TOOLS_PARENT.name == "tools" else Path("build") / "bench")
 DEFAULT_IMAGES = 1000
 # NVIDIA DALI's contenders run from the source checkout's benchmarks/ (DALI is a
 # reference godali is measured against, never a dependency of the package).
@@ -88,6 +90,16 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff",
                     ".webp")
 SEED = 12  # DALI's ResNet-50 example seeds its pipeline with 12 + local_rank
+
+
+def godali_parent() -> Path:
+    """The folder holding the godali package, found without importing it (a trial that
+    does not use godali must not load its library); the checkout's python/ when godali
+    is not importable."""
+    spec = importlib.util.find_spec("godali")
+    if spec is None or not spec.origin:
+        return _CHECKOUT / "python"
+    return Path(spec.origin).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -419,7 +431,7 @@ def _godali_torch(t, torch):
 
 def rn50_augment(jpegs, mixed: bool = False, fn=None, types=None):
     """rn50_augment is the ResNet-50 training augmentation of DALI's example, applied to
-    encoded images inside a pipeline definition (python -m godali bench and
+    encoded images inside a pipeline definition (python -m godali_tools bench and
     bench-remote share it). fn/types: godali's by default, or DALI's own."""
     if fn is None:
         from godali import fn, types
@@ -838,10 +850,10 @@ def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = N
     unless given); cfg["env"], if present, is added to the trial's environment."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(PACKAGE_PARENT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        [str(TOOLS_PARENT), str(godali_parent())] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["PYTHONUNBUFFERED"] = "1"
     env.update(cfg.get("env") or {})
-    # Load this file by path rather than `-m godali.bench`, so that a contender that does
+    # Load this file by path rather than `-m godali_tools.bench`, so that a contender that does
     # not use godali never imports the package (whose library's Go runtime must not meet
     # the DataLoader's fork()), and the package directory never shadows the stdlib.
     boot = ("import importlib.util as u, sys\n"
@@ -1002,12 +1014,12 @@ def _memory_gb() -> float:
 
 def _godali_flavours() -> dict:
     """_godali_flavours says which godali libraries are built, without loading them."""
-    repo = PACKAGE_PARENT.parent
+    repo = _CHECKOUT
     found = {}
     for flavour, name in (("cpu", "libgodali.so"), ("cuda", "libgodali_cuda.so")):
         explicit = os.environ.get("GODALI_LIBRARY", "")
         dirs = [Path(explicit)] if explicit and Path(explicit).is_dir() else []
-        dirs += [PACKAGE_PARENT / "godali" / "lib", repo / "build"]
+        dirs += [godali_parent() / "godali" / "lib", repo / "build"]
         if explicit and Path(explicit).name == name:
             dirs.insert(0, Path(explicit).parent)
         for d in dirs:
@@ -1292,7 +1304,7 @@ def _default_contenders(device: str) -> list:
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(
-        prog="python -m godali bench",
+        prog="python -m godali_tools bench",
         description="Compare godali with torch's DataLoader (and the decode-only ceiling) "
                     "on the same images, batch size and CPU cores; optionally time a "
                     "training step to see which one is the bottleneck.")
@@ -1405,7 +1417,7 @@ def _main(argv) -> int:
         keys = _default_contenders(device)
 
     # The data set.
-    from godali.tools import make_dataset
+    from godali_tools import make_dataset
 
     if args.data:
         data = Path(args.data)
@@ -1583,7 +1595,7 @@ def _main(argv) -> int:
     doc = {
         "godali_bench": 1,
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": "python -m godali bench " + " ".join(argv),
+        "command": "python -m godali_tools bench " + " ".join(argv),
         "machine": machine,
         "config": {"device": device, "batch_size": batch, "cores": cores, "iters": iters,
                    "warmup": warmup, "repeats": args.repeats, "seed": args.seed,
