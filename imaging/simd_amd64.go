@@ -1,0 +1,65 @@
+package imaging
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// useAVX2 selects the AVX2 kernels of simd_amd64.s for the fixed-point resample; the
+// scalar kernels stay the reference (simd_test.go compares them bit for bit). Tests
+// switch it off to cover the scalar path on this machine too.
+var useAVX2 = cpu.X86.HasAVX2
+
+//go:noescape
+func hrow3AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
+
+//go:noescape
+func vfiltAVX2(out *byte, n int, rows *unsafe.Pointer, w *int32, k int)
+
+// hpass3Vec is hpass3Fixed (3 channels, k taps for every output, weights w[k*i:])
+// with AVX2: the pixels whose loads stay inside in, all but the last, go through the
+// vector kernel, the rest through the scalar one. It reports false when it did nothing.
+func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, k int) bool {
+	n := len(taps)
+	if !useAVX2 || n < 2 || k < 1 || len(in) < 3 || len(w) < n*k {
+		return false
+	}
+	out = out[:3*n]
+	var z O
+	m := hrow3AVX2(unsafe.Pointer(unsafe.SliceData(out)), unsafe.SliceData(in), unsafe.SliceData(taps),
+		unsafe.SliceData(w), k, n-1, len(in)-2, unsafe.Sizeof(z) == 1)
+	for i := m; i < n; i++ {
+		p := in[3*int(taps[i].start):]
+		p = p[:3*k]
+		s0, s1, s2 := int32(fixedHalf), int32(fixedHalf), int32(fixedHalf)
+		for j, wk := range w[k*i : k*i+k] {
+			s0 += wk * int32(p[3*j])
+			s1 += wk * int32(p[3*j+1])
+			s2 += wk * int32(p[3*j+2])
+		}
+		o := out[3*i : 3*i+3 : 3*i+3]
+		o[0], o[1], o[2] = O(clip8(s0)), O(clip8(s1)), O(clip8(s2))
+	}
+	return true
+}
+
+// maxVecTaps bounds the vertical taps that vfiltVec takes (a row pointer each, on the
+// stack).
+const maxVecTaps = 64
+
+// vfiltVec writes out[j] = clip8(fixedHalf + sum_i w[i]*rows[i][j]) for the ring rows
+// rows (uint32 elements, at least len(out) each); len(rows) == len(w) <= maxVecTaps.
+func vfiltVec(out []byte, rows []unsafe.Pointer, w []int32) {
+	n16 := len(out) &^ 15
+	if n16 > 0 {
+		vfiltAVX2(unsafe.SliceData(out), n16, unsafe.SliceData(rows), unsafe.SliceData(w), len(w))
+	}
+	for j := n16; j < len(out); j++ {
+		s := int32(fixedHalf)
+		for i, wk := range w {
+			s += wk * int32(*(*uint32)(unsafe.Add(rows[i], 4*j)))
+		}
+		out[j] = clip8(s)
+	}
+}

@@ -1,0 +1,156 @@
+#include "textflag.h"
+
+// AVX2 kernels of the fixed-point resample (see simd_amd64.go). They compute exactly
+// what the scalar kernels in resize.go and hpass3.go compute: int32 sums of weight *
+// pixel with fixedHalf added, shifted right by precisionBits and clamped to 0..255.
+
+// Byte shuffle of one 8-byte load holding pixels j and j+1 (RGB, RGB) into dwords:
+// pixel j's R, G, B, 0 in the low 128-bit lane, pixel j+1's in the high lane.
+DATA hshuf<>+0(SB)/8, $0x8080800180808000
+DATA hshuf<>+8(SB)/8, $0x8080808080808002
+DATA hshuf<>+16(SB)/8, $0x8080800480808003
+DATA hshuf<>+24(SB)/8, $0x8080808080808005
+GLOBL hshuf<>(SB), RODATA|NOPTR, $32
+
+// Dword permutation spreading weights w[j], w[j+1] over the two lanes.
+DATA hperm<>+0(SB)/8, $0x0000000000000000
+DATA hperm<>+8(SB)/8, $0x0000000000000000
+DATA hperm<>+16(SB)/8, $0x0000000100000001
+DATA hperm<>+24(SB)/8, $0x0000000100000001
+GLOBL hperm<>(SB), RODATA|NOPTR, $32
+
+DATA fixhalf<>+0(SB)/4, $0x00200000
+GLOBL fixhalf<>(SB), RODATA|NOPTR, $4
+
+DATA c255<>+0(SB)/4, $255
+GLOBL c255<>(SB), RODATA|NOPTR, $4
+
+// func hrow3AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
+TEXT ·hrow3AVX2(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), DI
+	MOVQ in+8(FP), SI
+	MOVQ taps+16(FP), BX
+	MOVQ w+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), R8
+	MOVQ limit+48(FP), R13
+	MOVBQZX bytesOut+56(FP), R14
+	XORQ R15, R15 // pixels done
+	VMOVDQU hshuf<>(SB), Y14
+	VMOVDQU hperm<>(SB), Y13
+	VPBROADCASTD fixhalf<>(SB), X12
+	VPXOR X11, X11, X11
+	VPBROADCASTD c255<>(SB), X10
+	CMPQ R15, R8
+	JGE hdone
+
+hpixel:
+	MOVLQSX (BX), AX
+	LEAQ (AX)(CX*1), R9
+	LEAQ (R9)(R9*2), R9
+	CMPQ R9, R13 // 3*(start+k) > limit: a load would pass the row's end
+	JGT hdone
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9 // source pixels
+	MOVQ DX, R10        // weights
+	MOVQ CX, R11        // taps left
+	VPXOR Y0, Y0, Y0
+	CMPQ R11, $2
+	JLT hsingle
+
+hpair:
+	VPBROADCASTQ (R9), Y1
+	VPSHUFB Y14, Y1, Y1
+	VMOVQ (R10), X2
+	VPERMD Y2, Y13, Y2
+	VPMULLD Y2, Y1, Y1
+	VPADDD Y1, Y0, Y0
+	ADDQ $6, R9
+	ADDQ $8, R10
+	SUBQ $2, R11
+	CMPQ R11, $2
+	JGE hpair
+
+hsingle:
+	TESTQ R11, R11
+	JZ hreduce
+	VPMOVZXBD (R9), X1
+	VPBROADCASTD (R10), X2
+	VPMULLD X2, X1, X1
+	VPADDD Y1, Y0, Y0
+
+hreduce:
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPADDD X12, X0, X0
+	VPSRAD $22, X0, X0
+	VPMAXSD X11, X0, X0
+	VPMINSD X10, X0, X0
+	TESTQ R14, R14
+	JNZ hbytes
+	VMOVDQU X0, (DI) // 4 elements: the 4th is overwritten by the next pixel
+	ADDQ $12, DI
+	JMP hnext
+
+hbytes:
+	VPACKUSDW X0, X0, X0
+	VPACKUSWB X0, X0, X0
+	VMOVD X0, (DI) // 4 bytes: the 4th is overwritten by the next pixel
+	ADDQ $3, DI
+
+hnext:
+	ADDQ $12, BX
+	LEAQ (DX)(CX*4), DX
+	INCQ R15
+	CMPQ R15, R8
+	JLT hpixel
+
+hdone:
+	VZEROUPPER
+	MOVQ R15, ret+64(FP)
+	RET
+
+// func vfiltAVX2(out *byte, n int, rows *unsafe.Pointer, w *int32, k int)
+// n is a positive multiple of 16; rows holds k pointers to rows of uint32 elements.
+TEXT ·vfiltAVX2(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), DI
+	MOVQ n+8(FP), R8
+	MOVQ rows+16(FP), BX
+	MOVQ w+24(FP), DX
+	MOVQ k+32(FP), CX
+	VPBROADCASTD fixhalf<>(SB), Y12
+	XORQ AX, AX // byte offset of the block in the rows
+
+vblock:
+	VMOVDQA Y12, Y0
+	VMOVDQA Y12, Y4
+	MOVQ BX, R9
+	MOVQ DX, R10
+	MOVQ CX, R11
+
+vtap:
+	MOVQ (R9), R12
+	VPBROADCASTD (R10), Y2
+	VPMULLD (R12)(AX*1), Y2, Y1
+	VPADDD Y1, Y0, Y0
+	VPMULLD 32(R12)(AX*1), Y2, Y3
+	VPADDD Y3, Y4, Y4
+	ADDQ $8, R9
+	ADDQ $4, R10
+	DECQ R11
+	JNZ vtap
+
+	VPSRAD $22, Y0, Y0
+	VPSRAD $22, Y4, Y4
+	VPACKSSDW Y4, Y0, Y0
+	VPERMQ $0xD8, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPACKUSWB X1, X0, X0
+	VMOVDQU X0, (DI)
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vblock
+
+	VZEROUPPER
+	RET

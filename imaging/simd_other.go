@@ -1,0 +1,18 @@
+//go:build !amd64
+
+package imaging
+
+import "unsafe"
+
+// Without the amd64 kernels (simd_amd64.s) the scalar kernels do all the work.
+const useAVX2 = false
+
+const maxVecTaps = 64
+
+func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, k int) bool {
+	return false
+}
+
+func vfiltVec(out []byte, rows []unsafe.Pointer, w []int32) {
+	panic("imaging: vfiltVec without a vector unit")
+}
