@@ -204,6 +204,10 @@ type normalizer[T elem] struct {
 	yA, yB    int // output rows whose input row is inside the image
 	ox0       int // output column written from the first in-bounds input pixel (after mirroring)
 	hasPixels bool
+	// affine: the float32 tables of channels 0..2 hold float32(fma(v, coef[ch],
+	// coef[3+ch])) for every v, so that vector code may compute them (affineCoef).
+	affine bool
+	coef   [6]float64
 }
 
 // init fills the tables and zeroes the parts of dst that the rows will not write. The
@@ -217,6 +221,9 @@ func (nz *normalizer[T]) init(dst []T, w, h, c int, np *NormalizeParams) {
 	}
 	for ch := 0; ch < c; ch++ {
 		fillLUT(nz.lut(ch), MeanStd(np.Mean, ch, 0), MeanStd(np.Std, ch, 1), float64(np.Scale), float64(np.Shift), np.Out)
+	}
+	if c == 3 && np.CHW && np.Out == Float32 && useAVX2 && hasFMA && littleEndian {
+		nz.affine = nz.affineCoef(np)
 	}
 	nz.cxA, nz.cxB = max(np.CropX, 0), min(np.CropX+np.CropW, w)
 	nz.yA, nz.yB = max(-np.CropY, 0), min(h-np.CropY, np.CropH)
@@ -237,6 +244,28 @@ func (nz *normalizer[T]) init(dst []T, w, h, c int, np *NormalizeParams) {
 	case nz.chw && cout > c:
 		clear(nz.dst[c*nz.plane:])
 	}
+}
+
+// affineCoef sets coef to the affine map v*a + b (one fused multiply-add in float64,
+// rounded to float32) of channels 0..2 and reports whether it gives the float32
+// tables' values for all 256 inputs. The tables round (v - mean) / std * scale +
+// shift; the two differ only where that value lies within a few float64 ulps of a
+// float32 rounding boundary, which the exhaustive check catches (the tables then
+// stay in use).
+func (nz *normalizer[T]) affineCoef(np *NormalizeParams) bool {
+	for ch := 0; ch < 3; ch++ {
+		mean, std := MeanStd(np.Mean, ch, 0), MeanStd(np.Std, ch, 1)
+		a := float64(np.Scale) / std
+		b := float64(np.Shift) - mean*a
+		lut := nz.lut(ch)
+		for v := range lut {
+			if uint32(lut[v]) != math.Float32bits(float32(math.FMA(float64(v), a, b))) {
+				return false
+			}
+		}
+		nz.coef[ch], nz.coef[3+ch] = a, b
+	}
+	return true
 }
 
 // fillLUT tabulates the output bits of every uint8 input value of one channel, stored
@@ -305,6 +334,15 @@ func (nz *normalizer[T]) writeRow(oy int, px []byte) {
 			d0 := nz.dst[first : first+n]
 			d1 := nz.dst[nz.plane+first : nz.plane+first+n]
 			d2 := nz.dst[2*nz.plane+first : 2*nz.plane+first+n]
+			if nz.affine {
+				if u0, ok := any(d0).([]uint32); ok {
+					l := any(&nz.luts).(*[4][256]uint32)
+					u1, u2 := any(d1).([]uint32), any(d2).([]uint32)
+					if chw3F32Vec(u0, u1, u2, px, &l[0], &l[1], &l[2], &nz.coef, nz.mirror) {
+						return
+					}
+				}
+			}
 			chw3(d0, d1, d2, px, &nz.luts[0], &nz.luts[1], &nz.luts[2], nz.mirror)
 			return
 		}

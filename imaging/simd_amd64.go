@@ -63,3 +63,36 @@ func vfiltVec(out []byte, rows []unsafe.Pointer, w []int32) {
 		out[j] = clip8(s)
 	}
 }
+
+var hasFMA = cpu.X86.HasFMA
+
+//go:noescape
+func chw3f32AVX2(d0, d1, d2 *uint32, px *byte, groups int, coef *[6]float64, mirror bool)
+
+// chw3F32Vec is chw3 for float32 output whose tables hold float32(fma(v, coef[ch],
+// coef[3+ch])) for every v (affineCoef checked them): four pixels at a time with
+// AVX2 and FMA, the few whose 16-byte loads would pass the row's end through the
+// tables. It reports false when it did nothing.
+func chw3F32Vec(d0, d1, d2 []uint32, px []byte, t0, t1, t2 *[256]uint32, coef *[6]float64, mirror bool) bool {
+	n := len(d0)
+	if !useAVX2 || !hasFMA || n < 8 {
+		return false
+	}
+	d1, d2, px = d1[:n], d2[:n], px[:3*n]
+	if !mirror {
+		g := (3*n-16)/12 + 1 // groups whose loads (12 bytes apart, 16 each) stay in px
+		chw3f32AVX2(&d0[0], &d1[0], &d2[0], &px[0], g, coef, false)
+		k := 4 * g
+		chw3(d0[k:], d1[k:], d2[k:], px[3*k:], t0, t1, t2, false)
+		return true
+	}
+	// Output k shows input pixel n-1-k; the group of outputs k..k+3 loads 16 bytes at
+	// input pixel n-4-k, inside px from k = 2 on.
+	const k0 = 2
+	g := (n-4-k0)/4 + 1
+	chw3f32AVX2(&d0[k0], &d1[k0], &d2[k0], &px[3*(n-4-k0)], g, coef, true)
+	chw3(d0[:k0], d1[:k0], d2[:k0], px[3*(n-k0):], t0, t1, t2, true)
+	k := k0 + 4*g
+	chw3(d0[k:], d1[k:], d2[k:], px[:3*(n-k)], t0, t1, t2, true)
+	return true
+}

@@ -154,3 +154,76 @@ vtap:
 
 	VZEROUPPER
 	RET
+
+// Byte shuffles picking channel ch of 4 RGB pixels (12 bytes) into dwords: forward
+// order, then reversed (mirror).
+DATA cmnshuf<>+0(SB)/8, $0x8080800380808000
+DATA cmnshuf<>+8(SB)/8, $0x8080800980808006
+DATA cmnshuf<>+16(SB)/8, $0x8080800480808001
+DATA cmnshuf<>+24(SB)/8, $0x8080800a80808007
+DATA cmnshuf<>+32(SB)/8, $0x8080800580808002
+DATA cmnshuf<>+40(SB)/8, $0x8080800b80808008
+DATA cmnshuf<>+48(SB)/8, $0x8080800680808009
+DATA cmnshuf<>+56(SB)/8, $0x8080800080808003
+DATA cmnshuf<>+64(SB)/8, $0x808080078080800a
+DATA cmnshuf<>+72(SB)/8, $0x8080800180808004
+DATA cmnshuf<>+80(SB)/8, $0x808080088080800b
+DATA cmnshuf<>+88(SB)/8, $0x8080800280808005
+GLOBL cmnshuf<>(SB), RODATA|NOPTR, $96
+
+// func chw3f32AVX2(d0, d1, d2 *uint32, px *byte, groups int, coef *[6]float64, mirror bool)
+// Writes 4*groups pixels: d_ch[k] = float32(fma(px channel ch, coef[ch], coef[3+ch])).
+// Forward: pixels px[0..], 12 bytes per group onwards. Mirror: px points at the group
+// whose reversed pixels come first, and groups step backwards.
+TEXT ·chw3f32AVX2(SB), NOSPLIT, $0-49
+	MOVQ d0+0(FP), DI
+	MOVQ d1+8(FP), R8
+	MOVQ d2+16(FP), R9
+	MOVQ px+24(FP), SI
+	MOVQ groups+32(FP), CX
+	MOVQ coef+40(FP), DX
+	MOVBQZX mirror+48(FP), AX
+	VBROADCASTSD 0(DX), Y10
+	VBROADCASTSD 8(DX), Y11
+	VBROADCASTSD 16(DX), Y12
+	VBROADCASTSD 24(DX), Y13
+	VBROADCASTSD 32(DX), Y14
+	VBROADCASTSD 40(DX), Y15
+	LEAQ cmnshuf<>(SB), BX
+	MOVQ $12, R10
+	TESTQ AX, AX
+	JZ cfwd
+	ADDQ $48, BX
+	MOVQ $-12, R10
+cfwd:
+	VMOVDQU 0(BX), X7
+	VMOVDQU 16(BX), X8
+	VMOVDQU 32(BX), X9
+	TESTQ CX, CX
+	JZ cdone
+cloop:
+	VMOVDQU (SI), X0
+	VPSHUFB X7, X0, X1
+	VPSHUFB X8, X0, X2
+	VPSHUFB X9, X0, X3
+	VCVTDQ2PD X1, Y1
+	VCVTDQ2PD X2, Y2
+	VCVTDQ2PD X3, Y3
+	VFMADD213PD Y13, Y10, Y1
+	VFMADD213PD Y14, Y11, Y2
+	VFMADD213PD Y15, Y12, Y3
+	VCVTPD2PSY Y1, X1
+	VCVTPD2PSY Y2, X2
+	VCVTPD2PSY Y3, X3
+	VMOVUPS X1, (DI)
+	VMOVUPS X2, (R8)
+	VMOVUPS X3, (R9)
+	ADDQ $16, DI
+	ADDQ $16, R8
+	ADDQ $16, R9
+	ADDQ R10, SI
+	DECQ CX
+	JNZ cloop
+cdone:
+	VZEROUPPER
+	RET

@@ -221,3 +221,56 @@ func hpass3Ref[O hout](out []O, in []byte, taps []tap, w []int32, k int) {
 		}
 	}
 }
+
+// crop_mirror_normalize to float32 CHW computes the tables' values with FMA where
+// affineCoef proved them equal; the results must not change, for random parameters,
+// sizes, windows (partly outside the image too) and mirroring.
+func TestCMNFloatAVX2MatchesScalar(t *testing.T) {
+	needAVX2(t)
+	if !hasFMA {
+		t.Skip("no FMA")
+	}
+	var nz normalizer[uint32]
+	np := imagenetNorm
+	nz.init(make([]uint32, np.CropW*np.CropH*3), 224, 224, 3, &np)
+	if !nz.affine {
+		t.Fatal("ImageNet's mean and std do not take the vector path")
+	}
+	r := rand.New(rand.NewPCG(28, 4))
+	vec := 0
+	for i := 0; i < 300; i++ {
+		w, h := 1+r.IntN(300), 1+r.IntN(40)
+		src := guarded(t, w*h*3)
+		randomPixels(r, src)
+		np := imagenetNorm
+		if i%3 != 0 {
+			np.Mean = []float32{r.Float32() * 255, r.Float32() * 255, r.Float32() * 255}
+			np.Std = []float32{0.01 + r.Float32()*100, 0.5 + r.Float32(), 1 + r.Float32()*300}
+			np.Scale, np.Shift = 0.1+r.Float32()*3, r.Float32()*10-5
+		}
+		np.Mirror = r.IntN(2) == 0
+		np.CropW, np.CropH = 1+r.IntN(w+10), 1+r.IntN(h)
+		np.CropX, np.CropY = r.IntN(w+10)-5, r.IntN(h)
+		nz.init(make([]uint32, np.CropW*np.CropH*3), w, h, 3, &np)
+		if nz.affine {
+			vec++
+		}
+		want := make([]byte, np.OutBytes(3))
+		got := make([]byte, np.OutBytes(3))
+		withScalar(func() {
+			if err := CropMirrorNormalize(want, src, w, h, 3, &np); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if err := CropMirrorNormalize(got, src, w, h, 3, &np); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(want, got) {
+			t.Fatalf("case %d: %dx%d crop %+v: results differ", i, w, h, np)
+		}
+	}
+	t.Logf("%d of 300 parameter sets took the vector path", vec)
+	if vec < 100 {
+		t.Errorf("only %d of 300 parameter sets took the vector path", vec)
+	}
+}

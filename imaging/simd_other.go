@@ -16,3 +16,9 @@ func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, k int) bool {
 func vfiltVec(out []byte, rows []unsafe.Pointer, w []int32) {
 	panic("imaging: vfiltVec without a vector unit")
 }
+
+const hasFMA = false
+
+func chw3F32Vec(d0, d1, d2 []uint32, px []byte, t0, t1, t2 *[256]uint32, coef *[6]float64, mirror bool) bool {
+	return false
+}
