@@ -274,3 +274,29 @@ func TestCMNFloatAVX2MatchesScalar(t *testing.T) {
 		t.Errorf("only %d of 300 parameter sets took the vector path", vec)
 	}
 }
+
+// BenchmarkResizeCMNVariants times the training pipeline's fused kernel with each
+// kernel set this CPU has.
+func BenchmarkResizeCMNVariants(b *testing.B) {
+	src := testImage(500, 375, 3, 1)
+	np := imagenetNorm
+	dst := make([]byte, np.OutBytes(3))
+	var s Scratch
+	run := func(b *testing.B) {
+		for b.Loop() {
+			np.Mirror = !np.Mirror
+			p := NewResizePlan(500, 375, FullROI(500, 375), 224, 224, InterpTriangular, true, &s)
+			if err := ResizeCropMirrorNormalize(dst, src, 500, 375, 3, p, &np, &s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	has2 := useAVX2
+	defer func() { useAVX2 = has2 }()
+	useAVX2 = false
+	b.Run("scalar", run)
+	if has2 {
+		useAVX2 = true
+		b.Run("AVX2", run)
+	}
+}
