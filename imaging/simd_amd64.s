@@ -25,6 +25,12 @@ GLOBL fixhalf<>(SB), RODATA|NOPTR, $4
 DATA c255<>+0(SB)/4, $255
 GLOBL c255<>(SB), RODATA|NOPTR, $4
 
+
+// Two output pixels (A, B) per iteration for tap counts 2..8, unrolled: HPAIR adds taps
+// j, j+1 of the pixel at p (weights at wo(DX)) to acc; HONE adds its last tap j.
+#define HPAIR(p, bo, wo, acc, t1, t2) VPBROADCASTQ bo(p), t1; VPSHUFB Y14, t1, t1; VMOVQ wo(DX), X2; VPERMD Y2, Y13, t2; VPMULLD t2, t1, t1; VPADDD t1, acc, acc
+#define HONE(p, bo, wo, acc) VPMOVZXBD bo(p), X1; VPBROADCASTD wo(DX), X2; VPMULLD X2, X1, X1; VPADDD Y1, acc, acc
+
 // func hrow3AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
 TEXT ·hrow3AVX2(SB), NOSPLIT, $0-72
 	MOVQ out+0(FP), DI
@@ -40,7 +46,255 @@ TEXT ·hrow3AVX2(SB), NOSPLIT, $0-72
 	VMOVDQU hperm<>(SB), Y13
 	VPBROADCASTD fixhalf<>(SB), X12
 	VPXOR X11, X11, X11
-	VPBROADCASTD c255<>(SB), X10
+	VPBROADCASTD c255<>(SB), Y10
+	VPBROADCASTD fixhalf<>(SB), Y12
+	VPXOR Y11, Y11, Y11
+	CMPQ CX, $2
+	JEQ hk2
+	CMPQ CX, $3
+	JEQ hk3
+	CMPQ CX, $4
+	JEQ hk4
+	CMPQ CX, $5
+	JEQ hk5
+	CMPQ CX, $6
+	JEQ hk6
+	CMPQ CX, $7
+	JEQ hk7
+	CMPQ CX, $8
+	JEQ hk8
+	JMP hgen
+
+hk2:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 6(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 6(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 8, Y3, Y4, Y5)
+	ADDQ $16, DX
+	JMP hstore2
+
+hk3:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 9(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 9(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 12, Y3, Y4, Y5)
+	HONE(R9, 6, 8, Y0)
+	HONE(R10, 6, 20, Y3)
+	ADDQ $24, DX
+	JMP hstore2
+
+hk4:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 12(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 12(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 16, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 24, Y3, Y4, Y5)
+	ADDQ $32, DX
+	JMP hstore2
+
+hk5:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 15(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 15(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 20, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 28, Y3, Y4, Y5)
+	HONE(R9, 12, 16, Y0)
+	HONE(R10, 12, 36, Y3)
+	ADDQ $40, DX
+	JMP hstore2
+
+hk6:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 18(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 18(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 24, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 32, Y3, Y4, Y5)
+	HPAIR(R9, 12, 16, Y0, Y1, Y2)
+	HPAIR(R10, 12, 40, Y3, Y4, Y5)
+	ADDQ $48, DX
+	JMP hstore2
+
+hk7:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 21(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 21(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 28, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 36, Y3, Y4, Y5)
+	HPAIR(R9, 12, 16, Y0, Y1, Y2)
+	HPAIR(R10, 12, 44, Y3, Y4, Y5)
+	HONE(R9, 18, 24, Y0)
+	HONE(R10, 18, 52, Y3)
+	ADDQ $56, DX
+	JMP hstore2
+
+hk8:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 24(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 24(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 32, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 40, Y3, Y4, Y5)
+	HPAIR(R9, 12, 16, Y0, Y1, Y2)
+	HPAIR(R10, 12, 48, Y3, Y4, Y5)
+	HPAIR(R9, 18, 24, Y0, Y1, Y2)
+	HPAIR(R10, 18, 56, Y3, Y4, Y5)
+	ADDQ $64, DX
+	JMP hstore2
+
+// Both pixels' lane sums, rounded, shifted and clamped together: A in the low lane,
+// B in the high one.
+hstore2:
+	VPERM2I128 $0x20, Y3, Y0, Y6
+	VPERM2I128 $0x31, Y3, Y0, Y7
+	VPADDD Y7, Y6, Y6
+	VPADDD Y12, Y6, Y6
+	VPSRAD $22, Y6, Y6
+	VPMAXSD Y11, Y6, Y6
+	VPMINSD Y10, Y6, Y6
+	ADDQ $24, BX
+	ADDQ $2, R15
+	TESTQ R14, R14
+	JNZ hbytes2
+	VMOVDQU X6, (DI)           // 4 elements each: the 4th is overwritten next
+	VEXTRACTI128 $1, Y6, 12(DI)
+	ADDQ $24, DI
+	JMP hdispatch
+
+hbytes2:
+	VPACKUSDW Y6, Y6, Y6
+	VPACKUSWB Y6, Y6, Y6
+	VEXTRACTI128 $1, Y6, X7
+	VMOVD X6, (DI)
+	VMOVD X7, 3(DI)
+	ADDQ $6, DI
+
+hdispatch:
+	CMPQ CX, $2
+	JEQ hk2
+	CMPQ CX, $3
+	JEQ hk3
+	CMPQ CX, $4
+	JEQ hk4
+	CMPQ CX, $5
+	JEQ hk5
+	CMPQ CX, $6
+	JEQ hk6
+	CMPQ CX, $7
+	JEQ hk7
+	CMPQ CX, $8
+	JEQ hk8
+
+// One pixel at a time, any tap count; also the pixels the unrolled loops leave.
+hgen:
 	CMPQ R15, R8
 	JGE hdone
 
