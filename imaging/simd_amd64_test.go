@@ -83,7 +83,7 @@ func TestResizeAVX2MatchesScalar(t *testing.T) {
 	needAVX2(t)
 	r := rand.New(rand.NewPCG(28, 1))
 	var s Scratch
-	for i := 0; i < 400; i++ {
+	for i := 0; i < 300; i++ {
 		c := []int{3, 3, 3, 1, 4}[r.IntN(5)]
 		w, h := 1+r.IntN(260), 1+r.IntN(120)
 		dw, dh := 1+r.IntN(260), 1+r.IntN(120)
