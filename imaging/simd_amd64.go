@@ -64,24 +64,38 @@ func vfiltVec(out []byte, rows []unsafe.Pointer, w []int32) {
 	}
 }
 
-var hasFMA = cpu.X86.HasFMA
+var (
+	hasFMA  = cpu.X86.HasFMA
+	hasF16C = cpu.X86.HasF16C
+)
 
 //go:noescape
-func chw3f32AVX2(d0, d1, d2 *uint32, px *byte, groups int, coef *[6]float64, mirror bool)
+func chw3f32AVX2(d0, d1, d2 unsafe.Pointer, px *byte, groups int, coef *[6]float64, mirror, half bool)
 
-// chw3F32Vec is chw3 for float32 output whose tables hold float32(fma(v, coef[ch],
-// coef[3+ch])) for every v (affineCoef checked them): four pixels at a time with
-// AVX2 and FMA, the few whose 16-byte loads would pass the row's end through the
-// tables. It reports false when it did nothing.
-func chw3F32Vec(d0, d1, d2 []uint32, px []byte, t0, t1, t2 *[256]uint32, coef *[6]float64, mirror bool) bool {
+//go:noescape
+func cvtps2phAVX(dst *uint16, src *float32, n int)
+
+// halfBits converts src to IEEE half with the instruction chw3f32AVX2 uses.
+func halfBits(dst *[256]uint16, src *[256]float32) {
+	cvtps2phAVX(&dst[0], &src[0], len(src))
+}
+
+// chw3F32Vec is chw3 for float32 (T uint32) or float16 (T uint16) output whose tables
+// hold float32(fma(v, coef[ch], coef[3+ch])) for every v, rounded to half for float16
+// (affineCoef checked them): four pixels at a time with AVX2 and FMA, the few whose
+// 16-byte loads would pass the row's end through the tables. It reports false when it
+// did nothing.
+func chw3F32Vec[T uint16 | uint32](d0, d1, d2 []T, px []byte, t0, t1, t2 *[256]T, coef *[6]float64, mirror bool) bool {
 	n := len(d0)
-	if !useAVX2 || !hasFMA || n < 8 {
+	var z T
+	half := unsafe.Sizeof(z) == 2
+	if !useAVX2 || !hasFMA || n < 8 || half && !hasF16C {
 		return false
 	}
 	d1, d2, px = d1[:n], d2[:n], px[:3*n]
 	if !mirror {
 		g := (3*n-16)/12 + 1 // groups whose loads (12 bytes apart, 16 each) stay in px
-		chw3f32AVX2(&d0[0], &d1[0], &d2[0], &px[0], g, coef, false)
+		chw3f32AVX2(unsafe.Pointer(&d0[0]), unsafe.Pointer(&d1[0]), unsafe.Pointer(&d2[0]), &px[0], g, coef, false, half)
 		k := 4 * g
 		chw3(d0[k:], d1[k:], d2[k:], px[3*k:], t0, t1, t2, false)
 		return true
@@ -90,7 +104,7 @@ func chw3F32Vec(d0, d1, d2 []uint32, px []byte, t0, t1, t2 *[256]uint32, coef *[
 	// input pixel n-4-k, inside px from k = 2 on.
 	const k0 = 2
 	g := (n-4-k0)/4 + 1
-	chw3f32AVX2(&d0[k0], &d1[k0], &d2[k0], &px[3*(n-4-k0)], g, coef, true)
+	chw3f32AVX2(unsafe.Pointer(&d0[k0]), unsafe.Pointer(&d1[k0]), unsafe.Pointer(&d2[k0]), &px[3*(n-4-k0)], g, coef, true, half)
 	chw3(d0[:k0], d1[:k0], d2[:k0], px[3*(n-k0):], t0, t1, t2, true)
 	k := k0 + 4*g
 	chw3(d0[k:], d1[k:], d2[k:], px[:3*(n-k)], t0, t1, t2, true)

@@ -425,11 +425,12 @@ DATA cmnshuf<>+80(SB)/8, $0x808080088080800b
 DATA cmnshuf<>+88(SB)/8, $0x8080800280808005
 GLOBL cmnshuf<>(SB), RODATA|NOPTR, $96
 
-// func chw3f32AVX2(d0, d1, d2 *uint32, px *byte, groups int, coef *[6]float64, mirror bool)
-// Writes 4*groups pixels: d_ch[k] = float32(fma(px channel ch, coef[ch], coef[3+ch])).
-// Forward: pixels px[0..], 12 bytes per group onwards. Mirror: px points at the group
-// whose reversed pixels come first, and groups step backwards.
-TEXT ·chw3f32AVX2(SB), NOSPLIT, $0-49
+// func chw3f32AVX2(d0, d1, d2 unsafe.Pointer, px *byte, groups int, coef *[6]float64, mirror, half bool)
+// Writes 4*groups pixels: d_ch[k] = float32(fma(px channel ch, coef[ch], coef[3+ch])),
+// converted to IEEE half (round to nearest even) when half is set. Forward: pixels
+// px[0..], 12 bytes per group onwards. Mirror: px points at the group whose reversed
+// pixels come first, and groups step backwards.
+TEXT ·chw3f32AVX2(SB), NOSPLIT, $0-50
 	MOVQ d0+0(FP), DI
 	MOVQ d1+8(FP), R8
 	MOVQ d2+16(FP), R9
@@ -437,6 +438,7 @@ TEXT ·chw3f32AVX2(SB), NOSPLIT, $0-49
 	MOVQ groups+32(FP), CX
 	MOVQ coef+40(FP), DX
 	MOVBQZX mirror+48(FP), AX
+	MOVBQZX half+49(FP), R11
 	VBROADCASTSD 0(DX), Y10
 	VBROADCASTSD 8(DX), Y11
 	VBROADCASTSD 16(DX), Y12
@@ -469,6 +471,8 @@ cloop:
 	VCVTPD2PSY Y1, X1
 	VCVTPD2PSY Y2, X2
 	VCVTPD2PSY Y3, X3
+	TESTQ R11, R11
+	JNZ chalf
 	VMOVUPS X1, (DI)
 	VMOVUPS X2, (R8)
 	VMOVUPS X3, (R9)
@@ -478,6 +482,37 @@ cloop:
 	ADDQ R10, SI
 	DECQ CX
 	JNZ cloop
+	JMP cdone
+chalf:
+	VCVTPS2PH $0, X1, X1
+	VCVTPS2PH $0, X2, X2
+	VCVTPS2PH $0, X3, X3
+	VMOVQ X1, (DI)
+	VMOVQ X2, (R8)
+	VMOVQ X3, (R9)
+	ADDQ $8, DI
+	ADDQ $8, R8
+	ADDQ $8, R9
+	ADDQ R10, SI
+	DECQ CX
+	JNZ cloop
 cdone:
 	VZEROUPPER
+	RET
+
+// func cvtps2phAVX(dst *uint16, src *float32, n int)
+// Converts n (a positive multiple of 4) float32 values to IEEE half, round to
+// nearest even: the conversion chw3f32AVX2 applies.
+TEXT ·cvtps2phAVX(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+hcvt:
+	VMOVUPS (SI), X0
+	VCVTPS2PH $0, X0, X0
+	VMOVQ X0, (DI)
+	ADDQ $16, SI
+	ADDQ $8, DI
+	SUBQ $4, CX
+	JNZ hcvt
 	RET

@@ -222,8 +222,8 @@ func hpass3Ref[O hout](out []O, in []byte, taps []tap, w []int32, k int) {
 	}
 }
 
-// crop_mirror_normalize to float32 CHW computes the tables' values with FMA where
-// affineCoef proved them equal; the results must not change, for random parameters,
+// crop_mirror_normalize to float32 and float16 CHW computes the tables' values with
+// FMA (and F16C) where affineCoef proved them equal; the results must not change, for random parameters,
 // sizes, windows (partly outside the image too) and mirroring.
 func TestCMNFloatAVX2MatchesScalar(t *testing.T) {
 	needAVX2(t)
@@ -235,6 +235,12 @@ func TestCMNFloatAVX2MatchesScalar(t *testing.T) {
 	nz.init(make([]uint32, np.CropW*np.CropH*3), 224, 224, 3, &np)
 	if !nz.affine {
 		t.Fatal("ImageNet's mean and std do not take the vector path")
+	}
+	var nz16 normalizer[uint16]
+	np.Out = Float16
+	nz16.init(make([]uint16, np.CropW*np.CropH*3), 224, 224, 3, &np)
+	if hasF16C && !nz16.affine {
+		t.Fatal("ImageNet's mean and std do not take the vector path to FLOAT16")
 	}
 	r := rand.New(rand.NewPCG(28, 4))
 	vec := 0
@@ -251,9 +257,20 @@ func TestCMNFloatAVX2MatchesScalar(t *testing.T) {
 		np.Mirror = r.IntN(2) == 0
 		np.CropW, np.CropH = 1+r.IntN(w+10), 1+r.IntN(h)
 		np.CropX, np.CropY = r.IntN(w+10)-5, r.IntN(h)
-		nz.init(make([]uint32, np.CropW*np.CropH*3), w, h, 3, &np)
-		if nz.affine {
-			vec++
+		if i%2 == 1 {
+			np.Out = Float16
+			if r.IntN(2) == 0 { // halves' subnormals and overflow to infinity
+				np.Scale = []float32{1e-4, 1e-6, 300}[r.IntN(3)]
+			}
+			nz16.init(make([]uint16, np.CropW*np.CropH*3), w, h, 3, &np)
+			if nz16.affine {
+				vec++
+			}
+		} else {
+			nz.init(make([]uint32, np.CropW*np.CropH*3), w, h, 3, &np)
+			if nz.affine {
+				vec++
+			}
 		}
 		want := make([]byte, np.OutBytes(3))
 		got := make([]byte, np.OutBytes(3))

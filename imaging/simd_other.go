@@ -17,8 +17,15 @@ func vfiltVec(out []byte, rows []unsafe.Pointer, w []int32) {
 	panic("imaging: vfiltVec without a vector unit")
 }
 
-const hasFMA = false
+const (
+	hasFMA  = false
+	hasF16C = false
+)
 
-func chw3F32Vec(d0, d1, d2 []uint32, px []byte, t0, t1, t2 *[256]uint32, coef *[6]float64, mirror bool) bool {
+func chw3F32Vec[T uint16 | uint32](d0, d1, d2 []T, px []byte, t0, t1, t2 *[256]T, coef *[6]float64, mirror bool) bool {
 	return false
+}
+
+func halfBits(dst *[256]uint16, src *[256]float32) {
+	panic("imaging: halfBits without a vector unit")
 }
