@@ -93,6 +93,9 @@ func TestResizeAVX2MatchesScalar(t *testing.T) {
 		interp := allInterps[r.IntN(len(allInterps))]
 		aa := r.IntN(4) != 0
 		roi := randomROI(r, w, h)
+		if i%6 == 0 { // rows kept: the horizontal pass writes the output bytes itself
+			dh, roi = h, FullROI(w, h)
+		}
 		src := guarded(t, w*h*c)
 		randomPixels(r, src)
 		p := NewResizePlan(w, h, roi, dw, dh, interp, aa, nil)
