@@ -456,6 +456,9 @@ func hpass[O hout](out []O, in []byte, taps []tap, w []int32, c, fixed int, nonN
 	case 1:
 		hpass1(out, in, taps, w)
 	case 4:
+		if fixed > 0 && len(taps) > 0 && hpass4Vec(out, in, taps, w[taps[0].off:], w, fixed) {
+			return
+		}
 		hpass4(out, in, taps, w)
 	default:
 		hpassN(out, in, taps, w, c)

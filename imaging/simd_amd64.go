@@ -15,6 +15,9 @@ var useAVX2 = cpu.X86.HasAVX2
 func hrow3AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
 
 //go:noescape
+func hrow4AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
+
+//go:noescape
 func vfiltAVX2(out *byte, n int, rows *unsafe.Pointer, w *int32, k int)
 
 // hpass3Vec is hpass3Fixed (3 channels, k taps for every output, weights w[k*i:])
@@ -40,6 +43,25 @@ func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, k int) bool {
 		}
 		o := out[3*i : 3*i+3 : 3*i+3]
 		o[0], o[1], o[2] = O(clip8(s0)), O(clip8(s1)), O(clip8(s2))
+	}
+	return true
+}
+
+// hpass4Vec is hpass4 for a plan with k taps for every output (weights w[k*i:] from
+// the first tap's), with AVX2; outputs whose taps a kernel could not read go through
+// hpass4, which takes the weights wAll that the taps' offsets index. It reports false
+// when it did nothing.
+func hpass4Vec[O hout](out []O, in []byte, taps []tap, w, wAll []int32, k int) bool {
+	n := len(taps)
+	if !useAVX2 || n < 1 || k < 1 || len(w) < n*k {
+		return false
+	}
+	out = out[:4*n]
+	var z O
+	m := hrow4AVX2(unsafe.Pointer(unsafe.SliceData(out)), unsafe.SliceData(in), unsafe.SliceData(taps),
+		unsafe.SliceData(w), k, n, len(in), unsafe.Sizeof(z) == 1)
+	if m < n {
+		hpass4(out[4*m:], in, taps[m:], wAll)
 	}
 	return true
 }

@@ -516,3 +516,88 @@ hcvt:
 	SUBQ $4, CX
 	JNZ hcvt
 	RET
+
+// func hrow4AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
+// The horizontal pass of 4-channel pixels: taps j, j+1 of an output in the two lanes
+// (one 8-byte load, zero-extended), no padding lanes and no loads or stores past the
+// taps' pixels or the output; it stops at the first output whose taps end past limit
+// bytes and returns the outputs done.
+TEXT ·hrow4AVX2(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), DI
+	MOVQ in+8(FP), SI
+	MOVQ taps+16(FP), BX
+	MOVQ w+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), R8
+	MOVQ limit+48(FP), R13
+	MOVBQZX bytesOut+56(FP), R14
+	XORQ R15, R15
+	VMOVDQU hperm<>(SB), Y13
+	VPBROADCASTD fixhalf<>(SB), X12
+	VPXOR X11, X11, X11
+	VPBROADCASTD c255<>(SB), X10
+	CMPQ R15, R8
+	JGE qdone
+
+qpixel:
+	MOVLQSX (BX), AX
+	LEAQ (AX)(CX*1), R9
+	SHLQ $2, R9
+	CMPQ R9, R13 // 4*(start+k) > limit
+	JGT qdone
+	LEAQ (SI)(AX*4), R9
+	MOVQ CX, R11
+	VPXOR Y0, Y0, Y0
+	CMPQ R11, $2
+	JLT qsingle
+
+qpair:
+	VPMOVZXBD (R9), Y1
+	VMOVQ (DX), X2
+	VPERMD Y2, Y13, Y2
+	VPMULLD Y2, Y1, Y1
+	VPADDD Y1, Y0, Y0
+	ADDQ $8, R9
+	ADDQ $8, DX
+	SUBQ $2, R11
+	CMPQ R11, $2
+	JGE qpair
+
+qsingle:
+	TESTQ R11, R11
+	JZ qreduce
+	VPMOVZXBD (R9), X1
+	VPBROADCASTD (DX), X2
+	VPMULLD X2, X1, X1
+	VPADDD Y1, Y0, Y0
+	ADDQ $4, DX
+
+qreduce:
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPADDD X12, X0, X0
+	VPSRAD $22, X0, X0
+	VPMAXSD X11, X0, X0
+	VPMINSD X10, X0, X0
+	TESTQ R14, R14
+	JNZ qbytes
+	VMOVDQU X0, (DI)
+	ADDQ $16, DI
+	JMP qnext
+
+qbytes:
+	VPACKUSDW X0, X0, X0
+	VPACKUSWB X0, X0, X0
+	VMOVD X0, (DI)
+	ADDQ $4, DI
+
+qnext:
+	ADDQ $12, BX
+	INCQ R15
+	CMPQ R15, R8
+	JLT qpixel
+
+qdone:
+	VZEROUPPER
+	MOVQ R15, ret+64(FP)
+	RET

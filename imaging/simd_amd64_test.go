@@ -187,6 +187,21 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 			}
 		}
 
+		in4 := guarded(t, 4*inW)
+		randomPixels(r, in4)
+		want4, got4 := make([]uint32, 4*n), make([]uint32, 4*n)
+		want48, got48 := make([]byte, 4*n), make([]byte, 4*n)
+		hpassRef(want4, in4, taps, w, k, 4)
+		hpassRef(want48, in4, taps, w, k, 4)
+		if !hpass4Vec(got4, in4, taps, w, w, k) || !hpass4Vec(got48, in4, taps, w, w, k) {
+			t.Fatalf("case %d: hpass4Vec declined %d pixels", i, n)
+		}
+		for j := range want4 {
+			if want4[j] != got4[j] || want48[j] != got48[j] {
+				t.Fatalf("case %d (k=%d, n=%d): 4-channel element %d: %d/%d, scalar %d", i, k, n, j, got4[j], got48[j], want4[j])
+			}
+		}
+
 		m := 1 + r.IntN(100)
 		rows := make([]unsafe.Pointer, k)
 		vals := make([][]uint32, k)
@@ -214,13 +229,18 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 
 // hpass3Ref is the plain definition of the 3-channel horizontal pass.
 func hpass3Ref[O hout](out []O, in []byte, taps []tap, w []int32, k int) {
+	hpassRef(out, in, taps, w, k, 3)
+}
+
+// hpassRef is the plain definition of the horizontal pass over c channels.
+func hpassRef[O hout](out []O, in []byte, taps []tap, w []int32, k, c int) {
 	for i, t := range taps {
-		for ch := 0; ch < 3; ch++ {
+		for ch := 0; ch < c; ch++ {
 			s := int32(fixedHalf)
 			for q := 0; q < k; q++ {
-				s += w[i*k+q] * int32(in[3*(int(t.start)+q)+ch])
+				s += w[i*k+q] * int32(in[c*(int(t.start)+q)+ch])
 			}
-			out[3*i+ch] = O(clip8(s))
+			out[c*i+ch] = O(clip8(s))
 		}
 	}
 }

@@ -13,6 +13,10 @@ func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, k int) bool {
 	return false
 }
 
+func hpass4Vec[O hout](out []O, in []byte, taps []tap, w, wAll []int32, k int) bool {
+	return false
+}
+
 func vfiltVec(out []byte, rows []unsafe.Pointer, w []int32) {
 	panic("imaging: vfiltVec without a vector unit")
 }
