@@ -186,6 +186,15 @@ func (r *region) ringLine(y int) []uint64 {
 func (r *region) vring(out []byte, t tap, w []int32, s *Scratch) {
 	k := w[t.off : t.off+t.n]
 	st := int(t.start)
+	if useAVX2 && len(out) >= 16 && len(k) <= maxVecTaps {
+		// All k rows are held at once, as in the unrolled cases below.
+		var rows [maxVecTaps]unsafe.Pointer
+		for i := range k {
+			rows[i] = unsafe.Pointer(unsafe.SliceData(r.ringLine(st + i)))
+		}
+		vfiltVec(out, rows[:len(k)], k)
+		return
+	}
 	if r.p.v.nonNeg {
 		switch len(k) {
 		case 2:
@@ -439,7 +448,7 @@ func hpass[O hout](out []O, in []byte, taps []tap, w []int32, c, fixed int, nonN
 		if fixed > 0 && len(taps) > 0 {
 			// The fixed-count kernels index weights from the first tap's offset.
 			off := int(taps[0].off)
-			if hpass3Fixed(out, in, taps, w[off:], fixed, nonNeg) {
+			if hpass3Vec(out, in, taps, w[off:], fixed) || hpass3Fixed(out, in, taps, w[off:], fixed, nonNeg) {
 				return
 			}
 		}
@@ -447,6 +456,9 @@ func hpass[O hout](out []O, in []byte, taps []tap, w []int32, c, fixed int, nonN
 	case 1:
 		hpass1(out, in, taps, w)
 	case 4:
+		if fixed > 0 && len(taps) > 0 && hpass4Vec(out, in, taps, w[taps[0].off:], w, fixed) {
+			return
+		}
 		hpass4(out, in, taps, w)
 	default:
 		hpassN(out, in, taps, w, c)

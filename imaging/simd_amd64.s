@@ -1,0 +1,603 @@
+#include "textflag.h"
+
+// AVX2 kernels of the fixed-point resample (see simd_amd64.go). They compute exactly
+// what the scalar kernels in resize.go and hpass3.go compute: int32 sums of weight *
+// pixel with fixedHalf added, shifted right by precisionBits and clamped to 0..255.
+
+// Byte shuffle of one 8-byte load holding pixels j and j+1 (RGB, RGB) into dwords:
+// pixel j's R, G, B, 0 in the low 128-bit lane, pixel j+1's in the high lane.
+DATA hshuf<>+0(SB)/8, $0x8080800180808000
+DATA hshuf<>+8(SB)/8, $0x8080808080808002
+DATA hshuf<>+16(SB)/8, $0x8080800480808003
+DATA hshuf<>+24(SB)/8, $0x8080808080808005
+GLOBL hshuf<>(SB), RODATA|NOPTR, $32
+
+// Dword permutation spreading weights w[j], w[j+1] over the two lanes.
+DATA hperm<>+0(SB)/8, $0x0000000000000000
+DATA hperm<>+8(SB)/8, $0x0000000000000000
+DATA hperm<>+16(SB)/8, $0x0000000100000001
+DATA hperm<>+24(SB)/8, $0x0000000100000001
+GLOBL hperm<>(SB), RODATA|NOPTR, $32
+
+DATA fixhalf<>+0(SB)/4, $0x00200000
+GLOBL fixhalf<>(SB), RODATA|NOPTR, $4
+
+DATA c255<>+0(SB)/4, $255
+GLOBL c255<>(SB), RODATA|NOPTR, $4
+
+
+// Two output pixels (A, B) per iteration for tap counts 2..8, unrolled: HPAIR adds taps
+// j, j+1 of the pixel at p (weights at wo(DX)) to acc; HONE adds its last tap j.
+#define HPAIR(p, bo, wo, acc, t1, t2) VPBROADCASTQ bo(p), t1; VPSHUFB Y14, t1, t1; VMOVQ wo(DX), X2; VPERMD Y2, Y13, t2; VPMULLD t2, t1, t1; VPADDD t1, acc, acc
+#define HONE(p, bo, wo, acc) VPMOVZXBD bo(p), X1; VPBROADCASTD wo(DX), X2; VPMULLD X2, X1, X1; VPADDD Y1, acc, acc
+
+// func hrow3AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
+TEXT ·hrow3AVX2(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), DI
+	MOVQ in+8(FP), SI
+	MOVQ taps+16(FP), BX
+	MOVQ w+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), R8
+	MOVQ limit+48(FP), R13
+	MOVBQZX bytesOut+56(FP), R14
+	XORQ R15, R15 // pixels done
+	VMOVDQU hshuf<>(SB), Y14
+	VMOVDQU hperm<>(SB), Y13
+	VPBROADCASTD fixhalf<>(SB), X12
+	VPXOR X11, X11, X11
+	VPBROADCASTD c255<>(SB), Y10
+	VPBROADCASTD fixhalf<>(SB), Y12
+	VPXOR Y11, Y11, Y11
+	CMPQ CX, $2
+	JEQ hk2
+	CMPQ CX, $3
+	JEQ hk3
+	CMPQ CX, $4
+	JEQ hk4
+	CMPQ CX, $5
+	JEQ hk5
+	CMPQ CX, $6
+	JEQ hk6
+	CMPQ CX, $7
+	JEQ hk7
+	CMPQ CX, $8
+	JEQ hk8
+	JMP hgen
+
+hk2:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 6(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 6(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 8, Y3, Y4, Y5)
+	ADDQ $16, DX
+	JMP hstore2
+
+hk3:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 9(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 9(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 12, Y3, Y4, Y5)
+	HONE(R9, 6, 8, Y0)
+	HONE(R10, 6, 20, Y3)
+	ADDQ $24, DX
+	JMP hstore2
+
+hk4:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 12(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 12(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 16, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 24, Y3, Y4, Y5)
+	ADDQ $32, DX
+	JMP hstore2
+
+hk5:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 15(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 15(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 20, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 28, Y3, Y4, Y5)
+	HONE(R9, 12, 16, Y0)
+	HONE(R10, 12, 36, Y3)
+	ADDQ $40, DX
+	JMP hstore2
+
+hk6:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 18(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 18(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 24, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 32, Y3, Y4, Y5)
+	HPAIR(R9, 12, 16, Y0, Y1, Y2)
+	HPAIR(R10, 12, 40, Y3, Y4, Y5)
+	ADDQ $48, DX
+	JMP hstore2
+
+hk7:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 21(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 21(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 28, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 36, Y3, Y4, Y5)
+	HPAIR(R9, 12, 16, Y0, Y1, Y2)
+	HPAIR(R10, 12, 44, Y3, Y4, Y5)
+	HONE(R9, 18, 24, Y0)
+	HONE(R10, 18, 52, Y3)
+	ADDQ $56, DX
+	JMP hstore2
+
+hk8:
+	LEAQ 1(R15), AX
+	CMPQ AX, R8
+	JGE hgen // fewer than two pixels left
+	MOVLQSX (BX), AX
+	MOVLQSX 12(BX), R12
+	LEAQ 24(AX)(AX*2), R9
+	CMPQ R9, R13
+	JGT hgen
+	LEAQ 24(R12)(R12*2), R10
+	CMPQ R10, R13
+	JGT hgen
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R12)(R12*2), R12
+	LEAQ (SI)(R12*1), R10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y3, Y3, Y3
+	HPAIR(R9, 0, 0, Y0, Y1, Y2)
+	HPAIR(R10, 0, 32, Y3, Y4, Y5)
+	HPAIR(R9, 6, 8, Y0, Y1, Y2)
+	HPAIR(R10, 6, 40, Y3, Y4, Y5)
+	HPAIR(R9, 12, 16, Y0, Y1, Y2)
+	HPAIR(R10, 12, 48, Y3, Y4, Y5)
+	HPAIR(R9, 18, 24, Y0, Y1, Y2)
+	HPAIR(R10, 18, 56, Y3, Y4, Y5)
+	ADDQ $64, DX
+	JMP hstore2
+
+// Both pixels' lane sums, rounded, shifted and clamped together: A in the low lane,
+// B in the high one.
+hstore2:
+	VPERM2I128 $0x20, Y3, Y0, Y6
+	VPERM2I128 $0x31, Y3, Y0, Y7
+	VPADDD Y7, Y6, Y6
+	VPADDD Y12, Y6, Y6
+	VPSRAD $22, Y6, Y6
+	VPMAXSD Y11, Y6, Y6
+	VPMINSD Y10, Y6, Y6
+	ADDQ $24, BX
+	ADDQ $2, R15
+	TESTQ R14, R14
+	JNZ hbytes2
+	VMOVDQU X6, (DI)           // 4 elements each: the 4th is overwritten next
+	VEXTRACTI128 $1, Y6, 12(DI)
+	ADDQ $24, DI
+	JMP hdispatch
+
+hbytes2:
+	VPACKUSDW Y6, Y6, Y6
+	VPACKUSWB Y6, Y6, Y6
+	VEXTRACTI128 $1, Y6, X7
+	VMOVD X6, (DI)
+	VMOVD X7, 3(DI)
+	ADDQ $6, DI
+
+hdispatch:
+	CMPQ CX, $2
+	JEQ hk2
+	CMPQ CX, $3
+	JEQ hk3
+	CMPQ CX, $4
+	JEQ hk4
+	CMPQ CX, $5
+	JEQ hk5
+	CMPQ CX, $6
+	JEQ hk6
+	CMPQ CX, $7
+	JEQ hk7
+	CMPQ CX, $8
+	JEQ hk8
+
+// One pixel at a time, any tap count; also the pixels the unrolled loops leave.
+hgen:
+	CMPQ R15, R8
+	JGE hdone
+
+hpixel:
+	MOVLQSX (BX), AX
+	LEAQ (AX)(CX*1), R9
+	LEAQ (R9)(R9*2), R9
+	CMPQ R9, R13 // 3*(start+k) > limit: a load would pass the row's end
+	JGT hdone
+	LEAQ (AX)(AX*2), AX
+	LEAQ (SI)(AX*1), R9 // source pixels
+	MOVQ DX, R10        // weights
+	MOVQ CX, R11        // taps left
+	VPXOR Y0, Y0, Y0
+	CMPQ R11, $2
+	JLT hsingle
+
+hpair:
+	VPBROADCASTQ (R9), Y1
+	VPSHUFB Y14, Y1, Y1
+	VMOVQ (R10), X2
+	VPERMD Y2, Y13, Y2
+	VPMULLD Y2, Y1, Y1
+	VPADDD Y1, Y0, Y0
+	ADDQ $6, R9
+	ADDQ $8, R10
+	SUBQ $2, R11
+	CMPQ R11, $2
+	JGE hpair
+
+hsingle:
+	TESTQ R11, R11
+	JZ hreduce
+	VPMOVZXBD (R9), X1
+	VPBROADCASTD (R10), X2
+	VPMULLD X2, X1, X1
+	VPADDD Y1, Y0, Y0
+
+hreduce:
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPADDD X12, X0, X0
+	VPSRAD $22, X0, X0
+	VPMAXSD X11, X0, X0
+	VPMINSD X10, X0, X0
+	TESTQ R14, R14
+	JNZ hbytes
+	VMOVDQU X0, (DI) // 4 elements: the 4th is overwritten by the next pixel
+	ADDQ $12, DI
+	JMP hnext
+
+hbytes:
+	VPACKUSDW X0, X0, X0
+	VPACKUSWB X0, X0, X0
+	VMOVD X0, (DI) // 4 bytes: the 4th is overwritten by the next pixel
+	ADDQ $3, DI
+
+hnext:
+	ADDQ $12, BX
+	LEAQ (DX)(CX*4), DX
+	INCQ R15
+	CMPQ R15, R8
+	JLT hpixel
+
+hdone:
+	VZEROUPPER
+	MOVQ R15, ret+64(FP)
+	RET
+
+// func vfiltAVX2(out *byte, n int, rows *unsafe.Pointer, w *int32, k int)
+// n is a positive multiple of 16; rows holds k pointers to rows of uint32 elements.
+TEXT ·vfiltAVX2(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), DI
+	MOVQ n+8(FP), R8
+	MOVQ rows+16(FP), BX
+	MOVQ w+24(FP), DX
+	MOVQ k+32(FP), CX
+	VPBROADCASTD fixhalf<>(SB), Y12
+	XORQ AX, AX // byte offset of the block in the rows
+
+vblock:
+	VMOVDQA Y12, Y0
+	VMOVDQA Y12, Y4
+	MOVQ BX, R9
+	MOVQ DX, R10
+	MOVQ CX, R11
+
+vtap:
+	MOVQ (R9), R12
+	VPBROADCASTD (R10), Y2
+	VPMULLD (R12)(AX*1), Y2, Y1
+	VPADDD Y1, Y0, Y0
+	VPMULLD 32(R12)(AX*1), Y2, Y3
+	VPADDD Y3, Y4, Y4
+	ADDQ $8, R9
+	ADDQ $4, R10
+	DECQ R11
+	JNZ vtap
+
+	VPSRAD $22, Y0, Y0
+	VPSRAD $22, Y4, Y4
+	VPACKSSDW Y4, Y0, Y0
+	VPERMQ $0xD8, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPACKUSWB X1, X0, X0
+	VMOVDQU X0, (DI)
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vblock
+
+	VZEROUPPER
+	RET
+
+// Byte shuffles picking channel ch of 4 RGB pixels (12 bytes) into dwords: forward
+// order, then reversed (mirror).
+DATA cmnshuf<>+0(SB)/8, $0x8080800380808000
+DATA cmnshuf<>+8(SB)/8, $0x8080800980808006
+DATA cmnshuf<>+16(SB)/8, $0x8080800480808001
+DATA cmnshuf<>+24(SB)/8, $0x8080800a80808007
+DATA cmnshuf<>+32(SB)/8, $0x8080800580808002
+DATA cmnshuf<>+40(SB)/8, $0x8080800b80808008
+DATA cmnshuf<>+48(SB)/8, $0x8080800680808009
+DATA cmnshuf<>+56(SB)/8, $0x8080800080808003
+DATA cmnshuf<>+64(SB)/8, $0x808080078080800a
+DATA cmnshuf<>+72(SB)/8, $0x8080800180808004
+DATA cmnshuf<>+80(SB)/8, $0x808080088080800b
+DATA cmnshuf<>+88(SB)/8, $0x8080800280808005
+GLOBL cmnshuf<>(SB), RODATA|NOPTR, $96
+
+// func chw3f32AVX2(d0, d1, d2 unsafe.Pointer, px *byte, groups int, coef *[6]float64, mirror, half bool)
+// Writes 4*groups pixels: d_ch[k] = float32(fma(px channel ch, coef[ch], coef[3+ch])),
+// converted to IEEE half (round to nearest even) when half is set. Forward: pixels
+// px[0..], 12 bytes per group onwards. Mirror: px points at the group whose reversed
+// pixels come first, and groups step backwards.
+TEXT ·chw3f32AVX2(SB), NOSPLIT, $0-50
+	MOVQ d0+0(FP), DI
+	MOVQ d1+8(FP), R8
+	MOVQ d2+16(FP), R9
+	MOVQ px+24(FP), SI
+	MOVQ groups+32(FP), CX
+	MOVQ coef+40(FP), DX
+	MOVBQZX mirror+48(FP), AX
+	MOVBQZX half+49(FP), R11
+	VBROADCASTSD 0(DX), Y10
+	VBROADCASTSD 8(DX), Y11
+	VBROADCASTSD 16(DX), Y12
+	VBROADCASTSD 24(DX), Y13
+	VBROADCASTSD 32(DX), Y14
+	VBROADCASTSD 40(DX), Y15
+	LEAQ cmnshuf<>(SB), BX
+	MOVQ $12, R10
+	TESTQ AX, AX
+	JZ cfwd
+	ADDQ $48, BX
+	MOVQ $-12, R10
+cfwd:
+	VMOVDQU 0(BX), X7
+	VMOVDQU 16(BX), X8
+	VMOVDQU 32(BX), X9
+	TESTQ CX, CX
+	JZ cdone
+cloop:
+	VMOVDQU (SI), X0
+	VPSHUFB X7, X0, X1
+	VPSHUFB X8, X0, X2
+	VPSHUFB X9, X0, X3
+	VCVTDQ2PD X1, Y1
+	VCVTDQ2PD X2, Y2
+	VCVTDQ2PD X3, Y3
+	VFMADD213PD Y13, Y10, Y1
+	VFMADD213PD Y14, Y11, Y2
+	VFMADD213PD Y15, Y12, Y3
+	VCVTPD2PSY Y1, X1
+	VCVTPD2PSY Y2, X2
+	VCVTPD2PSY Y3, X3
+	TESTQ R11, R11
+	JNZ chalf
+	VMOVUPS X1, (DI)
+	VMOVUPS X2, (R8)
+	VMOVUPS X3, (R9)
+	ADDQ $16, DI
+	ADDQ $16, R8
+	ADDQ $16, R9
+	ADDQ R10, SI
+	DECQ CX
+	JNZ cloop
+	JMP cdone
+chalf:
+	VCVTPS2PH $0, X1, X1
+	VCVTPS2PH $0, X2, X2
+	VCVTPS2PH $0, X3, X3
+	VMOVQ X1, (DI)
+	VMOVQ X2, (R8)
+	VMOVQ X3, (R9)
+	ADDQ $8, DI
+	ADDQ $8, R8
+	ADDQ $8, R9
+	ADDQ R10, SI
+	DECQ CX
+	JNZ cloop
+cdone:
+	VZEROUPPER
+	RET
+
+// func cvtps2phAVX(dst *uint16, src *float32, n int)
+// Converts n (a positive multiple of 4) float32 values to IEEE half, round to
+// nearest even: the conversion chw3f32AVX2 applies.
+TEXT ·cvtps2phAVX(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+hcvt:
+	VMOVUPS (SI), X0
+	VCVTPS2PH $0, X0, X0
+	VMOVQ X0, (DI)
+	ADDQ $16, SI
+	ADDQ $8, DI
+	SUBQ $4, CX
+	JNZ hcvt
+	RET
+
+// func hrow4AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
+// The horizontal pass of 4-channel pixels: taps j, j+1 of an output in the two lanes
+// (one 8-byte load, zero-extended), no padding lanes and no loads or stores past the
+// taps' pixels or the output; it stops at the first output whose taps end past limit
+// bytes and returns the outputs done.
+TEXT ·hrow4AVX2(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), DI
+	MOVQ in+8(FP), SI
+	MOVQ taps+16(FP), BX
+	MOVQ w+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), R8
+	MOVQ limit+48(FP), R13
+	MOVBQZX bytesOut+56(FP), R14
+	XORQ R15, R15
+	VMOVDQU hperm<>(SB), Y13
+	VPBROADCASTD fixhalf<>(SB), X12
+	VPXOR X11, X11, X11
+	VPBROADCASTD c255<>(SB), X10
+	CMPQ R15, R8
+	JGE qdone
+
+qpixel:
+	MOVLQSX (BX), AX
+	LEAQ (AX)(CX*1), R9
+	SHLQ $2, R9
+	CMPQ R9, R13 // 4*(start+k) > limit
+	JGT qdone
+	LEAQ (SI)(AX*4), R9
+	MOVQ CX, R11
+	VPXOR Y0, Y0, Y0
+	CMPQ R11, $2
+	JLT qsingle
+
+qpair:
+	VPMOVZXBD (R9), Y1
+	VMOVQ (DX), X2
+	VPERMD Y2, Y13, Y2
+	VPMULLD Y2, Y1, Y1
+	VPADDD Y1, Y0, Y0
+	ADDQ $8, R9
+	ADDQ $8, DX
+	SUBQ $2, R11
+	CMPQ R11, $2
+	JGE qpair
+
+qsingle:
+	TESTQ R11, R11
+	JZ qreduce
+	VPMOVZXBD (R9), X1
+	VPBROADCASTD (DX), X2
+	VPMULLD X2, X1, X1
+	VPADDD Y1, Y0, Y0
+	ADDQ $4, DX
+
+qreduce:
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPADDD X12, X0, X0
+	VPSRAD $22, X0, X0
+	VPMAXSD X11, X0, X0
+	VPMINSD X10, X0, X0
+	TESTQ R14, R14
+	JNZ qbytes
+	VMOVDQU X0, (DI)
+	ADDQ $16, DI
+	JMP qnext
+
+qbytes:
+	VPACKUSDW X0, X0, X0
+	VPACKUSWB X0, X0, X0
+	VMOVD X0, (DI)
+	ADDQ $4, DI
+
+qnext:
+	ADDQ $12, BX
+	INCQ R15
+	CMPQ R15, R8
+	JLT qpixel
+
+qdone:
+	VZEROUPPER
+	MOVQ R15, ret+64(FP)
+	RET
