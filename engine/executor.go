@@ -1352,8 +1352,10 @@ func (w *worker) buffer(id, k, need int) ([]byte, error) {
 		buf := w.bufs[id][k]
 		if cap(buf) < need {
 			size := need + need/4
-			if hint := int(w.p.scans.hintFor(id, k)); hint > size && hint < bigBuffer {
-				size = hint // the largest of the data set: never grown again
+			if hint := int(w.p.scans.hintFor(id, k)); hint >= need && hint < bigBuffer {
+				// The largest of the data set: never grown again, and no larger than it
+				// (the memory plan counts it).
+				size = hint
 			}
 			buf = make([]byte, size)
 			w.bufs[id][k] = buf
