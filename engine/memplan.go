@@ -127,9 +127,13 @@ func valueBounds(g *Graph, scans []ImageScan) map[*DataNode]planBounds {
 func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 	scans := p.scans.results(wait)
 	tn := p.Tuning()
-	mp := MemoryPlan{BatchSize: p.Spec.BatchSize, NumThreads: max(tn.NumThreads, tn.MaxThreads),
-		PrefetchQueueDepth: max(tn.PrefetchQueueDepth, tn.MaxPrefetch), MaxHostBytes: p.Spec.MaxHostBytes,
-		Available: ReadMemoryBudget(), Scans: scans}
+	threads, depth := max(tn.NumThreads, tn.MaxThreads), max(tn.PrefetchQueueDepth, tn.MaxPrefetch)
+	if tn.State == "adjusted" || tn.State == "kept" {
+		// "auto" has decided, once for the pipeline's life: its values, not the maxima.
+		threads, depth = tn.NumThreads, tn.PrefetchQueueDepth
+	}
+	mp := MemoryPlan{BatchSize: p.Spec.BatchSize, NumThreads: threads, PrefetchQueueDepth: depth,
+		MaxHostBytes: p.Spec.MaxHostBytes, Available: ReadMemoryBudget(), Scans: scans}
 	mp.Batches = mp.PrefetchQueueDepth + consumerBatches
 	bounds := valueBounds(p.Graph, scans)
 	bs := int64(p.Spec.BatchSize)
