@@ -108,6 +108,7 @@ def main():
                     help="the consumer takes the batches without copying them out (the "
                          "memory comparisons: RSS then grows by the pipeline's memory only)")
     ap.add_argument("--preallocate", default="auto", choices=("auto", "off"))
+    ap.add_argument("--verbose", action="store_true", help="print every trial's img/s")
     ap.add_argument("--trial", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.trial:
@@ -134,6 +135,9 @@ def main():
                 if out.returncode != 0:
                     sys.exit("trial %s %s failed:\n%s" % (pipeline, c, out.stderr[-3000:]))
                 results[c].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                if args.verbose:
+                    print("    trial %s %s: %.1f img/s" % (pipeline, c, results[c][-1]["ips"]),
+                          flush=True)
         print("\n%s pipeline, batch %d, affinity %s (%d CPUs), median of %d:" % (
             pipeline, args.batch_size, cpus or "all", len(cpus) or os.cpu_count(),
             args.repeats))

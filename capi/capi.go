@@ -230,6 +230,7 @@ func godali_pipeline_create(desc *C.char, n C.size_t, out *C.godali_pipeline_t) 
 		if err != nil {
 			return err
 		}
+		syncEnviron() // the variables the engine reads, as the host has them now
 		eng, err := engine.NewPipeline(b)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,6 +44,10 @@ func TestAffinityMaskPinsWorkers(t *testing.T) {
 	if got["1"] < 1 || got["0"] < 1 {
 		t.Errorf("thread affinities %v: want a thread on CPU 1 only and one on CPU 0 only", got)
 	}
+	// pipe.tuning() says where the workers run.
+	if tn := p.Tuning(); !slices.Equal(tn.WorkerCPUs, []int{1, 0}) || !strings.Contains(tn.Affinity, "GODALI_AFFINITY_MASK pins workers 0-1") {
+		t.Errorf("tuning: worker_cpus %v, affinity %q", tn.WorkerCPUs, tn.Affinity)
+	}
 
 	t.Setenv("GODALI_AFFINITY_MASK", "3,x")
 	q, _ := NewPipeline([]byte(`{"batch_size": 1, "ops": [{"op": "random.coin_flip", "outputs": ["c"]}], "outputs": ["c"]}`))
@@ -73,5 +78,15 @@ func TestDALIAffinityMaskPinsWorkers(t *testing.T) {
 	defer q.Close()
 	if err := q.Build(); err == nil || !strings.Contains(err.Error(), "DALI_AFFINITY_MASK") {
 		t.Errorf("bad mask: %v", err)
+	}
+}
+
+// Without a mask (and on the CPU flavour, no GPU) nothing pins the workers.
+func TestNoAffinityUnpinned(t *testing.T) {
+	t.Setenv("GODALI_AFFINITY_MASK", "")
+	t.Setenv("DALI_AFFINITY_MASK", "")
+	p := mustPipeline(t, `{"batch_size": 2, "num_threads": 2, "ops": [{"op": "random.coin_flip", "outputs": ["c"]}], "outputs": ["c"]}`)
+	if tn := p.Tuning(); tn.WorkerCPUs != nil || tn.Affinity != "" {
+		t.Errorf("tuning: worker_cpus %v, affinity %q", tn.WorkerCPUs, tn.Affinity)
 	}
 }

@@ -132,7 +132,7 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		host: newHostOrder(part), abandoned: make(chan struct{}),
 		profile: profileEnabled()}
 	p.feeds = newFeeds(g)
-	mask, _ := affinityMask() // a bad mask fails Build
+	mask, _, _ := affinityMask() // a bad mask fails Build
 	tn := initialTuning(spec, ReadCPUBudget(), len(mask))
 	spec.NumThreads, spec.PrefetchQueueDepth = tn.NumThreads, tn.PrefetchQueueDepth
 	p.tune = newTuner(tn)
@@ -370,10 +370,11 @@ func (p *Pipeline) Build() error {
 			return err
 		}
 	}
-	cpus, err := affinityMask()
+	cpus, maskName, err := affinityMask()
 	if err != nil {
 		return err
 	}
+	user := len(cpus)
 	if p.Spec.Preallocate && p.scans == nil {
 		p.startScans()
 	}
@@ -397,7 +398,12 @@ func (p *Pipeline) Build() error {
 			p.pool.Trim()
 			return err
 		}
-		cpus = p.gpu.workerCPUs(cpus, n)
+		// As many places as "auto" may grow the workers to.
+		var near []int
+		cpus, near = p.gpu.workerCPUs(cpus, max(n, p.tune.t.MaxThreads))
+		p.noteAffinity(maskName, user, cpus, near)
+	} else {
+		p.noteAffinity(maskName, user, cpus, nil)
 	}
 	p.cpus = cpus
 	// "auto" may raise the depth later (tuning.go): the channels hold its maximum.
@@ -458,7 +464,7 @@ func (p *Pipeline) reserveDenseOutputs() error {
 // affinityMask parses GODALI_AFFINITY_MASK ("3,5,6,10": worker i runs on the i-th CPU),
 // or DALI's DALI_AFFINITY_MASK, same format, when godali's own is not set (DALI scripts
 // pin their threads with it).
-func affinityMask() ([]int, error) {
+func affinityMask() ([]int, string, error) {
 	name := "GODALI_AFFINITY_MASK"
 	v := strings.TrimSpace(os.Getenv(name))
 	if v == "" {
@@ -466,17 +472,17 @@ func affinityMask() ([]int, error) {
 		v = strings.TrimSpace(os.Getenv(name))
 	}
 	if v == "" {
-		return nil, nil
+		return nil, "", nil
 	}
 	var cpus []int
 	for _, f := range strings.Split(v, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || c < 0 {
-			return nil, Errorf(StatusInvalidArgument, "%s=%q: expected a comma-separated list of CPU numbers", name, v)
+			return nil, name, Errorf(StatusInvalidArgument, "%s=%q: expected a comma-separated list of CPU numbers", name, v)
 		}
 		cpus = append(cpus, c)
 	}
-	return cpus, nil
+	return cpus, name, nil
 }
 
 // Run makes sure batches are being prepared. It does not block.
@@ -1421,8 +1427,10 @@ func (w *worker) buffer(id, k, need int) ([]byte, error) {
 		buf := w.bufs[id][k]
 		if cap(buf) < need {
 			size := need + need/4
-			if hint := int(w.p.scans.hintFor(id, k)); hint > size && hint < bigBuffer {
-				size = hint // the largest of the data set: never grown again
+			if hint := int(w.p.scans.hintFor(id, k)); hint >= need && hint < bigBuffer {
+				// The largest of the data set: never grown again, and no larger than it
+				// (the memory plan counts it).
+				size = hint
 			}
 			buf = make([]byte, size)
 			w.bufs[id][k] = buf

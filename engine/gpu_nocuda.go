@@ -36,18 +36,18 @@ func newGPUStage(p *Pipeline) (*gpuStage, error) {
 	return nil, &Error{Status: StatusNoCUDA, Msg: name, Err: ErrNoCUDA}
 }
 
-func (st *gpuStage) workerCPUs(user []int, n int) []int     { return user }
-func (st *gpuStage) newWorker() *workerGPU                  { return nil }
-func (st *gpuStage) newBatch(b *Batch) (*gpuBatch, error)   { return nil, ErrNoCUDA }
-func (st *gpuStage) submit(b *Batch)                        { close(b.done) }
-func (st *gpuStage) close()                                 {}
-func (w *workerGPU) drain()                                 {}
-func (w *workerGPU) close()                                 {}
-func (gb *gpuBatch) note(n *Node, i int) *SampleNote        { return nil }
-func (gb *gpuBatch) keepHost(v, i int, t *Tensor)           {}
-func (gb *gpuBatch) release()                               {}
-func (o *OutputBatch) deviceDenseView() (View, error)       { return View{}, ErrNoCUDA }
-func (o *OutputBatch) deviceSampleView(i int) (View, error) { return View{}, ErrNoCUDA }
+func (st *gpuStage) workerCPUs(user []int, n int) ([]int, []int) { return user, nil }
+func (st *gpuStage) newWorker() *workerGPU                       { return nil }
+func (st *gpuStage) newBatch(b *Batch) (*gpuBatch, error)        { return nil, ErrNoCUDA }
+func (st *gpuStage) submit(b *Batch)                             { close(b.done) }
+func (st *gpuStage) close()                                      {}
+func (w *workerGPU) drain()                                      {}
+func (w *workerGPU) close()                                      {}
+func (gb *gpuBatch) note(n *Node, i int) *SampleNote             { return nil }
+func (gb *gpuBatch) keepHost(v, i int, t *Tensor)                {}
+func (gb *gpuBatch) release()                                    {}
+func (o *OutputBatch) deviceDenseView() (View, error)            { return View{}, ErrNoCUDA }
+func (o *OutputBatch) deviceSampleView(i int) (View, error)      { return View{}, ErrNoCUDA }
 func (gb *gpuBatch) keptSample(v, i int, t *Tensor, need int) ([]byte, error) {
 	return nil, ErrNoCUDA
 }

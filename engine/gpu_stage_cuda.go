@@ -300,13 +300,13 @@ func (st *gpuStage) reserve() error {
 }
 
 // workerCPUs places the workers: those GODALI_AFFINITY_MASK covers keep its CPUs, the
-// others go to the CPUs NVML reports near the GPU (none when NVML is unavailable).
-func (st *gpuStage) workerCPUs(user []int, n int) []int {
-	var near []int
+// others go to the CPUs NVML reports near the GPU (none when NVML is unavailable), which
+// it returns too.
+func (st *gpuStage) workerCPUs(user []int, n int) (cpus, near []int) {
 	if info, err := st.ctx.Device.Info(); err == nil {
 		near = info.CPUAffinity
 	}
-	return cuda.WorkerCPUs(n, user, near)
+	return cuda.WorkerCPUs(n, user, near), near
 }
 
 func (st *gpuStage) newWorker() *workerGPU {

@@ -140,7 +140,7 @@ func TestMemoryPlan(t *testing.T) {
 	const bs, threads, depth = 4, 2, 3
 	p := mustPipeline(t, resnetJSON(root, threads, bs, depth))
 	mp := p.MemoryPlan(time.Minute)
-	if mp.Batches != depth+1 || mp.NumThreads != threads || len(mp.Outputs) != 2 {
+	if mp.Batches != depth+2 || mp.NumThreads != threads || len(mp.Outputs) != 2 {
 		t.Fatalf("plan %+v", mp)
 	}
 	// The images output: 3x224x224 float32 a sample, one pool-class buffer per batch.
@@ -151,7 +151,7 @@ func TestMemoryPlan(t *testing.T) {
 		}
 	}
 	if out.SampleWorst != 3*224*224*4 || out.Source != "shape" ||
-		out.Bytes != int64(classSize(bs*3*224*224*4))*(depth+1) {
+		out.Bytes != int64(classSize(bs*3*224*224*4))*(depth+2) {
 		t.Fatalf("output plan %+v", out)
 	}
 	var dec *PlanValue
@@ -185,7 +185,7 @@ func TestMemoryPlan(t *testing.T) {
 }
 
 // A decoder's output as a pipeline output: a buffer per sample, the batches in flight
-// at most the largest batch x (prefetch_queue_depth+1) images of the data set.
+// at most the largest batch x (prefetch_queue_depth+2) images of the data set.
 func TestMemoryPlanDecodedOutput(t *testing.T) {
 	t.Setenv("GODALI_TUNING_LOG", "0")
 	root := writeDataset(t, 2, 6) // 12 images of 6 sizes, each twice
@@ -210,11 +210,91 @@ func TestMemoryPlanDecodedOutput(t *testing.T) {
 	"outputs": ["images"]}`, bs, depth, root))
 	mp := p.MemoryPlan(time.Minute)
 	var want int64
-	for _, s := range sizes[:bs*(depth+1)] {
+	for _, s := range sizes[:bs*(depth+2)] {
 		want += int64(classSize(s))
 	}
 	if len(mp.Outputs) != 1 || mp.Outputs[0].Source != "scan" || mp.Outputs[0].Bytes != want ||
 		mp.SlotBytes != int64(classSize(sizes[0])+classSize(sizes[1])) {
 		t.Fatalf("plan %+v, want outputs of %d bytes", mp, want)
 	}
+}
+
+// The plan against what the pools and the workers actually allocated over an epoch, on
+// a validation pipeline (decode, resize + crop_mirror_normalize fused, float outputs)
+// whose images all have one size, so that the worst case is what every batch meets:
+// the output buffers the host pool had to map (the consumer holding its previous batch
+// while it asks for the next, as Python's `out = pipe.run()` does) and the workers'
+// intermediate buffers must be covered by the plan, and by no more than 10% above.
+func TestMemoryPlanCoversAllocations(t *testing.T) {
+	t.Setenv("GODALI_TUNING_LOG", "0")
+	root := t.TempDir()
+	for i := 0; i < 16; i++ {
+		os.MkdirAll(filepath.Join(root, "c"), 0o755)
+		writeJPEG(t, filepath.Join(root, "c", fmt.Sprintf("img%02d.jpg", i)), 640, 480, i)
+	}
+	const bs, threads, depth = 2, 2, 2
+	p := mustPipeline(t, fmt.Sprintf(`{"batch_size": %d, "num_threads": %d, "prefetch_queue_depth": %d, "seed": 3, "ops": [
+	 {"op": "readers.file", "name": "Reader", "outputs": ["jpegs", "labels"], "args": {"file_root": %q}},
+	 {"op": "decoders.image", "name": "decode", "inputs": ["jpegs"], "outputs": ["images"]},
+	 {"op": "resize", "name": "resize", "inputs": ["images"], "outputs": ["resized"], "args": {"resize_shorter": 256}},
+	 {"op": "crop_mirror_normalize", "name": "cmn", "inputs": ["resized"], "outputs": ["out"],
+	  "args": {"dtype": "FLOAT", "output_layout": "CHW", "crop": [224, 224], "mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]}}],
+	"outputs": ["out", "labels"]}`, bs, threads, depth, root))
+	mp := p.MemoryPlan(time.Minute)
+	var held []View
+	start := time.Now()
+	for {
+		b, err := p.Next()
+		if err == ErrEndOfEpoch {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var views []View
+		for k := 0; k < b.NumOutputs(); k++ {
+			v, err := b.Output(k).DenseView()
+			if err != nil {
+				t.Fatal(err)
+			}
+			views = append(views, v)
+		}
+		// The trainer's step: the producer fills its slots meanwhile (at most until the
+		// plan's outputs are mapped, or 5 s over the epoch on a slow machine).
+		for wait := time.Now(); p.pool.Stats().ReservedBytes < mp.OutputBytes && time.Since(start) < 5*time.Second && time.Since(wait) < 100*time.Millisecond; {
+			time.Sleep(2 * time.Millisecond)
+		}
+		for _, v := range held { // the previous batch, dropped once the next is out
+			v.Lease.Release()
+		}
+		held = views
+	}
+	outputs := p.pool.Stats().ReservedBytes // the most output buffers alive at once
+	p.mu.Lock()
+	var inter int64
+	for _, w := range p.workers {
+		for _, outs := range w.bufs {
+			for _, b := range outs {
+				inter += int64(cap(b))
+			}
+		}
+		for _, ls := range w.big {
+			for _, l := range ls {
+				if l != nil {
+					inter += int64(len(l.mem))
+				}
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, v := range held {
+		v.Lease.Release()
+	}
+	if outputs > mp.OutputBytes || float64(mp.OutputBytes) > 1.1*float64(outputs) {
+		t.Errorf("outputs: the pool mapped %d bytes, the plan counts %d (%d batches)", outputs, mp.OutputBytes, mp.Batches)
+	}
+	if inter > mp.IntermediateBytes || float64(mp.IntermediateBytes) > 1.1*float64(inter) {
+		t.Errorf("intermediates: the workers hold %d bytes, the plan counts %d: %+v", inter, mp.IntermediateBytes, mp.Intermediates)
+	}
+	t.Logf("outputs %d of %d planned, intermediates %d of %d planned", outputs, mp.OutputBytes, inter, mp.IntermediateBytes)
 }

@@ -33,6 +33,12 @@ type Tuning struct {
 	State    string      `json:"state"`
 	Reason   string      `json:"reason"`
 	Measured *StageTimes `json:"measured,omitempty"`
+	// WorkerCPUs is the CPU each worker is pinned to, by worker (-1: not pinned), as
+	// many as "auto" may grow the workers to; Affinity says where they come from
+	// (GODALI_AFFINITY_MASK / DALI_AFFINITY_MASK, the CPUs NVML reports near the GPU);
+	// both empty when nothing pins the workers.
+	WorkerCPUs []int  `json:"worker_cpus,omitempty"`
+	Affinity   string `json:"affinity,omitempty"`
 }
 
 // StageTimes are the measurements the adjustment reads, over the batches after the
@@ -107,6 +113,60 @@ func describeCPUs(cpu CPUBudget, maskLen, usable int) string {
 		s += fmt.Sprintf(", affinity mask of %d", maskLen)
 	}
 	return s + ")"
+}
+
+// noteAffinity records where the workers run (at Build): cpus by worker, from the
+// affinity mask variable mask (user CPUs; "" when none) and, with a GPU, the CPUs near
+// it (near). Pinning to NVML's CPUs is said once per device on stderr
+// (GODALI_TUNING_LOG=0 silences it).
+func (p *Pipeline) noteAffinity(mask string, user int, cpus, near []int) {
+	var why []string
+	if user > 0 {
+		why = append(why, fmt.Sprintf("%s pins workers 0-%d", mask, min(user, len(cpus))-1))
+	}
+	pinned := false
+	for _, c := range cpus {
+		pinned = pinned || c >= 0
+	}
+	if len(near) > 0 && len(cpus) > user {
+		dev := 0
+		if p.Spec.DeviceID != nil {
+			dev = *p.Spec.DeviceID
+		}
+		why = append(why, fmt.Sprintf("the CPUs near GPU %d (NVML: %s) take workers %d-%d", dev, cpuList(near), user, len(cpus)-1))
+		if _, done := nvmlAffinityLogged.LoadOrStore(dev, true); !done && os.Getenv("GODALI_TUNING_LOG") != "0" {
+			fmt.Fprintf(os.Stderr, "godali: affinity: worker threads pinned to the CPUs near GPU %d that NVML reports (%s); set GODALI_AFFINITY_MASK to choose others\n", dev, cpuList(near))
+		}
+	}
+	if !pinned {
+		cpus, why = nil, nil
+	}
+	p.tune.mu.Lock()
+	p.tune.t.WorkerCPUs, p.tune.t.Affinity = cpus, joinReasons(why)
+	p.tune.mu.Unlock()
+}
+
+// nvmlAffinityLogged holds the devices whose NVML pinning was logged.
+var nvmlAffinityLogged sync.Map
+
+// cpuList writes CPUs as ranges ("0-3,8").
+func cpuList(cpus []int) string {
+	var b []byte
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "%d", cpus[i])
+		if j > i {
+			b = fmt.Appendf(b, "-%d", cpus[j])
+		}
+		i = j + 1
+	}
+	return string(b)
 }
 
 func joinReasons(r []string) string {

@@ -114,6 +114,10 @@ func TestAutoTuningPipeline(t *testing.T) {
 	if before.State != "initial" || !before.AutoThreads || before.NumThreads < 1 || before.NumThreads > before.CPU.Usable {
 		t.Fatalf("before: %+v", before)
 	}
+	if mp := p.MemoryPlan(0); mp.NumThreads != before.MaxThreads || mp.PrefetchQueueDepth != maxAutoPrefetch {
+		t.Fatalf("plan before the decision counts %d threads x depth %d, want the maxima %d x %d",
+			mp.NumThreads, mp.PrefetchQueueDepth, before.MaxThreads, maxAutoPrefetch)
+	}
 	got := epochBytes(t, p) // 8 batches: 2 warm-up, 6 measured, decided at the epoch's end
 	if len(got) != len(ref) {
 		t.Fatalf("%d batches, want %d", len(got), len(ref))
@@ -133,6 +137,11 @@ func TestAutoTuningPipeline(t *testing.T) {
 	if after.NumThreads != len(p.workers) || after.NumThreads > after.MaxThreads ||
 		after.PrefetchQueueDepth > after.MaxPrefetch || after.PrefetchQueueDepth < 2 {
 		t.Fatalf("after: %+v with %d workers", after, len(p.workers))
+	}
+	// Decided once for the pipeline's life: the plan counts the values, not the maxima.
+	if mp := p.MemoryPlan(0); mp.NumThreads != after.NumThreads || mp.PrefetchQueueDepth != after.PrefetchQueueDepth {
+		t.Fatalf("plan after the decision counts %d threads x depth %d, want %d x %d",
+			mp.NumThreads, mp.PrefetchQueueDepth, after.NumThreads, after.PrefetchQueueDepth)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(p.TuningJSON(), &doc); err != nil || doc["state"] != after.State {

@@ -305,8 +305,9 @@ godali_status_t godali_pipeline_reset(godali_pipeline_t p);
  * "num_threads", "prefetch_queue_depth", "auto_threads", "auto_prefetch", "cpu" (the
  * process's affinity CPUs, cgroup CPU quota and usable CPUs), "reserved_cpus",
  * "max_threads", "max_prefetch_queue_depth", "state" ("fixed", "initial", "adjusted" or
- * "kept"), "reason" and, once measured, "measured" (docs/pipeline.md, "Automatic
- * tuning"). With "auto" the values are chosen at creation from the CPU budget and
+ * "kept"), "reason", once measured, "measured", and when the workers are pinned
+ * "worker_cpus" and "affinity" (the affinity mask, or the CPUs NVML reports near the
+ * GPU) (docs/pipeline.md, "Automatic tuning"). With "auto" the values are chosen at creation from the CPU budget and
  * adjusted once from the stage times of the first batches. May be called at any time
  * after create. Ownership: the caller owns *out and frees it with godali_free. */
 godali_status_t godali_pipeline_tuning(godali_pipeline_t p, char **out, size_t *len);

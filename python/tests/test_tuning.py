@@ -60,6 +60,24 @@ def test_auto_values_and_outputs(folder):
         np.testing.assert_array_equal(a, b)
 
 
+def test_affinity_mask_set_from_python(folder, monkeypatch):
+    # os.environ changes after the library is loaded reach the engine (the Go runtime of
+    # a shared library otherwise sees only the environment the process started with),
+    # and pipe.tuning() says where the workers run.
+    monkeypatch.delenv("DALI_AFFINITY_MASK", raising=False)
+    monkeypatch.setenv("GODALI_AFFINITY_MASK", "0")
+    pipe = make(folder, 2, 2)
+    pipe.build()
+    t = pipe.tuning()
+    assert t["worker_cpus"] == [0] and "GODALI_AFFINITY_MASK pins workers 0-0" in t["affinity"]
+    pipe.run()
+    monkeypatch.delenv("GODALI_AFFINITY_MASK")
+    pipe = make(folder, 2, 2)
+    pipe.build()
+    t = pipe.tuning()
+    assert "worker_cpus" not in t and "affinity" not in t
+
+
 def test_fixed_and_bad_values(folder):
     pipe = make(folder, 3, 2)
     pipe.build()

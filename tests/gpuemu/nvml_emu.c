@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -226,14 +227,42 @@ GDEMU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemor
   return NVML_SUCCESS;
 }
 
+/* near_cpus is the set the device reports: GODALI_EMU_NVML_CPUS ("1", "0,2-3"), read at
+ * each call so that a test may change it, else the process's affinity at nvmlInit. */
+static void near_cpus(cpu_set_t *set) {
+  const char *v = getenv("GODALI_EMU_NVML_CPUS");
+  if (!v || !*v) {
+    pthread_mutex_lock(&g_lock);
+    *set = g_near;
+    pthread_mutex_unlock(&g_lock);
+    return;
+  }
+  CPU_ZERO(set);
+  while (*v) {
+    char *end;
+    long a = strtol(v, &end, 10), b = a;
+    if (end == v) break;
+    if (*end == '-') {
+      v = end + 1;
+      b = strtol(v, &end, 10);
+      if (end == v) break;
+    }
+    for (long c = a; c <= b && c >= 0 && c < CPU_SETSIZE; c++) CPU_SET(c, set);
+    v = *end == ',' ? end + 1 : end;
+    if (*end != ',') break;
+  }
+}
+
 /* nvmlDeviceGetCpuAffinity fills cpuSetSize words, 64 CPUs each (CPU 0 in the lowest bit
  * of the first word); CPUs beyond them are left out, as NVML does. */
 GDEMU_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize, unsigned long *cpuSet) {
   CHECK_DEVICE(device);
   if (!cpuSet || cpuSetSize == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  cpu_set_t near;
+  near_cpus(&near);
   const unsigned bits = 8 * sizeof(unsigned long);
   memset(cpuSet, 0, cpuSetSize * sizeof(unsigned long));
   for (unsigned cpu = 0; cpu < CPU_SETSIZE && cpu < cpuSetSize * bits; cpu++)
-    if (CPU_ISSET(cpu, &g_near)) cpuSet[cpu / bits] |= 1ul << (cpu % bits);
+    if (CPU_ISSET(cpu, &near)) cpuSet[cpu / bits] |= 1ul << (cpu % bits);
   return NVML_SUCCESS;
 }

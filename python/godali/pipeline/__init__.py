@@ -1000,7 +1000,9 @@ class Pipeline:
         affinity CPUs, cgroup CPU quota, usable CPUs; "reserved_cpus" left to the
         trainer), then adjusted once from the stage times of the first batches
         ("state": "initial", then "adjusted" or "kept"; "measured": the figures it
-        read; "reason": why). "fixed" when neither is "auto". Builds the pipeline."""
+        read; "reason": why). "fixed" when neither is "auto". When the workers are
+        pinned, "worker_cpus" (by worker) and "affinity" (GODALI_AFFINITY_MASK, or on
+        the CUDA flavour the CPUs NVML reports near the GPU). Builds the pipeline."""
         self._lib_or_build()
         return json.loads(self._lib.tuning_text(self._handle))
 
