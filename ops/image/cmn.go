@@ -69,6 +69,9 @@ func newCMN(a *engine.Args) (*cmnOp, error) {
 	if err := a.CheckExtentArgs("crop", "crop_h", "crop_w", "crop_d"); err != nil {
 		return nil, err
 	}
+	if err := checkCropPair(a); err != nil {
+		return nil, err
+	}
 	if a.Has("crop") {
 		if a.Has("crop_h") || a.Has("crop_w") {
 			return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")

@@ -35,6 +35,9 @@ func init() {
 		if !a.Given("shape") {
 			return nil, a.Errorf("shape", "required: the extents of the regions to erase")
 		}
+		if a.Has("normalized") && (a.Has("normalized_anchor") || a.Has("normalized_shape")) {
+			return nil, a.Errorf("normalized", "is incompatible with a separate normalized_anchor or normalized_shape (as in DALI)")
+		}
 		return o, nil
 	})
 }

@@ -460,6 +460,7 @@ def run(impl, out_dir, n, start=0, seed=SEED):
         except Exception as e:
             msg = " ".join(str(e).split())
             res = {"error": type(e).__name__,
+                   "mro": [c.__name__ for c in type(e).__mro__],
                    "message": msg if len(msg) < 600 else msg[:150] + " ... " + msg[-450:]}
         pickle.dump((case["id"], res), out)  # one record a case: a crash keeps the others
         out.flush()
@@ -523,9 +524,16 @@ def compare(dali_dir, godali_dir, n, seed=SEED):
         if y.get("error") == "crash":
             rows.append((cid, "crash", y["message"]))
             continue
+        if x.get("error") == "crash":
+            rows.append((cid, "dali-crash", "DALI crashed: %s | godali %s" % (
+                x["message"][:200], y.get("error", "ran it"))))
+            continue
         if "error" in x or "error" in y:
             if "error" in x and "error" in y:
-                st = "refused" if x["error"] == y["error"] else "refused-other-type"
+                # godali's errors derive from RuntimeError (and ValueError for a bad
+                # argument or pipeline): "except DALI's type" catches them
+                st = ("refused" if x["error"] in y.get("mro", [y["error"]])
+                      else "refused-other-type")
                 rows.append((cid, st, "DALI %s: %s | godali %s: %s" % (
                     x["error"], x["message"][:160], y["error"], y["message"][:160])))
             else:
