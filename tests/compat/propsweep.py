@@ -46,7 +46,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMAS = os.path.join(HERE, "oracle_schemas.json")
 SEED = 2029
-QUICK_N = 240
+QUICK_N = 400
 LONG_N = 4000
 
 # Operators left out of the sweep, by name or prefix, and why.
@@ -96,6 +96,7 @@ NO_DRAW = {"bytes_per_sample_hint", "preserve", "seed", "minibatch_size",
            "lazy_init", "read_ahead", "prefetch_queue_depth", "num_shards", "shard_id",
            "name", "device", "_module", "_display_name"}
 
+COLOUR_TWIST = {"hue", "saturation", "hsv", "color_twist"}
 DTYPES = ["uint8", "int16", "int32", "float32", "float16"]
 T = "types."
 
@@ -401,6 +402,10 @@ def _tolerance(name, case):
         if isinstance(t, tuple):
             return {"abs": float(t[0]), "mean": float(t[1]), "rel": 1e-3}
         return {"abs": max(float(t), 1e-4), "rel": 1e-3}
+    if name in COLOUR_TWIST:
+        # DALI's YIQ constants are rounded otherwise than godali's: float outputs differ
+        # by up to 2.5e-3 relative (integer ones by a level)
+        return {"abs": 1.0, "rel": 3e-3}
     return {"abs": 1.0 if name != "cast" else 0.0, "rel": 1e-3}
 
 
@@ -535,10 +540,10 @@ def compare(dali_dir, godali_dir, n, seed=SEED):
                 st = ("refused" if x["error"] in y.get("mro", [y["error"]])
                       else "refused-other-type")
                 rows.append((cid, st, "DALI %s: %s | godali %s: %s" % (
-                    x["error"], x["message"][:160], y["error"], y["message"][:160])))
+                    x["error"], x["message"], y["error"], y["message"])))
             else:
                 who, e = ("godali refuses", y) if "error" in y else ("DALI refuses", x)
-                rows.append((cid, "error", "%s: %s: %s" % (who, e["error"], e["message"][:300])))
+                rows.append((cid, "error", "%s: %s: %s" % (who, e["error"], e["message"])))
             continue
         why = diff(x["ok"], y["ok"], case["tol"])
         rows.append((cid, "differs" if why else "same", why or ""))
