@@ -93,11 +93,14 @@ type cropOp struct {
 
 type cropState struct{ start, size []int }
 
-// checkCropPair refuses crop_h without crop_w or the reverse (DALI's crop attributes
-// want both; one alone would crop to a zero extent).
+// checkCropPair refuses crop_h without crop_w or the reverse, and crop_d without them
+// (DALI's crop attributes want them together; one alone would crop to a zero extent).
 func checkCropPair(a *engine.Args) error {
 	if a.Given("crop_h") != a.Given("crop_w") {
 		return a.Errorf("crop_h", "crop_w and crop_h must be given together")
+	}
+	if a.Given("crop_d") && !a.Given("crop_w") {
+		return a.Errorf("crop_d", "must be given together with crop_w and crop_h")
 	}
 	return nil
 }

@@ -180,9 +180,9 @@ class _Converted:
         # as many samples as its external sources give, 1 to batch_size.
         # _lib.InvalidArgumentError: a ValueError and, as DALI's, a RuntimeError
         if n > batch_size:
-            raise _lib.InvalidArgumentError("godali: %s: got a batch of %d samples, more than the "
-                             "pipeline's max_batch_size (batch_size) %d"
-                             % (what, n, batch_size))
+            raise _lib.InvalidArgumentError(
+                "godali: %s: got a batch of %d samples, more than the pipeline's "
+                "max_batch_size (batch_size) %d" % (what, n, batch_size))
         if n == 0:
             raise ValueError("godali: %s: got an empty batch; a batch has 1 to "
                              "max_batch_size (%d) samples" % (what, batch_size))

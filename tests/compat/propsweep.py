@@ -404,8 +404,8 @@ def _tolerance(name, case):
         return {"abs": max(float(t), 1e-4), "rel": 1e-3}
     if name in COLOUR_TWIST:
         # DALI's YIQ constants are rounded otherwise than godali's: float outputs differ
-        # by up to 2.5e-3 relative (integer ones by a level)
-        return {"abs": 1.0, "rel": 3e-3}
+        # by up to 2.5e-3 relative, uint8 ones (hsv's default) by up to 2 levels
+        return {"abs": 2.0, "rel": 3e-3}
     return {"abs": 1.0 if name != "cast" else 0.0, "rel": 1e-3}
 
 
