@@ -124,3 +124,13 @@ def test_external_source_batch_errors_are_runtime_errors():
         with pytest.raises(RuntimeError):
             pipe.build()  # (build polls the source: the error may come there)
             pipe.run()
+
+
+def test_wrong_number_of_inputs_is_a_value_error_too():
+    # DALI 2.4: "Operator ... expects from 1 to 1 inputs, but received 0." is a ValueError;
+    # godali's stays a TypeError as well
+    pipe = godali.Pipeline(batch_size=1, num_threads=1, device_id=None)
+    with pipe:
+        for exc in (ValueError, TypeError):
+            with pytest.raises(exc, match="takes 1 input"):
+                fn.flip()

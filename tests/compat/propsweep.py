@@ -568,7 +568,8 @@ def diff(xs, ys, tol):
             if nan.any():
                 return "output %d sample %d: NaN in one only" % (k, i)
             both = ~np.isnan(pf)
-            d = np.abs(pf - qf)[both]
+            with np.errstate(invalid="ignore"):
+                d = np.abs(pf - qf)[both]
             rel = tol["rel"] * (10 if p.dtype == np.float16 else 1)
             lim = tol["abs"] + rel * np.abs(pf[both])
             inf = np.isinf(pf[both]) | np.isinf(qf[both])

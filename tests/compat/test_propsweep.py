@@ -5,6 +5,7 @@ with its cause). Needs DALI (skips without it; fails with GODALI_STRICT_REFERENC
 `make oracle-long` runs the long sweep through the same rules."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -35,6 +36,11 @@ def _extremes(case):
     info = np.iinfo(case["input"]["dtype"])
     return any(x.size and (x.min() == info.min or x.max() == info.max)
                for x in case["input"]["data"])
+
+
+def _maxdiff(detail):
+    m = re.search(r"max difference ([0-9.e+-]+)", detail)
+    return float(m.group(1)) if m else float("inf")
 
 
 def _args(case):
@@ -165,7 +171,18 @@ KNOWN = [
      "and full with a layout DALI's shape inference loses",
      lambda c, s, d: s == "error" and d.startswith("DALI refuses") and c["op"] in (
          "color_space_conversion", "experimental.equalize", "equalize", "coord_transform",
-         "normalize", "reshape", "full")),
+         "normalize", "reshape", "full", "clahe")),
+    ("colour operators on float samples with large values (the planted 1000s): the "
+     "YIQ round trip differs by up to 3 where cancellation leaves a small result",
+     lambda c, s, d: c["op"] in COLOUR and s == "differs" and _dtype(c) == "float32"
+     and _maxdiff(d) <= 3),
+    ("a resize whose only size argument is 0 (or negative): DALI takes it as given and "
+     "keeps the input's extent, godali refuses (no size given)",
+     lambda c, s, d: c["op"] in ("resize", "resize_crop_mirror", "fast_resize_crop_mirror")
+     and d.startswith("godali refuses") and "give exactly one of" in d),
+    ("rotate of an empty sample: DALI gives its canvas, godali refuses the empty input",
+     lambda c, s, d: c["op"] == "rotate" and d.startswith("godali refuses")
+     and "expected 1.." in d and c["input"]["shape"] == "empty"),
     ("pad/one_hot values outside the output type's range: DALI's C cast is undefined "
      "there (it wraps on x86), godali saturates",
      lambda c, s, d: c["op"] in ("pad", "one_hot") and s == "differs"
@@ -251,9 +268,9 @@ def test_exception_types_match(swept):
     # Where both refuse, godali's exception is (a subclass of) DALI's: user code that
     # catches DALI's type catches godali's.
     # Left out: an unknown argument (godali: TypeError at the call, DALI: RuntimeError at
-    # build), a wrong number of inputs (TypeError, DALI ValueError), an axis out of range
-    # (godali's InvalidPipelineError, DALI IndexError).
+    # build), an axis out of range (godali's InvalidPipelineError, DALI IndexError), and
+    # refusals for different reasons (DALI's layout check of a reshaped output).
     other = ["%s: %s" % (c["id"], w[:200]) for c, s, w in swept if s == "refused-other-type"
-             and not ("unknown argument" in w or "takes 1 input" in w
-                      or "Axis index out of range" in w)]
+             and not ("unknown argument" in w or "Axis index out of range" in w
+                      or "Unexpected layout of output" in w)]
     assert not other, other
