@@ -285,6 +285,25 @@ compat-report: cpu | $(PYTHON)
 	else echo "compat-report: DALI not installed in $(DALIDIR): using the stored tests/compat/dali_surface.json"; fi
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/surface.py report tests/compat/dali_surface.json docs/dali-parity.md tests/compat/parity_baseline.json
 
+# DALI 2.4 as the differential oracle (tests/compat/, docs/operators.md "DALI 2.4 as the
+# oracle"): `make oracle` runs what `make test` runs of it (oracle.py's hand-written
+# cases, propsweep.py's quick property sweep, pipesweep.py's pipeline scenarios);
+# `make oracle-long` runs the property sweep at ORACLE_N cases (ORACLE_SEED: another
+# seed) through the same rules, and prints every disagreement; `make oracle-schemas`
+# re-dumps the schemas the sweep draws from (tests/compat/oracle_schemas.json).
+ORACLE_N ?= 4000
+ORACLE_SEED ?= 2029
+ORACLE_TESTS := tests/compat/test_oracle.py tests/compat/test_propsweep.py tests/compat/test_pipesweep.py
+.PHONY: oracle oracle-long oracle-schemas
+oracle: cpu
+	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat $(PYTHON) -m pytest -q $(ORACLE_TESTS)
+oracle-long: cpu
+	ORACLE_N=$(ORACLE_N) ORACLE_SEED=$(ORACLE_SEED) PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat \
+	  $(PYTHON) -m pytest -q -s tests/compat/test_propsweep.py
+oracle-schemas: cpu
+	PYTHONPATH=$(DALIDIR) $(PYTHON) tests/compat/propsweep.py dump dali tests/compat/oracle_schemas.json
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/propsweep.py dump godali tests/compat/oracle_schemas.json
+
 # The torch-facing tests again, under a current torch 2.x / torchvision / Pillow / numpy
 # from PyPI (scripts/torch2-requirements.txt), in the venv that scripts/setup.sh makes
 # outside the repository; test-python runs them (with everything else) under Debian's

@@ -34,7 +34,6 @@ func init() {
 		},
 	})
 	engine.RegisterBackend("brightness_contrast", "cpu", func(a *engine.Args) (engine.Operator, error) { return newBrightnessContrast(a) })
-
 }
 
 // colorArg is one scalar argument of a color operator: its constant, or its arg input.

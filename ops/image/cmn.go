@@ -69,6 +69,9 @@ func newCMN(a *engine.Args) (*cmnOp, error) {
 	if err := a.CheckExtentArgs("crop", "crop_h", "crop_w", "crop_d"); err != nil {
 		return nil, err
 	}
+	if err := checkCropPair(a); err != nil {
+		return nil, err
+	}
 	if a.GivenConstant("crop") {
 		if a.GivenConstant("crop_h") || a.GivenConstant("crop_w") {
 			return nil, a.Errorf("crop", "give crop or crop_h/crop_w, not both")

@@ -60,9 +60,24 @@ type cropOp struct {
 
 type cropState struct{ start, size []int }
 
+// checkCropPair refuses crop_h without crop_w or the reverse, and crop_d without them
+// (DALI's crop attributes want them together; one alone would crop to a zero extent).
+func checkCropPair(a *engine.Args) error {
+	if a.Given("crop_h") != a.Given("crop_w") {
+		return a.Errorf("crop_h", "crop_w and crop_h must be given together")
+	}
+	if a.Given("crop_d") && !a.Given("crop_w") {
+		return a.Errorf("crop_d", "must be given together with crop_w and crop_h")
+	}
+	return nil
+}
+
 func newCrop(a *engine.Args) (*cropOp, error) {
 	o := &cropOp{args: a}
 	if err := a.CheckExtentArgs("crop", "crop_h", "crop_w", "crop_d"); err != nil {
+		return nil, err
+	}
+	if err := checkCropPair(a); err != nil {
 		return nil, err
 	}
 	if a.GivenConstant("crop") {

@@ -35,6 +35,9 @@ func init() {
 		if !a.Given("shape") {
 			return nil, a.Errorf("shape", "required: the extents of the regions to erase")
 		}
+		if a.GivenConstant("normalized") && (a.GivenConstant("normalized_anchor") || a.GivenConstant("normalized_shape")) {
+			return nil, a.Errorf("normalized", "is incompatible with a separate normalized_anchor or normalized_shape (as in DALI)")
+		}
 		return o, nil
 	})
 }

@@ -16,7 +16,9 @@ func init() {
 			{Name: "hue", Type: engine.ArgFloat, Default: 0.0, TensorInput: true, Doc: "hue change, in degrees (additive; wraps around)"},
 			{Name: "saturation", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "saturation multiplier"},
 			{Name: "value", Type: engine.ArgFloat, Default: 1.0, TensorInput: true, Doc: "value (brightness) multiplier"},
-			{Name: "dtype", Type: engine.ArgDType, Doc: "output type: UINT8, INT16, INT32 or FLOAT; default the input's"},
+			// DALI's Hsv defaults to UINT8 whatever the input (its hue/saturation/color_twist
+			// keep the input's type)
+			{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type: UINT8, INT16, INT32 or FLOAT; default UINT8 (as DALI's hsv, whatever the input)"},
 		},
 	})
 	engine.RegisterBackend("hsv", "cpu", func(a *engine.Args) (engine.Operator, error) { return newColorTwist(a, false) })

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"math"
 	"strings"
 
 	"github.com/godali/godali/engine"
@@ -163,7 +164,7 @@ func (o *padOp) RunHostBatch(hw *engine.HostBatchWorkspace) error {
 		if err != nil {
 			return err
 		}
-		engine.WriteScalarSat(s.fill[:], o.dt, f)
+		engine.WriteScalarSat(s.fill[:], o.dt, truncInt(o.dt, f))
 		s.out = append([]int(nil), in.Shape...)
 		for j, d := range s.axes {
 			ext := batchMax[d]
@@ -199,4 +200,14 @@ func (o *padOp) RunHostBatch(hw *engine.HostBatchWorkspace) error {
 		}
 	}
 	return nil
+}
+
+// truncInt is v as DALI's static_cast converts an argument to an integer output type:
+// truncated toward zero (for integer d; out-of-range values, undefined in C++, are then
+// saturated by the caller's WriteScalarSat).
+func truncInt(d engine.DType, v float64) float64 {
+	if d.IsFloat() {
+		return v
+	}
+	return math.Trunc(v)
 }

@@ -118,6 +118,9 @@ func (b *Base) Init(a *engine.Args) error {
 	if b.perEpoch && (b.shuffle || b.stick) {
 		return a.Errorf("shuffle_after_epoch", "cannot be combined with random_shuffle or stick_to_shard")
 	}
+	// As DALI's loaders: shuffle_after_epoch implies stick_to_shard (each epoch permutes
+	// the whole data set and every shard keeps its slice of the permutation).
+	b.stick = b.stick || b.perEpoch
 	if a.Int("io_concurrency") < 0 {
 		return a.Errorf("io_concurrency", "must be >= 0, got %d", a.Int("io_concurrency"))
 	}

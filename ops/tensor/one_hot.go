@@ -47,8 +47,14 @@ func newOneHot(a *engine.Args) (engine.Operator, error) {
 	if len(o.axisName) > 1 || (a.Given("axis_name") && o.axisName == "") {
 		return nil, a.Errorf("axis_name", "Unsupported axis_name value %q: expected one character", o.axisName)
 	}
-	engine.WriteScalarSat(o.on[:], o.dtype, a.Float("on_value"))
-	engine.WriteScalarSat(o.off[:], o.dtype, a.Float("off_value"))
+	// truncated toward zero as DALI's static_cast does (out-of-range values, undefined
+	// in C++, saturate)
+	on, off := a.Float("on_value"), a.Float("off_value")
+	if !o.dtype.IsFloat() {
+		on, off = math.Trunc(on), math.Trunc(off)
+	}
+	engine.WriteScalarSat(o.on[:], o.dtype, on)
+	engine.WriteScalarSat(o.off[:], o.dtype, off)
 	return o, nil
 }
 

@@ -530,6 +530,10 @@ def _unknown_argument(fname, op, key):
     raise AssertionError("godali: the engine accepts argument %r of %s" % (key, op))
 
 
+class _InputCountError(TypeError, ValueError):
+    """A wrong number of inputs: godali's TypeError, and DALI's ValueError."""
+
+
 def _is_int(v):
     return isinstance(v, numbers.Integral)
 
@@ -692,8 +696,8 @@ def _call_op(schema, inputs, kwargs):
     if not schema.min_inputs <= len(inputs) <= schema.max_inputs:
         want = ("%d" % schema.min_inputs if schema.min_inputs == schema.max_inputs
                 else "%d to %d" % (schema.min_inputs, schema.max_inputs))
-        raise TypeError("godali: %s takes %s input%s, got %d"
-                        % (fname, want, "" if want == "1" else "s", len(inputs)))
+        raise _InputCountError("godali: %s takes %s input%s, got %d"
+                               % (fname, want, "" if want == "1" else "s", len(inputs)))
 
     lib = _lib.get()
     if schema.host_only and device not in (None, "cpu"):

@@ -178,10 +178,11 @@ class _Converted:
         n = len(self._samples(arrays))
         # batch_size is the pipeline's maximum (DALI's max_batch_size): an iteration has
         # as many samples as its external sources give, 1 to batch_size.
+        # _lib.InvalidArgumentError: a ValueError and, as DALI's, a RuntimeError
         if n > batch_size:
-            raise ValueError("godali: %s: got a batch of %d samples, more than the "
-                             "pipeline's max_batch_size (batch_size) %d"
-                             % (what, n, batch_size))
+            raise _lib.InvalidArgumentError(
+                "godali: %s: got a batch of %d samples, more than the pipeline's "
+                "max_batch_size (batch_size) %d" % (what, n, batch_size))
         if n == 0:
             raise ValueError("godali: %s: got an empty batch; a batch has 1 to "
                              "max_batch_size (%d) samples" % (what, batch_size))
@@ -229,8 +230,9 @@ class _Converted:
         for i, a in enumerate(arrays):
             if a.ndim != nd:
                 _held.pop(ctx, None)
-                raise ValueError("godali: %s: sample %d has %d dimensions, sample 0 has %d"
-                                 % (what, i, a.ndim, nd))
+                raise _lib.InvalidArgumentError(
+                    "godali: %s: sample %d has %d dimensions, sample 0 has %d"
+                    % (what, i, a.ndim, nd))
         ptrs = (c_void_p * max(n, 1))(*[a.ctypes.data for a in arrays])
         shapes = (c_int64 * max(n * nd, 1))(*[d for a in arrays for d in a.shape])
         lib.pipeline_feed_input_ragged(handle, name.encode(), n, ptrs, dl, nd,

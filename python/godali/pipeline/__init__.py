@@ -15,7 +15,7 @@ import re
 import threading
 import weakref
 from collections import namedtuple
-from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
+from ctypes import byref, c_char_p, c_int, c_uint64, c_void_p
 
 from .. import _dlpack, _graph, _lib, _pyfunc
 from .. import types as _types
@@ -969,15 +969,14 @@ class Pipeline:
         return out.value
 
     def epoch_size(self, name=None):
-        """Samples in the data set of the reader `name` (all shards). Without a name: a
-        dict of every reader's epoch size."""
+        """Samples in the data set of the reader `name` (all shards), counted as DALI's
+        epoch_size does: padded (epoch_size_padded of reader_meta) when pad_last_batch
+        makes every shard as long as the longest. Without a name: a dict of every
+        reader's epoch size."""
         self._lib_or_build()
         if name is None:
             return {n: self.epoch_size(n) for n in self.reader_names()}
-        out = c_int64()
-        self._lib.pipeline_epoch_size(self._handle, self._reader_name(name).encode(),
-                                      byref(out))
-        return out.value
+        return self.reader_meta(name)["epoch_size_padded"]
 
     def reader_meta(self, name=None):
         """DALI's reader metadata of `name` as a dict: epoch_size, epoch_size_padded,
