@@ -131,12 +131,9 @@ def _is_tensor_list(x):
             and hasattr(x, "at") and hasattr(x, "__len__"))
 
 
-# DALI's names of the types in its external source messages
-_DALI_TYPE_NAMES = {"FLOAT": "float", "FLOAT64": "double", "FLOAT16": "float16", "BOOL": "bool"}
-
-
 def _dali_type_name(t):
-    return _DALI_TYPE_NAMES.get(t, str(t).lower())
+    """DALI's name of a type (given by its godali name) in its messages."""
+    return _types._dali_type_name(getattr(_types.DALIDataType, t, t))
 
 
 def _feed_error(what, msg):
@@ -686,7 +683,7 @@ def feed_input(pipe, name, data, layout=None, no_copy=None):
     if getattr(pipe, "_outputs", None) is not None:
         # DALI: only the sources in the graph (reachable from the outputs) take data.
         reachable = {n.name for n in pipe._reachable_nodes()}
-        for g in groups(pipe):
+        for g in getattr(pipe, "_ext_groups", None) or []:
             if any(n.name == name for n in g.nodes) and name not in reachable:
                 raise InputNotFoundError(
                     "godali: feed_input: Could not find an input operator with name %r in "

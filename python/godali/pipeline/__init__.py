@@ -1231,8 +1231,11 @@ def pipeline_def(fn=None, **pipeline_kwargs):
             with pipe:
                 outs = body(*args, **fkw)
                 if outs is None:
-                    raise ValueError("godali: %s() must return the pipeline's outputs"
-                                     % func.__name__)
+                    # As DALI: the pipeline is made; building it fails.
+                    pipe._outputs_error = ValueError(
+                        "godali: %s() must return the pipeline's outputs (it returned None)"
+                        % func.__name__)
+                    return pipe
                 if not isinstance(outs, (list, tuple)):
                     outs = (outs,)
                 pipe.set_outputs(*outs)
