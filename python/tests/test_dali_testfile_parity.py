@@ -254,3 +254,30 @@ def test_dtype_call_warns_and_all_types():
     for t in types._all_types:
         np_t = types.to_numpy_type(t)
         assert TensorCPU(np.zeros(1, np_t)).dtype == t
+
+
+@pytest.mark.parametrize("change,found", [({"dtype": types.UINT32}, "types"),
+                                          ({"shape": [10, -1]}, "sample dimensions"),
+                                          ({"layout": "XYZ"}, "layouts")])
+def test_conditional_merge_of_divergent_branches(change, found):
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None)
+    def pipe():
+        x = fn.external_source(source=[[np.full((10, 10, 3), 42, np.int32)] * 4], cycle=True,
+                               layout="HWC")
+        pred = fn.external_source(source=[[np.array(i % 2 == 0) for i in range(4)]],
+                                  cycle=True)
+        t, f = fn._conditional.split(x, predicate=pred)
+        return fn._conditional.merge(t, fn.reinterpret(f, **change), predicate=pred)
+
+    with pytest.raises(RuntimeError, match="Divergent data found in different branches.*"
+                                           "Found distinct " + found):
+        p = pipe()
+        p.build()
+        p.run()
+
+
+def test_autograph_logging_module():
+    from godali._autograph.utils import ag_logging
+    ag_logging.set_verbosity(3)
+    assert ag_logging.get_verbosity() == 3 and ag_logging.has_verbosity(2)
+    ag_logging.set_verbosity(0)
