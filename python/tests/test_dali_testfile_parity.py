@@ -281,3 +281,32 @@ def test_autograph_logging_module():
     ag_logging.set_verbosity(3)
     assert ag_logging.get_verbosity() == 3 and ag_logging.has_verbosity(2)
     ag_logging.set_verbosity(0)
+
+
+@pytest.mark.parametrize("planar,frames", [("CHW", False), ("FCHW", True)])
+def test_warp_perspective_channel_first_equals_channel_last(planar, frames):
+    # A channel-first sample is warped plane by plane, each with its channel's fill value:
+    # the same pixels as the channel-last sample (whose warp is compared with OpenCV in
+    # test_ops_dali29.py), transposed.
+    rng = np.random.default_rng(5)
+    shape = (2, 37, 45, 3) if frames else (37, 45, 3)
+    hwc = rng.integers(0, 255, shape, dtype=np.uint8)
+    chw = np.ascontiguousarray(np.moveaxis(hwc, -1, -3))
+    mat = np.float32([[1.05, 0.1, -3], [-0.05, 0.95, 4], [1e-4, 2e-4, 1]])
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        outs = []
+        for data, lay in ((hwc, "FHWC" if frames else "HWC"), (chw, planar)):
+            x = fn.external_source(source=[[data]], cycle=True, layout=lay)
+            outs.append(fn.experimental.warp_perspective(x, matrix=mat.ravel().tolist(),
+                                                         size=(30, 50), fill_value=(7, 8, 9),
+                                                         interp_type=types.INTERP_LINEAR))
+        return tuple(outs)
+
+    p = pipe()
+    p.build()
+    a, b = p.run()
+    want = np.moveaxis(np.array(a[0]), -1, -3)
+    assert b.layout() == planar
+    np.testing.assert_array_equal(np.array(b[0]), want)
