@@ -56,7 +56,7 @@ def _ensure():
 
 
 # DALI's schema names whose words are not split at each capital (fn._to_snake_case)
-_SNAKE_WORDS = (("BBox", "Bbox"), ("TFRecord", "Tfrecord"))
+_SNAKE_WORDS = (("BBox", "Bbox"), ("TFRecord", "Tfrecord"), ("MXNet", "Mxnet"))
 
 
 def _to_snake_case(pascal):

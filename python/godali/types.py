@@ -140,6 +140,11 @@ class ScalarConstant:
     __slots__ = ("value", "dtype")
 
     def __init__(self, value, dtype=None):
+        if isinstance(value, enum.Enum):
+            # DALI's enums (DALIDataType, DALIInterpType, ...) are not numbers here
+            t = type(value)
+            raise TypeError("godali: ScalarConstant: Expected scalar value of type 'bool', "
+                            "'int' or 'float', got %s.%s." % (t.__module__, t.__qualname__))
         if isinstance(value, bool):
             self.dtype = BOOL if dtype is None else dtype
         elif isinstance(value, int):

@@ -167,7 +167,7 @@ def test_pipeline_function_returning_none_fails_at_build():
                                         ("DLTensorPythonFunction", "dl_tensor_python_function"),
                                         ("Caffe2Reader", "caffe2_reader"),
                                         ("OneXYZTwo", "one_xyz_two"), ("STFT_CPU", "stft_cpu"),
-                                        ("XYZ1ABC", "xyz1abc")])
+                                        ("XYZ1ABC", "xyz1abc"), ("MXNetReader", "mxnet_reader")])
 def test_to_snake_case(name, snake):
     assert fn._to_snake_case(name) == snake
 
@@ -310,3 +310,10 @@ def test_warp_perspective_channel_first_equals_channel_last(planar, frames):
     want = np.moveaxis(np.array(a[0]), -1, -3)
     assert b.layout() == planar
     np.testing.assert_array_equal(np.array(b[0]), want)
+
+
+def test_scalar_constant_refuses_enum_values():
+    with pytest.raises(TypeError, match="Expected scalar value of type 'bool', 'int' or "
+                                        "'float', got .*DALIDataType"):
+        types.ScalarConstant(types.DALIDataType.INT16)
+    assert types.ScalarConstant(3).value == 3
