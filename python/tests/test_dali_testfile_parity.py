@@ -317,3 +317,21 @@ def test_scalar_constant_refuses_enum_values():
                                         "'float', got .*DALIDataType"):
         types.ScalarConstant(types.DALIDataType.INT16)
     assert types.ScalarConstant(3).value == 3
+
+
+def test_augmentation_mag_to_param_may_return_a_list():
+    @augmentation(mag_range=(0.1, 0.7), mag_to_param=lambda e: [e, e])
+    def square(sample, shape):
+        return shape
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None)
+    def pipe():
+        return square(types.Constant(0), magnitude_bin=_bin_source(lambda i: i),
+                      num_magnitude_bins=4)
+
+    p = pipe()
+    p.build()
+    out = p.run()[0]
+    for i in range(4):
+        e = np.linspace(0.1, 0.7, 4)[i]
+        np.testing.assert_allclose(np.array(out[i]), [e, e], rtol=1e-6)

@@ -113,12 +113,16 @@ class Augmentation:
         table = []
         for mag in magnitudes:
             p = to_param(mag)
-            if not isinstance(p, (np.ndarray, np.generic, int, float, bool)):
+            try:
+                arr = np.asarray(p)
+            except Exception:
+                arr = np.asarray(None)
+            if arr.dtype == object:
                 raise Exception(
                     "The `mag_to_param` callback must return parameter that is `np.ndarray` "
-                    "or a number (it is called once per magnitude bin, before the pipeline "
+                    "or a number (or a list of numbers) (it is called once per magnitude bin, before the pipeline "
                     "runs); the augmentation `%s` got %s" % (self._name, type(p).__name__))
-            table.append(np.asarray(p))
+            table.append(arr)
         ref = table[0]
         for mag, p in zip(magnitudes, table):
             if p.shape != ref.shape or p.dtype != ref.dtype:
@@ -196,3 +200,4 @@ def augmentation(function=None, *, mag_range=None, randomly_negate=None, mag_to_
     if function is None:
         return decorate
     return decorate(function)
+
