@@ -16,10 +16,10 @@ func init() {
 			"maps output points to the input points they show, otherwise input to output. pixel_origin \"corner\" " +
 			"(the default) puts (0, 0) at the top-left corner of the first pixel, \"center\" at its centre (OpenCV's " +
 			"convention). The matrix is the matrix argument (9 numbers, row-major; may come per sample) or input 1 " +
-			"(a 3x3 FLOAT tensor per sample). HW, HWC or FHWC (every frame with the sample's matrix); UINT8, INT16, " +
+			"(a 3x3 FLOAT tensor per sample). HW, HWC, CHW, FHWC or FCHW (every frame with the sample's matrix); UINT8, INT16, " +
 			"UINT16 or FLOAT, output of the input's type.",
 		MinInputs: 1, MaxInputs: 2, Outputs: []string{"output"}, HostOnly: true,
-		InputLayouts: []string{"HW", "HWC", "FHWC"},
+		InputLayouts: []string{"HW", "HWC", "CHW", "FHWC", "FCHW"},
 		InputDtypes:  []engine.DType{engine.UInt8, engine.Int16, engine.UInt16, engine.Float32},
 		Args: []engine.ArgSpec{
 			{Name: "matrix", Type: engine.ArgFloatList, TensorInput: true, Doc: "the 3x3 transform, row-major (9 numbers); may come per sample; or give input 1"},
@@ -90,6 +90,20 @@ func checkMatrix9(m []float64) string {
 	return ""
 }
 
+// perspectiveGeom is where a sample's frames, rows and channels are: hAxis is H (W
+// follows), cAxis the channels (-1: none); planar layouts (CHW, FCHW) have C before H.
+func perspectiveGeom(layout string, ndim int) (hAxis, cAxis int, planar bool) {
+	switch {
+	case layout == "CHW" || layout == "FCHW":
+		return ndim - 2, ndim - 3, true
+	case ndim == 4:
+		return 1, 3, false
+	case ndim == 3:
+		return 0, 2, false
+	}
+	return 0, -1, false
+}
+
 func (o *warpPerspectiveOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	a := o.args
 	if len(in) > 1 {
@@ -103,15 +117,12 @@ func (o *warpPerspectiveOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, 
 		return nil, a.Errorf("matrix", "give the 3x3 matrix: the matrix argument or input 1")
 	}
 	m := in[0]
-	if c := len(m.Shape) - 1; len(m.Shape) >= 3 && m.Shape[c] >= 0 && len(o.p.Fill) > 1 && len(o.p.Fill) != m.Shape[c] {
+	hAxis, c, _ := perspectiveGeom(m.Layout, len(m.Shape))
+	if c >= 0 && m.Shape[c] >= 0 && len(o.p.Fill) > 1 && len(o.p.Fill) != m.Shape[c] {
 		return nil, a.Errorf("fill_value", "Number of values provided as a fill_value should match the number of channels. Number of channels: %d. Number of values provided: %d.", m.Shape[c], len(o.p.Fill))
 	}
 	out := m
 	out.Shape = append([]int(nil), m.Shape...)
-	hAxis := 0
-	if len(m.Shape) == 4 {
-		hAxis = 1
-	}
 	out.Shape[hAxis], out.Shape[hAxis+1] = -1, -1
 	if !a.AnyPerSample("size") && a.GivenConstant("size") {
 		s := a.Floats("size")
@@ -131,10 +142,7 @@ func (o *warpPerspectiveOp) Setup(ws *engine.Workspace) error {
 	in, out := ws.In[0], ws.Out[0]
 	out.Layout = in.Layout
 	out.SetShape(in.Shape...)
-	hAxis := 0
-	if len(in.Shape) == 4 {
-		hAxis = 1
-	}
+	hAxis, _, _ := perspectiveGeom(in.Layout, len(in.Shape))
 	if a.Given("size") {
 		s, err := a.FloatsAt(ws, "size", nil)
 		if err != nil {
@@ -221,15 +229,16 @@ func (o *warpPerspectiveOp) Run(ws *engine.Workspace) error {
 	}
 	p := o.p
 	p.M = m
-	frames, hAxis := 1, 0
+	hAxis, cAxis, planar := perspectiveGeom(in.Layout, len(in.Shape))
+	frames := 1
 	if len(in.Shape) == 4 {
-		frames, hAxis = in.Shape[0], 1
+		frames = in.Shape[0]
 	}
 	h, w := in.Shape[hAxis], in.Shape[hAxis+1]
 	dh, dw := out.Shape[hAxis], out.Shape[hAxis+1]
 	c := 1
-	if len(in.Shape) > hAxis+2 {
-		c = in.Shape[hAxis+2]
+	if cAxis >= 0 {
+		c = in.Shape[cAxis]
 	}
 	if len(p.Fill) > 1 && len(p.Fill) != c {
 		return a.ArgDataErrorf(ws, "fill_value", "Number of values provided as a fill_value should match the number of channels. Number of channels: %d. Number of values provided: %d.", c, len(p.Fill))
@@ -237,10 +246,21 @@ func (o *warpPerspectiveOp) Run(ws *engine.Workspace) error {
 	if c == 0 {
 		return nil
 	}
+	// A planar sample (CHW, FCHW) is warped one channel plane at a time, each plane an
+	// image of one channel with that channel's fill value.
+	planes, pc := 1, c
+	fill := p.Fill
+	if planar {
+		planes, pc = c, 1
+	}
 	sz := in.DType.Size()
-	fi, fo := h*w*c*sz, dh*dw*c*sz
-	for f := 0; f < frames; f++ {
+	fi, fo := h*w*pc*sz, dh*dw*pc*sz
+	for f := 0; f < frames*planes; f++ {
 		src, dst := in.Data[f*fi:(f+1)*fi], out.Data[f*fo:(f+1)*fo]
+		if planar && len(fill) > 1 {
+			p.Fill = fill[f%planes : f%planes+1]
+		}
+		c := pc
 		switch in.DType {
 		case engine.UInt8:
 			err = imaging.PerspectiveImage(&p, dst, dw, dh, src, w, h, c)

@@ -26,8 +26,14 @@ type perFrameOp struct{ args *engine.Args }
 
 func (o *perFrameOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	lay := in[0].Layout
+	if len(in[0].Shape) == 0 {
+		return nil, o.args.Invalidf("Cannot mark zero-dimensional input as a sequence")
+	}
 	if o.args.Bool("replace") && lay != "" {
 		lay = lay[1:]
+	} else if lay != "" && !strings.HasPrefix(lay, "F") {
+		// DALI's rule: without replace=True a layout must already start with F.
+		return nil, o.args.Invalidf("Per-frame argument input must be a sequence. The input layout should start with 'F', got %q (replace=True replaces its first letter)", lay)
 	}
 	if strings.HasPrefix(lay, "F") {
 		return []engine.TensorMeta{in[0]}, nil

@@ -29,10 +29,6 @@ MISSING = {
 # scripts/gen_operator_reference.py writes into docs/not-supported.md; the tests call
 # each entry and check that it raises (python/tests/test_not_supported.py).
 UNSUPPORTED = {
-    "auto_aug.core.augmentation": "decorating a new Python function as an augmentation: "
-                                  "godali runs augmentations in its engine (adjust the "
-                                  "suite's with .augmentation(...))",
-    "auto_aug.core.signed_bin": "godali draws magnitude signs inside its engine",
     "plugin_manager.load_library": "DALI plugin libraries (C++ operators built against DALI)",
     "plugin_manager.load_directory": "DALI plugin libraries (C++ operators built against DALI)",
     "pipeline.DataNode.cpu": "moving GPU data back to the host inside a pipeline (call "

@@ -115,12 +115,29 @@ def _data_layout(data):
         lays = {_layout_str(x) for x in data}
         return lays.pop() if len(lays) == 1 else None
     lay = _layout_str(data)
+    if _is_tensor_list(data):
+        return lay  # a TensorList's layout is its samples'
     if lay and not hasattr(data, "__len__") or lay is None:
         return None
     if hasattr(data, "shape") and callable(data.shape) and \
             isinstance(data.shape(), list) and len(lay) == len(data.shape()):
         return lay[1:] or None  # a dense Tensor [N, ...]: its layout is the batch's
     return lay
+
+
+def _is_tensor_list(x):
+    """A TensorList (godali's or DALI's): samples by index, dense or not."""
+    return (not isinstance(x, (list, tuple)) and hasattr(x, "is_dense_tensor")
+            and hasattr(x, "at") and hasattr(x, "__len__"))
+
+
+def _dali_type_name(t):
+    """DALI's name of a type (given by its godali name) in its messages."""
+    return _types._dali_type_name(getattr(_types.DALIDataType, t, t))
+
+
+def _feed_error(what, msg):
+    return _lib.InvalidArgumentError("godali: %s: %s" % (what, msg), _lib.ERROR_INVALID_ARGUMENT)
 
 
 def _describe(x):
@@ -157,6 +174,9 @@ class _Converted:
         if data is None or isinstance(data, dict):
             raise TypeError("godali: %s: a batch must be a list of samples or an array whose "
                             "first dimension is the batch, got %s" % (what, _describe(data)))
+        if _is_tensor_list(data) and not data.is_dense_tensor():
+            # a ragged TensorList (a pipeline's output fed on): its samples one by one
+            data = [data[i] for i in range(len(data))]
         if isinstance(data, (list, tuple)):
             arrays = []
             for i, s in enumerate(data):
@@ -364,6 +384,7 @@ class _Group:
         self.ahead = 0         # batches fed from the source and not yet taken
         self.exhausted = False
         self.error = None      # the source's error for the batch after those ahead
+        self._seen = {}        # output -> (dtype, ndim, layout) of its first batch
 
     # The pipeline holds its groups: a group refers back to it weakly (as _graph.OpNode),
     # so that a pipeline nothing else references is freed at once.
@@ -426,6 +447,8 @@ class _Group:
                     per_output[j].append(s[j])
         conv = [_Converted(d, bs, self.dtypes[j], self.what(j))
                 for j, d in enumerate(per_output)]
+        for j, c in enumerate(conv):
+            self.check(j, c)
         counts = [c.num_samples() for c in conv]
         if any(n != counts[0] for n in counts):
             raise ValueError("godali: fn.external_source with num_outputs=%d: the source "
@@ -437,6 +460,44 @@ class _Group:
             for old in [x for x in sizes if x < it - 256]:  # long past: forget
                 del sizes[old]
         return conv
+
+    def check(self, j, conv, layout=None):
+        """DALI's checks of a batch against the node's declared dtype, ndim and layout,
+        and against the batches fed before (type, dimensionality and layout may not
+        change from one iteration to the next), with DALI's messages."""
+        what = self.what(j)
+        dt, nd = conv.dtype, conv.ndim
+        lay = layout if layout is not None else (conv.layout or conv.data_layout)
+        want = self.dtypes[j]
+        seen = self._seen.get(j)
+        if want is not None and dt != want:
+            raise _feed_error(what, "ExternalSource expected data of type %s and got: %s "
+                              "(the node declares dtype %s, the data is %s)"
+                              % (_dali_type_name(want), _dali_type_name(dt), want, dt))
+        if seen is not None and want is None and seen[0] != dt:
+            raise _feed_error(what, "Type of the data fed to the external source has changed "
+                              "from the previous iteration. Type in the previous iteration "
+                              "was %s and the current type is %s. (%s, then %s)"
+                              % (_dali_type_name(seen[0]), _dali_type_name(dt), seen[0], dt))
+        if self.ndims[j] is not None and nd != self.ndims[j]:
+            raise _feed_error(what, "ExternalSource expected data with %d dimensions and got "
+                              "%d dimensions" % (self.ndims[j], nd))
+        if seen is not None and self.ndims[j] is None and seen[1] != nd:
+            raise _feed_error(what, "Number of dimensions of the data fed to the external "
+                              "source has changed from previous iteration. Dimensionality "
+                              "in the previous iteration was %d and the current is %d."
+                              % (seen[1], nd))
+        if layout is not None and self.layouts[j] and layout and layout != self.layouts[j]:
+            raise _feed_error(what, "Expected data with layout: \"%s\" and got: \"%s\""
+                              % (self.layouts[j], layout))
+        if (seen is not None and not self.layouts[j] and seen[2] is not None
+                and lay is not None and seen[2] != lay):
+            raise _feed_error(what, "Layout of the data fed to the external source has "
+                              "changed from previous iteration. Layout in the previous "
+                              "iteration was \"%s\" and the current is \"%s\"."
+                              % (seen[2], lay))
+        if seen is None:
+            self._seen[j] = (dt, nd, lay)
 
     def resolve(self, conv):
         """Fills the dtype, ndim (and the layout, when feed_input gave one) of nodes that
@@ -479,9 +540,13 @@ class _Group:
 # --- pipeline hooks (pipeline/__init__.py calls these) -----------------------------------
 
 def groups(pipe, nodes=None):
-    """The pipeline's external source groups whose nodes are in the graph."""
+    """The pipeline's external source groups whose nodes are in the graph (once built:
+    a source none of whose outputs is used is never polled, as DALI prunes it)."""
     gs = getattr(pipe, "_ext_groups", None) or []
     if nodes is None:
+        live = getattr(pipe, "_ext_live", None)
+        if live is not None:
+            return [g for g in gs if id(g) in live]
         return gs
     ids = {id(n) for n in nodes}
     return [g for g in gs if any(id(n) in ids for n in g.nodes)]
@@ -493,6 +558,7 @@ def prepare(pipe, nodes):
     (the build waits for the first feed_input)."""
     ok = True
     gs = _batch_mode_first(groups(pipe, nodes))
+    pipe._ext_live = {id(g) for g in gs}
     # A per-sample source polled now needs its first iteration's size: the batch-mode
     # sources give it, so they are polled first (their batch waits in pending).
     sizes_needed = any(g.source is not None and not g.batch and not g.resolved() for g in gs)
@@ -619,7 +685,7 @@ def feed_input(pipe, name, data, layout=None, no_copy=None):
     if getattr(pipe, "_outputs", None) is not None:
         # DALI: only the sources in the graph (reachable from the outputs) take data.
         reachable = {n.name for n in pipe._reachable_nodes()}
-        for g in groups(pipe):
+        for g in getattr(pipe, "_ext_groups", None) or []:
             if any(n.name == name for n in g.nodes) and name not in reachable:
                 raise InputNotFoundError(
                     "godali: feed_input: Could not find an input operator with name %r in "
@@ -629,6 +695,7 @@ def feed_input(pipe, name, data, layout=None, no_copy=None):
         for j, n in enumerate(g.nodes):
             if n.name == name:
                 conv = _Converted(data, pipe._batch_size, g.dtypes[j], g.what(j))
+                g.check(j, conv, layout)
                 lay = layout if layout is not None else g.layouts[j]
                 conv.layout = lay
                 if not pipe._handle:
@@ -694,8 +761,6 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None, dev
     if source is None:
         if cycle is not None:
             raise ValueError("godali: fn.external_source: cycle needs a source")
-        if num_outputs is not None:
-            raise ValueError("godali: fn.external_source: num_outputs needs a source")
         if batch_info:
             raise ValueError("godali: fn.external_source: batch_info needs a source")
     if num_outputs is not None:
@@ -730,6 +795,10 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None, dev
     for j, lay in enumerate(layouts):
         if lay is not None and not isinstance(lay, str):
             raise TypeError("godali: fn.external_source: layout must be a string")
+        if lay and ndims[j] is not None and len(lay) != int(ndims[j]):
+            raise _feed_error("fn.external_source", "Number of dimensions in the provided "
+                              "layout does not match the ndim argument. The arguments "
+                              "provided:\n ndim = %d,\n layout: \"%s\"." % (ndims[j], lay))
         if lay and ndims[j] is None:
             ndims[j] = len(lay)
     src = _Source(source, cycle, batch_info) if source is not None else None
@@ -745,12 +814,19 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None, dev
             args["layout"] = layouts[j]
         nname = name if k == 1 or name is None else "%s_%d" % (name, j)
         nodes.append(_graph.OpNode(schema, "cpu", [], {}, args, pipe, nname, False))
-    g = _Group(None, nodes, src, num_outputs, bool(batch), bool(batch_info), dtypes, ndims,
-               layouts, no_copy, bool(repeat_last))
-    for n in nodes:
-        n.extra = g
-    if pipe is not None:
-        g.attach(pipe)
+    if src is None:
+        # Fed by feed_input only: each output is an input of its own (DALI's
+        # ExternalSource(num_outputs=k) fed output by output).
+        parts = [([n], [dtypes[j]], [ndims[j]], [layouts[j]]) for j, n in enumerate(nodes)]
+    else:
+        parts = [(nodes, dtypes, ndims, layouts)]
+    for ns, dts, nds, lays in parts:
+        g = _Group(None, ns, src, num_outputs if src is not None else None, bool(batch),
+                   bool(batch_info), dts, nds, lays, no_copy, bool(repeat_last))
+        for n in ns:
+            n.extra = g
+        if pipe is not None:
+            g.attach(pipe)
     outs = [n.outputs[0] for n in nodes]
     if device == "gpu":
         # DALI's GPU external source: the host batch, copied to the GPU by the pipeline.

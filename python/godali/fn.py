@@ -55,6 +55,28 @@ def _ensure():
     return _root
 
 
+# DALI's schema names whose words are not split at each capital (fn._to_snake_case)
+_SNAKE_WORDS = (("BBox", "Bbox"), ("TFRecord", "Tfrecord"), ("MXNet", "Mxnet"))
+
+
+def _to_snake_case(pascal):
+    """DALI's fn._to_snake_case: an operator's schema name (PascalCase) as the name of
+    its fn function: a word starts at a capital after a lower-case letter, or at a
+    capital followed by a lower-case letter (RandomBBoxCrop -> random_bbox_crop,
+    DLTensorPythonFunction -> dl_tensor_python_function)."""
+    for word, repl in _SNAKE_WORDS:
+        pascal = pascal.replace(word, repl)
+    out = []
+    for i, c in enumerate(pascal):
+        if c.isupper() and i > 0 and pascal[i - 1] != "_":
+            prev_lower = pascal[i - 1].islower()
+            next_lower = i + 1 < len(pascal) and pascal[i + 1].islower()
+            if prev_lower or next_lower:
+                out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
 # Operator groups import as modules (`import godali.fn.transforms as T`, as in DALI).
 __path__ = []
 _graph.install_namespace_importer(__name__, lambda: _ensure())

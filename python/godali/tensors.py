@@ -442,6 +442,10 @@ class TensorGPU(Tensor):
     __slots__ = ()
 
 
+class _EmptyListError(RuntimeError, ValueError):
+    """TensorListCPU([]) (DALI raises RuntimeError)."""
+
+
 class TensorList:
     """One pipeline output for one batch: N samples (DALI's TensorListCPU/GPU).
 
@@ -457,9 +461,19 @@ class TensorList:
 
     def __init__(self, data, layout=None, is_pinned=False):
         if isinstance(data, (list, tuple)):
+            if not data:
+                raise _EmptyListError("Cannot create TensorList from an empty list.")
             samples = [_buffer_from_array(x) for x in data]
             dense = None
             ndim = len(samples[0].shape) if samples else 0
+            first = _types.from_dlpack_dtype(samples[0].code, samples[0].bits)
+            for i, b in enumerate(samples[1:], 1):
+                t = _types.from_dlpack_dtype(b.code, b.bits)
+                if t != first:
+                    raise TypeError(
+                        "Tensors cannot have different data types. Tensor at position %d "
+                        "has type '%s' expected to have type '%s'."
+                        % (i, _types._dali_type_name(t), _types._dali_type_name(first)))
         else:
             dense = _buffer_from_array(data)
             samples = None

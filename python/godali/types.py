@@ -20,6 +20,14 @@ class _Named(enum.IntEnum):
 class DALIDataType(_Named):
     """Element types (DALI's DALIDataType)."""
 
+    def __call__(self):
+        # DALI's Tensor.dtype was a method; calling the value still works, with DALI's
+        # warning.
+        import warnings
+        warnings.warn("Calling '.dtype()' is deprecated, please use '.dtype' instead",
+                      DeprecationWarning, stacklevel=2)
+        return self
+
     NO_TYPE = -1
     UINT8 = 0
     UINT16 = 1
@@ -132,6 +140,11 @@ class ScalarConstant:
     __slots__ = ("value", "dtype")
 
     def __init__(self, value, dtype=None):
+        if isinstance(value, enum.Enum):
+            # DALI's enums (DALIDataType, DALIInterpType, ...) are not numbers here
+            t = type(value)
+            raise TypeError("godali: ScalarConstant: Expected scalar value of type 'bool', "
+                            "'int' or 'float', got %s.%s." % (t.__module__, t.__qualname__))
         if isinstance(value, bool):
             self.dtype = BOOL if dtype is None else dtype
         elif isinstance(value, int):
@@ -349,3 +362,19 @@ class BatchInfo:
 # DALI's device_id for a pipeline without a GPU (Pipeline(device_id=CPU_ONLY_DEVICE_ID));
 # godali spells it device_id=None.
 CPU_ONLY_DEVICE_ID = None
+
+
+# DALI's backend_impl.types._DALIDataType (the pybind enum DALIDataType wraps) and
+# types._all_types (the element types a tensor can have).
+_DALIDataType = DALIDataType
+_all_types = [DALIDataType.BOOL, DALIDataType.INT8, DALIDataType.INT16, DALIDataType.INT32,
+              DALIDataType.INT64, DALIDataType.UINT8, DALIDataType.UINT16, DALIDataType.UINT32,
+              DALIDataType.UINT64, DALIDataType.FLOAT16, DALIDataType.FLOAT,
+              DALIDataType.FLOAT64]
+_DALI_TYPE_NAMES = {"FLOAT": "float", "FLOAT64": "double", "FLOAT16": "float16"}
+
+
+def _dali_type_name(t):
+    """DALI's name of an element type in its messages: float, double, uint8, ..."""
+    name = getattr(t, "name", str(t))
+    return _DALI_TYPE_NAMES.get(name, name.lower())

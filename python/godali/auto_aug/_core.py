@@ -78,17 +78,6 @@ class _Augmentation:
             self.name, self.mag_range, self.randomly_negate)
 
 
-def augmentation(function=None, *, mag_range=None, randomly_negate=None, mag_to_param=None,
-                 param_device=None, name=None, augmentation_cls=None):
-    """DALI's decorator. godali runs augmentations inside its engine, so only the suite's
-    augmentations (godali.auto_aug.augmentations) and copies of them made with
-    `.augmentation(...)` can be used; decorating a new Python function raises."""
-    raise NotImplementedError(
-        "godali.auto_aug: custom augmentations are not supported; use the augmentations of "
-        "godali.auto_aug.augmentations, adjusted with .augmentation(mag_range=..., "
-        "randomly_negate=..., mag_to_param=...)")
-
-
 class Policy:
     """AutoAugment policy: sub-policies, each a list of (augmentation, probability,
     magnitude bin or None)."""
@@ -188,9 +177,7 @@ def _translations(use_shape, default_abs, default_rel, max_abs, max_rel, transla
     return [tx, ty]
 
 
-def signed_bin(*args, **kwargs):
-    raise NotImplementedError("godali.auto_aug draws magnitude signs inside its engine")
-
+from ._decorator import augmentation, signed_bin  # noqa: E402,F401
 
 __all__ = ["augmentation", "Policy", "signed_bin"]
 _ = _types

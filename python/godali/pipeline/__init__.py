@@ -410,16 +410,20 @@ class Pipeline:
 
     def set_outputs(self, *outputs):
         """Sets the DataNodes the pipeline returns, in order."""
-        flat = []
-        for o in outputs:
-            # A list holding DataNodes is a list of outputs; a list of numbers is one
-            # constant output (DALI: pipe.set_outputs(node, [35, 35])).
+        flat = list(outputs)
+        self._outputs_error = None
+        for i, o in enumerate(flat):
+            # DALI refuses an output that is not a DataNode or a constant when the
+            # pipeline is built (not here): a list or tuple holding DataNodes is a
+            # missing `*`; a list of numbers is one constant output
+            # (pipe.set_outputs(node, [35, 35])).
             if isinstance(o, (list, tuple)) and any(isinstance(x, _graph.DataNode)
                                                     for x in o):
-                flat.extend(o)
-            else:
-                flat.append(o)
-        for i, o in enumerate(flat):
+                self._outputs_error = TypeError(
+                    "godali: set_outputs: Illegal pipeline output type. The output %d "
+                    "contains a nested `DataNode`. Missing list/tuple expansion (*) is the "
+                    "likely cause." % i)
+                break
             if not isinstance(o, _graph.DataNode):
                 from .. import _conditionals
                 _conditionals.check_assigned(o)
@@ -427,8 +431,11 @@ class Pipeline:
                 # DALI: an output that is not a DataNode becomes a constant node.
                 o = flat[i] = _graph.constant_node(o, self)
             if not isinstance(o, _graph.DataNode):
-                raise TypeError("godali: set_outputs: output %d must be a DataNode (an "
-                                "operator's result), got %s" % (i, type(o).__name__))
+                self._outputs_error = TypeError(
+                    "godali: set_outputs: Illegal output type. The output %d is a `%s`. "
+                    "An output must be a DataNode (an operator's result) or a constant."
+                    % (i, type(o)))
+                break
             o = flat[i] = _graph.bind(o, self, "set_outputs: output %d" % i)
         if not flat:
             raise ValueError("godali: set_outputs needs at least one output")
@@ -542,6 +549,8 @@ class Pipeline:
         if self._handle and self._built:
             return
         lib = _lib.get()
+        if getattr(self, "_outputs_error", None) is not None:
+            raise self._outputs_error
         if not self._handle:
             if self._outputs is None:
                 self.description()  # runs define_graph / checks the outputs
@@ -1236,8 +1245,11 @@ def pipeline_def(fn=None, **pipeline_kwargs):
             with pipe:
                 outs = body(*args, **fkw)
                 if outs is None:
-                    raise ValueError("godali: %s() must return the pipeline's outputs"
-                                     % func.__name__)
+                    # As DALI: the pipeline is made; building it fails.
+                    pipe._outputs_error = ValueError(
+                        "godali: %s() must return the pipeline's outputs (it returned None)"
+                        % func.__name__)
+                    return pipe
                 if not isinstance(outs, (list, tuple)):
                     outs = (outs,)
                 pipe.set_outputs(*outs)

@@ -8,8 +8,8 @@ answers for them as DALI answers for its converted functions. Functions the pipe
 function calls are not rewritten by godali (DALI converts those too).
 """
 
-from ._conditionals import is_converted as _is_converted
-from .pipeline import do_not_convert  # noqa: F401  (DALI exports it from here as well)
+from .._conditionals import is_converted as _is_converted
+from ..pipeline import do_not_convert  # noqa: F401  (DALI exports it from here as well)
 
 __all__ = ["AutoGraphError", "autograph_artifact", "do_not_convert", "is_autograph_artifact"]
 

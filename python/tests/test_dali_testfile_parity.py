@@ -1,0 +1,337 @@
+"""Behaviour DALI's own test files rely on (measured by running them, imports swapped, in a
+scratch folder outside the repository; docs/operators.md): external_source's checks and
+messages, per_frame's layout rule, set_outputs' errors at build, fn._to_snake_case and
+the @augmentation decorator for Python functions."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import godali.fn as fn
+import godali.types as types
+from godali import Pipeline, pipeline_def
+from godali.auto_aug.core import augmentation, signed_bin
+from godali.auto_aug.core._args import forbid_unused_kwargs
+
+
+def _pipe(bs=2):
+    return Pipeline(batch_size=bs, num_threads=1, device_id=None)
+
+
+def test_declared_dtype_mismatch_message():
+    p = _pipe()
+    p.set_outputs(fn.external_source(source=[[np.ones(3, np.float32)] * 2],
+                                     dtype=types.UINT8))
+    with pytest.raises(RuntimeError, match="ExternalSource expected data of type uint8 and "
+                                           "got: float"):
+        p.build()
+        p.run()
+
+
+def test_changed_dtype_and_ndim_messages():
+    p = _pipe()
+    p.set_outputs(fn.external_source(source=[[np.ones(3, np.float32)] * 2,
+                                             [np.ones(3, np.uint8)] * 2]))
+    p.build()
+    p.run()
+    with pytest.raises(RuntimeError, match="Type in the previous iteration was float and "
+                                           "the current type is uint8"):
+        p.run()
+    p = _pipe()
+    p.set_outputs(fn.external_source(source=[[np.ones((2, 3), np.uint8)] * 2,
+                                             [np.ones(3, np.uint8)] * 2]))
+    p.build()
+    p.run()
+    with pytest.raises(RuntimeError, match="Dimensionality in the previous iteration was 2 "
+                                           "and the current is 1"):
+        p.run()
+
+
+def test_feed_input_layout_checked_when_fed():
+    p = _pipe(1)
+    p.set_outputs(fn.external_source(name="x", layout="H"))
+    p.build()
+    with pytest.raises(RuntimeError, match='Expected data with layout: "H" and got: "W"'):
+        p.feed_input("x", [np.zeros(1)], layout="W")
+    p = _pipe(1)
+    p.set_outputs(fn.external_source(name="x"))
+    p.build()
+    p.feed_input("x", [np.zeros(1)], layout="W")
+    with pytest.raises(RuntimeError, match='was "W" and the current is "H"'):
+        p.feed_input("x", [np.zeros(1)], layout="H")
+
+
+def test_layout_longer_than_ndim_refused():
+    with pytest.raises(RuntimeError, match="ndim = 2,\n layout: \"HWC\""):
+        fn.external_source(layout="HWC", ndim=2)
+
+
+def test_ragged_tensor_list_fed_on():
+    batches = [[np.ones((2, 3), np.float32), np.zeros((3, 2), np.float32)]]
+    src = _pipe()
+    src.set_outputs(fn.external_source(source=batches, cycle=True, layout="XY"))
+    src.build()
+    dst = _pipe()
+    dst.set_outputs(fn.external_source(name="ext"))
+    dst.build()
+    tl = src.run()[0]
+    dst.feed_input("ext", tl)
+    out = dst.run()[0]
+    assert out.layout() == "XY"
+    for i in range(2):
+        np.testing.assert_array_equal(np.array(out[i]), batches[0][i])
+
+
+def test_feed_only_num_outputs_fed_per_output():
+    p = _pipe()
+    with p:
+        a, b = fn.external_source(num_outputs=2)
+        p.set_outputs(b)
+    p.build()
+    p.feed_input(b, [np.full(2, 7, np.int32)] * 2)
+    np.testing.assert_array_equal(np.array(p.run()[0][1]), [7, 7])
+
+
+def test_unused_source_not_polled():
+    calls = []
+
+    def src(info):
+        calls.append(info)
+        return None  # would be refused if it were ever used
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        fn.external_source(source=src, batch=False, num_outputs=2)
+        return fn.random.uniform(range=(0, 1), shape=2)
+
+    p = pipe()
+    p.build()
+    p.run()
+    assert calls == []
+
+
+@pytest.mark.parametrize("replace,layout,want", [(True, "XY", "FY"), (False, "FY", "FY"),
+                                                 (False, None, "F*")])
+def test_per_frame_layouts(replace, layout, want):
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        x = fn.external_source(source=[[np.ones((2, 3), np.float32)] * 2], cycle=True,
+                               layout=layout)
+        return fn.per_frame(x, replace=replace)
+
+    p = pipe()
+    p.build()
+    assert p.run()[0].layout() == want
+
+
+def test_per_frame_refuses_non_sequence_and_scalar():
+    for shape, layout, msg in [((2, 3), "XY", "The input layout should start with 'F'"),
+                               ((), None, "Cannot mark zero-dimensional input")]:
+        @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def pipe():
+            x = fn.external_source(source=[[np.ones(shape, np.float32)] * 2], cycle=True,
+                                   layout=layout)
+            return fn.per_frame(x)
+
+        with pytest.raises(RuntimeError, match=msg):
+            p = pipe()
+            p.build()
+            p.run()
+
+
+def test_set_outputs_errors_at_build():
+    p = _pipe()
+    p.set_outputs(fn.external_source([[[np.zeros(1)], [np.zeros(2)]]], num_outputs=2,
+                                     cycle="quiet"))
+    with pytest.raises(TypeError, match="contains a nested `DataNode`"):
+        p.build()
+    p = _pipe()
+    p.set_outputs("test")
+    with pytest.raises(TypeError, match="The output 0 is a `<class 'str'>`"):
+        p.build()
+
+
+def test_pipeline_function_returning_none_fails_at_build():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        return None
+
+    p = pipe()
+    with pytest.raises(ValueError, match="returned None"):
+        p.build()
+
+
+@pytest.mark.parametrize("name,snake", [("RandomBBoxCrop", "random_bbox_crop"),
+                                        ("TFRecordReader", "tfrecord_reader"),
+                                        ("DLTensorPythonFunction", "dl_tensor_python_function"),
+                                        ("Caffe2Reader", "caffe2_reader"),
+                                        ("OneXYZTwo", "one_xyz_two"), ("STFT_CPU", "stft_cpu"),
+                                        ("XYZ1ABC", "xyz1abc"), ("MXNetReader", "mxnet_reader")])
+def test_to_snake_case(name, snake):
+    assert fn._to_snake_case(name) == snake
+
+
+def _bin_source(f):
+    return fn.external_source(lambda si: np.array(f(si.idx_in_batch), np.int32), batch=False)
+
+
+def test_augmentation_params_from_bins():
+    @augmentation(mag_range=(10, 20), randomly_negate=True,
+                  mag_to_param=lambda m: np.array([m, 1], np.float32))
+    def param_of(sample, param):
+        return param
+
+    @pipeline_def(batch_size=6, num_threads=1, device_id=None)
+    def pipe():
+        b = _bin_source(lambda i: i % 3)
+        s = _bin_source(lambda i: i // 3)
+        return param_of(types.Constant(0), magnitude_bin=signed_bin(b, s),
+                        num_magnitude_bins=3)
+
+    p = pipe()
+    p.build()
+    out = p.run()[0]
+    for i in range(6):
+        m = np.linspace(10, 20, 3)[i % 3] * (-1 if i >= 3 else 1)
+        np.testing.assert_array_equal(np.array(out[i]), np.float32([m, 1]))
+
+
+def test_augmentation_unsigned_bin_warns_and_negates_at_random():
+    @augmentation(mag_range=(1, 2), randomly_negate=True)
+    def param_of(sample, param):
+        return param
+
+    @pipeline_def(batch_size=64, num_threads=1, device_id=None, seed=3)
+    def pipe():
+        return param_of(types.Constant(0), magnitude_bin=1, num_magnitude_bins=2)
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        p = pipe()
+    assert any("unsigned `magnitude_bin`" in str(x.message) for x in w)
+    p.build()
+    vals = {float(np.array(s)) for s in p.run()[0]}
+    assert vals == {2.0, -2.0}
+
+
+def test_augmentation_checks():
+    with pytest.raises(Exception, match="accepts 1 positional argument"):
+        augmentation(lambda x: x)
+
+    @augmentation
+    def aug(sample, param, extra, other=None):
+        return sample
+
+    with pytest.raises(Exception, match="already decorated"):
+        augmentation(aug)
+    with pytest.raises(Exception, match="not provided to the call: extra"):
+        aug(types.Constant(1))
+    assert aug.augmentation(name="x").name == "x"
+    assert aug.augmentation(name="x").augmentation(name=None).name == "aug"
+    forbid_unused_kwargs([aug], {"extra": 1, "other": 2}, "call")
+    with pytest.raises(Exception, match="The kwarg `nope` is not used"):
+        forbid_unused_kwargs([aug], {"nope": 1}, "call")
+
+
+def test_tensor_list_from_tensors_checks():
+    from godali.backend_impl import TensorCPU, TensorListCPU
+    with pytest.raises(RuntimeError, match="Cannot create TensorList from an empty list"):
+        TensorListCPU([])
+    with pytest.raises(TypeError, match="Tensor at position 1 has type 'int8' expected to "
+                                        "have type 'float'"):
+        TensorListCPU([TensorCPU(np.zeros(1, np.float32)), TensorCPU(np.zeros(1, np.int8))])
+
+
+def test_dtype_call_warns_and_all_types():
+    from godali.backend_impl import TensorCPU
+    from godali.backend_impl import types as bt
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert TensorCPU(np.zeros(1, np.int16)).dtype() == types.INT16
+    assert "Calling '.dtype()' is deprecated" in str(w[-1].message)
+    assert bt._DALIDataType is types.DALIDataType
+    for t in types._all_types:
+        np_t = types.to_numpy_type(t)
+        assert TensorCPU(np.zeros(1, np_t)).dtype == t
+
+
+@pytest.mark.parametrize("change,found", [({"dtype": types.UINT32}, "types"),
+                                          ({"shape": [10, -1]}, "sample dimensions"),
+                                          ({"layout": "XYZ"}, "layouts")])
+def test_conditional_merge_of_divergent_branches(change, found):
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None)
+    def pipe():
+        x = fn.external_source(source=[[np.full((10, 10, 3), 42, np.int32)] * 4], cycle=True,
+                               layout="HWC")
+        pred = fn.external_source(source=[[np.array(i % 2 == 0) for i in range(4)]],
+                                  cycle=True)
+        t, f = fn._conditional.split(x, predicate=pred)
+        return fn._conditional.merge(t, fn.reinterpret(f, **change), predicate=pred)
+
+    with pytest.raises(RuntimeError, match="Divergent data found in different branches.*"
+                                           "Found distinct " + found):
+        p = pipe()
+        p.build()
+        p.run()
+
+
+def test_autograph_logging_module():
+    from godali._autograph.utils import ag_logging
+    ag_logging.set_verbosity(3)
+    assert ag_logging.get_verbosity() == 3 and ag_logging.has_verbosity(2)
+    ag_logging.set_verbosity(0)
+
+
+@pytest.mark.parametrize("planar,frames", [("CHW", False), ("FCHW", True)])
+def test_warp_perspective_channel_first_equals_channel_last(planar, frames):
+    # A channel-first sample is warped plane by plane, each with its channel's fill value:
+    # the same pixels as the channel-last sample (whose warp is compared with OpenCV in
+    # test_ops_dali29.py), transposed.
+    rng = np.random.default_rng(5)
+    shape = (2, 37, 45, 3) if frames else (37, 45, 3)
+    hwc = rng.integers(0, 255, shape, dtype=np.uint8)
+    chw = np.ascontiguousarray(np.moveaxis(hwc, -1, -3))
+    mat = np.float32([[1.05, 0.1, -3], [-0.05, 0.95, 4], [1e-4, 2e-4, 1]])
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        outs = []
+        for data, lay in ((hwc, "FHWC" if frames else "HWC"), (chw, planar)):
+            x = fn.external_source(source=[[data]], cycle=True, layout=lay)
+            outs.append(fn.experimental.warp_perspective(x, matrix=mat.ravel().tolist(),
+                                                         size=(30, 50), fill_value=(7, 8, 9),
+                                                         interp_type=types.INTERP_LINEAR))
+        return tuple(outs)
+
+    p = pipe()
+    p.build()
+    a, b = p.run()
+    want = np.moveaxis(np.array(a[0]), -1, -3)
+    assert b.layout() == planar
+    np.testing.assert_array_equal(np.array(b[0]), want)
+
+
+def test_scalar_constant_refuses_enum_values():
+    with pytest.raises(TypeError, match="Expected scalar value of type 'bool', 'int' or "
+                                        "'float', got .*DALIDataType"):
+        types.ScalarConstant(types.DALIDataType.INT16)
+    assert types.ScalarConstant(3).value == 3
+
+
+def test_augmentation_mag_to_param_may_return_a_list():
+    @augmentation(mag_range=(0.1, 0.7), mag_to_param=lambda e: [e, e])
+    def square(sample, shape):
+        return shape
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None)
+    def pipe():
+        return square(types.Constant(0), magnitude_bin=_bin_source(lambda i: i),
+                      num_magnitude_bins=4)
+
+    p = pipe()
+    p.build()
+    out = p.run()[0]
+    for i in range(4):
+        e = np.linspace(0.1, 0.7, 4)[i]
+        np.testing.assert_allclose(np.array(out[i]), [e, e], rtol=1e-6)
