@@ -92,8 +92,9 @@ func (g *Graph) assignGates(order []*Node) error {
 		case mergeOp:
 			pred := n.In[2]
 			for k, want := range []bool{true, false} {
+				// The branch's data, or data of an enclosing branch (all its samples).
 				d, br := n.In[k], g.gateOf(pred, want)
-				if !br.within(pred.gate) || !d.gate.within(br) {
+				if !br.within(d.gate) {
 					return Errorf(StatusInvalidPipeline, "%s: input %d %q is data of %s; merging by %q takes data of %s", where, k, d.Name, d.gate, pred.Name, br)
 				}
 			}
