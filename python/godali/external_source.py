@@ -480,9 +480,27 @@ def groups(pipe, nodes=None):
     """The pipeline's external source groups whose nodes are in the graph."""
     gs = getattr(pipe, "_ext_groups", None) or []
     if nodes is None:
-        return gs
+        nodes = _reachable(pipe)
+        if nodes is None:
+            return gs
     ids = {id(n) for n in nodes}
     return [g for g in gs if any(id(n) in ids for n in g.nodes)]
+
+
+def _reachable(pipe):
+    """The nodes the pipeline's outputs reach (cached while its outputs and nodes stay
+    the same), None before it has outputs: a source whose data nothing uses (a value
+    made outside the function and used only in a branch whose result is unused) is not
+    in the graph and is not fed, as in DALI."""
+    outs = getattr(pipe, "_outputs", None)
+    if not outs or not hasattr(pipe, "_reachable_nodes"):
+        return None
+    key = (id(outs), len(outs), len(getattr(pipe, "_nodes", ())))
+    hit = pipe.__dict__.get("_ext_reachable")
+    if hit is None or hit[0] != key:
+        hit = (key, pipe._reachable_nodes())
+        pipe.__dict__["_ext_reachable"] = hit
+    return hit[1]
 
 
 def prepare(pipe, nodes):
