@@ -269,6 +269,15 @@ compat-report: cpu
 	else echo "compat-report: DALI not installed in $(DALIDIR): using the stored tests/compat/dali_surface.json"; fi
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/surface.py report tests/compat/dali_surface.json docs/dali-parity.md tests/compat/parity_baseline.json
 
+# enable_conditionals against DALI 2.4 on LONG generated programs (tests/compat/cond_oracle.py;
+# `make test` runs the QUICK ones through tests/compat/test_cond_oracle.py).
+.PHONY: oracle-conditionals
+oracle-conditionals: cpu
+	rm -rf $(BUILD)/cond-oracle
+	PYTHONPATH=$(DALIDIR) $(PYTHON) tests/compat/cond_oracle.py run dali $(BUILD)/cond-oracle/dali --long
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/cond_oracle.py run godali $(BUILD)/cond-oracle/godali --long
+	$(PYTHON) tests/compat/cond_oracle.py compare $(BUILD)/cond-oracle/dali $(BUILD)/cond-oracle/godali --long
+
 # The torch-facing tests again, under a current torch 2.x / torchvision / Pillow / numpy
 # from PyPI (scripts/torch2-requirements.txt), in the venv that scripts/setup.sh makes
 # outside the repository; test-python runs them (with everything else) under Debian's

@@ -33,7 +33,7 @@ import sys
 import numpy as np
 
 SEED = 29
-QUICK, LONG = 60, 600
+QUICK, LONG = 30, 600
 BATCH = 8
 ITERS = 2
 
