@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Conditional execution (DALI's enable_conditionals): an `if` on pipeline data splits the
 // batch by a per-sample predicate, runs each branch's operators on the branch's samples
@@ -192,12 +195,8 @@ func (b *Batch) decide(t, f *Gate, pred []*Tensor, where string) error {
 }
 
 func predicateValue(p *Tensor) (bool, error) {
-	n := 1
-	for _, d := range p.Shape {
-		n *= d
-	}
-	if n != 1 || p.DType.Size() == 0 || len(p.Data) < p.DType.Size() {
-		return false, fmt.Errorf("the condition must be one value per sample (a scalar), got shape %v of %s", p.Shape, p.DType)
+	if len(p.Shape) != 0 || p.DType.Size() == 0 || len(p.Data) < p.DType.Size() {
+		return false, fmt.Errorf("Conditions inside `if` statements are restricted to scalar (0-d tensors) inputs, that are placed on CPU. Got a %d-d input as a condition of the `if` statement.", len(p.Shape))
 	}
 	return readScalar(p.Data, p.DType) != 0, nil
 }
@@ -219,6 +218,69 @@ func init() {
 		MinInputs: 3, MaxInputs: 3, Outputs: []string{"output"}, HostOnly: true,
 	})
 	RegisterBackend(mergeOp, "cpu", func(a *Args) (Operator, error) { return &mergeNode{where: a.Where()}, nil })
+	RegisterSchema(&Schema{
+		Name: validateOp,
+		Doc: "Passes an operand of `and`, `or` or `not` on pipeline data through, checking that " +
+			"each sample is a scalar (and BOOL for `and`/`or`), as DALI's " +
+			"fn._conditional.validate_logical does.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"output"}, HostOnly: true,
+		Args: []ArgSpec{
+			{Name: "expression_name", Type: ArgString, Default: "and", Doc: "the expression: and, or, not"},
+			{Name: "expression_side", Type: ArgString, Default: "left", Doc: "the operand: left or right"},
+		},
+	})
+	RegisterBackend(validateOp, "cpu", func(a *Args) (Operator, error) {
+		return &validateNode{name: a.String("expression_name"), side: a.String("expression_side")}, nil
+	})
+}
+
+const validateOp = "_conditional.validate_logical"
+
+// validateNode is _conditional.validate_logical.
+type validateNode struct{ name, side string }
+
+// Infer checks what the build knows (DALI reports the same when the pipeline runs).
+func (o *validateNode) Infer(in []TensorMeta) ([]TensorMeta, error) {
+	m := in[0]
+	ndim := -1
+	if m.Shape != nil {
+		ndim = len(m.Shape)
+	}
+	if err := o.check(ndim, m.DType); err != nil {
+		return nil, err
+	}
+	return []TensorMeta{{DType: m.DType, Shape: []int{}, Layout: m.Layout}}, nil
+}
+
+func (o *validateNode) check(ndim int, dt DType) error {
+	what := "Logical expression `" + o.name + "` is restricted to scalar (0-d tensors) inputs"
+	if o.name != "not" {
+		what += " of `bool` type"
+	}
+	what += ", that are placed on CPU."
+	if ndim > 0 {
+		return Errorf(StatusInvalidPipeline, "%s Got a %d-d input as the %s argument in logical expression.", what, ndim, o.side)
+	}
+	if o.name != "not" && dt != DTypeInvalid && dt != Bool {
+		return Errorf(StatusInvalidPipeline, "%s Got an input of type `%s` as the %s argument in logical expression.", what, strings.ToLower(dt.String()), o.side)
+	}
+	return nil
+}
+
+func (o *validateNode) Setup(ws *Workspace) error {
+	in := ws.In[0]
+	if err := o.check(len(in.Shape), in.DType); err != nil {
+		return err
+	}
+	out := ws.Out[0]
+	out.DType, out.Layout = in.DType, in.Layout
+	out.SetShape()
+	return nil
+}
+
+func (o *validateNode) Run(ws *Workspace) error {
+	copy(ws.Out[0].Data, ws.In[0].Data[:ws.In[0].NumBytes()])
+	return nil
 }
 
 // splitNode is _conditional.split: the batch's goroutine decides the branches and copies

@@ -280,7 +280,12 @@ class _Stack:
     def preprocess(self, d):
         """d as seen in the branch being traced: split (once per level) when it was made
         at an outer level."""
-        if not isinstance(d, _graph.DataNode) or d.device != "cpu":
+        if not isinstance(d, _graph.DataNode):
+            return d
+        # a value made outside the function (an external source passed in) joins the
+        # pipeline first
+        d = _graph.bind(d, self.pipeline, "a value used in an `if` branch")
+        if d.device != "cpu":
             return d
         k = self._closest(d)
         if k == len(self.levels) - 1:
@@ -470,11 +475,12 @@ def _lazy(left, right_fn, is_and):
     st = SCOPES.open(pipe)
     depth = len(st.levels)
     try:
-        a = _truth(left, pipe)
+        name = "and" if is_and else "or"
+        a = _validate(left, name, "left", pipe)
         split_pred = st.push(a)
         top = st.top
         top.branch = is_and
-        right = st.preprocess(_truth(_graph._operand(_plain(right_fn()), pipe), pipe))
+        right = st.preprocess(_validate(_plain(right_fn()), name, "right", pipe))
         top.branch = not is_and
         keep = st.preprocess(split_pred)
         top.branch = None
@@ -504,11 +510,21 @@ def logical_or(left, right_fn):
     return _lazy(left, right_fn, False)
 
 
+def _validate(x, name, side, pipe):
+    """An operand of `and`/`or`/`not` on pipeline data, checked per sample by the engine
+    (_conditional.validate_logical: a scalar, BOOL for `and`/`or`), as DALI does."""
+    x = _graph._operand(x, pipe)
+    sch = _graph.schemas().ops["_conditional.validate_logical"]
+    return _graph.OpNode(sch, "cpu", [x], {}, {"expression_name": name, "expression_side": side},
+                         pipe, None, False).outputs[0]
+
+
 def logical_not(x):
     """`not x` (rewritten): per sample on pipeline data, Python's otherwise."""
     if not isinstance(x, _graph.DataNode):
         return not x
-    return _graph.arithmetic("eq", x, 0)
+    pipe = x.source.pipeline or _graph.current_pipeline()
+    return _graph.arithmetic("eq", _validate(x, "not", "left", pipe), 0)
 
 
 class _Assigned(ast.NodeVisitor):
@@ -987,11 +1003,12 @@ def not_(input, **kwargs):
 
 
 def validate_logical(input, expression_name=None, expression_side=None, **kwargs):
-    """DALI's fn._conditional.validate_logical: the operand of `and`/`or`/`not`, as
-    per-sample BOOL (godali takes any number, non-zero being true; DALI asks for BOOL)."""
+    """DALI's fn._conditional.validate_logical: the operand of `and`/`or`/`not` as it is,
+    each sample checked to be a scalar (BOOL for `and`/`or`)."""
     if not isinstance(input, _graph.DataNode):
         raise TypeError("godali: fn._conditional.validate_logical: input must be a DataNode")
-    return _truth(input, input.source.pipeline or _graph.current_pipeline())
+    return _validate(input, expression_name or "and", expression_side or "left",
+                     input.source.pipeline or _graph.current_pipeline())
 
 
 def namespace():

@@ -1010,11 +1010,12 @@ def constant_node(value, pipe, dtype=None, shape=None, layout=None):
             and hasattr(value, "dtype"):
         # An array of another library (a torch tensor): its data and type, as numpy's.
         value = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, np.generic)):
+        # numpy scalars too (DALI: types.Constant(np.int64(5)) is INT32)
         narrow = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32,
                   np.dtype(np.uint64): np.uint32}.get(value.dtype)
         if narrow is not None:
-            value = value.astype(narrow)
+            value = np.asarray(value).astype(narrow)
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError("godali: a constant must be numbers (bool, int, float or a numeric "
