@@ -480,9 +480,7 @@ def groups(pipe, nodes=None):
     """The pipeline's external source groups whose nodes are in the graph."""
     gs = getattr(pipe, "_ext_groups", None) or []
     if nodes is None:
-        nodes = _reachable(pipe)
-        if nodes is None:
-            return gs
+        return gs
     ids = {id(n) for n in nodes}
     return [g for g in gs if any(id(n) in ids for n in g.nodes)]
 
@@ -501,6 +499,12 @@ def _reachable(pipe):
         hit = (key, pipe._reachable_nodes())
         pipe.__dict__["_ext_reachable"] = hit
     return hit[1]
+
+
+def live(pipe):
+    """The groups whose nodes the pipeline's outputs reach: the ones polled and fed."""
+    nodes = _reachable(pipe)
+    return groups(pipe) if nodes is None else groups(pipe, nodes)
 
 
 def prepare(pipe, nodes):
@@ -536,7 +540,7 @@ def prepare(pipe, nodes):
 
 def after_build(pipe):
     """Gives the library the feed_input batches made before the pipeline existed."""
-    for g in groups(pipe):
+    for g in live(pipe):
         if g.source is None:
             pending, g.pending = g.pending, []
             for conv in pending:
@@ -545,7 +549,7 @@ def after_build(pipe):
 
 def top_up(pipe):
     """Before a run: feeds every source up to prefetch_queue_depth batches ahead."""
-    gs = groups(pipe)
+    gs = live(pipe)
     if not gs or not pipe._handle:
         return
     depth = pipe._prefetch_queue_depth
@@ -581,13 +585,13 @@ def top_up(pipe):
 
 
 def took(pipe):
-    for g in groups(pipe):
+    for g in live(pipe):
         if g.ahead > 0:
             g.ahead -= 1
 
 
 def has_sources(pipe):
-    return any(g.source is not None for g in groups(pipe))
+    return any(g.source is not None for g in live(pipe))
 
 
 def _iteration_sizes(pipe):
@@ -606,7 +610,7 @@ def _batch_mode_first(gs):
 def restart(pipe):
     """After the pipeline's reset: the sources' next epoch."""
     _iteration_sizes(pipe).clear()
-    for g in groups(pipe):
+    for g in live(pipe):
         if g.source is None:
             continue
         g.drop()

@@ -249,6 +249,15 @@ FIXED = {
     ok = (x < 0) or (x > 2) or (fn.stack(x, x * 2, x * 3)[x] > 3) or (z > 1)
     return ok
 """, {}),
+    "outside_predicate": ("""def outside_predicate(x, z):
+    if z:
+        y = x + 1
+    elif not z:
+        y = x
+    else:
+        y = x * 0
+    return y
+""", {}),
     "one_branch_unused": ("""def one_branch_unused(x, z):
     if x > 0:
         w = x + 1
