@@ -307,3 +307,28 @@ def test_one_node_returned_twice():
 
     a, b = _outs(p(), 2)
     assert [int(v) for v in a] == [int(v) for v in b] == [2, 3]
+
+
+def test_python_function_in_a_branch_gets_the_branch_samples():
+    xs = [3, -1, 4, -2, 5]
+    seen = []
+
+    def only_nonneg(batch):
+        seen.append(len(batch))
+        assert all(np.asarray(b) >= 0 for b in batch), batch
+        return [np.asarray(b) * 2 for b in batch]
+
+    @godali.pipeline_def(batch_size=5, num_threads=1, device_id=None, exec_async=False,
+                         exec_pipelined=False, enable_conditionals=True)
+    def p():
+        x = _fed(xs)
+        if x >= 0:
+            y = fn.cast(fn.python_function(x, function=only_nonneg, batch_processing=True),
+                        dtype=types.INT32)
+        else:
+            y = x
+        return y
+
+    (y,) = _outs(p(), 5)
+    assert [int(v) for v in y] == [6, -1, 8, -2, 10]
+    assert seen == [3]  # the function saw the branch's 3 samples, not the batch's 5
