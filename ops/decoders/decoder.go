@@ -1,10 +1,9 @@
 package decoders
 
 import (
-	"math"
-
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/ops/internal/window"
 )
 
 var decoderArgs = []engine.ArgSpec{
@@ -23,12 +22,6 @@ var decoderArgs = []engine.ArgSpec{
 	{Name: "memory_stats", Type: engine.ArgBool, Default: false, Doc: "accepted for DALI compatibility (DALI's mixed decoder prints its allocation statistics); godali prints nothing"},
 }
 
-var RandomCropArgs = []engine.ArgSpec{
-	{Name: "random_area", Type: engine.ArgFloatList, Default: []float64{0.08, 1.0}, Doc: "range of the crop's area as a fraction of the image"},
-	{Name: "random_aspect_ratio", Type: engine.ArgFloatList, Default: []float64{3.0 / 4, 4.0 / 3}, Doc: "range of the crop's width/height, drawn log-uniformly"},
-	{Name: "num_attempts", Type: engine.ArgInt, Default: 10, Doc: "attempts to find a crop inside the image before falling back to a center crop"},
-}
-
 func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "decoders.image",
@@ -45,7 +38,7 @@ func init() {
 			"the region it needs and downscaling in the DCT domain when the consumer shrinks it anyway.",
 		Backends:  map[string]engine.BackendFacts{"mixed": {Doc: "nvJPEG, decoding the crop window"}},
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"},
-		Args: append(append(append([]engine.ArgSpec{}, decoderArgs...), RandomCropArgs...),
+		Args: append(append(append([]engine.ArgSpec{}, decoderArgs...), window.RandomCropArgs...),
 			engine.ArgSpec{Name: "dct_downscale", Type: engine.ArgBool, Default: true, Doc: "godali only: when the consumer (a resize) shrinks the window at least 2x, JPEG windows are scaled down in the DCT domain while decoding (faster; pixels differ by a few levels from a full-size decode + resize); false decodes the window at full size, as PIL does"}),
 	})
 	engine.RegisterBackend("decoders.image_random_crop", "cpu", func(a *engine.Args) (engine.Operator, error) { return newCPUDecoder(a, true) })
@@ -57,40 +50,6 @@ func init() {
 // within DALI's tolerance of PIL's decode + resize).
 const dctScaleMargin = 2
 
-// RandomCrop is the RandomResizedCrop window choice.
-type RandomCrop struct {
-	AreaMin, AreaMax   float64
-	RatioMin, RatioMax float64
-	Attempts           int
-}
-
-// Window draws a crop of a w x h image: torchvision's algorithm, center crop as fallback.
-func (rc *RandomCrop) Window(w, h int, rng *engine.RNG) codec.Rect {
-	area := float64(w * h)
-	logLo, logHi := math.Log(rc.RatioMin), math.Log(rc.RatioMax)
-	for i := 0; i < rc.Attempts; i++ {
-		target := area * rng.Uniform(rc.AreaMin, rc.AreaMax)
-		ratio := math.Exp(rng.Uniform(logLo, logHi))
-		cw, okW := engine.Extent(math.Sqrt(target*ratio), math.Round)
-		ch, okH := engine.Extent(math.Sqrt(target/ratio), math.Round)
-		if okW && okH && cw > 0 && ch > 0 && cw <= w && ch <= h {
-			x := rng.Intn(w - cw + 1)
-			y := rng.Intn(h - ch + 1)
-			return codec.Rect{X: x, Y: y, W: cw, H: ch}
-		}
-	}
-	inRatio := float64(w) / float64(h)
-	cw, ch := w, h
-	// Both are at most the image's side: inRatio < RatioMin makes cw / RatioMin < h.
-	if inRatio < rc.RatioMin {
-		ch, _ = engine.Extent(float64(cw)/rc.RatioMin, math.Round)
-	} else if inRatio > rc.RatioMax {
-		cw, _ = engine.Extent(float64(ch)*rc.RatioMax, math.Round)
-	}
-	cw, ch = max(1, min(cw, w)), max(1, min(ch, h))
-	return codec.Rect{X: (w - cw) / 2, Y: (h - ch) / 2, W: cw, H: ch}
-}
-
 type cpuDecoder struct {
 	args     *engine.Args
 	out      codec.OutputType
@@ -98,7 +57,7 @@ type cpuDecoder struct {
 	likePIL  bool // orientation and 16-bit grey as PIL's loader (like_pil)
 	dctScale bool // DCT-domain downscaling allowed (dct_downscale)
 	fastIDCT bool
-	crop     *RandomCrop
+	crop     *window.RandomCrop
 	consumer engine.SizeHinter
 }
 
@@ -127,33 +86,13 @@ func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	d := &cpuDecoder{args: a, out: out, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
 	if randomCrop {
 		d.dctScale = a.Bool("dct_downscale")
-		rc, err := ParseRandomCrop(a)
+		rc, err := window.ParseRandomCrop(a)
 		if err != nil {
 			return nil, err
 		}
 		d.crop = rc
 	}
 	return d, nil
-}
-
-func ParseRandomCrop(a *engine.Args) (*RandomCrop, error) {
-	area, ratio := a.Floats("random_area"), a.Floats("random_aspect_ratio")
-	if len(area) == 1 {
-		area = []float64{area[0], area[0]}
-	}
-	if len(ratio) == 1 {
-		ratio = []float64{ratio[0], ratio[0]}
-	}
-	if len(area) != 2 || area[0] <= 0 || area[0] > area[1] || area[1] > 1 {
-		return nil, a.Errorf("random_area", "expected [min, max] with 0 < min <= max <= 1, got %v", a.Floats("random_area"))
-	}
-	if len(ratio) != 2 || ratio[0] <= 0 || ratio[0] > ratio[1] {
-		return nil, a.Errorf("random_aspect_ratio", "expected [min, max] with 0 < min <= max, got %v", a.Floats("random_aspect_ratio"))
-	}
-	if a.Int("num_attempts") < 1 {
-		return nil, a.Errorf("num_attempts", "must be >= 1, got %d", a.Int("num_attempts"))
-	}
-	return &RandomCrop{AreaMin: area[0], AreaMax: area[1], RatioMin: ratio[0], RatioMax: ratio[1], Attempts: a.Int("num_attempts")}, nil
 }
 
 func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {

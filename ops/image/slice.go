@@ -5,7 +5,7 @@ import (
 
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/imaging"
-	"github.com/godali/godali/ops/decoders"
+	"github.com/godali/godali/ops/internal/window"
 )
 
 func init() {
@@ -17,11 +17,11 @@ func init() {
 			"kept whole. A window leaving the input is an error, padded with fill_values, or trimmed, as " +
 			"out_of_bounds_policy says.",
 		MinInputs: 1, MaxInputs: 3, Outputs: []string{"output"}, HostOnly: true, Volumetric: true,
-		Args: append(append([]engine.ArgSpec{}, decoders.SliceArgs...),
+		Args: append(append([]engine.ArgSpec{}, window.SliceArgs...),
 			engine.ArgSpec{Name: "dtype", Type: engine.ArgDType, Doc: "output type (default: the input's); values convert as cast does"}),
 	})
 	engine.RegisterBackend("slice", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		s, err := decoders.ParseSlice(a)
+		s, err := window.ParseSlice(a)
 		if err != nil {
 			return nil, err
 		}
@@ -34,14 +34,14 @@ func init() {
 
 type sliceOp struct {
 	args  *engine.Args
-	slice *decoders.Slice
+	slice *window.Slice
 	in    engine.DType
 	out   engine.DType
 	fill  []byte // fill_values in the output type
 	run   func(dst, src []byte, n int)
 }
 
-type sliceState struct{ win decoders.SliceWindow }
+type sliceState struct{ win window.SliceWindow }
 
 func (o *sliceOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	if err := o.slice.CheckInputs(in); err != nil {

@@ -3,7 +3,7 @@ package random
 import (
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
-	"github.com/godali/godali/ops/decoders"
+	"github.com/godali/godali/ops/internal/window"
 )
 
 func init() {
@@ -14,11 +14,11 @@ func init() {
 			"crop after num_attempts failures). Outputs the window's anchor (y, x) and shape (h, w), int64, for slice " +
 			"or decoders.image_slice with axes (0, 1).",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"anchor", "shape"}, HostOnly: true,
-		Args: append(append([]engine.ArgSpec{}, decoders.RandomCropArgs...),
+		Args: append(append([]engine.ArgSpec{}, window.RandomCropArgs...),
 			engine.ArgSpec{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"}),
 	})
 	engine.RegisterBackend("random_crop_generator", "cpu", func(a *engine.Args) (engine.Operator, error) {
-		rc, err := decoders.ParseRandomCrop(a)
+		rc, err := window.ParseRandomCrop(a)
 		if err != nil {
 			return nil, err
 		}
@@ -28,7 +28,7 @@ func init() {
 
 type cropGenOp struct {
 	args *engine.Args
-	crop *decoders.RandomCrop
+	crop *window.RandomCrop
 }
 
 func (o *cropGenOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
