@@ -283,8 +283,8 @@ func (o *validateNode) Run(ws *Workspace) error {
 	return nil
 }
 
-// splitNode is _conditional.split: the batch's goroutine decides the branches and copies
-// each sample to its branch's output.
+// splitNode is _conditional.split: the batch's goroutine decides the branches and gives
+// each sample's data to its branch's output.
 type splitNode struct{}
 
 func (o *splitNode) Infer(in []TensorMeta) ([]TensorMeta, error) {
@@ -313,12 +313,10 @@ func (o *splitNode) RunHostBatch(hw *HostBatchWorkspace) error {
 		if out >= len(n.Out) {
 			continue
 		}
-		src := hw.In[0][k]
-		dst, err := hw.OutputLayout(out, k, src.DType, src.Shape, src.Layout)
-		if err != nil {
-			return err
-		}
-		copy(dst, src.Data[:src.NumBytes()])
+		// No copy: the branch's output is the input's memory, which the batch holds
+		// until it is released (a split's input crosses a phase; its outputs are never
+		// pipeline outputs).
+		hw.b.crossRef(hw.part.cross[n.Out[out]], i, hw.In[0][k])
 	}
 	return nil
 }
