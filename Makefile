@@ -295,14 +295,23 @@ ORACLE_N ?= 4000
 ORACLE_SEED ?= 2029
 ORACLE_TESTS := tests/compat/test_oracle.py tests/compat/test_propsweep.py tests/compat/test_pipesweep.py
 .PHONY: oracle oracle-long oracle-schemas
-oracle: cpu
+oracle: cpu | $(PYTHON)
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat $(PYTHON) -m pytest -q $(ORACLE_TESTS)
-oracle-long: cpu
+oracle-long: cpu | $(PYTHON)
 	ORACLE_N=$(ORACLE_N) ORACLE_SEED=$(ORACLE_SEED) PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat \
 	  $(PYTHON) -m pytest -q -s tests/compat/test_propsweep.py
-oracle-schemas: cpu
+oracle-schemas: cpu | $(PYTHON)
 	PYTHONPATH=$(DALIDIR) $(PYTHON) tests/compat/propsweep.py dump dali tests/compat/oracle_schemas.json
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/propsweep.py dump godali tests/compat/oracle_schemas.json
+
+# enable_conditionals against DALI 2.4 on LONG generated programs (tests/compat/cond_oracle.py;
+# `make test` runs the QUICK ones through tests/compat/test_cond_oracle.py).
+.PHONY: oracle-conditionals
+oracle-conditionals: cpu | $(PYTHON)
+	rm -rf $(BUILD)/cond-oracle
+	PYTHONPATH=$(DALIDIR) $(PYTHON) tests/compat/cond_oracle.py run dali $(BUILD)/cond-oracle/dali --long
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/cond_oracle.py run godali $(BUILD)/cond-oracle/godali --long
+	$(PYTHON) tests/compat/cond_oracle.py compare $(BUILD)/cond-oracle/dali $(BUILD)/cond-oracle/godali --long
 
 # The torch-facing tests again, under a current torch 2.x / torchvision / Pillow / numpy
 # from PyPI (scripts/torch2-requirements.txt), in the venv that scripts/setup.sh makes

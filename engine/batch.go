@@ -34,6 +34,7 @@ type Batch struct {
 	stream     StreamBatch   // a stream source's item and plan (feed.go)
 	feeds      *feeds
 	cross      []crossValue // data crossing phases (Partition.Cross; hostbatch.go)
+	branches   []branchRun  // by gate: the samples of each conditional branch (conditional.go)
 	// The batch's place in the order of the serial host-batch nodes' calls (hostturn.go):
 	// ordered once the producer gave it seq; turnsTaken counts the turns it ended.
 	seq        int64
@@ -112,6 +113,7 @@ func (p *Pipeline) newBatch(epoch, iter int64, n int) *Batch {
 		b.outs = append(b.outs, o)
 	}
 	b.initCross(n, len(p.Part.Cross))
+	b.initBranches(len(p.Graph.Gates), n)
 	return b
 }
 

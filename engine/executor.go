@@ -1330,18 +1330,28 @@ func (w *worker) runNodes(b *Batch, i, src, phase int, pos int64, at *sampleAt, 
 		if timed {
 			rt0, rc0 = time.Now(), threadCPU()
 		}
+		// A node of a conditional branch runs on the branch's samples only, and sees them
+		// as its batch (conditional.go).
+		rank, size, in := b.inBranch(n.Gate, i)
+		if !in {
+			continue
+		}
+		npos := pos
+		if n.Gate != nil {
+			npos = b.Iteration*int64(b.capacity) + int64(rank)
+		}
 		ws := w.ws[n.ID]
 		ref := b.ref(w.p.nodeReader[n.ID], src)
 		at.ref = ref
-		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, i, pos, b.Epoch
+		ws.Ref, ws.Sample, ws.Position, ws.Epoch = ref, rank, npos, b.Epoch
 		first, last := n.StreamKeys(w.p.seed)
-		ws.seed, ws.nodeID, ws.BatchSize = first, last, len(b.refs)
+		ws.seed, ws.nodeID, ws.BatchSize = first, last, size
 		ws.fed = b.fedSample(n, src) // a replaced sample takes its stand-in's data
 		ws.stream = b.streamOf(n)
 		if ws.gpu != nil {
 			ws.Note = b.gpu.note(n, i)
 		}
-		w.rng.Seed(first, uint64(b.Epoch), uint64(pos), last)
+		w.rng.Seed(first, uint64(b.Epoch), uint64(npos), last)
 		if err := n.reseedFromState(ws, &w.rng); err != nil {
 			return wrapSampleErr(ref, n, err)
 		}

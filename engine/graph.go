@@ -23,6 +23,10 @@ type Node struct {
 	hasOpSeed bool
 	// Fused names the nodes fused into this one (their work is its work), producers first.
 	Fused []string
+	// Gate is the conditional branch the node runs in (conditional.go), nil for the
+	// whole batch; split holds a _conditional.split node's two branches.
+	Gate  *Gate
+	split [2]*Gate
 }
 
 // DataNode is a named value flowing between nodes.
@@ -32,7 +36,8 @@ type DataNode struct {
 	Index     int // output index of the producer
 	Meta      TensorMeta
 	Consumers []*Node
-	Output    int // position in the pipeline outputs, -1 if internal
+	Output    int   // position in the pipeline outputs, -1 if internal
+	gate      *Gate // the conditional branch whose samples it holds (nil: the batch)
 }
 
 // Graph is a validated, ordered, instantiated pipeline graph.
@@ -47,6 +52,8 @@ type Graph struct {
 	// Declared lists every node as written, in the description's order, including those
 	// fused into their consumer (checkpoint fingerprints describe the pipeline as written).
 	Declared []*Node
+	// Gates are the branches of the graph's conditionals (conditional.go).
+	Gates []*Gate
 }
 
 // SizeHinter is implemented by operators that can say, for an input of w x h, the output
@@ -108,7 +115,9 @@ func BuildGraph(s *Spec) (*Graph, error) {
 		}
 		argInputNames := make([]string, 0, len(ns.ArgInputs))
 		for k := range ns.ArgInputs {
-			argInputNames = append(argInputNames, k)
+			if k != ScopeArg {
+				argInputNames = append(argInputNames, k)
+			}
 		}
 		sort.Strings(argInputNames)
 		args, err := newArgs(ns.Name, schema, ns.Args, argInputNames)
@@ -146,7 +155,18 @@ func BuildGraph(s *Spec) (*Graph, error) {
 			n.In = append(n.In, d)
 		}
 		for _, argName := range sortedKeys(ns.ArgInputs) {
+			if argName == ScopeArg {
+				continue
+			}
 			d, err := resolve(ns.ArgInputs[argName], "argument input "+argName+":")
+			if err != nil {
+				return nil, err
+			}
+			n.ArgIn = append(n.ArgIn, d)
+		}
+		if scope, ok := ns.ArgInputs[ScopeArg]; ok {
+			// The branch the node runs in (after the arguments: it is no argument).
+			d, err := resolve(scope, "argument input "+ScopeArg+":")
 			if err != nil {
 				return nil, err
 			}
@@ -166,6 +186,9 @@ func BuildGraph(s *Spec) (*Graph, error) {
 	}
 	order, err := topoSort(nodes)
 	if err != nil {
+		return nil, err
+	}
+	if err := g.assignGates(order); err != nil {
 		return nil, err
 	}
 	for _, n := range nodes {

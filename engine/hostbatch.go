@@ -46,6 +46,20 @@ type HostBatchWorkspace struct {
 	part       *Partition
 	lim        *Limits
 	nodeReader int // the reader whose samples the node processes (-1: the epoch reader)
+	// idx maps the call's samples to the batch's: a node of a conditional branch sees
+	// the branch's samples only (conditional.go).
+	idx []int
+}
+
+// samples is the batch index of each of the call's samples.
+func (hw *HostBatchWorkspace) samples() []int { return hw.idx }
+
+// full is the batch index of the call's sample i (i itself when out of range, for errors).
+func (hw *HostBatchWorkspace) full(i int) int {
+	if i >= 0 && i < len(hw.idx) {
+		return hw.idx[i]
+	}
+	return i
 }
 
 // Sample is sample i seen as a per-sample Workspace (its inputs and per-sample
@@ -64,8 +78,8 @@ func (hw *HostBatchWorkspace) Sample(i int, ws *Workspace) *Workspace {
 		ws.ArgIn = append(ws.ArgIn, in[i])
 	}
 	ws.Ref = nil
-	if i < len(hw.b.refs) {
-		ws.Ref = &hw.b.refs[i]
+	if f := hw.full(i); f < len(hw.b.refs) {
+		ws.Ref = &hw.b.refs[f]
 	}
 	return ws
 }
@@ -90,6 +104,7 @@ func (hw *HostBatchWorkspace) OutputLayout(k, i int, dt DType, shape []int, layo
 	}
 	d := hw.n.Out[k]
 	v := hw.part.cross[d]
+	i = hw.full(i)
 	t := &hw.b.cross[v].t[i]
 	t.DType = dt
 	t.Layout = layout
@@ -125,8 +140,8 @@ func (hw *HostBatchWorkspace) SampleWorkspace(i int) *Workspace {
 	for _, in := range hw.ArgIn {
 		ws.ArgIn = append(ws.ArgIn, in[i])
 	}
-	if hw.b != nil && i >= 0 && i < len(hw.b.refs) {
-		ws.Ref = hw.b.ref(hw.nodeReader, i)
+	if f := hw.full(i); hw.b != nil && i >= 0 && f < len(hw.b.refs) {
+		ws.Ref = hw.b.ref(hw.nodeReader, f)
 	}
 	return ws
 }
@@ -221,13 +236,22 @@ func (w *worker) loadCross(b *Batch, phase, src int) {
 // runHostBatch runs the host-batch nodes that follow phase.
 func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
 	for _, n := range p.Part.HostBatch[phase] {
-		hw := &HostBatchWorkspace{Node: n.Name, Size: len(b.refs), Epoch: b.Epoch, Iteration: b.Iteration,
-			Pipeline: p, b: b, n: n, part: p.Part, lim: &p.limits, nodeReader: p.nodeReader[n.ID]}
+		var idx []int
+		for i := range b.refs {
+			if _, _, ok := b.inBranch(n.Gate, i); ok {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 && n.Gate != nil && n.OpName != splitOp {
+			continue // an empty branch: the node has no sample to run on
+		}
+		hw := &HostBatchWorkspace{Node: n.Name, Size: len(idx), Epoch: b.Epoch, Iteration: b.Iteration,
+			Pipeline: p, b: b, n: n, part: p.Part, lim: &p.limits, nodeReader: p.nodeReader[n.ID], idx: idx}
 		values := func(d *DataNode) []*Tensor {
-			ts := make([]*Tensor, len(b.refs))
+			ts := make([]*Tensor, len(idx))
 			cv := b.cross[p.Part.cross[d]].t
-			for i := range ts {
-				ts[i] = &cv[i]
+			for k, i := range idx {
+				ts[k] = &cv[i]
 			}
 			return ts
 		}

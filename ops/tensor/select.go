@@ -8,9 +8,9 @@ func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "_select",
 		Doc: "Per sample, outputs input 1 where the predicate (input 0, one number per sample) is " +
-			"nonzero, else input 2: the merge of godali's enable_conditionals. Both branches are " +
-			"computed for every sample (operators have no side effects, so only the selected " +
-			"values matter; a branch that fails on a sample fails the batch).",
+			"nonzero, else input 2; both inputs are computed for every sample. " +
+			"enable_conditionals splits the batch instead (_conditional.split and " +
+			"_conditional.merge, engine/conditional.go).",
 		MinInputs: 3, MaxInputs: 3, Outputs: []string{"output"}, HostOnly: true,
 	})
 	engine.RegisterBackend("_select", "cpu", func(a *engine.Args) (engine.Operator, error) { return &selectOp{args: a}, nil })

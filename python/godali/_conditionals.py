@@ -1,33 +1,40 @@
 """enable_conditionals: `if` statements on pipeline data inside @pipeline_def functions.
 
-DALI rewrites the pipeline function (with AutoGraph) so that an `if` whose condition is a
-DataNode splits the batch by the condition, runs each branch on its samples and merges
-the results. godali rewrites the function's source with the ast module into the same
-shape, but runs each branch on every sample and merges per sample (the internal
-`_select` operator): results are the same because operators have no side effects; the
-costs are that both branches are computed, and that a branch which fails on a sample
-fails the batch even when that sample takes the other branch (so `a or b` evaluates `b`
-on every sample, where DALI skips the samples that `a` decides).
+As DALI does, an `if` whose condition is a DataNode splits the batch by the condition:
+the operators of the `if` branch run only on the samples whose condition is true, those
+of the `else` branch on the others, and the variables the branches assign are merged back
+into the batch's order. godali rewrites the function's source with the ast module (DALI
+uses its fork of AutoGraph) so that the `if` calls cond(), which traces both branches
+under a condition stack (DALI's _ConditionStack, the Scopes class here): every operator
+made inside a branch gets its inputs split for the branch (the engine's
+_conditional.split, once per value and branch), and the branches' values are merged by
+_conditional.merge. The engine runs a branch's operators on the branch's samples only
+and shows them the branch as their batch (engine/conditional.go): batch operators
+(batch_permutation, python_function) see the branch's samples, and an operator that
+would fail on a sample of the other branch never runs on it. Operators without inputs
+made in a branch (random generators) run on the whole batch and are split where used,
+as in DALI; batch_permutation takes the branch's size (DALI's hidden `_scope`).
 
 What is rewritten, as DALI does:
 - `if`/`elif`/`else` statements at any depth of the function body. Each variable (and
-  attribute, `obj.a`) assigned in a branch becomes the per-sample choice between its
-  values in the two branches; tuples, lists and dicts are merged element by element and
-  must have the same structure in both branches (ValueError otherwise); Python constants
-  that differ become constant nodes. A variable assigned in one branch only keeps its
-  value from before the `if`; without one it may stay unused, and any use raises DALI's
-  RuntimeError naming it.
+  attribute, `obj.a`) assigned in a branch becomes the merge of its values in the two
+  branches; tuples, lists and dicts are merged element by element and must have the same
+  structure in both branches (ValueError otherwise); Python constants that differ become
+  constant nodes. A variable assigned in one branch only keeps its value from before the
+  `if`; without one it may stay unused, and any use raises DALI's RuntimeError naming it.
 - `return` inside `if`: the code after the `if` is copied into the branch without a
-  return, and the function returns one per-sample choice (a path without a return raises
+  return, and the function returns one merged value (a path without a return raises
   DALI's "must also have a return statement" when its result is used). Returns inside
   loops, `with` or `try` are left as they are.
 - the functions (and lambdas) the pipeline function calls, when they are the program's
   own (not godali's, numpy's or a library's), converted on first call (DALI's
   converted_call); a lambda given as the pipeline function too. `@do_not_convert` keeps a
   function as it is.
-- `not`, `and`, `or` (anywhere in the function body): on pipeline data they are
-  per-sample logical operations giving BOOL; on Python values they keep Python's
-  short-circuit semantics. A condition that is not a DataNode runs as plain Python.
+- `not`, `and`, `or` (anywhere in the function body): on pipeline data, `not` is the
+  per-sample logical not; `a and b` / `a or b` split the batch by `a` and evaluate `b`
+  only on the samples that need it (DALI's lazy_and / lazy_or), giving BOOL. On Python
+  values they keep Python's semantics. A condition that is not a DataNode runs as plain
+  Python.
 """
 
 import ast
@@ -163,11 +170,12 @@ def _structure_error(name, a, b):
     return ValueError(_DIVERGENT % (name, why))
 
 
-def _merge(name, pred, a, b):
-    """The per-sample choice between a branch value of the true branch (a) and of the
-    false branch (b): DataNodes by the _select operator, tuples, lists and dicts element by
-    element (DALI's nests; both branches must have the same structure), Python constants
-    as constant nodes (equal ones as they are)."""
+def _merge(name, st, pred, a, b):
+    """The merge of a value of the true branch (a) and of the false branch (b) of the `if`
+    on top of condition stack st (split by pred): DataNodes by _conditional.merge (each
+    first split for its branch), tuples, lists and dicts element by element (DALI's nests;
+    both branches must have the same structure), Python constants as constant nodes
+    (equal ones as they are)."""
     if a is b:
         return a
     for x, branch in ((a, "if"), (b, "else")):
@@ -180,24 +188,215 @@ def _merge(name, pred, a, b):
                 (isinstance(a, dict) and list(a) != list(b) and set(a) != set(b)):
             raise _structure_error(name, a, b)
         if isinstance(a, dict):
-            return type(a)((k, _merge(name, pred, a[k], b[k])) for k in a)
-        vals = [_merge(name, pred, x, y) for x, y in zip(a, b)]
+            return type(a)((k, _merge(name, st, pred, a[k], b[k])) for k in a)
+        vals = [_merge(name, st, pred, x, y) for x, y in zip(a, b)]
         if isinstance(a, tuple) and hasattr(a, "_fields"):  # a namedtuple
             return type(a)(*vals)
         return type(a)(vals)
     if not isinstance(a, _graph.DataNode) and not isinstance(b, _graph.DataNode) and \
             _same_plain(a, b):
         return a
-    pipe = pred.source.pipeline
+    pipe = st.pipeline
+    top = st.top
     try:
-        a, b = _graph._operand(a, pipe), _graph._operand(b, pipe)
+        top.branch = True
+        a = st.preprocess(_graph._operand(a, pipe))
+        top.branch = False
+        b = st.preprocess(_graph._operand(b, pipe))
     except (TypeError, ValueError) as e:
         raise TypeError("godali: with enable_conditionals, %r takes values in the branches "
                         "of an `if` on pipeline data that cannot be pipeline data (%s)"
                         % (name, e)) from None
-    sch = _graph.schemas().ops["_select"]
-    node = _graph.OpNode(sch, "cpu", [pred, a, b], {}, {}, pipe, None, False)
-    return node.outputs[0]
+    finally:
+        top.branch = None
+    return _merge_node(a, b, pred, pipe)
+
+
+def _merge_node(a, b, pred, pipe):
+    sch = _graph.schemas().ops["_conditional.merge"]
+    return _graph.OpNode(sch, "cpu", [a, b, pred], {}, {}, pipe, None, False).outputs[0]
+
+
+# --- the condition stack (DALI's _ConditionStack) -----------------------------------------
+
+class _Level:
+    """One `if` being traced: its (split) predicate, the branch being traced (True, False,
+    or None while merging), the values made in each branch, and the splits of values from
+    outer levels made for it (by id of the original value and of the value split)."""
+
+    def __init__(self, predicate):
+        self.predicate = predicate
+        self.branch = None
+        self.produced = {True: set(), False: set(), None: set()}
+        self.splits = {}
+        self.keep = []  # the DataNodes whose ids are keys here, kept alive
+
+    def _visible(self):
+        if self.branch is None:
+            return self.produced[True] | self.produced[False] | self.produced[None]
+        return self.produced[self.branch]
+
+    def add(self, d, branch=0):
+        self.produced[self.branch if branch == 0 else branch].add(id(d))
+        self.keep.append(d)
+
+    def has(self, d):
+        return id(d) in self._visible() or id(d) in self.splits
+
+    def get(self, d):
+        if id(d) in self._visible():
+            return d
+        if self.branch is None:  # merging: the value of the level itself
+            return d
+        return self.splits[id(d)][0 if self.branch else 1]
+
+
+class _Stack:
+    """The `if` statements of one pipeline being traced, outermost first."""
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+        self.levels = [_Level(None)]
+        self.suspended = False
+
+    @property
+    def top(self):
+        return self.levels[-1]
+
+    def push(self, predicate):
+        pred = self.preprocess(predicate)
+        self.levels.append(_Level(pred))
+        return pred
+
+    def pop(self):
+        self.levels.pop()
+
+    def _closest(self, d):
+        for k in range(len(self.levels) - 1, 0, -1):
+            if self.levels[k].has(d):
+                return k
+        return 0  # made before any `if` (or outside the function): the whole batch
+
+    def preprocess(self, d):
+        """d as seen in the branch being traced: split (once per level) when it was made
+        at an outer level."""
+        if not isinstance(d, _graph.DataNode):
+            return d
+        # a value made outside the function (an external source passed in) joins the
+        # pipeline first
+        d = _graph.bind(d, self.pipeline, "a value used in an `if` branch")
+        if d.device != "cpu":
+            return d
+        k = self._closest(d)
+        if k == len(self.levels) - 1:
+            return self.levels[k].get(d) if k else d
+        value = self.levels[k].get(d) if k else d
+        sch = _graph.schemas().ops["_conditional.split"]
+        for level in self.levels[k + 1:]:
+            if level.branch is None:
+                break  # merging at this level: its enclosing branch's value is visible
+            self.suspended = True
+            try:
+                node = _graph.OpNode(sch, "cpu", [value, level.predicate], {}, {},
+                                     self.pipeline, None, False)
+            finally:
+                self.suspended = False
+            t, f = node.outputs
+            level.splits[id(d)] = level.splits[id(value)] = (t, f)
+            level.keep += [d, value]
+            level.add(t, True)
+            level.add(f, False)
+            value = t if level.branch else f
+        return value
+
+    def scope(self):
+        """A value whose samples are those of the branch being traced (DALI's
+        scope_batch_size_tracker): batch_permutation's `_scope`."""
+        top = self.top
+        if top.branch is None:
+            return top.predicate
+        return self.preprocess(top.predicate)
+
+
+# Operators whose output depends on the batch's size without any input: they take the
+# branch's samples through the hidden `_scope` argument input (DALI's ImplicitScopeAttr).
+_SCOPED = {"batch_permutation"}
+
+
+class Scopes:
+    """The condition stacks of the pipelines whose `if` statements are being traced
+    (by thread and pipeline); _graph.OpNode calls before()/after() while one is open."""
+
+    def __init__(self):
+        import threading
+        self._stacks = {}
+        self._lock = threading.Lock()
+
+    def _key(self, pipe):
+        import threading
+        return (threading.get_ident(), id(pipe))
+
+    def stack(self, pipe):
+        return self._stacks.get(self._key(pipe))
+
+    def open(self, pipe):
+        with self._lock:
+            st = self._stacks.get(self._key(pipe))
+            if st is None:
+                st = self._stacks[self._key(pipe)] = _Stack(pipe)
+            _graph._conditional_scope = self
+            return st
+
+    def close(self, pipe):
+        with self._lock:
+            st = self._stacks.get(self._key(pipe))
+            if st is not None and len(st.levels) == 1:
+                del self._stacks[self._key(pipe)]
+            if not self._stacks:
+                _graph._conditional_scope = None
+
+    def _active(self, pipe):
+        st = self._stacks.get(self._key(pipe))
+        if st is None or st.suspended or len(st.levels) == 1:
+            return None
+        return st
+
+    def before(self, pipe, schema, inputs, arg_inputs):
+        st = self._active(pipe)
+        if st is None:
+            return inputs, arg_inputs
+        inputs = [st.preprocess(x) for x in inputs]
+        arg_inputs = {k: st.preprocess(v) for k, v in (arg_inputs or {}).items()}
+        if schema.name in _SCOPED and not inputs and not arg_inputs:
+            arg_inputs["_scope"] = st.scope()
+        return inputs, arg_inputs
+
+    def after(self, pipe, node):
+        st = self._active(pipe)
+        if st is None:
+            return
+        if any(isinstance(x, _graph.DataNode) for x in list(node.inputs) +
+               list((node.arg_inputs or {}).values())):
+            for d in node.outputs:
+                st.top.add(d)
+        # without inputs: made for the whole batch (split where a branch uses it)
+
+    def register(self, st, values):
+        """Makes the merged values of an `if` visible at the level that encloses it."""
+        if len(st.levels) == 1:
+            return
+        stack = [values]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, _graph.DataNode):
+                st.top.add(v)
+            elif isinstance(v, dict):
+                stack.extend(v.values())
+            elif isinstance(v, (list, tuple)):
+                stack.extend(v)
+
+
+SCOPES = Scopes()
 
 
 def check_nesting_support():
@@ -219,7 +418,8 @@ def _set_composite(setter, value):
 
 def cond(pred, true_fn, false_fn, names, getters, cnames=(), cgetters=(), csetters=()):
     """Runs an `if` rewritten by transform(): the branch Python picks for a plain
-    condition; both branches and a per-sample merge for a DataNode condition.
+    condition; for a DataNode condition, both branches traced under the condition stack
+    (each on its own samples) and their values merged.
 
     names/getters: the plain variables the branches assign (passed in and returned);
     cnames/cgetters/csetters: the attributes they assign (obj.a), read and restored around
@@ -229,16 +429,32 @@ def cond(pred, true_fn, false_fn, names, getters, cnames=(), cgetters=(), csette
         return (true_fn if pred else false_fn)(*vals)
     if pred.device != "cpu":
         raise ValueError("godali: the condition of an `if` must be host data (not .gpu())")
-    before = [_get_composite(g) for g in cgetters]
-    t = true_fn(*vals)
-    tc = [_get_composite(g) for g in cgetters]
-    for setter, v in zip(csetters, before):
+    pipe = pred.source.pipeline or _graph.current_pipeline()
+    st = SCOPES.open(pipe)
+    depth = len(st.levels)
+    try:
+        split_pred = st.push(pred)
+        top = st.top
+        before = [_get_composite(g) for g in cgetters]
+        top.branch = True
+        t = true_fn(*vals)
+        tc = [_get_composite(g) for g in cgetters]
+        for setter, v in zip(csetters, before):
+            _set_composite(setter, v)
+        top.branch = False
+        f = false_fn(*vals)
+        fc = [_get_composite(g) for g in cgetters]
+        top.branch = None
+        top.add(split_pred, None)
+        merged_c = [_merge(cname, st, split_pred, x, y) for cname, x, y in zip(cnames, tc, fc)]
+        merged = tuple(_merge(name, st, split_pred, x, y) for name, x, y in zip(names, t, f))
+    finally:
+        del st.levels[depth:]
+        SCOPES.close(pipe)
+    SCOPES.register(st, (merged_c, merged))
+    for setter, v in zip(csetters, merged_c):
         _set_composite(setter, v)
-    f = false_fn(*vals)
-    fc = [_get_composite(g) for g in cgetters]
-    for cname, setter, x, y in zip(cnames, csetters, tc, fc):
-        _set_composite(setter, _merge(cname, pred, x, y))
-    return tuple(_merge(name, pred, x, y) for name, x, y in zip(names, t, f))
+    return merged
 
 
 def _truth(x, pipe):
@@ -251,29 +467,64 @@ def _plain(x):
     return x if isinstance(x, _graph.DataNode) else bool(x)
 
 
+def _lazy(left, right_fn, is_and):
+    """`left and right` / `left or right` on pipeline data (DALI's lazy_and / lazy_or):
+    the batch split by `left`; `right` evaluated only on the samples that need it (left
+    true for `and`, false for `or`), the others keeping left's value; BOOL."""
+    pipe = left.source.pipeline or _graph.current_pipeline()
+    st = SCOPES.open(pipe)
+    depth = len(st.levels)
+    try:
+        name = "and" if is_and else "or"
+        a = _validate(left, name, "left", pipe)
+        split_pred = st.push(a)
+        top = st.top
+        top.branch = is_and
+        right = st.preprocess(_validate(_plain(right_fn()), name, "right", pipe))
+        top.branch = not is_and
+        keep = st.preprocess(split_pred)
+        top.branch = None
+        top.add(split_pred, None)
+        out = _merge_node(right, keep, split_pred, pipe) if is_and else \
+            _merge_node(keep, right, split_pred, pipe)
+    finally:
+        del st.levels[depth:]
+        SCOPES.close(pipe)
+    SCOPES.register(st, out)
+    return out
+
+
 def logical_and(left, right_fn):
-    """`left and right` (rewritten): per sample on pipeline data, Python's otherwise."""
+    """`left and right` (rewritten): per sample, lazily, on pipeline data; Python's
+    otherwise."""
     if not isinstance(left, _graph.DataNode):
         return left and right_fn()
-    pipe = left.source.pipeline
-    right = _graph._operand(_plain(right_fn()), pipe)
-    return _graph.arithmetic("bitand", _truth(left, pipe), _truth(right, pipe))
+    return _lazy(left, right_fn, True)
 
 
 def logical_or(left, right_fn):
-    """`left or right` (rewritten): per sample on pipeline data, Python's otherwise."""
+    """`left or right` (rewritten): per sample, lazily, on pipeline data; Python's
+    otherwise."""
     if not isinstance(left, _graph.DataNode):
         return left or right_fn()
-    pipe = left.source.pipeline
-    right = _graph._operand(_plain(right_fn()), pipe)
-    return _graph.arithmetic("bitor", _truth(left, pipe), _truth(right, pipe))
+    return _lazy(left, right_fn, False)
+
+
+def _validate(x, name, side, pipe):
+    """An operand of `and`/`or`/`not` on pipeline data, checked per sample by the engine
+    (_conditional.validate_logical: a scalar, BOOL for `and`/`or`), as DALI does."""
+    x = _graph._operand(x, pipe)
+    sch = _graph.schemas().ops["_conditional.validate_logical"]
+    return _graph.OpNode(sch, "cpu", [x], {}, {"expression_name": name, "expression_side": side},
+                         pipe, None, False).outputs[0]
 
 
 def logical_not(x):
     """`not x` (rewritten): per sample on pipeline data, Python's otherwise."""
     if not isinstance(x, _graph.DataNode):
         return not x
-    return _graph.arithmetic("eq", x, 0)
+    pipe = x.source.pipeline or _graph.current_pipeline()
+    return _graph.arithmetic("eq", _validate(x, "not", "left", pipe), 0)
 
 
 class _Assigned(ast.NodeVisitor):
@@ -715,10 +966,9 @@ def _as_list(x):
 
 
 # --- DALI's explicit conditional operators (fn._conditional.*) ------------------------------
-# What DALI's rewritten `if` calls; scripts rarely call them directly. godali runs both
-# branches on every sample (see the module docstring), so split() gives each branch the
-# whole batch and merge() picks, per sample, the branch the predicate names: merged
-# results are DALI's; split()'s outputs themselves hold every sample, not a subset.
+# What DALI's rewritten `if` calls; scripts rarely call them directly. They are the
+# engine's _conditional.split and _conditional.merge: the operators that read split()'s
+# outputs run on those samples only.
 
 def _pred_node(predicate, what):
     if not isinstance(predicate, _graph.DataNode):
@@ -728,9 +978,14 @@ def _pred_node(predicate, what):
 
 
 def split(input, predicate=None, **kwargs):
-    """DALI's fn._conditional.split: (the true branch's input, the false branch's input)."""
-    _pred_node(predicate, "split")
-    return input, input
+    """DALI's fn._conditional.split: (the samples whose predicate is true, the others)."""
+    pred = _pred_node(predicate, "split")
+    pipe = pred.source.pipeline or _graph.current_pipeline()
+    sch = _graph.schemas().ops["_conditional.split"]
+    node = _graph.OpNode(sch, "cpu", [_graph.bind(input, pipe, "input"),
+                                      _graph.bind(pred, pipe, "predicate")], {}, {},
+                         pipe, None, False)
+    return tuple(node.outputs)
 
 
 def merge(true_input, false_input, predicate=None, **kwargs):
@@ -739,10 +994,7 @@ def merge(true_input, false_input, predicate=None, **kwargs):
     pred = _pred_node(predicate, "merge")
     pipe = pred.source.pipeline or _graph.current_pipeline()
     a, b = _graph._operand(true_input, pipe), _graph._operand(false_input, pipe)
-    sch = _graph.schemas().ops["_select"]
-    node = _graph.OpNode(sch, "cpu", [_graph.bind(pred, pipe, "predicate"), a, b], {}, {},
-                         pipe, None, False)
-    return node.outputs[0]
+    return _merge_node(a, b, _graph.bind(pred, pipe, "predicate"), pipe)
 
 
 def not_(input, **kwargs):
@@ -751,11 +1003,12 @@ def not_(input, **kwargs):
 
 
 def validate_logical(input, expression_name=None, expression_side=None, **kwargs):
-    """DALI's fn._conditional.validate_logical: the operand of `and`/`or`/`not`, as
-    per-sample BOOL (godali takes any number, non-zero being true; DALI asks for BOOL)."""
+    """DALI's fn._conditional.validate_logical: the operand of `and`/`or`/`not` as it is,
+    each sample checked to be a scalar (BOOL for `and`/`or`)."""
     if not isinstance(input, _graph.DataNode):
         raise TypeError("godali: fn._conditional.validate_logical: input must be a DataNode")
-    return _truth(input, input.source.pipeline or _graph.current_pipeline())
+    return _validate(input, expression_name or "and", expression_side or "left",
+                     input.source.pipeline or _graph.current_pipeline())
 
 
 def namespace():

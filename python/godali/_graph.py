@@ -320,12 +320,22 @@ def bind(x, pipe, what):
     clones = pipe.__dict__.setdefault("_clones", {})
     c = clones.get(id(op))
     if c is None:
-        inputs = [bind(i, pipe, what) for i in op.inputs]
-        arg_inputs = {k: bind(v, pipe, what) for k, v in op.arg_inputs.items()}
-        c = OpNode(op.schema, op.device, inputs, arg_inputs, dict(op.args), pipe, None,
-                   op.preserve, [o.output_name for o in op.outputs])
+        global _conditional_scope
+        hook, _conditional_scope = _conditional_scope, None  # a clone is of no branch
+        try:
+            inputs = [bind(i, pipe, what) for i in op.inputs]
+            arg_inputs = {k: bind(v, pipe, what) for k, v in op.arg_inputs.items()}
+            c = OpNode(op.schema, op.device, inputs, arg_inputs, dict(op.args), pipe, None,
+                       op.preserve, [o.output_name for o in op.outputs])
+        finally:
+            _conditional_scope = hook
         clones[id(op)] = c
     return c.outputs[x.index]
+# The condition stacks of the `if` statements being traced (_conditionals.Scopes), set
+# while one is open: OpNode asks it to split its inputs for the current branch.
+_conditional_scope = None
+
+
 def _pipeline_of(nodes):
     """The pipeline of the first DataNode in `nodes` that has one, else None."""
     for x in nodes:
@@ -365,6 +375,11 @@ class OpNode:
 
     def __init__(self, schema, device, inputs, arg_inputs, args, pipeline, name, preserve,
                  output_names=None):
+        hook = _conditional_scope
+        if hook is not None and pipeline is not None:
+            # Inside an `if` on pipeline data (enable_conditionals): inputs made outside
+            # the branch are split for it (_conditionals.py, DALI's condition stack).
+            inputs, arg_inputs = hook.before(pipeline, schema, inputs, arg_inputs)
         self.schema = schema
         self.op = schema.name
         self.device = device
@@ -394,6 +409,8 @@ class OpNode:
             names = schema.outputs[:_num_outputs(schema.name, args, len(schema.outputs))]
         self.outputs = [DataNode(self, i, out_name, out_device)
                         for i, out_name in enumerate(output_names or names)]
+        if hook is not None and pipeline is not None:
+            hook.after(pipeline, self)
 
     def to_json(self):
         d = {"op": self.op, "name": self.name, "device": self.device}
@@ -991,11 +1008,12 @@ def constant_node(value, pipe, dtype=None, shape=None, layout=None):
             and hasattr(value, "dtype"):
         # An array of another library (a torch tensor): its data and type, as numpy's.
         value = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, np.generic)):
+        # numpy scalars too (DALI: types.Constant(np.int64(5)) is INT32)
         narrow = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32,
                   np.dtype(np.uint64): np.uint32}.get(value.dtype)
         if narrow is not None:
-            value = value.astype(narrow)
+            value = np.asarray(value).astype(narrow)
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError("godali: a constant must be numbers (bool, int, float or a numeric "

@@ -552,6 +552,28 @@ def groups(pipe, nodes=None):
     return [g for g in gs if any(id(n) in ids for n in g.nodes)]
 
 
+def _reachable(pipe):
+    """The nodes the pipeline's outputs reach (cached while its outputs and nodes stay
+    the same), None before it has outputs: a source whose data nothing uses (a value
+    made outside the function and used only in a branch whose result is unused) is not
+    in the graph and is not fed, as in DALI."""
+    outs = getattr(pipe, "_outputs", None)
+    if not outs or not hasattr(pipe, "_reachable_nodes"):
+        return None
+    key = (id(outs), len(outs), len(getattr(pipe, "_nodes", ())))
+    hit = pipe.__dict__.get("_ext_reachable")
+    if hit is None or hit[0] != key:
+        hit = (key, pipe._reachable_nodes())
+        pipe.__dict__["_ext_reachable"] = hit
+    return hit[1]
+
+
+def live(pipe):
+    """The groups whose nodes the pipeline's outputs reach: the ones polled and fed."""
+    nodes = _reachable(pipe)
+    return groups(pipe) if nodes is None else groups(pipe, nodes)
+
+
 def prepare(pipe, nodes):
     """Before the pipeline is created: fills dtype and ndim from the sources' first batch
     where they were not given. Returns False when a feed_input-only node still lacks them
@@ -586,7 +608,7 @@ def prepare(pipe, nodes):
 
 def after_build(pipe):
     """Gives the library the feed_input batches made before the pipeline existed."""
-    for g in groups(pipe):
+    for g in live(pipe):
         if g.source is None:
             pending, g.pending = g.pending, []
             for conv in pending:
@@ -595,7 +617,7 @@ def after_build(pipe):
 
 def top_up(pipe):
     """Before a run: feeds every source up to prefetch_queue_depth batches ahead."""
-    gs = groups(pipe)
+    gs = live(pipe)
     if not gs or not pipe._handle:
         return
     depth = pipe._prefetch_queue_depth
@@ -631,13 +653,13 @@ def top_up(pipe):
 
 
 def took(pipe):
-    for g in groups(pipe):
+    for g in live(pipe):
         if g.ahead > 0:
             g.ahead -= 1
 
 
 def has_sources(pipe):
-    return any(g.source is not None for g in groups(pipe))
+    return any(g.source is not None for g in live(pipe))
 
 
 def _iteration_sizes(pipe):
@@ -656,7 +678,7 @@ def _batch_mode_first(gs):
 def restart(pipe):
     """After the pipeline's reset: the sources' next epoch."""
     _iteration_sizes(pipe).clear()
-    for g in groups(pipe):
+    for g in live(pipe):
         if g.source is None:
             continue
         g.drop()

@@ -40,7 +40,7 @@ def _ensure():
                     sch = _graph.schemas()
                     readers._add("video_resize", make_video_resize(
                         sch, readers._members["video"], root._members["resize"], root._members["cast"]))
-                if "_select" in _graph.schemas().ops:
+                if "_conditional.split" in _graph.schemas().ops:
                     # DALI's explicit conditional operators (what `if` on data calls).
                     from . import _conditionals
                     root._add("_conditional", _conditionals.namespace())

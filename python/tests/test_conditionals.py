@@ -221,3 +221,114 @@ def test_autograph_artifacts_and_parallel_sources():
     (out,) = make(True, True).run()
     assert is_autograph_artifact(seen["src"]) is False
     assert np.array_equal(out.as_array(), np.full((2, 2), 3))
+
+
+# --- the batch is split (DALI's semantics; found by tests/compat/cond_oracle.py) ---------
+
+def _fed(values):
+    return fn.external_source(source=[[np.int32(v) for v in values]], cycle=False, batch=True)
+
+
+def test_batch_permutation_in_a_branch_permutes_the_branch():
+    xs = [3, -1, 4, -1, 5, -9, 2, 6]
+
+    @godali.pipeline_def(batch_size=8, num_threads=2, seed=5, device_id=None,
+                         enable_conditionals=True)
+    def p():
+        x = _fed(xs)
+        if x > 0:
+            perm = fn.batch_permutation()
+        else:
+            perm = x * 0 - 1
+        empty = x * 0 - 1
+        if x > 100:  # no sample takes it
+            empty = fn.batch_permutation()
+        return perm, empty
+
+    perm, empty = _outs(p(), 8)
+    taken = [i for i, v in enumerate(xs) if v > 0]
+    # a permutation of the branch's 5 samples (DALI), not of the batch's 8
+    assert sorted(int(perm[i]) for i in taken) == list(range(len(taken)))
+    assert all(int(perm[i]) == -1 for i in range(8) if i not in taken)
+    assert [int(v) for v in empty] == [-1] * 8
+
+
+def test_and_or_evaluate_the_right_operand_only_where_needed():
+    xs = [-5, 0, 1, 2, 3, 7, -1, 2]
+
+    @godali.pipeline_def(batch_size=8, num_threads=1, device_id=None,
+                         enable_conditionals=True)
+    def p():
+        x = _fed(xs)
+        # x[...] with an index out of 0..2 fails: only the samples the left side leaves
+        # reach it
+        a = (x >= 0) and (x <= 2) and (fn.stack(x, x * 2, x * 3)[x] > 1)
+        o = (x < 0) or (x > 2) or (fn.stack(x, x * 2, x * 3)[x] > 3)
+        if (x >= 0) & (x <= 2):
+            y = fn.stack(x, x * 2, x * 3)[x]
+        else:
+            y = x
+        return a, o, y
+
+    a, o, y = _outs(p(), 8)
+    for i, v in enumerate(xs):
+        inside = 0 <= v <= 2
+        picked = [v, 2 * v, 3 * v][v] if inside else None
+        assert bool(a[i]) == (inside and picked > 1), (i, v)
+        assert bool(o[i]) == (not inside or picked > 3), (i, v)
+        assert int(y[i]) == (picked if inside else v), (i, v)
+        assert a[i].dtype == np.bool_ and o[i].dtype == np.bool_
+
+
+def test_values_from_outside_used_only_in_an_unused_branch():
+    # z, made outside the function, feeds only a branch whose result is not returned:
+    # it is not in the graph and is not fed (DALI prunes it too)
+    xs = fn.external_source(source=[[np.int32(v) for v in range(4)]], cycle=False, batch=True)
+    zs = fn.external_source(source=[[np.int32(1)] * 4], cycle=False, batch=True)
+
+    def f(x, z):
+        if (x <= 1) and (z != -3):
+            w = z
+        else:
+            w = x
+        return x * 3
+
+    pipe = godali.pipeline_def(batch_size=4, num_threads=1, device_id=None,
+                               enable_conditionals=True)(f)(xs, zs)
+    (out,) = _outs(pipe, 4)
+    assert [int(v) for v in out] == [0, 3, 6, 9]
+
+
+def test_one_node_returned_twice():
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        y = _fed([1, 2]) + 1
+        return y, y
+
+    a, b = _outs(p(), 2)
+    assert [int(v) for v in a] == [int(v) for v in b] == [2, 3]
+
+
+def test_python_function_in_a_branch_gets_the_branch_samples():
+    xs = [3, -1, 4, -2, 5]
+    seen = []
+
+    def only_nonneg(batch):
+        seen.append(len(batch))
+        assert all(np.asarray(b) >= 0 for b in batch), batch
+        return [np.asarray(b) * 2 for b in batch]
+
+    @godali.pipeline_def(batch_size=5, num_threads=1, device_id=None, exec_async=False,
+                         exec_pipelined=False, enable_conditionals=True)
+    def p():
+        x = _fed(xs)
+        if x >= 0:
+            y = fn.cast(fn.python_function(x, function=only_nonneg, batch_processing=True),
+                        dtype=types.INT32)
+        else:
+            y = x
+        return y
+
+    (y,) = _outs(p(), 5)
+    assert [int(v) for v in y] == [6, -1, 8, -2, 10]
+    assert seen == [3]  # the function saw the branch's 3 samples, not the batch's 5

@@ -437,6 +437,11 @@ class Pipeline:
                     % (i, type(o)))
                 break
             o = flat[i] = _graph.bind(o, self, "set_outputs: output %d" % i)
+            if any(o is p for p in flat[:i]) and "copy" in _graph.schemas().ops:
+                # DALI returns one node twice (`return a, a`); the engine names each
+                # output once: the repeat is a copy.
+                flat[i] = _graph.OpNode(_graph.schemas().ops["copy"], o.device, [o], {}, {},
+                                        self, None, False).outputs[0]
         if not flat:
             raise ValueError("godali: set_outputs needs at least one output")
         self._outputs = flat
