@@ -177,8 +177,9 @@ func (o *arithOp) Setup(ws *engine.Workspace) error {
 	return nil
 }
 
-// scratch is a worker's buffers: each input widened to the computation domain and
-// broadcast to the output's size, and the result.
+// scratch is a worker's buffers, one chunk of the output long: each input widened to the
+// computation domain and broadcast over the chunk, and the result. tmp* hold an input
+// that is broadcast along some dimensions (neither full-size nor a scalar), widened whole.
 type scratch struct {
 	f   [3][]float64
 	i   [3][]int64
@@ -190,6 +191,11 @@ type scratch struct {
 	ri  []int64
 	ru  []uint64
 }
+
+// chunkElems is how many output elements one pass computes: the worker's scratch is a
+// few chunks of float64/int64, whatever the sample's size (a whole 27-megapixel image
+// widened to float64 per input took gigabytes per worker and node).
+const chunkElems = 1 << 14
 
 func (o *arithOp) NewWorkerState() any { return &scratch{} }
 
@@ -208,6 +214,39 @@ func numel(shape []int) int {
 	return n
 }
 
+// elems is elements [s, s+n) of t, as a tensor of n elements (the loaders and stores
+// read and write from a tensor's first element).
+func elems(t *engine.Tensor, s, n int) *engine.Tensor {
+	sz := t.DType.Size()
+	return &engine.Tensor{Data: t.Data[s*sz : (s+n)*sz], Shape: []int{n}, DType: t.DType, Layout: t.Layout}
+}
+
+// chunkInput fills dst (len n) with input t's values at output elements [s, s+n): a
+// full-size input is read in place, a scalar repeated, any other broadcast expanded from
+// its whole widened copy in *whole (loaded once per sample, at s == 0).
+func chunkInput[T any](dst []T, whole *[]T, t *engine.Tensor, to []int, s int, load func([]T, *engine.Tensor)) {
+	m := numel(t.Shape)
+	switch {
+	case m == numel(to):
+		load(dst, elems(t, s, len(dst)))
+	case m == 1:
+		if s == 0 {
+			*whole = grow(*whole, 1)
+			load(*whole, t)
+		}
+		v := (*whole)[0]
+		for i := range dst {
+			dst[i] = v
+		}
+	default:
+		if s == 0 {
+			*whole = grow(*whole, m)
+			load(*whole, t)
+		}
+		expandRange(dst, *whole, t.Shape, to, s)
+	}
+}
+
 func (o *arithOp) Run(ws *engine.Workspace) error {
 	sc, _ := ws.State.(*scratch)
 	if sc == nil {
@@ -220,67 +259,59 @@ func (o *arithOp) Run(ws *engine.Workspace) error {
 			return engine.Errorf(engine.StatusInternal, "%s: input %d holds %d bytes, its shape %v needs %d", o.where(), i, len(t.Data), t.Shape, t.NumBytes())
 		}
 	}
-	switch {
-	case o.compute.IsFloat():
-		in := make([][]float64, len(ws.In))
-		for k, t := range ws.In {
-			sc.tmp[k] = grow(sc.tmp[k], numel(t.Shape))
-			loadFloat(sc.tmp[k], t, o.compute)
-			sc.f[k] = expand(sc.f[k], sc.tmp[k], t.Shape, out.Shape)
-			in[k] = sc.f[k][:n]
+	loadF := func(d []float64, t *engine.Tensor) { loadFloat(d, t, o.compute) }
+	for s := 0; s < n || s == 0; s += chunkElems {
+		c := min(chunkElems, n-s)
+		switch {
+		case o.compute.IsFloat():
+			in := make([][]float64, len(ws.In))
+			for k, t := range ws.In {
+				sc.f[k] = grow(sc.f[k], c)
+				chunkInput(sc.f[k], &sc.tmp[k], t, out.Shape, s, loadF)
+				in[k] = sc.f[k]
+			}
+			sc.rf = grow(sc.rf, c)
+			if err := o.runFloat(sc.rf, in); err != nil {
+				return err
+			}
+			storeFloat(elems(out, s, c), sc.rf)
+		case o.compute.IsSigned():
+			in := make([][]int64, len(ws.In))
+			for k, t := range ws.In {
+				sc.i[k] = grow(sc.i[k], c)
+				chunkInput(sc.i[k], &sc.ti[k], t, out.Shape, s, loadInt)
+				in[k] = sc.i[k]
+			}
+			sc.ri = grow(sc.ri, c)
+			if err := o.runInt(sc.ri, in, o.compute); err != nil {
+				return err
+			}
+			storeInts(elems(out, s, c), sc.ri)
+		default:
+			in := make([][]uint64, len(ws.In))
+			for k, t := range ws.In {
+				sc.u[k] = grow(sc.u[k], c)
+				chunkInput(sc.u[k], &sc.tu[k], t, out.Shape, s, loadUint)
+				in[k] = sc.u[k]
+			}
+			sc.ru = grow(sc.ru, c)
+			if err := o.runUint(sc.ru, in, o.compute); err != nil {
+				return err
+			}
+			storeInts(elems(out, s, c), sc.ru)
 		}
-		sc.rf = grow(sc.rf, n)
-		if err := o.runFloat(sc.rf, in); err != nil {
-			return err
+		if n == 0 {
+			break
 		}
-		storeFloat(out, sc.rf)
-	case o.compute.IsSigned():
-		in := make([][]int64, len(ws.In))
-		for k, t := range ws.In {
-			sc.ti[k] = grow(sc.ti[k], numel(t.Shape))
-			loadInt(sc.ti[k], t)
-			sc.i[k] = expand(sc.i[k], sc.ti[k], t.Shape, out.Shape)
-			in[k] = sc.i[k][:n]
-		}
-		sc.ri = grow(sc.ri, n)
-		if err := o.runInt(sc.ri, in, o.compute); err != nil {
-			return err
-		}
-		storeInts(out, sc.ri)
-	default:
-		in := make([][]uint64, len(ws.In))
-		for k, t := range ws.In {
-			sc.tu[k] = grow(sc.tu[k], numel(t.Shape))
-			loadUint(sc.tu[k], t)
-			sc.u[k] = expand(sc.u[k], sc.tu[k], t.Shape, out.Shape)
-			in[k] = sc.u[k][:n]
-		}
-		sc.ru = grow(sc.ru, n)
-		if err := o.runUint(sc.ru, in, o.compute); err != nil {
-			return err
-		}
-		storeInts(out, sc.ru)
 	}
 	return nil
 }
 
-// expand broadcasts src (of shape from) to shape to, in dst (returned, grown as needed).
-func expand[T any](dst, src []T, from, to []int) []T {
-	n := numel(to)
-	dst = grow(dst, n)
-	if len(src) == n {
-		copy(dst, src)
-		return dst
-	}
-	if len(src) == 1 {
-		v := src[0]
-		for i := range dst {
-			dst[i] = v
-		}
-		return dst
-	}
-	if n == 0 {
-		return dst
+// expandRange writes into dst the elements [s, s+len(dst)) of src (of shape from)
+// broadcast to shape to.
+func expandRange[T any](dst, src []T, from, to []int, s int) {
+	if len(dst) == 0 {
+		return
 	}
 	// Strides of src over to's dimensions; 0 along broadcast ones.
 	nd := len(to)
@@ -295,9 +326,17 @@ func expand[T any](dst, src []T, from, to []int) []T {
 			st *= from[k]
 		}
 	}
+	// The multi-index of output element s, and its offset in src.
 	idx := make([]int, nd)
-	off := 0
-	for i := 0; i < n; i++ {
+	off, rem := 0, s
+	for d := nd - 1; d >= 0; d-- {
+		if to[d] > 0 {
+			idx[d] = rem % to[d]
+			rem /= to[d]
+		}
+		off += idx[d] * strides[d]
+	}
+	for i := range dst {
 		dst[i] = src[off]
 		for d := nd - 1; d >= 0; d-- {
 			idx[d]++
@@ -309,7 +348,6 @@ func expand[T any](dst, src []T, from, to []int) []T {
 			idx[d] = 0
 		}
 	}
-	return dst
 }
 
 // roundTo rounds v to the precision of float type t (so that float32 arithmetic is

@@ -371,3 +371,73 @@ func TestConstant(t *testing.T) {
 		t.Errorf("constant with the wrong count: %v", err)
 	}
 }
+
+// Samples larger than one computation chunk (chunkElems): every broadcast form (full
+// size, scalar, a dimension of 1, a trailing vector) over chunk boundaries that fall in
+// the middle of rows, in the float and the integer domains, against direct indexing.
+func TestBroadcastingAcrossChunks(t *testing.T) {
+	const H, W, C = 37, 301, 3 // 33,411 elements: three chunks, boundaries mid-row
+	if H*W*C <= 2*(1<<14) {    // arith.go's chunkElems
+		t.Fatal("the sample must span more than two chunks")
+	}
+	cv := make([]float64, W)
+	for j := range cv {
+		cv[j] = float64(7*j%101 - 50)
+	}
+	kv := make([]float64, H)
+	for i := range kv {
+		kv[i] = float64(1000 * (i + 1))
+	}
+	p, err := build(t, 2, []string{
+		`{"op": "random.uniform", "name": "u", "outputs": ["u"], "args": {"range": [-5, 5], "shape": [37, 301, 3]}}`,
+		`{"op": "random.uniform", "name": "s", "outputs": ["s"], "args": {"range": [0, 1]}}`,
+		constNode("v", f32, []int{C}, []float64{1, 2, 3}),
+		constNode("c", i32, []int{W, 1}, cv),
+		constNode("k", i32, []int{H, 1, 1}, kv),
+		arith("uv", "mul", "u", "v"), arith("uc", "add", "c", "u"), arith("us", "sub", "u", "s"),
+		arith("kc", "add", "k", "c"),
+	}, "u", "s", "uv", "uc", "us", "kc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for smp := 0; smp < 2; smp++ {
+		u, _, _ := sample(t, b, 0, smp)
+		sc, _, _ := sample(t, b, 1, smp)
+		uv, shape, _ := sample(t, b, 2, smp)
+		uc, _, _ := sample(t, b, 3, smp)
+		us, _, _ := sample(t, b, 4, smp)
+		kc, kshape, kt := sample(t, b, 5, smp)
+		if fmt.Sprint(shape) != "[37 301 3]" || fmt.Sprint(kshape) != "[37 301 1]" || kt != i32 {
+			t.Fatalf("shapes %v %v, type %v", shape, kshape, kt)
+		}
+		bad := 0
+		for i := 0; i < H; i++ {
+			for j := 0; j < W; j++ {
+				if want := kv[i] + cv[j]; kc[i*W+j] != want && bad < 5 {
+					bad++
+					t.Errorf("kc[%d,%d] = %v, want %v", i, j, kc[i*W+j], want)
+				}
+				for k := 0; k < C; k++ {
+					n := (i*W+j)*C + k
+					x := u[n]
+					if want := float64(float32(x * float64(k+1))); uv[n] != want && bad < 5 {
+						bad++
+						t.Errorf("uv[%d,%d,%d] = %v, want %v", i, j, k, uv[n], want)
+					}
+					if want := float64(float32(x + cv[j])); uc[n] != want && bad < 5 {
+						bad++
+						t.Errorf("uc[%d,%d,%d] = %v, want %v", i, j, k, uc[n], want)
+					}
+					if want := float64(float32(x - sc[0])); us[n] != want && bad < 5 {
+						bad++
+						t.Errorf("us[%d,%d,%d] = %v, want %v", i, j, k, us[n], want)
+					}
+				}
+			}
+		}
+	}
+}
