@@ -327,14 +327,24 @@ type mergeNode struct{ where string }
 // TakesDynamicInputs: a branch may end in a python_function.
 func (o *mergeNode) TakesDynamicInputs() bool { return true }
 
+// divergent is DALI's error for branches whose outputs cannot be merged into one batch.
+func (o *mergeNode) divergent(format string, args ...any) error {
+	return Errorf(StatusInvalidPipeline, "%s: Divergent data found in different branches of conditional operation. All paths in conditional operation are merged into one batch which must have consistent type, number of dimensions, layout and other metadata. Found distinct "+format, append([]any{o.where}, args...)...)
+}
+
 func (o *mergeNode) Infer(in []TensorMeta) ([]TensorMeta, error) {
 	t, f := in[0], in[1]
 	if t.DType != f.DType && !t.IsDynamic() && !f.IsDynamic() {
-		return nil, Errorf(StatusInvalidPipeline, "%s: the branches of a conditional produce %s and %s; both must have the same type (cast one)", o.where, t.DType, f.DType)
+		return nil, o.divergent("types: %s and %s; the branches must have the same type (cast one)", t.DType, f.DType)
 	}
 	if t.Shape != nil && f.Shape != nil && len(t.Shape) != len(f.Shape) {
-		return nil, Errorf(StatusInvalidPipeline, "%s: the branches of a conditional produce %d-D and %d-D data; both must have the same number of dimensions", o.where, len(t.Shape), len(f.Shape))
+		return nil, o.divergent("sample dimensions: %d-D and %d-D data; the branches must have the same number of dimensions", len(t.Shape), len(f.Shape))
 	}
+	if t.Layout != "" && f.Layout != "" && t.Layout != f.Layout {
+		return nil, o.divergent("layouts: %q and %q", t.Layout, f.Layout)
+	}
+	// One branch without a layout (godali's operators name some layouts DALI leaves
+	// empty): the merge has none.
 	m := TensorMeta{DType: t.DType, Layout: t.Layout}
 	if t.Layout != f.Layout {
 		m.Layout = ""

@@ -15,7 +15,7 @@ import re
 import threading
 import weakref
 from collections import namedtuple
-from ctypes import byref, c_char_p, c_int, c_uint64, c_void_p
+from ctypes import byref, c_char_p, c_int, c_int64, c_uint64, c_void_p
 
 from .. import _dlpack, _graph, _lib, _pyfunc
 from .. import types as _types
