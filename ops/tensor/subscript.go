@@ -36,14 +36,30 @@ type subscriptOp struct {
 	kind, hi, step, hasLo, hasHi []int64
 	collapsed                    int
 	lead                         int
-	// per-sample working state, reused
+	loConst                      []float64 // lo when it is not given per sample
+}
+
+// subscriptState is a worker's per-sample working state (the operator is shared by the
+// workers: what Setup computes for a sample and Run reads must not live on it).
+type subscriptState struct {
 	lo       []float64
-	loConst  []float64 // lo when it is not given per sample
-	stride   []int     // the input step, in elements, of each output dimension
-	fixed    int       // the input offset, in elements, of the output's first element
+	stride   []int // the input step, in elements, of each output dimension
+	fixed    int   // the input offset, in elements, of the output's first element
 	outDims  []int
 	inStride []int
 	idx      []int
+}
+
+func (o *subscriptOp) NewWorkerState() any { return &subscriptState{} }
+
+// subscriptStateOf is the worker's state (a fresh one where the caller gives none).
+func subscriptStateOf(ws *engine.Workspace) *subscriptState {
+	st, _ := ws.State.(*subscriptState)
+	if st == nil {
+		st = &subscriptState{}
+		ws.State = st
+	}
+	return st
 }
 
 func newSubscript(a *engine.Args) (engine.Operator, error) {
@@ -169,7 +185,7 @@ func sliceRange(lo, hi, step int64, hasLo, hasHi bool, n int64) (int64, int64) {
 }
 
 func (o *subscriptOp) Setup(ws *engine.Workspace) error {
-	in := ws.In[0]
+	in, st := ws.In[0], subscriptStateOf(ws)
 	nd := len(in.Shape)
 	if nd < len(o.kind) {
 		return o.args.DataErrorf(ws, "%d subscripts for a %d-D sample %v", len(o.kind), nd, in.Shape)
@@ -177,30 +193,30 @@ func (o *subscriptOp) Setup(ws *engine.Workspace) error {
 	lo := o.loConst
 	if o.args.AnyPerSample("lo") {
 		var err error
-		if lo, err = o.args.FloatsAt(ws, "lo", o.lo[:0]); err != nil {
+		if lo, err = o.args.FloatsAt(ws, "lo", st.lo[:0]); err != nil {
 			return err
 		}
-		o.lo = lo
+		st.lo = lo
 	}
 	if len(lo) != len(o.kind) {
 		return o.args.DataErrorf(ws, "argument \"lo\": %d values for %d subscripts", len(lo), len(o.kind))
 	}
 	// Element strides of the input, innermost 1.
-	if cap(o.inStride) < nd {
-		o.inStride = make([]int, nd)
+	if cap(st.inStride) < nd {
+		st.inStride = make([]int, nd)
 	}
-	inStride := o.inStride[:nd]
+	inStride := st.inStride[:nd]
 	s := 1
 	for d := nd - 1; d >= 0; d-- {
 		inStride[d] = s
 		s *= in.Shape[d]
 	}
-	o.stride, o.outDims, o.fixed = o.stride[:0], o.outDims[:0], 0
+	st.stride, st.outDims, st.fixed = st.stride[:0], st.outDims[:0], 0
 	for d := 0; d < nd; d++ {
 		n := int64(in.Shape[d])
 		j := o.sub(d, nd)
 		if j < 0 {
-			o.stride, o.outDims = append(o.stride, inStride[d]), append(o.outDims, int(n))
+			st.stride, st.outDims = append(st.stride, inStride[d]), append(st.outDims, int(n))
 			continue
 		}
 		v := lo[j]
@@ -215,36 +231,36 @@ func (o *subscriptOp) Setup(ws *engine.Workspace) error {
 			if i < 0 || i >= n {
 				return o.args.DataErrorf(ws, "index %d is out of range for dimension %d of extent %d (sample shape %v)", int64(v), d, n, in.Shape)
 			}
-			o.fixed += int(i) * inStride[d]
+			st.fixed += int(i) * inStride[d]
 			continue
 		}
 		step := clampStep(o.step[j], n)
 		start, count := sliceRange(int64(v), o.hi[j], step, o.hasLo[j] != 0, o.hasHi[j] != 0, n)
-		o.fixed += int(start) * inStride[d]
-		o.stride = append(o.stride, int(step)*inStride[d])
-		o.outDims = append(o.outDims, int(count))
+		st.fixed += int(start) * inStride[d]
+		st.stride = append(st.stride, int(step)*inStride[d])
+		st.outDims = append(st.outDims, int(count))
 	}
 	out := ws.Out[0]
 	out.DType, out.Layout = in.DType, o.layout(in.Layout, nd)
-	out.SetShape(o.outDims...)
+	out.SetShape(st.outDims...)
 	return nil
 }
 
 func (o *subscriptOp) Run(ws *engine.Workspace) error {
-	in, out := ws.In[0], ws.Out[0]
+	in, out, st := ws.In[0], ws.Out[0], subscriptStateOf(ws)
 	sz := in.DType.Size()
 	total := 1
-	for _, d := range o.outDims {
+	for _, d := range st.outDims {
 		total *= d
 	}
 	if total == 0 {
 		return nil
 	}
-	base := o.fixed
-	if cap(o.idx) < len(o.outDims) {
-		o.idx = make([]int, len(o.outDims))
+	base := st.fixed
+	if cap(st.idx) < len(st.outDims) {
+		st.idx = make([]int, len(st.outDims))
 	}
-	idx := o.idx[:len(o.outDims)]
+	idx := st.idx[:len(st.outDims)]
 	for d := range idx {
 		idx[d] = 0
 	}
@@ -253,11 +269,11 @@ func (o *subscriptOp) Run(ws *engine.Workspace) error {
 		copy(out.Data[k*sz:(k+1)*sz], in.Data[off*sz:(off+1)*sz])
 		for d := len(idx) - 1; d >= 0; d-- {
 			idx[d]++
-			off += o.stride[d]
-			if idx[d] < o.outDims[d] {
+			off += st.stride[d]
+			if idx[d] < st.outDims[d] {
 				break
 			}
-			off -= o.stride[d] * idx[d]
+			off -= st.stride[d] * idx[d]
 			idx[d] = 0
 		}
 	}

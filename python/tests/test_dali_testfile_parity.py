@@ -335,3 +335,28 @@ def test_augmentation_mag_to_param_may_return_a_list():
     for i in range(4):
         e = np.linspace(0.1, 0.7, 4)[i]
         np.testing.assert_allclose(np.array(out[i]), [e, e], rtol=1e-6)
+
+
+def test_subscript_samples_of_different_shapes_on_several_workers():
+    # The subscript operator is shared by the worker threads: what its Setup computes for
+    # one sample (output extents, offsets) must not be overwritten by another worker's
+    # sample before Run reads it (it was: "internal error: slice bounds out of range"
+    # or another sample's extents, now and then, under load).
+    shapes = [(160, 120, 3), (5, 7, 3), (64, 33, 3), (9, 2, 3)]
+    rng = np.random.default_rng(5)
+    data = [[rng.integers(0, 255, size=shapes[(i + b) % 4], dtype=np.uint8) for i in range(16)]
+            for b in range(4)]
+
+    @pipeline_def(batch_size=16, num_threads=4, device_id=None, prefetch_queue_depth=2)
+    def pipe():
+        x = fn.external_source(source=data, cycle=True)
+        return x[1:-1, ::-2, 1], x[0, :, 2:4:-1]
+
+    p = pipe()
+    p.build()
+    for it in range(24):
+        a, b = p.run()
+        for i in range(16):
+            src = data[it % 4][i]
+            np.testing.assert_array_equal(np.array(a[i]), src[1:-1, ::-2, 1])
+            np.testing.assert_array_equal(np.array(b[i]), src[0, :, 2:4:-1])
