@@ -5,43 +5,24 @@ GODALI_DALI_DIR moves it); without it the test skips, and fails with
 GODALI_STRICT_REFERENCES=1. `make oracle-conditionals` runs the long sweep."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 import cond_oracle
+import sidebyside
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-DALI_DIR = os.environ.get("GODALI_DALI_DIR", "/usr/local/lib/godali-dali")
 
 # Disagreements known, with their cause (none today).
 KNOWN = {}
 
 
-def _have_dali():
-    return os.path.isfile(os.path.join(DALI_DIR, "nvidia", "dali", "__init__.py"))
-
-
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    if not _have_dali():
-        if os.environ.get("GODALI_STRICT_REFERENCES") == "1":
-            pytest.fail("DALI is not installed in %s (scripts/setup.sh installs it)" % DALI_DIR)
-        pytest.skip("DALI is not installed in %s: the conditionals oracle needs it "
-                    "(scripts/setup.sh installs it)" % DALI_DIR)
+    sidebyside.require_dali("the conditionals oracle")
     out = tmp_path_factory.mktemp("cond_oracle")
     script = os.path.join(HERE, "cond_oracle.py")
-    procs = []
-    for impl, path in (("dali", DALI_DIR), ("godali", os.path.join(REPO, "python"))):
-        env = dict(os.environ, PYTHONPATH=path)
-        procs.append(subprocess.Popen([sys.executable, script, "run", impl, str(out / impl)],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    for p in procs:
-        text, _ = p.communicate(timeout=600)
-        assert p.returncode == 0, text[-3000:]
+    sidebyside.run_both(lambda impl: [script, "run", impl, str(out / impl)], timeout=600)
     return {cid: (status, why) for cid, status, why in
             cond_oracle.compare(str(out / "dali"), str(out / "godali"), verbose=False)}
 

@@ -5,16 +5,13 @@ what is known of their cause. Needs DALI installed (scripts/setup.sh puts it in
 fails with GODALI_STRICT_REFERENCES=1."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 import oracle
+import sidebyside
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-DALI_DIR = os.environ.get("GODALI_DALI_DIR", "/usr/local/lib/godali-dali")
 
 _RESIZE_PIL = ("godali's LINEAR/TRIANGULAR resize is PIL's antialiased bilinear; DALI's own "
                "kernel differs from PIL by a few levels near the borders (DALI's tests allow "
@@ -30,28 +27,12 @@ KNOWN = {
 }
 
 
-def _have_dali():
-    return os.path.isfile(os.path.join(DALI_DIR, "nvidia", "dali", "__init__.py"))
-
-
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    if not _have_dali():
-        if os.environ.get("GODALI_STRICT_REFERENCES") == "1":
-            pytest.fail("DALI is not installed in %s (scripts/setup.sh installs it)" % DALI_DIR)
-        pytest.skip("DALI is not installed in %s: the oracle sweep needs it "
-                    "(scripts/setup.sh installs it)" % DALI_DIR)
+    sidebyside.require_dali("the oracle sweep")
     out = tmp_path_factory.mktemp("oracle")
     script = os.path.join(HERE, "oracle.py")
-    procs = []
-    for impl, path in (("dali", DALI_DIR), ("godali", os.path.join(REPO, "python"))):
-        env = dict(os.environ, PYTHONPATH=path)
-        procs.append(subprocess.Popen([sys.executable, script, "run", impl, str(out / impl)],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    for p in procs:
-        text, _ = p.communicate(timeout=900)
-        assert p.returncode == 0, text[-3000:]
+    sidebyside.run_both(lambda impl: [script, "run", impl, str(out / impl)], timeout=900)
     return {cid: (status, why) for cid, status, why in
             oracle.compare(str(out / "dali"), str(out / "godali"), verbose=False)}
 

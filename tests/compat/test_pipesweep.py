@@ -18,10 +18,9 @@ import sys
 import pytest
 
 import pipesweep
+import sidebyside
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-DALI_DIR = os.environ.get("GODALI_DALI_DIR", "/usr/local/lib/godali-dali")
 TORCH2 = os.environ.get("GODALI_TORCH2_PY", "/usr/local/lib/godali-torch2/bin/python")
 DEBIAN = "/usr/lib/python3/dist-packages"
 
@@ -48,28 +47,17 @@ def _shim(path):
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    if not os.path.isfile(os.path.join(DALI_DIR, "nvidia", "dali", "__init__.py")):
-        if os.environ.get("GODALI_STRICT_REFERENCES") == "1":
-            pytest.fail("DALI is not installed in %s (scripts/setup.sh installs it)" % DALI_DIR)
-        pytest.skip("DALI is not installed in %s: the oracle needs it" % DALI_DIR)
+    sidebyside.require_dali("the pipeline-semantics oracle")
     tmp = tmp_path_factory.mktemp("pipesweep")
     data = str(tmp / "data")
     subprocess.run([sys.executable, os.path.join(HERE, "pipesweep.py"), "make-data", data],
                    check=True, capture_output=True)
     torch2 = os.path.isfile(TORCH2)
     py = TORCH2 if torch2 else sys.executable
-    paths = {"dali": DALI_DIR + (":" + _shim(str(tmp / "shim")) if torch2 else ""),
-             "godali": os.path.join(REPO, "python")}
-    procs = []
-    for impl in ("dali", "godali"):
-        env = dict(os.environ, PYTHONPATH=paths[impl])
-        procs.append(subprocess.Popen([py, os.path.join(HERE, "pipesweep.py"), "run", impl,
-                                       data, str(tmp / (impl + ".json"))], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    for p in procs:
-        text, _ = p.communicate(timeout=900)
-        assert p.returncode == 0, text[-3000:]
+    shim = ":" + _shim(str(tmp / "shim")) if torch2 else ""
+    sidebyside.run_both(lambda impl: [os.path.join(HERE, "pipesweep.py"), "run", impl, data,
+                                      str(tmp / (impl + ".json"))],
+                        timeout=900, python=py, paths={"dali": sidebyside.DALI_DIR + shim})
     rows = pipesweep.compare(str(tmp / "dali.json"), str(tmp / "godali.json"))
     if not torch2:
         print("pipesweep: no torch 2 environment (%s): iterator scenarios left out" % TORCH2)

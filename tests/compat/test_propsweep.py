@@ -6,13 +6,12 @@ with its cause). Needs DALI (skips without it; fails with GODALI_STRICT_REFERENC
 
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import propsweep
+import sidebyside
 
 
 def _unknown_arg(text, name=None):
@@ -24,8 +23,6 @@ def _unknown_arg(text, name=None):
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-DALI_DIR = os.environ.get("GODALI_DALI_DIR", "/usr/local/lib/godali-dali")
 N = int(os.environ.get("ORACLE_N", propsweep.QUICK_N))
 SEED = int(os.environ.get("ORACLE_SEED", propsweep.SEED))
 
@@ -226,27 +223,13 @@ def known(case, status, detail):
     return None
 
 
-def _have_dali():
-    return os.path.isfile(os.path.join(DALI_DIR, "nvidia", "dali", "__init__.py"))
-
-
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    if not _have_dali():
-        if os.environ.get("GODALI_STRICT_REFERENCES") == "1":
-            pytest.fail("DALI is not installed in %s (scripts/setup.sh installs it)" % DALI_DIR)
-        pytest.skip("DALI is not installed in %s: the oracle sweep needs it" % DALI_DIR)
+    sidebyside.require_dali("the property sweep")
     out = tmp_path_factory.mktemp("propsweep")
     script = os.path.join(HERE, "propsweep.py")
-    procs = []
-    for impl, path in (("dali", DALI_DIR), ("godali", os.path.join(REPO, "python"))):
-        env = dict(os.environ, PYTHONPATH=path)
-        procs.append(subprocess.Popen(
-            [sys.executable, script, "drive", impl, str(out / impl), str(N), "--seed",
-             str(SEED)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    for p in procs:
-        text, _ = p.communicate(timeout=3600)
-        assert p.returncode == 0, text[-3000:]
+    sidebyside.run_both(lambda impl: [script, "drive", impl, str(out / impl), str(N),
+                                      "--seed", str(SEED)], timeout=3600)
     rows = propsweep.compare(str(out / "dali"), str(out / "godali"), N, SEED)
     return [(propsweep.draw_case(int(cid.rsplit("@", 1)[1]), SEED), st, why)
             for cid, st, why in rows]
