@@ -260,15 +260,14 @@ func (o *arithOp) Run(ws *engine.Workspace) error {
 		}
 	}
 	loadF := func(d []float64, t *engine.Tensor) { loadFloat(d, t, o.compute) }
-	for s := 0; s < n || s == 0; s += chunkElems {
+	for s := 0; s < n; s += chunkElems {
 		c := min(chunkElems, n-s)
 		switch {
 		case o.compute.IsFloat():
-			in := make([][]float64, len(ws.In))
+			in := sc.f[:len(ws.In)]
 			for k, t := range ws.In {
 				sc.f[k] = grow(sc.f[k], c)
 				chunkInput(sc.f[k], &sc.tmp[k], t, out.Shape, s, loadF)
-				in[k] = sc.f[k]
 			}
 			sc.rf = grow(sc.rf, c)
 			if err := o.runFloat(sc.rf, in); err != nil {
@@ -276,11 +275,10 @@ func (o *arithOp) Run(ws *engine.Workspace) error {
 			}
 			storeFloat(elems(out, s, c), sc.rf)
 		case o.compute.IsSigned():
-			in := make([][]int64, len(ws.In))
+			in := sc.i[:len(ws.In)]
 			for k, t := range ws.In {
 				sc.i[k] = grow(sc.i[k], c)
 				chunkInput(sc.i[k], &sc.ti[k], t, out.Shape, s, loadInt)
-				in[k] = sc.i[k]
 			}
 			sc.ri = grow(sc.ri, c)
 			if err := o.runInt(sc.ri, in, o.compute); err != nil {
@@ -288,20 +286,16 @@ func (o *arithOp) Run(ws *engine.Workspace) error {
 			}
 			storeInts(elems(out, s, c), sc.ri)
 		default:
-			in := make([][]uint64, len(ws.In))
+			in := sc.u[:len(ws.In)]
 			for k, t := range ws.In {
 				sc.u[k] = grow(sc.u[k], c)
 				chunkInput(sc.u[k], &sc.tu[k], t, out.Shape, s, loadUint)
-				in[k] = sc.u[k]
 			}
 			sc.ru = grow(sc.ru, c)
 			if err := o.runUint(sc.ru, in, o.compute); err != nil {
 				return err
 			}
 			storeInts(elems(out, s, c), sc.ru)
-		}
-		if n == 0 {
-			break
 		}
 	}
 	return nil
