@@ -540,14 +540,14 @@ class _Group:
 # --- pipeline hooks (pipeline/__init__.py calls these) -----------------------------------
 
 def groups(pipe, nodes=None):
-    """The pipeline's external source groups whose nodes are in the graph (once built:
-    a source none of whose outputs is used is never polled, as DALI prunes it)."""
+    """The pipeline's external source groups whose nodes are among `nodes` (by default
+    the nodes its outputs reach, once it has outputs: a source none of whose outputs is
+    used is never polled nor fed, as DALI prunes it)."""
     gs = getattr(pipe, "_ext_groups", None) or []
     if nodes is None:
-        live = getattr(pipe, "_ext_live", None)
-        if live is not None:
-            return [g for g in gs if id(g) in live]
-        return gs
+        nodes = _reachable(pipe)
+        if nodes is None:
+            return gs
     ids = {id(n) for n in nodes}
     return [g for g in gs if any(id(n) in ids for n in g.nodes)]
 
@@ -568,19 +568,12 @@ def _reachable(pipe):
     return hit[1]
 
 
-def live(pipe):
-    """The groups whose nodes the pipeline's outputs reach: the ones polled and fed."""
-    nodes = _reachable(pipe)
-    return groups(pipe) if nodes is None else groups(pipe, nodes)
-
-
 def prepare(pipe, nodes):
     """Before the pipeline is created: fills dtype and ndim from the sources' first batch
     where they were not given. Returns False when a feed_input-only node still lacks them
     (the build waits for the first feed_input)."""
     ok = True
     gs = _batch_mode_first(groups(pipe, nodes))
-    pipe._ext_live = {id(g) for g in gs}
     # A per-sample source polled now needs its first iteration's size: the batch-mode
     # sources give it, so they are polled first (their batch waits in pending).
     sizes_needed = any(g.source is not None and not g.batch and not g.resolved() for g in gs)
@@ -608,7 +601,7 @@ def prepare(pipe, nodes):
 
 def after_build(pipe):
     """Gives the library the feed_input batches made before the pipeline existed."""
-    for g in live(pipe):
+    for g in groups(pipe):
         if g.source is None:
             pending, g.pending = g.pending, []
             for conv in pending:
@@ -617,7 +610,7 @@ def after_build(pipe):
 
 def top_up(pipe):
     """Before a run: feeds every source up to prefetch_queue_depth batches ahead."""
-    gs = live(pipe)
+    gs = groups(pipe)
     if not gs or not pipe._handle:
         return
     depth = pipe._prefetch_queue_depth
@@ -653,13 +646,13 @@ def top_up(pipe):
 
 
 def took(pipe):
-    for g in live(pipe):
+    for g in groups(pipe):
         if g.ahead > 0:
             g.ahead -= 1
 
 
 def has_sources(pipe):
-    return any(g.source is not None for g in live(pipe))
+    return any(g.source is not None for g in groups(pipe))
 
 
 def _iteration_sizes(pipe):
@@ -678,7 +671,7 @@ def _batch_mode_first(gs):
 def restart(pipe):
     """After the pipeline's reset: the sources' next epoch."""
     _iteration_sizes(pipe).clear()
-    for g in live(pipe):
+    for g in groups(pipe):
         if g.source is None:
             continue
         g.drop()
