@@ -327,21 +327,30 @@ type mergeNode struct{ where string }
 // TakesDynamicInputs: a branch may end in a python_function.
 func (o *mergeNode) TakesDynamicInputs() bool { return true }
 
-// divergent is DALI's error for branches whose outputs cannot be merged into one batch.
-func (o *mergeNode) divergent(format string, args ...any) error {
-	return Errorf(StatusInvalidPipeline, "%s: Divergent data found in different branches of conditional operation. All paths in conditional operation are merged into one batch which must have consistent type, number of dimensions, layout and other metadata. Found distinct "+format, append([]any{o.where}, args...)...)
+func (o *mergeNode) Infer(in []TensorMeta) ([]TensorMeta, error) {
+	m, err := MergeBranchMeta(in[0], in[1])
+	if err != nil {
+		return nil, Errorf(StatusInvalidPipeline, "%s: %v", o.where, err)
+	}
+	return []TensorMeta{m}, nil
 }
 
-func (o *mergeNode) Infer(in []TensorMeta) ([]TensorMeta, error) {
-	t, f := in[0], in[1]
+// MergeBranchMeta is the metadata of the merge of two branches' values
+// (_conditional.merge, _select), or DALI's error for branches whose values cannot be
+// merged into one batch (without the node's name, which the caller adds). A dynamic type
+// (a python_function's output) is checked when it runs.
+func MergeBranchMeta(t, f TensorMeta) (TensorMeta, error) {
+	divergent := func(format string, args ...any) error {
+		return fmt.Errorf("Divergent data found in different branches of conditional operation. All paths in conditional operation are merged into one batch which must have consistent type, number of dimensions, layout and other metadata. Found distinct "+format, args...)
+	}
 	if t.DType != f.DType && !t.IsDynamic() && !f.IsDynamic() {
-		return nil, o.divergent("types: %s and %s; the branches must have the same type (cast one)", t.DType, f.DType)
+		return TensorMeta{}, divergent("types: %s and %s; the branches must have the same type (cast one)", t.DType, f.DType)
 	}
 	if t.Shape != nil && f.Shape != nil && len(t.Shape) != len(f.Shape) {
-		return nil, o.divergent("sample dimensions: %d-D and %d-D data; the branches must have the same number of dimensions", len(t.Shape), len(f.Shape))
+		return TensorMeta{}, divergent("sample dimensions: %d-D and %d-D data; the branches must have the same number of dimensions", len(t.Shape), len(f.Shape))
 	}
 	if t.Layout != "" && f.Layout != "" && t.Layout != f.Layout {
-		return nil, o.divergent("layouts: %q and %q", t.Layout, f.Layout)
+		return TensorMeta{}, divergent("layouts: %q and %q", t.Layout, f.Layout)
 	}
 	// One branch without a layout (godali's operators name some layouts DALI leaves
 	// empty): the merge has none.
@@ -358,7 +367,7 @@ func (o *mergeNode) Infer(in []TensorMeta) ([]TensorMeta, error) {
 			}
 		}
 	}
-	return []TensorMeta{m}, nil
+	return m, nil
 }
 
 func (o *mergeNode) pick(ws *Workspace) (*Tensor, error) {

@@ -18,38 +18,10 @@ func init() {
 
 type selectOp struct{ args *engine.Args }
 
-func (o *selectOp) where() string { return o.args.Where() }
-
-// divergent is DALI's error for branches whose outputs cannot be merged into one batch.
-func (o *selectOp) divergent(format string, args ...any) error {
-	return o.args.Invalidf("Divergent data found in different branches of conditional operation. All paths in conditional operation are merged into one batch which must have consistent type, number of dimensions, layout and other metadata. Found distinct "+format, args...)
-}
-
 func (o *selectOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	t, f := in[1], in[2]
-	if t.DType != f.DType {
-		return nil, o.divergent("types: %s and %s; the branches must have the same type (cast one)", t.DType, f.DType)
-	}
-	if t.Shape != nil && f.Shape != nil && len(t.Shape) != len(f.Shape) {
-		return nil, o.divergent("sample dimensions: %d-D and %d-D data; the branches must have the same number of dimensions", len(t.Shape), len(f.Shape))
-	}
-	if t.Layout != "" && f.Layout != "" && t.Layout != f.Layout {
-		return nil, o.divergent("layouts: %q and %q", t.Layout, f.Layout)
-	}
-	m := engine.TensorMeta{DType: t.DType, Layout: t.Layout}
-	if t.Layout != f.Layout {
-		// one branch has no layout (godali's operators name some layouts DALI leaves
-		// empty): the merge has none
-		m.Layout = ""
-	}
-	if t.Shape != nil && f.Shape != nil {
-		m.Shape = make([]int, len(t.Shape))
-		for i := range m.Shape {
-			m.Shape[i] = -1
-			if t.Shape[i] == f.Shape[i] {
-				m.Shape[i] = t.Shape[i]
-			}
-		}
+	m, err := engine.MergeBranchMeta(in[1], in[2])
+	if err != nil {
+		return nil, o.args.Invalidf("%v", err)
 	}
 	return []engine.TensorMeta{m}, nil
 }
