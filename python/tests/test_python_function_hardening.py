@@ -227,14 +227,17 @@ def test_a_function_calling_into_its_own_pipeline_raises_instead_of_deadlocking(
 
 _BLOCKED = _PRELUDE + r"""
 mode = sys.argv[1]
+entered = threading.Event()
 def f(xs):
     if xs[0][0] == 1:
+        entered.set()
         threading.Event().wait()   # never returns
     return xs
 
 pipe = make(f)
 (out,) = pipe.run()
 print("first", int(np.array(out.at(0))[0]), flush=True)
+entered.wait(30)                   # batch 1, prepared ahead, is inside the function
 if mode == "run":
     pipe.run()
 print("exiting", flush=True)
@@ -290,13 +293,18 @@ def test_ctrl_c_while_run_waits_for_a_blocked_function():
 
 _CLOSE = _PRELUDE + r"""
 release = threading.Event()
+entered = threading.Event()
 def f(xs):
     if xs[0][0] == 1:
+        entered.set()
         release.wait()
     return xs
 
 pipe = make(f)
 (out,) = pipe.run()
+# batch 1 is prepared ahead; close only once its call is under way (on a loaded machine
+# the prefetch may not have reached the function yet, and then close has nothing to wait on)
+assert entered.wait(30), "batch 1's call never started"
 t = time.monotonic()
 pipe.close()
 print("closed %.2f" % (time.monotonic() - t), flush=True)
