@@ -196,7 +196,8 @@ func (b *Batch) decide(t, f *Gate, pred []*Tensor, where string) error {
 
 func predicateValue(p *Tensor) (bool, error) {
 	if len(p.Shape) != 0 || p.DType.Size() == 0 || len(p.Data) < p.DType.Size() {
-		return false, fmt.Errorf("Conditions inside `if` statements are restricted to scalar (0-d tensors) inputs, that are placed on CPU. Got a %d-d input as a condition of the `if` statement.", len(p.Shape))
+		// DALI's enforce message (its assert's condition first).
+		return false, fmt.Errorf("Assert on \"dim == 0\" failed: Conditions inside `if` statements are restricted to scalar (0-d tensors) inputs, that are placed on CPU. Got a %d-d input as a condition of the `if` statement.", len(p.Shape))
 	}
 	return readScalar(p.Data, p.DType) != 0, nil
 }
@@ -344,7 +345,9 @@ func MergeBranchMeta(t, f TensorMeta) (TensorMeta, error) {
 		return fmt.Errorf("Divergent data found in different branches of conditional operation. All paths in conditional operation are merged into one batch which must have consistent type, number of dimensions, layout and other metadata. Found distinct "+format, args...)
 	}
 	if t.DType != f.DType && !t.IsDynamic() && !f.IsDynamic() {
-		return TensorMeta{}, divergent("types: %s and %s; the branches must have the same type (cast one)", t.DType, f.DType)
+		// DALI's enforce message (its assert's condition first).
+		return TensorMeta{}, fmt.Errorf("Assert on \"base_input.type() == input.type()\" failed: %w",
+			divergent("types: %s and %s; the branches must have the same type (cast one)", t.DType, f.DType))
 	}
 	if t.Shape != nil && f.Shape != nil && len(t.Shape) != len(f.Shape) {
 		return TensorMeta{}, divergent("sample dimensions: %d-D and %d-D data; the branches must have the same number of dimensions", len(t.Shape), len(f.Shape))

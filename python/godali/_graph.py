@@ -24,18 +24,25 @@ _INTERNAL_OPS_PREFIX = "_"
 _PACKAGE_DIR = __import__("os").path.dirname(__import__("os").path.abspath(__file__))
 
 
-def caller_site():
-    """"file.py:12" of the innermost frame outside the godali package: where the user's
-    code called the operator (build-time errors name it, as the op call's line)."""
+def caller_frame():
+    """(path, line, function) of the innermost frame outside the godali package: where
+    the user's code called the operator; None when there is none."""
     import os
     import sys
     f = sys._getframe(1)
     while f is not None:
         path = os.path.abspath(f.f_code.co_filename)
         if not path.startswith(_PACKAGE_DIR + os.sep) and "<frozen" not in path:
-            return "%s:%d" % (path, f.f_lineno)
+            return (path, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
+
+
+def caller_site():
+    """"file.py:12" of the innermost frame outside the godali package: where the user's
+    code called the operator (build-time errors name it, as the op call's line)."""
+    fr = caller_frame()
+    return "%s:%d" % fr[:2] if fr else None
 
 
 # DALI's operator names that its messages use, where they are not the schema name in
@@ -359,7 +366,7 @@ class OpNode:
 
     __slots__ = ("schema", "op", "name", "device", "inputs", "arg_inputs", "args",
                  "outputs", "seq", "_pipeline", "preserve", "floating", "extra",
-                 "site", "unavailable", "invalid", "dali_name", "__weakref__")
+                 "site", "frame", "unavailable", "invalid", "dali_name", "__weakref__")
 
     # The pipeline holds its nodes; a node refers back to it weakly, so that a pipeline
     # nothing else references is freed (and its threads stopped) at once, not at the
@@ -390,7 +397,8 @@ class OpNode:
         self.preserve = preserve
         self.floating = pipeline is None  # made outside a pipeline (see bind)
         self.extra = None                 # external_source: its source group
-        self.site = caller_site()         # "file.py:12", where the user made the node
+        self.frame = caller_frame()       # (path, line, function): where the user made it
+        self.site = "%s:%d" % self.frame[:2] if self.frame else None  # "file.py:12"
         # Why this node cannot run in the loaded library (a GPU node in the cpu flavour):
         # DALI reports such problems at build(), and so does Pipeline.description().
         self.unavailable = None
@@ -711,10 +719,10 @@ def _call_op(schema, inputs, kwargs):
                             % (fname, i, _show(x)))
         inputs[i] = bind(x, pipe, "%s: input %d" % (fname, i))
     if not schema.min_inputs <= len(inputs) <= schema.max_inputs:
-        want = ("%d" % schema.min_inputs if schema.min_inputs == schema.max_inputs
-                else "%d to %d" % (schema.min_inputs, schema.max_inputs))
-        raise _InputCountError("godali: %s takes %s input%s, got %d"
-                               % (fname, want, "" if want == "1" else "s", len(inputs)))
+        # DALI's message (Operator nvidia.dali.fn.zeros expects from 0 to 0 inputs, ...).
+        raise _InputCountError("Operator godali.%s expects from %d to %d inputs, but received "
+                               "%d." % (fname, schema.min_inputs, schema.max_inputs,
+                                        len(inputs)))
 
     lib = _lib.get()
     if schema.host_only and device not in (None, "cpu"):
@@ -764,8 +772,10 @@ def _call_op(schema, inputs, kwargs):
                 raise TypeError("godali: %s: argument %r must be a constant (%s); it cannot "
                                 "be a DataNode" % (fname, key, arg.type))
             if value.device != "cpu":
-                raise ValueError("godali: %s: argument input %r must be on the host"
-                                 % (fname, key))
+                # DALI's message: argument inputs of CPU operators are host data.
+                raise ValueError("Invalid device \"%s\" for argument '%s' of operator "
+                                 "'godali.%s'. Named arguments must be on CPU." %
+                                 (value.device, key, fname))
             value = bind(value, pipe, "%s: argument input %r" % (fname, key))
             arg_inputs[key] = value
             continue

@@ -160,6 +160,15 @@ def _dl_of(arr, what):
     return t
 
 
+def _is_outputs_tuple(x, k):
+    """Whether x gives num_outputs=k outputs: a tuple or list of k items, or (as in DALI,
+    which iterates over what the source returns) an array whose first dimension is k."""
+    if isinstance(x, (list, tuple)):
+        return len(x) == k
+    shape = getattr(x, "shape", None)
+    return shape is not None and len(shape) >= 1 and shape[0] == k and hasattr(x, "__getitem__")
+
+
 class _Converted:
     """One output's batch, ready for the library."""
 
@@ -432,7 +441,7 @@ class _Group:
         if k is None:
             per_output = [unit]
         elif self.batch:
-            if not isinstance(unit, (list, tuple)) or len(unit) != k:
+            if not _is_outputs_tuple(unit, k):
                 raise TypeError("godali: fn.external_source with num_outputs=%d: the source "
                                 "must return %d batches (a tuple), got %s"
                                 % (k, k, type(unit).__name__))
@@ -440,7 +449,7 @@ class _Group:
         else:
             per_output = [[] for _ in range(k)]
             for i, s in enumerate(unit):
-                if not isinstance(s, (list, tuple)) or len(s) != k:
+                if not _is_outputs_tuple(s, k):
                     raise TypeError("godali: fn.external_source with num_outputs=%d: sample "
                                     "%d must be a tuple of %d items" % (k, i, k))
                 for j in range(k):

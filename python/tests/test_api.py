@@ -129,7 +129,7 @@ def test_wrong_types_fail_at_the_call_site():
             fn.decoders.image_random_crop(jpegs, num_attempts=2.5)
         with pytest.raises(TypeError, match="'file_root'.*expected a string"):
             fn.readers.file(file_root=3)
-        with pytest.raises(TypeError, match="takes 1 input"):
+        with pytest.raises(TypeError, match="expects from 1 to 1 inputs, but received 0"):
             fn.decoders.image()
         with pytest.raises(TypeError, match="must be a DataNode"):
             fn.decoders.image("a.jpg")

@@ -132,5 +132,5 @@ def test_wrong_number_of_inputs_is_a_value_error_too():
     pipe = godali.Pipeline(batch_size=1, num_threads=1, device_id=None)
     with pipe:
         for exc in (ValueError, TypeError):
-            with pytest.raises(exc, match="takes 1 input"):
+            with pytest.raises(exc, match="expects from 1 to 1 inputs, but received 0"):
                 fn.flip()

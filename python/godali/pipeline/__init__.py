@@ -597,19 +597,21 @@ class Pipeline:
         _ext.after_build(self)
 
     @contextlib.contextmanager
-    def _naming_sites(self):
-        """Build-time errors the library raises about a node (DALI reports them at build()
-        too) also name the line of the user's code that made the node."""
+    def _naming_sites(self, building=True):
+        """Errors the library raises about a node name, as DALI's do, the operator and the
+        line of the user's code that made it (_dali_framed); at build() the message also
+        ends with the node's site ("made at file.py:12")."""
         try:
             yield
         except _lib.GodaliError as e:
             msg = str(e)
-            m = re.search(r'node "([^"]+)"', msg)
+            m = re.match(r'node "([^"]+)"', msg)
             node = self._node_by_name(m.group(1)) if m else None
-            if node is None or not node.site or " (made at " in msg:
+            if node is None or not node.frame or "\nencountered:\n" in msg:
                 raise
-            raise type(e)("%s (node %r made at %s)" % (msg, node.name, node.site),
-                          e.status) from None
+            if building and " (made at " not in msg:
+                msg = "%s (node %r made at %s)" % (msg, node.name, node.site)
+            raise type(e)(_dali_framed(node, msg, e, building), e.status) from None
 
     def _node_by_name(self, name):
         for n in self._nodes:
@@ -663,7 +665,8 @@ class Pipeline:
             self._interrupted(None)
             raise
         try:
-            return lib.pipeline_next(h)
+            with self._naming_sites(building=False):
+                return lib.pipeline_next(h)
         except (_lib.DataError, _lib.OutOfMemoryError):
             # The failed batch counts as taken (godali_pipeline_next): the external
             # sources' next batch is one fewer ahead, or they would stop being fed.
@@ -1082,6 +1085,29 @@ def _check_cpu_only(nodes):
                 "valid GPU identifier to enable GPU features in the pipeline.%s"
                 % (src.dali_name or _graph.dali_op_name(src.op), src.seq, _site(n)),
                 _lib.ERROR_INVALID_PIPELINE)
+
+
+def _dali_framed(node, msg, err, building):
+    """msg framed as DALI frames an operator's error: the operator's API name, the user's
+    line that made it (as a traceback entry) and the error. DALI calls errors of an
+    operator's arguments build errors ("when building pipeline") and all others errors
+    "in pipeline"; after a failed build the pipeline cannot run (DALI's last line)."""
+    import linecache
+    path, line, func = node.frame
+    code = linecache.getline(path, line).strip()
+    if node.op == "_arithmetic":
+        api = "math." + str(node.args.get("op", "arithmetic"))
+    else:
+        api = "fn." + node.op
+    kind = "when building pipeline" if isinstance(err, _lib.InvalidArgumentError) else "in pipeline"
+    text = ("Critical error %s:\nError in %s operator `godali.%s`,\nwhich was used in the "
+            "pipeline definition with the following traceback:\n\n  File \"%s\", line %d, "
+            "in %s\n%s\nencountered:\n\n%s" % (
+                kind, "GPU" if node.device == "gpu" else "CPU", api, path, line, func,
+                "    %s\n" % code if code else "", msg))
+    if building:
+        text += "\nCurrent pipeline object is no longer valid."
+    return text
 
 
 def _check_available(nodes):
