@@ -1359,6 +1359,11 @@ func (w *worker) runNodes(b *Batch, i, src, phase int, pos int64, at *sampleAt, 
 		if w.prof != nil {
 			t0 = time.Now()
 		}
+		if n.Narrowed != nil {
+			if err := n.CheckNarrowed(ws); err != nil {
+				return wrapSampleErr(ref, n, err)
+			}
+		}
 		if err := n.Op.Setup(ws); err != nil {
 			return wrapSampleErr(ref, n, err)
 		}

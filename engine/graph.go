@@ -27,6 +27,11 @@ type Node struct {
 	// whole batch; split holds a _conditional.split node's two branches.
 	Gate  *Gate
 	split [2]*Gate
+	// Narrowed holds, for an input whose type is known only at run time (a
+	// python_function's output), the metadata the node was built for: the one type and
+	// rank its schema takes (narrowDynamicInputs); each sample is checked against it
+	// before Setup (CheckNarrowed). DTypeInvalid: not narrowed. Nil when none is.
+	Narrowed []TensorMeta
 }
 
 // DataNode is a named value flowing between nodes.
@@ -207,12 +212,12 @@ func BuildGraph(s *Spec) (*Graph, error) {
 			return nil, err
 		}
 		n.Op = op
-		if err := checkDynamicInputs(n); err != nil {
-			return nil, err
-		}
 		in := make([]TensorMeta, len(n.In))
 		for i, d := range n.In {
 			in[i] = d.Meta
+		}
+		if err := narrowDynamicInputs(n, in); err != nil {
+			return nil, err
 		}
 		argMetas := make([]TensorMeta, len(n.ArgIn))
 		for i, d := range n.ArgIn {
@@ -378,22 +383,82 @@ type DynamicInputs interface {
 	TakesDynamicInputs() bool
 }
 
-// checkDynamicInputs refuses a node that needs at build time the type of data that is
-// known only at run time (a host-batch operator's output, e.g. python_function's); only
-// host-batch operators and DynamicInputs ones take such data as inputs. Argument inputs may be dynamic: the
-// argument helpers (FloatAt, FloatsAt, ...) read each sample's value by its run-time
-// type and refuse a sample that does not fit, as DALI does.
-func checkDynamicInputs(n *Node) error {
+// narrowDynamicInputs handles a node's inputs whose type is known only at run time (a
+// host-batch operator's output, e.g. python_function's). Host-batch operators and
+// DynamicInputs ones take them as they are. A host operator whose schema takes one type
+// and one rank for its first input (rotate: uint8 HWC) is built for that type and rank
+// (in[0] is replaced, n.Narrowed records it) and each sample is checked when it runs, as
+// DALI checks its inputs when it runs. Any other node is refused. Argument inputs may be
+// dynamic: the argument helpers (FloatAt, FloatsAt, ...) read each sample's value by its
+// run-time type and refuse a sample that does not fit, as DALI does.
+func narrowDynamicInputs(n *Node, in []TensorMeta) error {
 	if _, ok := n.Op.(HostBatchOperator); ok {
 		return nil
 	}
 	if d, ok := n.Op.(DynamicInputs); ok && d.TakesDynamicInputs() {
 		return nil
 	}
-	for _, d := range n.In {
-		if _, ok := d.Producer.Op.(HostBatchOperator); ok && d.Meta.IsDynamic() {
-			return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function (or cast, reshape, flip) may take it (or do this step inside the function)",
-				describe(n.Name, n.OpName), d.Name, d.Producer.Name, d.Producer.OpName)
+	for i, d := range n.In {
+		if _, ok := d.Producer.Op.(HostBatchOperator); !ok || !d.Meta.IsDynamic() {
+			continue
+		}
+		if m, ok := schemaInputMeta(n, i, d.Meta.Layout); ok {
+			if n.Narrowed == nil {
+				n.Narrowed = make([]TensorMeta, len(n.In))
+			}
+			in[i], n.Narrowed[i] = m, m
+			continue
+		}
+		return Errorf(StatusInvalidPipeline, "%s: input %q comes from node %q (%s), whose element type and dimensions are known only when it runs; godali's operators need them when the pipeline is built, so only another python_function, cast, reshape, flip or an operator that takes one type and rank (rotate: uint8 HWC) may take it (or do this step inside the function)",
+			describe(n.Name, n.OpName), d.Name, d.Producer.Name, d.Producer.OpName)
+	}
+	return nil
+}
+
+// schemaInputMeta is the metadata a host node's schema allows for input i when it allows
+// one type and one rank (the schema describes the first input only), with the given
+// layout when it has that rank.
+func schemaInputMeta(n *Node, i int, layout string) (TensorMeta, bool) {
+	if i != 0 || n.Device != "cpu" || n.Schema == nil {
+		return TensorMeta{}, false
+	}
+	layouts, dtypes := n.Schema.InputLayouts, n.Schema.InputDtypes
+	if b, ok := n.Schema.Backends[n.Device]; ok && (len(b.InputLayouts) > 0 || len(b.InputDtypes) > 0) {
+		layouts, dtypes = b.InputLayouts, b.InputDtypes
+	}
+	if len(dtypes) != 1 || len(layouts) == 0 {
+		return TensorMeta{}, false
+	}
+	rank := len(layouts[0])
+	for _, l := range layouts {
+		if len(l) != rank {
+			return TensorMeta{}, false
+		}
+	}
+	if len(layout) != rank {
+		if layout != "" {
+			return TensorMeta{}, false
+		}
+		layout = layouts[0]
+	}
+	shape := make([]int, rank)
+	for k := range shape {
+		shape[k] = -1
+	}
+	return TensorMeta{DType: dtypes[0], Shape: shape, Layout: layout}, true
+}
+
+// CheckNarrowed refuses a sample of an input narrowed at build (Narrowed) whose type or
+// rank is not the one the node was built for.
+func (n *Node) CheckNarrowed(ws *Workspace) error {
+	for i, m := range n.Narrowed {
+		if m.DType == DTypeInvalid || i >= len(ws.In) || ws.In[i] == nil {
+			continue
+		}
+		t := ws.In[i]
+		if t.DType != m.DType || len(t.Shape) != len(m.Shape) {
+			return Errorf(StatusData, "%s: input %d (from %s, whose type is known only when it runs) must be %s %s, got %s of shape %v",
+				describe(n.Name, n.OpName), i, n.In[i].Producer.OpName, strings.ToLower(m.DType.String()), m.Layout, strings.ToLower(t.DType.String()), t.Shape)
 		}
 	}
 	return nil

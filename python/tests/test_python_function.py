@@ -294,11 +294,50 @@ def test_refusals_are_clear():
         x = fn.python_function(function=lambda: np.zeros((2, 2, 3), np.uint8))
         with pytest.raises(TypeError, match="multiple input sets"):
             fn.python_function([x, x], function=lambda v: v)
-        pipe.set_outputs(fn.rotate(x, angle=10))
+        pipe.set_outputs(fn.transpose(x, perm=[1, 0, 2]))
     # A godali operator needs its input's type at build; a python function's is known
-    # only when it runs.
+    # only when it runs (rotate, whose schema takes one type and rank, may take it:
+    # test_rotate_follows_a_python_function).
     with pytest.raises(_lib.InvalidPipelineError, match="known only when it runs"):
         pipe.build()
+
+
+def test_rotate_follows_a_python_function():
+    # DALI's test_python_function pattern: rotate by 90 degrees (nearest neighbour) a
+    # python_function's output equals numpy's rot90. rotate's schema takes uint8 HWC only:
+    # the node is built for that, each sample is checked when it runs.
+    rng = np.random.default_rng(4)
+    imgs = [rng.integers(0, 256, (5 + i, 8 - i, 3), np.uint8) for i in range(BS)]
+    pipe = _pipe()
+    with pipe:
+        x = fn.external_source(source=lambda: imgs, batch=True)
+        y = fn.python_function(x, function=lambda a: a[1:], output_layouts="HWC")
+        z = fn.python_function(x, function=lambda a: a[:, 1:])  # no layout: HWC assumed
+        pipe.set_outputs(fn.rotate(y, angle=90, interp_type=types.INTERP_NN),
+                         fn.rotate(z, angle=90, interp_type=types.INTERP_NN))
+    a, b = pipe.run()
+    pipe.close()
+    for i in range(BS):
+        np.testing.assert_array_equal(np.array(a.at(i)), np.rot90(imgs[i][1:]))
+        np.testing.assert_array_equal(np.array(b.at(i)), np.rot90(imgs[i][:, 1:]))
+    assert a.layout() == "HWC"
+
+
+def test_a_python_function_sample_of_another_type_is_refused_when_it_runs():
+    pipe = _pipe()
+    with pipe:
+        y = fn.python_function(function=lambda: np.zeros((4, 4, 3), np.float32))
+        pipe.set_outputs(fn.rotate(y, angle=90))
+    with pytest.raises(_lib.DataError, match=r"must be uint8 HWC, got float of shape \[4 4 3\]"):
+        pipe.run()
+    pipe.close()
+    pipe = _pipe()
+    with pipe:
+        y = fn.python_function(function=lambda: np.zeros((4, 4), np.uint8))
+        pipe.set_outputs(fn.rotate(y, angle=90))
+    with pytest.raises(_lib.DataError, match=r"must be uint8 HWC, got uint8 of shape \[4 4\]"):
+        pipe.run()
+    pipe.close()
 
 
 def test_flip_follows_a_python_function():
