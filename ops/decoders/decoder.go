@@ -1,6 +1,10 @@
 package decoders
 
 import (
+	"encoding/binary"
+	"math"
+	"slices"
+
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
 	"github.com/godali/godali/ops/internal/window"
@@ -10,7 +14,7 @@ var decoderArgs = []engine.ArgSpec{
 	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY"},
 	{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "apply the EXIF orientation"},
 	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, and 16-bit grey clipped to 255 where the default scales it"},
-	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type (only UINT8)"},
+	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type: UINT8, or (cpu) UINT16, INT16 or FLOAT with the pixels converted to the type's dynamic range as DALI converts them (x * 65535/255 or x * 32767/255 rounded, x / 255); 16-bit images are decoded at 8 bits first"},
 	{Name: "hw_decoder_load", Type: engine.ArgFloat, Default: 0.65, Doc: "mixed: share of JPEGs sent to the GPU's hardware decoder"},
 	{Name: "preallocate_width_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum width, to preallocate"},
 	{Name: "preallocate_height_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum height, to preallocate"},
@@ -41,6 +45,7 @@ const dctScaleMargin = 2
 
 type cpuDecoder struct {
 	args     *engine.Args
+	dtype    engine.DType // the output's (decodedTypes)
 	out      codec.OutputType
 	orient   bool
 	likePIL  bool // orientation and 16-bit grey as PIL's loader (like_pil)
@@ -54,12 +59,18 @@ type decoderState struct {
 	dec  *codec.Decoder
 	info codec.Info
 	opt  codec.Options
+	u8   []byte // the decoded pixels when the output's type is not uint8
 }
 
 func (s *decoderState) Close() { s.dec.Close() }
 
 // Trim gives back the decoder's scratch and C memory grown above limit.
-func (s *decoderState) Trim(limit int) { s.dec.Trim(limit) }
+func (s *decoderState) Trim(limit int) {
+	s.dec.Trim(limit)
+	if cap(s.u8) > limit {
+		s.u8 = nil
+	}
+}
 
 // ScratchBytes is the decoder's scratch now held (tests of the memory bound read it).
 func (s *decoderState) ScratchBytes() int { return s.dec.ScratchBytes() }
@@ -69,10 +80,11 @@ func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	if err != nil {
 		return nil, a.Errorf("output_type", "%v", err)
 	}
-	if a.DType("dtype") != engine.UInt8 {
-		return nil, a.Errorf("dtype", "only UINT8 is supported, got %s", a.DType("dtype"))
+	dt := a.DType("dtype")
+	if !slices.Contains(decodedTypes, dt) {
+		return nil, a.Errorf("dtype", "expected UINT8, UINT16, INT16 or FLOAT, got %s", dt)
 	}
-	d := &cpuDecoder{args: a, out: out, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
+	d := &cpuDecoder{args: a, dtype: dt, out: out, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
 	if randomCrop {
 		d.dctScale = a.Bool("dct_downscale")
 		rc, err := window.ParseRandomCrop(a)
@@ -88,7 +100,42 @@ func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 	if in[0].DType != engine.UInt8 || (in[0].Shape != nil && len(in[0].Shape) != 1) { // unknown rank (readers.caffe: encoded or raw): checked per sample
 		return nil, d.args.Invalidf("input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", in[0].DType, in[0].Shape)
 	}
-	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
+	return []engine.TensorMeta{{DType: d.dtype, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
+}
+
+// decodedTypes are the output types of the CPU decoders (dtype): uint8 as decoded, or
+// converted to another type's dynamic range (convertNorm).
+var decodedTypes = []engine.DType{engine.UInt8, engine.UInt16, engine.Int16, engine.Float32}
+
+// uint8Only refuses a dtype other than UINT8 for the decoders that write the pixels
+// themselves (the mixed decoder, decoders.image_slice).
+func uint8Only(a *engine.Args, where string) error {
+	if dt := a.DType("dtype"); dt != engine.UInt8 {
+		return a.Errorf("dtype", "%s decodes to UINT8 only, got %s", where, dt)
+	}
+	return nil
+}
+
+// convertNorm writes the uint8 pixels src into dst as dtype, keeping the dynamic range as
+// DALI's ConvertSatNorm does: integers scaled by max(dtype)/255 in float32 and rounded,
+// floats divided by 255.
+func convertNorm(dst []byte, dtype engine.DType, src []byte) {
+	switch dtype {
+	case engine.UInt16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], uint16(v)*257)
+		}
+	case engine.Int16:
+		const k = float32(32767) / 255
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], uint16(int16(math.Round(float64(float32(v)*k)))))
+		}
+	case engine.Float32:
+		const k = float32(1) / 255
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(float32(v)*k))
+		}
+	}
 }
 
 // SetConsumer remembers a consumer that shrinks the image, to decode no larger than it
@@ -115,7 +162,7 @@ func (d *cpuDecoder) ProbeImage(head []byte) (engine.ImageHeader, error) {
 	}
 	px := int64(info.Width) * int64(info.Height)
 	return engine.ImageHeader{Width: info.Width, Height: info.Height,
-		OutBytes: px * int64(d.out.Channels()), WorkBytes: info.WorkBytes}, nil
+		OutBytes: px * int64(d.out.Channels()) * int64(d.dtype.Size()), WorkBytes: info.WorkBytes}, nil
 }
 
 // probe reads the header of the sample's encoded image into st (info and the decode
@@ -180,6 +227,19 @@ func (d *cpuDecoder) Setup(ws *engine.Workspace) error {
 
 func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	st := ws.State.(*decoderState)
-	_, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, ws.Out[0].Data)
-	return err
+	dst := ws.Out[0].Data
+	if d.dtype != engine.UInt8 {
+		n := len(dst) / d.dtype.Size()
+		if cap(st.u8) < n {
+			st.u8 = make([]byte, n)
+		}
+		dst = st.u8[:n]
+	}
+	if _, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, dst); err != nil {
+		return err
+	}
+	if d.dtype != engine.UInt8 {
+		convertNorm(ws.Out[0].Data, d.dtype, dst)
+	}
+	return nil
 }

@@ -59,6 +59,9 @@ type mixedDecoder struct {
 }
 
 func newMixedDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
+	if err := uint8Only(a, "the mixed decoder"); err != nil {
+		return nil, err
+	}
 	op, err := newCPUDecoder(a, randomCrop)
 	if err != nil {
 		return nil, err

@@ -36,6 +36,9 @@ type sliceState struct {
 }
 
 func newSliceDecoder(a *engine.Args) (engine.Operator, error) {
+	if err := uint8Only(a, "decoders.image_slice"); err != nil {
+		return nil, err
+	}
 	d, err := newCPUDecoder(a, false)
 	if err != nil {
 		return nil, err

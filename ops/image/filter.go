@@ -30,7 +30,7 @@ func registerFilter(name string) {
 			{Name: "anchor", Type: engine.ArgIntList, Default: []int64{-1}, TensorInput: true,
 				Doc: "where the filter sits over each output position, per filter axis in [0, extent); -1: extent/2 (centred for odd sizes); one value or one per axis; ignored in \"valid\" mode"},
 			{Name: "border", Type: engine.ArgString, Default: "reflect_101",
-				Doc: "how positions outside the sample read: reflect_101 (dcb|abcd), reflect_1001 (cba|abcd), wrap, clamp, constant (fill_value)"},
+				Doc: "how positions outside the sample read: reflect_101 (dcb|abcd), reflect_1001 (cba|abcd), wrap, clamp, constant (fill_value); DALI's short names 101 and 1001 too"},
 			{Name: "mode", Type: engine.ArgString, Default: "same",
 				Doc: "\"same\": the output has the input's shape; \"valid\": only positions where the filter lies inside the input (each spatial extent shrinks by filter extent - 1)"},
 			{Name: "fill_value", Type: engine.ArgFloat, Default: 0.0, TensorInput: true,
@@ -43,6 +43,7 @@ func registerFilter(name string) {
 
 var filterBorders = map[string]imaging.Border{
 	"reflect_101": imaging.BorderReflect101, "reflect_1001": imaging.BorderReflect1001,
+	"101": imaging.BorderReflect101, "1001": imaging.BorderReflect1001, // DALI's short names
 	"wrap": imaging.BorderWrap, "clamp": imaging.BorderClamp, "constant": imaging.BorderConstant,
 }
 

@@ -360,3 +360,80 @@ def test_subscript_samples_of_different_shapes_on_several_workers():
             src = data[it % 4][i]
             np.testing.assert_array_equal(np.array(a[i]), src[1:-1, ::-2, 1])
             np.testing.assert_array_equal(np.array(b[i]), src[0, :, 2:4:-1])
+
+
+# --- operator_2/test_filter.py: decoders with dtype, filter's short border names ----------
+
+def _decode_pipe(files, **kw):
+    p = _pipe(len(files))
+    with p:
+        jpegs, _ = fn.readers.file(files=files)
+        p.set_outputs(fn.decoders.image(jpegs, **kw),
+                      fn.experimental.decoders.image(jpegs, **kw))
+    return p
+
+
+def test_decoder_dtype_converts_to_the_types_dynamic_range(tmp_path):
+    # DALI: "Values will be converted to the dynamic range of the requested type" (its
+    # ConvertSatNorm: integers scaled by max/255 in float32 and rounded, floats x / 255).
+    # Reference: PIL's decode, converted with numpy.
+    from PIL import Image
+    from conftest import make_jpeg
+    files = [str(tmp_path / ("%d.jpg" % i)) for i in range(2)]
+    for i, f in enumerate(files):
+        make_jpeg(f, 20 + 3 * i, 31 - 2 * i, seed=i)
+    ref = [np.asarray(Image.open(f).convert("RGB")) for f in files]
+    want = {
+        types.UINT16: lambda x: x.astype(np.uint16) * np.uint16(257),
+        types.INT16: lambda x: np.round(x.astype(np.float32) * np.float32(32767 / 255))
+        .astype(np.int16),
+        types.FLOAT: lambda x: x.astype(np.float32) * np.float32(1 / 255),
+    }
+    for dtype, conv in want.items():
+        p = _decode_pipe(files, dtype=dtype)
+        a, b = p.run()
+        for i in range(len(files)):
+            for out in (a, b):
+                got = np.array(out.at(i))
+                assert got.dtype == conv(ref[i]).dtype
+                np.testing.assert_array_equal(got, conv(ref[i]))
+        assert a.layout() == "HWC"
+        p.close()
+
+
+def test_decoder_dtype_refusals_name_the_argument():
+    p = _pipe(1)
+    with p:
+        jpegs, _ = fn.readers.file(files=["x.jpg"])
+        p.set_outputs(fn.decoders.image(jpegs, dtype=types.INT32))
+    with pytest.raises(RuntimeError, match="dtype.*expected UINT8, UINT16, INT16 or FLOAT, got INT32"):
+        p.build()
+    p = _pipe(1)
+    with p:
+        jpegs, _ = fn.readers.file(files=["x.jpg"])
+        p.set_outputs(fn.decoders.image_slice(jpegs, 0.1, 0.5, dtype=types.FLOAT))
+    with pytest.raises(RuntimeError, match="decoders.image_slice decodes to UINT8 only"):
+        p.build()
+
+
+def test_filter_takes_dalis_short_border_names():
+    # DALI 2.4 takes border="101" and "1001" for reflect_101 and reflect_1001 (its
+    # test_filter.py uses them). Reference: scipy.ndimage.convolve with the flipped kernel
+    # (mirror = 101, reflect = 1001), within 1 level for uint8.
+    from conftest import need
+    ndimage = need("scipy.ndimage")
+    x = (np.arange(42, dtype=np.uint8).reshape(6, 7, 1) * 5)
+    k = np.float32([[0.1, 0.2, 0.3], [0.05, 0.1, 0.05], [0.0, 0.1, 0.1]])
+    for short, long_name, scipy_mode in (("101", "reflect_101", "mirror"),
+                                         ("1001", "reflect_1001", "reflect")):
+        p = _pipe(1)
+        with p:
+            s = fn.external_source(source=lambda: [x], layout="HWC")
+            p.set_outputs(fn.experimental.filter(s, k, border=short),
+                          fn.filter(s, k, border=long_name))
+        a, b = p.run()
+        p.close()
+        got = np.array(a.at(0))
+        np.testing.assert_array_equal(got, np.array(b.at(0)))
+        ref = ndimage.convolve(x[:, :, 0].astype(np.float32), np.flip(k), mode=scipy_mode)
+        assert np.abs(got[:, :, 0].astype(np.int32) - np.round(ref).astype(np.int32)).max() <= 1
