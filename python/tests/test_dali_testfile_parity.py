@@ -437,3 +437,29 @@ def test_filter_takes_dalis_short_border_names():
         np.testing.assert_array_equal(got, np.array(b.at(0)))
         ref = ndimage.convolve(x[:, :, 0].astype(np.float32), np.flip(k), mode=scipy_mode)
         assert np.abs(got[:, :, 0].astype(np.int32) - np.round(ref).astype(np.int32)).max() <= 1
+
+
+# --- operator_1/test_operator_exception.py: an operator's error framed as DALI's ----------
+
+def test_operator_errors_are_framed_as_dalis():
+    # DALI: "Critical error in pipeline:\nError in CPU operator `nvidia.dali.math.add`,\n
+    # which was used in the pipeline definition with the following traceback:\n\n  File
+    # "...", line N, in pipe\n    return a + b\n\nencountered:\n\n<error>" (compared with
+    # DALI 2.4 itself in tests/compat/test_dali_errors.py).
+    import inspect
+    here = inspect.getsourcefile(test_operator_errors_are_framed_as_dalis)
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        a = fn.random.uniform(range=[-1, 1], shape=(2, 3))
+        b = fn.random.uniform(range=[-1, 1], shape=(3, 2))
+        return a + b
+    line = inspect.getsourcelines(pipe)[1] + 4
+    with pytest.raises(RuntimeError) as e:
+        pipe().build()
+    want = ("Critical error in pipeline:\nError in CPU operator `godali.math.add`,\nwhich was "
+            "used in the pipeline definition with the following traceback:\n\n  File \"%s\", "
+            "line %d, in pipe\n    return a + b\n\nencountered:\n\n" % (here, line))
+    msg = str(e.value)
+    assert msg.startswith(want), msg
+    assert "do not broadcast" in msg and msg.endswith("Current pipeline object is no longer valid.")

@@ -605,13 +605,17 @@ class Pipeline:
             yield
         except _lib.GodaliError as e:
             msg = str(e)
-            m = re.match(r'node "([^"]+)"', msg)
+            m = re.search(r'node "([^"]+)"', msg)
             node = self._node_by_name(m.group(1)) if m else None
-            if node is None or not node.frame or "\nencountered:\n" in msg:
+            if node is None or not node.site or "\nencountered:\n" in msg:
                 raise
             if building and " (made at " not in msg:
                 msg = "%s (node %r made at %s)" % (msg, node.name, node.site)
-            raise type(e)(_dali_framed(node, msg, e, building), e.status) from None
+            if m.start() == 0 and node.frame:  # an error of the node itself
+                msg = _dali_framed(node, msg, e, building)
+            elif not building:
+                raise
+            raise type(e)(msg, e.status) from None
 
     def _node_by_name(self, name):
         for n in self._nodes:
