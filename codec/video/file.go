@@ -423,6 +423,35 @@ func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int
 	return false, nil
 }
 
+// DecodeSpan decodes from the key frame at or before frame first through frame last,
+// converting nothing: what decoding a clip of those frames costs at least (its floor),
+// which benchmarks compare ReadFrames' work with. It seeks every time. n is the number
+// of frames the decoder delivered.
+func (f *File) DecodeSpan(ix *Index, first, last int) (n int, err error) {
+	if first < 0 || last < first || last >= ix.Len() {
+		return 0, fmt.Errorf("frames %d..%d are outside the file's %d frames", first, last, ix.Len())
+	}
+	if err := f.seekKey(ix, max(ix.keyBefore(first), 0)); err != nil {
+		return 0, err
+	}
+	for {
+		var p C.int64_t
+		r := C.gdv_decode(f.c, &p)
+		if r == 0 {
+			return n, fmt.Errorf("frame %d: %w: the stream ends first (truncated file?)", last, ErrFrame)
+		}
+		if r < 0 {
+			return n, fmt.Errorf("decoding up to frame %d: %s", last, ffErr(r))
+		}
+		n++
+		if i := ix.frameOf(int64(p)); i >= last {
+			return n, nil
+		} else if n == 1 && i > first {
+			return n, fmt.Errorf("frame %d: %w: seeking landed after it, at frame %d", first, ErrFrame, i)
+		}
+	}
+}
+
 // AnnexB makes NextPacket give H.264 and HEVC packets in Annex B form (start codes, and
 // the parameter sets before each key frame), as NVDEC's parser reads them; other codecs'
 // packets are unchanged.

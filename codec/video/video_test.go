@@ -419,3 +419,27 @@ func TestAnnexBPackets(t *testing.T) {
 		}
 	}
 }
+
+// DecodeSpan decodes from the key frame before first through last: with key frames every
+// 10 frames, frames 12..15 take the decoder's 10..15 (B-frames reordered), 20..20 one.
+func TestDecodeSpan(t *testing.T) {
+	needFFmpeg(t)
+	videotest.FFmpeg(t)
+	f, err := Open(videotest.Make(t, t.TempDir(), "span", videotest.Spec{Frames: 30, BFrames: 2}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ix, err := f.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ first, last, want int }{{12, 15, 6}, {20, 20, 1}, {3, 29, 30}, {9, 9, 10}} {
+		if n, err := f.DecodeSpan(ix, c.first, c.last); err != nil || n != c.want {
+			t.Errorf("DecodeSpan(%d, %d) = %d, %v; want %d frames", c.first, c.last, n, err, c.want)
+		}
+	}
+	if _, err := f.DecodeSpan(ix, 5, 30); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("past the end: %v", err)
+	}
+}
