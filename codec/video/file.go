@@ -58,6 +58,7 @@ type File struct {
 	memCap  int
 	live    bool // the decoder has decoded up to lastFrame and can go on from there
 	lastIdx int
+	decoded int // frames the decoder returned to ReadFrames (tests)
 
 	cinfo C.gdv_info
 	cerr  [256]C.char
@@ -377,9 +378,11 @@ func (f *File) ReadFrames(ix *Index, first, count, stride int, dst []byte) error
 // seek came after first (the seek landed too late), so the caller seeks earlier.
 func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int, afterSeek bool) (again bool, err error) {
 	got := 0
+	// Frames before first are not delivered: the decoder skips those no frame refers to.
+	skip := C.int64_t(ix.PTS[first])
 	for got < count {
 		var p C.int64_t
-		r := C.gdv_decode(f.c, &p)
+		r := C.gdv_decode(f.c, skip, &p)
 		want := first + got*stride
 		if r == 0 {
 			return false, fmt.Errorf("frame %d: %w: the stream ends first (truncated file?)", want, ErrFrame)
@@ -394,6 +397,7 @@ func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int
 			}
 			return false, fmt.Errorf("decoding frame %d: %s", want, ffErr(r))
 		}
+		f.decoded++
 		i := ix.frameOf(int64(p))
 		if i < 0 {
 			return false, fmt.Errorf("decoding frame %d: the decoder returned a frame at time %d, which no packet has", want, int64(p))
@@ -436,7 +440,7 @@ func (f *File) DecodeSpan(ix *Index, first, last int) (n int, err error) {
 	}
 	for {
 		var p C.int64_t
-		r := C.gdv_decode(f.c, &p)
+		r := C.gdv_decode(f.c, math.MinInt64, &p)
 		if r == 0 {
 			return n, fmt.Errorf("frame %d: %w: the stream ends first (truncated file?)", last, ErrFrame)
 		}

@@ -443,3 +443,40 @@ func TestDecodeSpan(t *testing.T) {
 		t.Errorf("past the end: %v", err)
 	}
 }
+
+// Frames before a sequence that no other frame refers to (H.264's non-reference
+// B-frames) are not decoded; the delivered frames are ffmpeg's, whether the reader
+// seeks or goes on decoding.
+func TestSkipNonReference(t *testing.T) {
+	needFFmpeg(t)
+	p := videotest.Make(t, t.TempDir(), "nonref", videotest.Spec{Frames: 36, GOP: 12, BFrames: 3})
+	f, err := Open(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ix, err := f.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := videotest.RGBFrames(t, p, f.Info.Width, f.Info.Height)
+	fb := f.FrameBytes()
+	dst := make([]byte, 2*fb)
+	// Seeking to frame 12 for 22 and 23, going on for 26 and 28, seeking for 10 and 11:
+	// without skipping the decoder returns 12, 5 and 12 frames for them, here 8, 4 and 8.
+	for _, c := range []struct{ first, stride, most int }{{22, 1, 10}, {26, 2, 4}, {10, 1, 10}} {
+		f.decoded = 0
+		if err := f.ReadFrames(ix, c.first, 2, c.stride, dst); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < 2; k++ {
+			if !bytes.Equal(dst[k*fb:(k+1)*fb], ref[c.first+k*c.stride]) {
+				t.Fatalf("frames from %d: frame %d differs from ffmpeg's", c.first, c.first+k*c.stride)
+			}
+		}
+		if f.decoded > c.most {
+			t.Errorf("frames from %d: the decoder returned %d frames; non-reference frames before %d skipped, at most %d", c.first, f.decoded, c.first, c.most)
+		}
+	}
+	checkSequences(t, p, 20)
+}
