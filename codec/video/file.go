@@ -378,12 +378,12 @@ func (f *File) ReadFrames(ix *Index, first, count, stride int, dst []byte) error
 // seek came after first (the seek landed too late), so the caller seeks earlier.
 func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int, afterSeek bool) (again bool, err error) {
 	got := 0
-	// Frames before first are not delivered: the decoder skips those no frame refers to.
-	skip := C.int64_t(ix.PTS[first])
 	for got < count {
-		var p C.int64_t
-		r := C.gdv_decode(f.c, skip, &p)
 		want := first + got*stride
+		// The frames before want are delivered already or not at all: the decoder skips
+		// those of them no frame refers to.
+		var p C.int64_t
+		r := C.gdv_decode(f.c, C.int64_t(ix.PTS[want]), &p)
 		if r == 0 {
 			return false, fmt.Errorf("frame %d: %w: the stream ends first (truncated file?)", want, ErrFrame)
 		}

@@ -54,7 +54,7 @@ int gdv_seek(gdv_file *f, int64_t ts);
 
 // gdv_decode decodes the next frame in presentation order. 1: a frame (*pts its time,
 // INT64_MIN when unknown), 0: end of stream, < 0: an FFmpeg error. Frames presented
-// before skip_before (INT64_MIN: none), which the caller does not want, are not decoded
+// before skip_before (INT64_MIN: none), which the caller will not deliver, are not decoded
 // at all where no other frame refers to them (H.264 and HEVC non-reference pictures:
 // FFmpeg's AVDISCARD_NONREF), so that they are never returned; the others are decoded
 // exactly as without it.

@@ -444,9 +444,9 @@ func TestDecodeSpan(t *testing.T) {
 	}
 }
 
-// Frames before a sequence that no other frame refers to (H.264's non-reference
-// B-frames) are not decoded; the delivered frames are ffmpeg's, whether the reader
-// seeks or goes on decoding.
+// Frames before a sequence, and between its frames, that no other frame refers to
+// (H.264's non-reference B-frames) are not decoded; the delivered frames are ffmpeg's,
+// whether the reader seeks or goes on decoding.
 func TestSkipNonReference(t *testing.T) {
 	needFFmpeg(t)
 	p := videotest.Make(t, t.TempDir(), "nonref", videotest.Spec{Frames: 36, GOP: 12, BFrames: 3})
@@ -461,21 +461,22 @@ func TestSkipNonReference(t *testing.T) {
 	}
 	ref := videotest.RGBFrames(t, p, f.Info.Width, f.Info.Height)
 	fb := f.FrameBytes()
-	dst := make([]byte, 2*fb)
-	// Seeking to frame 12 for 22 and 23, going on for 26 and 28, seeking for 10 and 11:
-	// without skipping the decoder returns 12, 5 and 12 frames for them, here 8, 4 and 8.
-	for _, c := range []struct{ first, stride, most int }{{22, 1, 10}, {26, 2, 4}, {10, 1, 10}} {
+	dst := make([]byte, 12*fb)
+	// Seeking to frame 12 for 22 and 23, going on for 26 and 28, seeking for 10 and 11,
+	// then for every third frame from 0: without skipping the decoder returns 12, 5, 12
+	// and 34 frames for them, here 8, 4, 8 and 28.
+	for _, c := range []struct{ first, count, stride, most int }{{22, 2, 1, 10}, {26, 2, 2, 4}, {10, 2, 1, 10}, {0, 12, 3, 30}} {
 		f.decoded = 0
-		if err := f.ReadFrames(ix, c.first, 2, c.stride, dst); err != nil {
+		if err := f.ReadFrames(ix, c.first, c.count, c.stride, dst); err != nil {
 			t.Fatal(err)
 		}
-		for k := 0; k < 2; k++ {
+		for k := 0; k < c.count; k++ {
 			if !bytes.Equal(dst[k*fb:(k+1)*fb], ref[c.first+k*c.stride]) {
 				t.Fatalf("frames from %d: frame %d differs from ffmpeg's", c.first, c.first+k*c.stride)
 			}
 		}
 		if f.decoded > c.most {
-			t.Errorf("frames from %d: the decoder returned %d frames; non-reference frames before %d skipped, at most %d", c.first, f.decoded, c.first, c.most)
+			t.Errorf("frames from %d (stride %d): the decoder returned %d frames; with the non-reference frames not delivered skipped, at most %d", c.first, c.stride, f.decoded, c.most)
 		}
 	}
 	checkSequences(t, p, 20)
