@@ -598,9 +598,10 @@ class Pipeline:
 
     @contextlib.contextmanager
     def _naming_sites(self, building=True):
-        """Errors the library raises about a node name, as DALI's do, the operator and the
-        line of the user's code that made it (_dali_framed); at build() the message also
-        ends with the node's site ("made at file.py:12")."""
+        """An error the library raises about a node: the node's own error is framed as
+        DALI frames it (_dali_framed: the operator, and the line of the user's code that
+        made the node); at build() the message also ends with the node's site ("made at
+        file.py:12")."""
         try:
             yield
         except _lib.GodaliError as e:
