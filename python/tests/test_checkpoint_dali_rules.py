@@ -203,3 +203,24 @@ def test_drop_over_padded_shards_carries_the_padded_batches(tmp_path, stick):
         # the shards move at each reader epoch (every second iterator epoch)
         assert epochs == [[first], [padded], [first[1:] + first[:1]],
                           [padded[1:] + padded[:1]]]
+
+
+def test_operator_made_outside_the_pipeline_refuses_checkpointing():
+    # DALI's rule: with enable_checkpointing an operator made outside the pipeline's
+    # scope (its state could not be tied to the pipeline) fails the build, naming it.
+    outside = fn.random.uniform(shape=[2])
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, enable_checkpointing=True)
+    def pipe(arg):
+        return arg + 0
+
+    with pytest.raises(RuntimeError, match="The pipeline does not support checkpointing "
+                                           "because it contains operator.*outside the "
+                                           "pipeline scope"):
+        pipe(outside).build()
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def plain(arg):
+        return arg + 0
+
+    plain(fn.random.uniform(shape=[2])).build()  # without checkpointing it is allowed

@@ -567,6 +567,7 @@ class Pipeline:
             if self._outputs is None:
                 self.description()  # runs define_graph / checks the outputs
             if self._enable_checkpointing:
+                self._require_no_foreign_ops("The pipeline does not support checkpointing")
                 _ext.warn_unrecorded(self)
                 if self._checkpoint is not None:
                     # Before prepare() polls a source for its dtype.
@@ -607,6 +608,17 @@ class Pipeline:
             self._interruptible(lib.pipeline_build, self._handle)
         self._built = True
         _ext.after_build(self)
+
+    def _require_no_foreign_ops(self, message):
+        """DALI's check: operators made outside the pipeline's scope (fn calls outside
+        `with pipe:` / @pipeline_def, adopted when the pipeline used their outputs)."""
+        foreign = [n.name for n in self._reachable_nodes() if getattr(n, "floating", False)]
+        if foreign:
+            raise RuntimeError(
+                "%s because it contains operator(s) that were defined outside the pipeline "
+                "scope:\n%s\nAll operators should be defined while the pipeline is set as the "
+                "current pipeline. This happens automatically when defining the pipeline in a "
+                "function decorated with `@pipeline_def`." % (message, foreign))
 
     @contextlib.contextmanager
     def _naming_sites(self):
