@@ -659,6 +659,15 @@ def _iter_ckpt_scenarios():
             out.append(("iterator/checkpoint size=6 after %d batches auto_reset=%s" % (
                 cut, auto_reset), (lambda c, a: lambda ctx: _iter_ckpt_record(ctx, c, a))(
                     cut, auto_reset)))
+    for policy in ("DROP", "FILL", "PARTIAL"):
+        for shard, nsh, bs in ((2, 3, 3), (1, 4, 2)):
+            # 11 samples in shards of 3-4 (2-3), padded: DALI's DROP epochs take fewer
+            # batches than the reader's padded epochs have and carry the rest over.
+            out.append(("iterator/%s reader_name pad_last_batch shard %d of %d, batches of %d, "
+                        "4 epochs" % (policy, shard, nsh, bs),
+                        (lambda a, b, c: lambda ctx: _iter_record(
+                            ctx, a, True, True, padded=True, bs=c, shard=b, epochs=4))(
+                            policy, (shard, nsh), bs)))
     for npipes, size in ((2, 5), (1, 2), (2, 6)):
         out.append(("iterator/DROP %d pipelines of 3, size=%d" % (npipes, size),
                     (lambda n, s: lambda ctx: _iter_drop_no_data(ctx, n, s))(npipes, size)))
