@@ -168,3 +168,31 @@ func TestSubBatchRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSubBatchPlan: the memory plan counts a host-batch node's crossing data for every
+// sample of the batches alive, and with sub_batch_size for one part of each batch being
+// prepared.
+func TestSubBatchPlan(t *testing.T) {
+	partsProbes.Store(9301, &partsProbe{})
+	t.Cleanup(func() { partsProbes.Delete(9301) })
+	per := int64(classSize(64 * 48 * 3))
+	for _, c := range []struct{ sub, samples int }{{0, 10 * (2 + 2)}, {3, 3 * 2}} {
+		p, err := NewPipeline([]byte(subBatchDesc(9301, 10, c.sub)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mp := p.MemoryPlan(0)
+		var x *PlanValue
+		for i, v := range mp.Crossing {
+			if v.Name == "x" {
+				x = &mp.Crossing[i]
+			}
+		}
+		if x == nil || x.Bytes != per*int64(c.samples) || mp.SubBatchSize != c.sub {
+			t.Errorf("sub_batch_size %d: crossing %+v, want x at %d bytes", c.sub, mp.Crossing, per*int64(c.samples))
+		}
+		if mp.HostBytesWorst != mp.OutputBytes+mp.IntermediateBytes+mp.CrossingBytes+mp.DecoderWorkBytes {
+			t.Errorf("totals %+v", mp)
+		}
+	}
+}
