@@ -1006,6 +1006,8 @@ func (p *Pipeline) finish(b *Batch) {
 	if b.err == nil && p.isAbandoned() {
 		b.err = errAbandoned()
 	}
+	// The data that crossed phases has been read: the batch needs only its outputs now.
+	b.releaseCross()
 	p.host.leave(b)
 	if p.gpu != nil && b.err == nil {
 		p.gpu.submit(b) // the GPU stage closes b.done once the batch's work is queued

@@ -28,9 +28,9 @@ type MemoryPlan struct {
 	SubBatchSize int `json:"sub_batch_size"`
 	// Outputs are the pipeline's outputs, per batch; Intermediates the other values,
 	// per worker (each holds one sample's); Crossing the values a host-batch node
-	// (python_function) reads or makes, which the batch holds for its samples: every
-	// sample of the Batches batches, or with sub_batch_size one part of each batch being
-	// prepared (prefetch_queue_depth of them).
+	// (python_function) reads or makes, which a batch holds for its samples while it is
+	// prepared: every sample of prefetch_queue_depth batches, or with sub_batch_size one
+	// part of each.
 	Outputs       []PlanValue `json:"outputs"`
 	Intermediates []PlanValue `json:"intermediates"`
 	Crossing      []PlanValue `json:"crossing,omitempty"`
@@ -143,9 +143,9 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 	mp := MemoryPlan{BatchSize: p.Spec.BatchSize, NumThreads: threads, PrefetchQueueDepth: depth,
 		MaxHostBytes: p.Spec.MaxHostBytes, Available: ReadMemoryBudget(), Scans: scans}
 	mp.Batches = mp.PrefetchQueueDepth + consumerBatches
-	// Crossing data: held by every batch until it is released, or by one part of each
-	// batch being prepared while the part runs (runParts).
-	crossSamples := int64(p.Spec.BatchSize * mp.Batches)
+	// Crossing data: held by each batch being prepared until its last phase has run
+	// (finish), or by one part of it while the part runs (runParts).
+	crossSamples := int64(p.Spec.BatchSize * mp.PrefetchQueueDepth)
 	if p.inParts() {
 		mp.SubBatchSize = p.Spec.SubBatchSize
 		crossSamples = int64(p.Spec.SubBatchSize * mp.PrefetchQueueDepth)

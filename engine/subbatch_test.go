@@ -170,13 +170,12 @@ func TestSubBatchRefused(t *testing.T) {
 }
 
 // TestSubBatchPlan: the memory plan counts a host-batch node's crossing data for every
-// sample of the batches alive, and with sub_batch_size for one part of each batch being
-// prepared.
+// sample of the batches being prepared, and with sub_batch_size for one part of each.
 func TestSubBatchPlan(t *testing.T) {
 	partsProbes.Store(9301, &partsProbe{})
 	t.Cleanup(func() { partsProbes.Delete(9301) })
 	per := int64(classSize(64 * 48 * 3))
-	for _, c := range []struct{ sub, samples int }{{0, 10 * (2 + 2)}, {3, 3 * 2}} {
+	for _, c := range []struct{ sub, samples int }{{0, 10 * 2}, {3, 3 * 2}} {
 		p, err := NewPipeline([]byte(subBatchDesc(9301, 10, c.sub)))
 		if err != nil {
 			t.Fatal(err)
