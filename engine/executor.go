@@ -1020,7 +1020,15 @@ func (p *Pipeline) finish(b *Batch) {
 // nodes: without them every node runs per sample already, and nothing scales with the
 // batch but its outputs).
 func (p *Pipeline) inParts() bool {
-	return p.Spec.SubBatchSize > 0 && len(p.Part.Phases) > 1
+	if p.Spec.SubBatchSize == 0 {
+		return false
+	}
+	for _, nodes := range p.Part.HostBatch {
+		if len(nodes) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // runParts runs a batch in parts of sub_batch_size samples: each part goes through

@@ -115,6 +115,9 @@ func TestSubBatchesIdentical(t *testing.T) {
 	whole, wp := run(9101, 0)
 	for _, sub := range []int{1, 3, 5, batch, 64} {
 		got, pr := run(9102+sub, sub)
+		if sub < batch && !strings.Contains(fmt.Sprint(pr.sizes), fmt.Sprint(sub)) {
+			t.Fatalf("sub_batch_size %d: calls saw %v", sub, pr.sizes)
+		}
 		for i := range whole {
 			if !bytes.Equal(whole[i], got[i]) {
 				t.Fatalf("sub_batch_size %d: output value %d differs from the whole-batch run", sub, i)
@@ -142,6 +145,24 @@ func TestSubBatchesIdentical(t *testing.T) {
 	}
 	if most := max(wp.inUse[0], wp.inUse[len(wp.inUse)-1]); most < int64(batch*64*48*3) {
 		t.Errorf("whole batch: %d bytes crossing, want the batch's %d (the probe sees nothing?)", most, batch*64*48*3)
+	}
+}
+
+// TestSubBatchLastNode: a host-batch node that makes the pipeline's output (no phase
+// after it) runs on parts too.
+func TestSubBatchLastNode(t *testing.T) {
+	pr := &partsProbe{}
+	partsProbes.Store(9401, pr)
+	t.Cleanup(func() { partsProbes.Delete(9401) })
+	desc := strings.Replace(subBatchDesc(9401, 6, 4), `"outputs": ["z"]}`, `"outputs": ["y"]}`, 1)
+	p := mustPipeline(t, desc)
+	if _, err := p.Next(); err != nil {
+		t.Fatal(err)
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if len(pr.sizes) < 2 || pr.sizes[0] != 4 || pr.sizes[1] != 2 {
+		t.Errorf("calls saw %v samples, want parts of 4 and 2", pr.sizes)
 	}
 }
 
