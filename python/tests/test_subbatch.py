@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import godali.fn as fn
+from godali import _lib
 import godali.types as types
 from conftest import make_jpeg
 from godali.pipeline import Pipeline
@@ -76,3 +77,40 @@ def test_bad_values(folder):
         pipe.set_outputs(fn.pad(fn.decoders.image(jpegs), axes=(0, 1)))
     with pytest.raises(Exception, match=r"sub_batch_size 2: node .*pad.* needs the whole batch"):
         pipe.build()
+
+
+def build_mixed(folder, sub):
+    import godali
+
+    def gray(images):
+        return [np.ascontiguousarray(np.asarray(im).mean(axis=2).astype(np.uint8))
+                for im in images]
+
+    pipe = godali.Pipeline(batch_size=4, num_threads=2, device_id=0, seed=5,
+                           sub_batch_size=sub)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=folder, random_shuffle=True, name="Reader")
+        host = fn.python_function(fn.decoders.image(jpegs), function=gray,
+                                  batch_processing=True)
+        dev = fn.resize(fn.decoders.image(jpegs, device="mixed"), resize_x=16, resize_y=16)
+        pipe.set_outputs(host, dev, labels)
+    return pipe
+
+
+@pytest.mark.skipif(_lib.get().flavour != "cuda", reason="needs the CUDA flavour (a GPU, "
+                    "or the emulator: make test-cuda-emu)")
+def test_parts_with_a_gpu_stage(folder):
+    """The CUDA flavour: the host part of a pipeline with a GPU stage runs in parts, the
+    GPU stage over the whole batch; the host outputs are the whole-batch run's (the
+    device output is checked for its shape: reading it back needs torch with CUDA)."""
+    res = {}
+    for sub in (None, 3):
+        with build_mixed(folder, sub) as pipe:
+            out = []
+            for _ in range(4):
+                host, dev, labels = pipe.run()
+                assert dev.device == "gpu" and tuple(dev.shape()[0]) == (16, 16, 3)
+                out.append([[np.array(host[i]) for i in range(4)],
+                            np.array(labels.as_array())])
+            res[sub] = out
+    assert same(res[None], res[3])
