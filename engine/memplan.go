@@ -41,6 +41,11 @@ type MemoryPlan struct {
 	IntermediateBytes int64 `json:"intermediate_bytes"`
 	CrossingBytes     int64 `json:"crossing_bytes"`
 	DecoderWorkBytes  int64 `json:"decoder_work_bytes"`
+	// RuntimeBytes is the library's own memory while it runs, measured rather than
+	// derived (runtimeBase + runtimePerThread x num_threads): the Go runtime and the
+	// heap's metadata, the workers' threads and stacks, the C allocator's per-thread
+	// arenas (libjpeg's small allocations), the batches' wrappers in the caller.
+	RuntimeBytes      int64 `json:"runtime_bytes"`
 	HostBytesWorst    int64 `json:"host_bytes_worst"`
 	HostBytesExpected int64 `json:"host_bytes_expected"`
 	// MaxHostBytes is the description's budget (0: none); Available the process's
@@ -206,8 +211,9 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 	for _, s := range scans {
 		mp.DecoderWorkBytes += s.MaxWorkBytes * int64(mp.NumThreads)
 	}
-	mp.HostBytesWorst = mp.OutputBytes + mp.IntermediateBytes + mp.CrossingBytes + mp.DecoderWorkBytes
-	mp.HostBytesExpected += mp.DecoderWorkBytes
+	mp.RuntimeBytes = runtimeBase + runtimePerThread*int64(mp.NumThreads)
+	mp.HostBytesWorst = mp.OutputBytes + mp.IntermediateBytes + mp.CrossingBytes + mp.DecoderWorkBytes + mp.RuntimeBytes
+	mp.HostBytesExpected += mp.DecoderWorkBytes + mp.RuntimeBytes
 	if avail := mp.Available.Available(); avail > 0 && mp.HostBytesWorst > avail {
 		mp.Warning = fmt.Sprintf("the pipeline may need %s of host memory, more than the %s available: %s",
 			fmtBytes(mp.HostBytesWorst), fmtBytes(avail), mp.lower())
@@ -221,6 +227,16 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 // data, 106.9 MiB peak growth when each batch is dropped before the next call, 125.2
 // MiB when it is kept until the call returns, one batch of outputs more).
 const consumerBatches = 2
+
+// The library's own memory at run time (MemoryPlan.RuntimeBytes), measured as the peak
+// RSS growth the buffers do not explain: 1.7-2.3 MiB for a pipeline without buffers
+// (random.uniform of one float, 1 to 4 threads), and up to 4.4 MiB more than the buffers
+// for the bench's training and validation pipelines over ten epochs (1 to 4 threads;
+// benchmarks/RESULTS.md).
+const (
+	runtimeBase      = 4 << 20
+	runtimePerThread = 1 << 20
+)
 
 // scanOf is the scan of decoder node.
 func scanOf(scans []ImageScan, node string) (ImageScan, bool) {
@@ -264,9 +280,9 @@ func (mp MemoryPlan) lower() string {
 // Summary is the plan in one line (errors and logs).
 func (mp MemoryPlan) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "host memory plan: %s worst (%s expected) = outputs %s + workers' buffers %s + decoders' work %s",
+	fmt.Fprintf(&b, "host memory plan: %s worst (%s expected) = outputs %s + workers' buffers %s + decoders' work %s + runtime %s",
 		fmtBytes(mp.HostBytesWorst), fmtBytes(mp.HostBytesExpected), fmtBytes(mp.OutputBytes),
-		fmtBytes(mp.IntermediateBytes), fmtBytes(mp.DecoderWorkBytes))
+		fmtBytes(mp.IntermediateBytes), fmtBytes(mp.DecoderWorkBytes), fmtBytes(mp.RuntimeBytes))
 	if mp.CrossingBytes > 0 {
 		fmt.Fprintf(&b, " + host-batch nodes' data %s", fmtBytes(mp.CrossingBytes))
 	}

@@ -166,7 +166,7 @@ func TestMemoryPlan(t *testing.T) {
 	if dec == nil || dec.Source != "scan" || dec.SampleWorst <= 0 || dec.SampleWorst > int64(rw*rh*3) || dec.Bytes != dec.SampleWorst*threads {
 		t.Fatalf("decoder plan %+v", dec)
 	}
-	if mp.HostBytesWorst != mp.OutputBytes+mp.IntermediateBytes+mp.CrossingBytes+mp.DecoderWorkBytes ||
+	if mp.HostBytesWorst != mp.OutputBytes+mp.IntermediateBytes+mp.CrossingBytes+mp.DecoderWorkBytes+mp.RuntimeBytes ||
 		mp.HostBytesExpected > mp.HostBytesWorst || mp.Available.MemAvailable <= 0 || len(mp.Unknown) != 0 {
 		t.Fatalf("totals %+v", mp)
 	}

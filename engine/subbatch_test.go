@@ -211,7 +211,7 @@ func TestSubBatchPlan(t *testing.T) {
 		if x == nil || x.Bytes != per*int64(c.samples) || mp.SubBatchSize != c.sub {
 			t.Errorf("sub_batch_size %d: crossing %+v, want x at %d bytes", c.sub, mp.Crossing, per*int64(c.samples))
 		}
-		if mp.HostBytesWorst != mp.OutputBytes+mp.IntermediateBytes+mp.CrossingBytes+mp.DecoderWorkBytes {
+		if mp.HostBytesWorst != mp.OutputBytes+mp.IntermediateBytes+mp.CrossingBytes+mp.DecoderWorkBytes+mp.RuntimeBytes {
 			t.Errorf("totals %+v", mp)
 		}
 	}
