@@ -1212,7 +1212,7 @@ func (p *Pipeline) replace(b *Batch, failed []int, phase, lo, hi int) error {
 		}
 		sort.Ints(pending) // results come in any order; errors name the first sample
 	}
-	b.Skipped = int64(len(failed))
+	b.Skipped += int64(len(failed)) // per phase, or per part (sub_batch_size)
 	for _, i := range failed {
 		e := b.errs[i]
 		b.SkippedErrs = append(b.SkippedErrs, e)

@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -213,6 +215,58 @@ func TestSubBatchPlan(t *testing.T) {
 		}
 		if mp.HostBytesWorst != mp.OutputBytes+mp.IntermediateBytes+mp.CrossingBytes+mp.DecoderWorkBytes+mp.RuntimeBytes {
 			t.Errorf("totals %+v", mp)
+		}
+	}
+}
+
+// TestSubBatchSkip: on_error "skip" with parts: files that fail before the host-batch
+// node are replaced as in the whole-batch run (same outputs, same count of skips).
+func TestSubBatchSkip(t *testing.T) {
+	partsProbes.Store(9501, &partsProbe{})
+	t.Cleanup(func() { partsProbes.Delete(9501) })
+	dir := t.TempDir()
+	var files []string
+	for i := 0; i < 6; i++ {
+		f := filepath.Join(dir, fmt.Sprintf("%d.jpg", i))
+		if i == 1 || i == 4 {
+			os.WriteFile(f, []byte("not an image"), 0o644)
+		} else {
+			writeJPEG(t, f, 32+4*i, 24, i)
+		}
+		files = append(files, fmt.Sprintf("%q", f))
+	}
+	run := func(sub string) ([][]byte, int64) {
+		p := mustPipeline(t, fmt.Sprintf(`{"batch_size": 6, "num_threads": 2, "on_error": "skip", %s"ops": [
+		{"op": "readers.file", "name": "R", "outputs": ["b", "l"], "args": {"files": [%s]}},
+		{"op": "decoders.image", "name": "dec", "inputs": ["b"], "outputs": ["img"]},
+		{"op": "_test.host_parts", "name": "h", "inputs": ["img"], "outputs": ["y"], "args": {"key": 9501}}], "outputs": ["y"]}`,
+			sub, strings.Join(files, ", ")))
+		b, err := p.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outs [][]byte
+		for i := 0; i < 6; i++ {
+			v, err := b.Output(0).SampleView(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 1
+			for _, d := range v.Shape {
+				n *= int(d)
+			}
+			outs = append(outs, bytes.Clone(unsafe.Slice((*byte)(v.Ptr), n)))
+		}
+		return outs, b.Skipped
+	}
+	whole, ws := run("")
+	parts, ps := run(`"sub_batch_size": 3, `)
+	if ws != 2 || ps != 2 {
+		t.Fatalf("skipped %d (whole) and %d (parts), want 2", ws, ps)
+	}
+	for i := range whole {
+		if !bytes.Equal(whole[i], parts[i]) {
+			t.Fatalf("sample %d differs between the whole-batch and the sub-batch run", i)
 		}
 	}
 }
