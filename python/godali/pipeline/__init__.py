@@ -119,12 +119,14 @@ class Pipeline:
     preallocate ("auto", the default, or "off"): build scans the image headers of the
     decoders' local files in the background and sizes their buffers from the largest.
     max_host_bytes: build fails, naming what to lower, when memory_plan()'s worst case
-    is above it. sub_batch_size (None: the whole batch): the whole-batch stages
-    (python_function with batch_processing=True, and the GPU stage on the CUDA flavour)
-    run on parts of this many samples, one part after the other, and only the outputs
-    are assembled whole, so that their intermediate memory scales with the part. A
-    batch python_function is then called once per part with that part's samples, not
-    once with the whole batch as in DALI (docs/pipeline.md, "Sub-batches").
+    is above it. sub_batch_size (None: the whole batch): the whole-batch host stages
+    (python_function with batch_processing=True, and the nodes before and after it) run
+    on parts of this many samples, one part after the other, and only the outputs are
+    assembled whole, so that the data the function reads and makes scales with the
+    part. A batch python_function is then called once per part with that part's
+    samples, not once with the whole batch as in DALI; operators that need the whole
+    batch (pad, permute_batch, ...) refuse it; the GPU stage of the CUDA flavour still
+    runs over the whole batch (docs/pipeline.md, "Sub-batches").
     exec_pipelined and exec_async are accepted for
     compatibility: godali always runs ahead of the consumer.
 
