@@ -427,3 +427,61 @@ def test_gpu_condition_refused_as_dali_does():
     # DALI 2.4: ValueError 'Invalid device "gpu" for argument 'predicate' ...'
     with pytest.raises(ValueError, match="Named arguments must be on CPU"):
         p()
+
+
+def test_condition_stack_splits_per_level_with_dalis_names():
+    # DALI's _conditionals._ConditionStack API (its tests drive it with hand-made
+    # DataNodes): a value is split once per level between where it was made and the
+    # branch that uses it; each split's outputs are recorded in their own branch
+    from godali import _conditionals as c
+    from godali.data_node import DataNode
+    st = c._ConditionStack()
+    outer, inner, made_in_if = DataNode("outer"), DataNode("inner"), DataNode("in_if")
+    assert (outer.name, outer.device, outer.source) == ("outer", "cpu", None)
+    st.register_data_nodes([outer, (inner,)])
+    assert st.push_predicate(outer) is outer and st.stack_depth() == 2
+    st.track_true_branch()
+    st.register_data_nodes({"k": made_in_if})
+    assert st._find_closest(made_in_if) == 1 and st._find_closest(inner) == 0
+    pred2 = st.push_predicate(inner)  # inner split by outer for the true branch
+    assert pred2 is not inner and st._find_closest(inner) == 1
+    assert st.preprocess_input(inner) is pred2  # cached: one split per level
+    level1 = st.levels[1]
+    t, f = level1.splits[c._data_node_repr(inner)]
+    assert c._data_node_repr(f) in level1._produced[False]
+    assert c._data_node_repr(f) not in level1._produced[True]
+    st.track_false_branch()
+    split_in_else = st.preprocess_input(made_in_if)  # made in level 1's true branch
+    assert split_in_else.source.op == "_conditional.split"
+    assert len(st.top().produced) == 1
+    st.track_merge(pred2)
+    assert len(st.top().produced) == 3  # both splits' outputs and the predicate
+    st.pop()
+    st.pop()
+    assert len(st.top().produced) == 2
+
+
+def test_hand_made_data_node_in_a_pipeline_is_refused():
+    from godali.data_node import DataNode
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        return fn.cast(DataNode("nothing"), dtype=types.INT32)
+
+    with pytest.raises(ValueError, match="DataNode 'nothing', made by hand"):
+        p()
+
+
+def test_split_of_a_constant():
+    # DALI accepts a constant as _conditional.split's input (a Constant node)
+    @godali.pipeline_def(batch_size=4, num_threads=1, device_id=None)
+    def p():
+        x = _fed([1, -2, 3, -4])
+        pred = x > 0
+        t, _ = fn._conditional.split(x, predicate=pred)
+        _, f = fn._conditional.split(np.int32(7), predicate=pred)
+        return fn._conditional.merge(t, f, predicate=pred)
+
+    assert [int(v) for v in _outs(p(), 4)[0]] == [1, 7, 3, 7]
+    with pytest.raises(TypeError, match="input must be a DataNode or a constant"):
+        fn._conditional.split("text", predicate=_fed([1]) > 0)

@@ -282,6 +282,13 @@ FIXED = {
         y = select([down, up, down, up], math.abs(x) % 4, z)
     return y
 """, {}),
+    "split_constant": ("""def split_constant(x, z):
+    p = x > 0
+    t, _ = fn._conditional.split(x, predicate=p)
+    _, f = fn._conditional.split(np.int32(7), predicate=p)
+    u, g = fn._conditional.split(np.float32([0.5, 2]), predicate=p)
+    return fn._conditional.merge(t, f, predicate=p), fn._conditional.merge(u, g * 2, predicate=p)
+""", {}),
     "one_branch_used": ("""def one_branch_used(x, z):
     if x > 0:
         w = x + 1
