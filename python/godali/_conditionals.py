@@ -28,8 +28,9 @@ What is rewritten, as DALI does:
   loops, `with` or `try` are left as they are.
 - the functions (and lambdas) the pipeline function calls, when they are the program's
   own (not godali's, numpy's or a library's), converted on first call (DALI's
-  converted_call); a lambda given as the pipeline function too. `@do_not_convert` keeps a
-  function as it is.
+  converted_call); a lambda given as the pipeline function too; the functions and
+  lambdas a converted function defines, with it (in their own scope). `@do_not_convert`
+  keeps a function as it is.
 - `not`, `and`, `or` (anywhere in the function body): on pipeline data, `not` is the
   per-sample logical not; `a and b` / `a or b` split the batch by `a` and evaluate `b`
   only on the samples that need it (DALI's lazy_and / lazy_or), giving BOOL. On Python
@@ -689,9 +690,25 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     def visit_FunctionDef(self, node):
-        return node  # nested functions keep their own semantics
+        # A function defined inside a converted one is converted with it (as AutoGraph
+        # converts nested functions), its own variables and returns rewritten in its own
+        # scope; not a generator, nor one marked @do_not_convert.
+        if _scan(node.body, (ast.Yield, ast.YieldFrom)) or any(
+                (_dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1]
+                == "do_not_convert" for d in node.decorator_list):
+            return node
+        node.body = _single_exit(node.body)
+        node.body = [x for s in node.body for x in _as_list(self.visit(s))]
+        return node
 
-    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+    def visit_Lambda(self, node):
+        self.generic_visit(node)  # its `and`/`or`/`not` and calls, as the function's
+        return node
+
+    def visit_ClassDef(self, node):
+        return node  # classes (and their methods) keep their own semantics
+
+    visit_AsyncFunctionDef = visit_ClassDef
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)

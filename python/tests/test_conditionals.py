@@ -485,3 +485,39 @@ def test_split_of_a_constant():
     assert [int(v) for v in _outs(p(), 4)[0]] == [1, 7, 3, 7]
     with pytest.raises(TypeError, match="input must be a DataNode or a constant"):
         fn._conditional.split("text", predicate=_fed([1]) > 0)
+
+
+def test_functions_and_lambdas_defined_inside_are_converted():
+    # DALI (AutoGraph) converts the functions and lambdas a converted function defines;
+    # godali rewrote only the outer one, so `and` / `if` in a helper defined inside the
+    # pipeline function hit DataNode.__bool__ (tests/compat/cond_oracle.py: nested_*)
+    xs, zs = [3, -1, 0, 2], [1, 1, -2, 0]
+
+    @godali.pipeline_def(batch_size=4, num_threads=1, device_id=None, enable_conditionals=True)
+    def p():
+        x, z = _fed(xs), _fed(zs)
+        both = lambda a, b: (a > 0) and (b > 0)  # noqa: E731
+
+        def clamp(v):
+            if v < 0:
+                return v * 0
+            return v + 10
+
+        return both(x, z), clamp(x)
+
+    b, c = _outs(p(), 4)
+    assert [bool(v) for v in b] == [x > 0 and z > 0 for x, z in zip(xs, zs)]
+    assert [int(v) for v in c] == [0 if x < 0 else x + 10 for x in xs]
+
+    from godali.pipeline import do_not_convert
+
+    @godali.pipeline_def(batch_size=4, num_threads=1, device_id=None, enable_conditionals=True)
+    def kept():
+        @do_not_convert
+        def raw(v):
+            return v and v
+
+        return raw(_fed(xs) > 0)
+
+    with pytest.raises(TypeError, match="conditional context"):
+        kept()

@@ -289,6 +289,23 @@ FIXED = {
     u, g = fn._conditional.split(np.float32([0.5, 2]), predicate=p)
     return fn._conditional.merge(t, f, predicate=p), fn._conditional.merge(u, g * 2, predicate=p)
 """, {}),
+    "nested_lambda": ("""def nested_lambda(x, z):
+    both = lambda a, b: (a > 0) and (b > 0)
+    either = lambda a: (a > 1) or not (a > -2)
+    return both(x, z), either(x)
+""", {}),
+    "nested_def_if": ("""def nested_def_if(x, z):
+    def clamp(v, lo):
+        if v < lo:
+            return v * 0 + lo
+        return v
+    def pick(a, b):
+        out = a
+        if b > 0 and a > 0:
+            out = fn.stack(a, b, a * b)[b % 3]
+        return out
+    return clamp(x, -1), pick(x, z)
+""", {}),
     "one_branch_used": ("""def one_branch_used(x, z):
     if x > 0:
         w = x + 1
