@@ -472,6 +472,57 @@ def choose(pred, true_fn, false_fn, name="<result>"):
                 (lambda: UNDEFINED,))[0]
 
 
+def _package_dir():
+    import os
+    return os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def explain_user_error(e):
+    """An exception raised while a converted pipeline function was traced, as DALI
+    (AutoGraph) reports it: of the same type, its message prefixed with the frames of
+    the user's code it went through ("in user code:", each converted function's frame
+    marked with `*`); None where the type cannot be made from one message (the original
+    is raised then) or the error already says it."""
+    import traceback
+    if getattr(e, "_godali_user_code", False):
+        return None
+    import linecache
+    pkg = _package_dir()
+    frames = []  # [path, line, function, converted]
+    for frame, lineno in traceback.walk_tb(e.__traceback__):
+        code = frame.f_code
+        path = code.co_filename
+        if path.startswith(pkg) or path.startswith("<"):
+            continue
+        if code.co_name.startswith("__godali_"):
+            # a branch (or operand) of a rewritten `if`/`and`/`or`: its lines are those of
+            # the function it was written in
+            if frames and frames[-1][0] == path:
+                frames[-1][1] = lineno
+            continue
+        frames.append([path, lineno, code.co_name, code in _converted_codes])
+    if not frames:
+        return None
+    lines = ['    File "%s", line %d, in %s%s\n        %s\n'
+             % (path, n, name, "  *" if conv else "", linecache.getline(path, n).strip())
+             for path, n, name, conv in frames]
+    msg = str(e)
+    text = "in user code:\n\n%s\n    %s: %s\n" % (
+        "".join(lines), type(e).__name__, msg.replace("\n", "\n    "))
+    try:
+        new = type(e)(text)
+    except Exception:
+        return None
+    if str(new) != text:
+        return None
+    try:
+        new.__dict__.update(e.__dict__)
+    except (AttributeError, TypeError):
+        pass
+    new._godali_user_code = True
+    return new
+
+
 def _get_composite(getter):
     try:
         return getter()
@@ -496,9 +547,9 @@ def cond(pred, true_fn, false_fn, names, getters, cnames=(), cgetters=(), csette
         return (true_fn if pred else false_fn)(*vals)
     if pred.device != "cpu":
         # DALI: ValueError, from the split's `predicate` argument
-        raise ValueError("godali: the condition of an `if` must be CPU data, not .gpu(): "
-                         "invalid device \"gpu\" for argument 'predicate' of operator "
-                         "'_conditional.split'. Named arguments must be on CPU.")
+        raise ValueError("godali: Invalid device \"gpu\" for argument 'predicate' of operator "
+                         "'godali.fn._conditional.split'. Named arguments must be on CPU. (The "
+                         "condition of an `if` must be CPU data, not .gpu().)")
     pipe = pred.source.pipeline or _graph.current_pipeline()
     st = SCOPES.open(pipe)
     depth = len(st.levels)

@@ -774,8 +774,11 @@ def _call_op(schema, inputs, kwargs):
                 raise TypeError("godali: %s: argument %r must be a constant (%s); it cannot "
                                 "be a DataNode" % (fname, key, arg.type))
             if value.device != "cpu":
-                raise ValueError("godali: %s: argument input %r must be on the host"
-                                 % (fname, key))
+                # DALI's message (its operator named with its module)
+                raise ValueError("godali: Invalid device \"%s\" for argument %r of operator "
+                                 "'%s'. Named arguments must be on CPU."
+                                 % (value.device, key, ("godali." if fname.startswith("fn.")
+                                                        else "") + fname))
             value = bind(value, pipe, "%s: argument input %r" % (fname, key))
             arg_inputs[key] = value
             continue

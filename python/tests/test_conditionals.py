@@ -521,3 +521,51 @@ def test_functions_and_lambdas_defined_inside_are_converted():
 
     with pytest.raises(TypeError, match="conditional context"):
         kept()
+
+
+def _throwing_helper():
+    raise ValueError("I am throwing")
+
+
+def test_errors_of_converted_code_name_the_users_frames():
+    # DALI 2.4 (AutoGraph) re-raises an error of the converted pipeline function with the
+    # same type and "in user code:" + the user's frames (converted ones marked `*`), then
+    # "    ValueError: <message>"; a branch's line is the one written in the function
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None, enable_conditionals=True)
+    def p():
+        if fn.random.coin_flip():
+            x = np.full((1, 1), 10)
+        else:
+            x = _throwing_helper()
+        return x
+
+    with pytest.raises(ValueError) as info:
+        p()
+    msg = str(info.value)
+    assert msg.startswith("in user code:\n\n")
+    assert "line %d, in p  *\n        x = _throwing_helper()\n" % (
+        p.__wrapped__.__code__.co_firstlineno + 5) in msg
+    assert 'in _throwing_helper  *\n        raise ValueError("I am throwing")\n' in msg
+    assert msg.endswith("\n    ValueError: I am throwing\n")
+    assert "godali" + "/_conditionals.py" not in msg  # godali's own frames are left out
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def plain():
+        _throwing_helper()
+
+    with pytest.raises(ValueError) as info:
+        plain()  # not converted: the error as it was raised
+    assert str(info.value) == "I am throwing"
+
+
+def test_gpu_argument_input_refused_with_dalis_message():
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        a = fn.random.uniform(range=[0, 10])
+        return fn.rotate(_fed([1, 2]), angle=a.gpu())
+
+    # DALI 2.4: ValueError when the operator is called
+    with pytest.raises(ValueError, match="Invalid device \"gpu\" for argument 'angle' of "
+                                         "operator 'godali.fn.rotate'. Named arguments must "
+                                         "be on CPU."):
+        p()

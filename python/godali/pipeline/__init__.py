@@ -1252,7 +1252,18 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                 body = _conditional_body()
                 pipe._conditionals_enabled = True
             with pipe:
-                outs = body(*args, **fkw)
+                try:
+                    outs = body(*args, **fkw)
+                except Exception as e:
+                    if body is func:
+                        raise
+                    # As DALI (AutoGraph): the error of converted code names the user's
+                    # code it went through ("in user code: ...").
+                    from .. import _conditionals
+                    explained = _conditionals.explain_user_error(e)
+                    if explained is None:
+                        raise
+                    raise explained.with_traceback(e.__traceback__) from None
                 if outs is None:
                     # As DALI: the pipeline is made; building it fails.
                     pipe._outputs_error = ValueError(
