@@ -36,10 +36,15 @@ What is rewritten, as DALI does:
   only on the samples that need it (DALI's lazy_and / lazy_or), giving BOOL. On Python
   values they keep Python's semantics. A condition that is not a DataNode runs as plain
   Python.
+- chained comparisons, `a < b < c`: `(a < b) and (b < c)`, b evaluated once (per sample
+  on pipeline data, as DALI).
+- errors raised while the function is traced: of the same type, their message prefixed
+  with "in user code:" and the user's frames it went through (AutoGraph's, in DALI).
 """
 
 import ast
 import inspect
+import operator as _operator
 import textwrap
 import types
 
@@ -49,6 +54,7 @@ _COND = "__godali_cond"
 _AND, _OR, _NOT = "__godali_and", "__godali_or", "__godali_not"
 _CC, _SET = "__godali_cc", "__godali_set"
 _NORET, _RESULT = "__godali_noreturn", "__godali_result"
+_CHAIN = "__godali_chain"
 _RETVAL = "godali_retval__"
 
 
@@ -628,6 +634,23 @@ def logical_or(left, right_fn):
     return _lazy(left, right_fn, False)
 
 
+_COMPARE = {"Eq": _operator.eq, "NotEq": _operator.ne, "Lt": _operator.lt,
+            "LtE": _operator.le, "Gt": _operator.gt, "GtE": _operator.ge,
+            "Is": _operator.is_, "IsNot": _operator.is_not,
+            "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
+
+
+def compare_chain(first, ops, rest):
+    """`a < b < c ...` (rewritten): `(a < b) and (b < c) ...` with each operand evaluated
+    once and only when needed; on pipeline data the `and` is per sample (DALI converts
+    chained comparisons so)."""
+    right = rest[0]()
+    result = _COMPARE[ops[0]](first, right)
+    if len(ops) == 1:
+        return result
+    return logical_and(result, lambda: compare_chain(right, ops[1:], rest[1:]))
+
+
 def _validate(x, name, side, pipe):
     """An operand of `and`/`or`/`not` on pipeline data, checked per sample by the engine
     (_conditional.validate_logical: a scalar, BOOL for `and`/`or`), as DALI does; GPU
@@ -772,6 +795,20 @@ class _Rewriter(ast.NodeTransformer):
             out = ast.Call(func=ast.Name(id=helper, ctx=ast.Load()),
                            args=[out, ast.Lambda(args=noargs, body=v)], keywords=[])
         return ast.copy_location(out, node)
+
+    def visit_Compare(self, node):
+        # a < b < c -> __godali_chain(a, ("Lt", "Lt"), (lambda: b, lambda: c)): Python's
+        # `(a < b) and (b < c)`, b evaluated once, per sample on pipeline data (DALI)
+        self.generic_visit(node)
+        if len(node.ops) < 2:
+            return node
+        self.count += 1
+        ops = ast.Tuple(elts=[ast.Constant(value=type(o).__name__) for o in node.ops],
+                        ctx=ast.Load())
+        rest = ast.Tuple(elts=[ast.Lambda(args=_noargs(), body=c) for c in node.comparators],
+                         ctx=ast.Load())
+        return ast.copy_location(ast.Call(func=ast.Name(id=_CHAIN, ctx=ast.Load()),
+                                          args=[node.left, ops, rest], keywords=[]), node)
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
@@ -1068,7 +1105,7 @@ def _transform(func):
         "__godali_factory",
         ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in
                                             [_COND, _AND, _OR, _NOT, _CC, _SET, _NORET,
-                                             _RESULT] + free],
+                                             _RESULT, _CHAIN] + free],
                       vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))])
     mod = ast.Module(body=[factory], type_ignores=[])
@@ -1079,7 +1116,7 @@ def _transform(func):
     exec(code, func.__globals__, ns)
     cells = [_cell(c) for c in (func.__closure__ or ())]
     new = ns["__godali_factory"](cond, logical_and, logical_or, logical_not, _converted_call,
-                                 _set, NO_RETURN, _result, *cells)
+                                 _set, NO_RETURN, _result, compare_chain, *cells)
     new.__defaults__ = func.__defaults__
     new.__kwdefaults__ = func.__kwdefaults__
     new.__wrapped__ = func

@@ -569,3 +569,27 @@ def test_gpu_argument_input_refused_with_dalis_message():
                                          "operator 'godali.fn.rotate'. Named arguments must "
                                          "be on CPU."):
         p()
+
+
+def test_chained_comparisons_are_per_sample():
+    # DALI converts `a < b < c` to `(a < b) and (b < c)` (b once; per sample, lazily)
+    xs, zs = [3, -1, 0, 2, 1, 0], [4, 0, 0, 1, 2, 5]
+    calls = []
+
+    def middle(v):
+        calls.append(1)
+        return v
+
+    @godali.pipeline_def(batch_size=6, num_threads=1, device_id=None, enable_conditionals=True)
+    def p():
+        x, z = _fed(xs), _fed(zs)
+        if -1 < x <= middle(z) < 3:
+            y = x * 10
+        else:
+            y = z
+        return y, 0 < 1 < 2 > 5
+
+    y, plain = _outs(p(), 6)
+    assert [int(v) for v in y] == [x * 10 if -1 < x <= z < 3 else z for x, z in zip(xs, zs)]
+    assert [bool(v) for v in plain] == [False] * 6  # Python values: Python's chain
+    assert len(calls) == 1  # the middle operand evaluated once

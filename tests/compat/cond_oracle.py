@@ -306,6 +306,13 @@ FIXED = {
         return out
     return clamp(x, -1), pick(x, z)
 """, {}),
+    "chained_compare": ("""def chained_compare(x, z):
+    if -1 < x <= z < 3:
+        y = x * 10
+    else:
+        y = z
+    return y, (x < z < 2)
+""", {}),
     "one_branch_used": ("""def one_branch_used(x, z):
     if x > 0:
         w = x + 1
