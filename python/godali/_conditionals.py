@@ -28,7 +28,8 @@ What is rewritten, as DALI does:
   loops, `with` or `try` are left as they are.
 - the functions (and lambdas) the pipeline function calls, when they are the program's
   own (not godali's, numpy's or a library's), converted on first call (DALI's
-  converted_call); a lambda given as the pipeline function too; the functions and
+  converted_call), bound methods, classmethods and callable objects included (a
+  zero-argument super() in a method keeps working); a lambda given as the pipeline function too; the functions and
   lambdas a converted function defines, with it (in their own scope). `@do_not_convert`
   keeps a function as it is.
 - `not`, `and`, `or` (anywhere in the function body): on pipeline data, `not` is the
@@ -1077,7 +1078,23 @@ _converted_cache = {}
 
 def _converted_call(f):
     """f itself, or f with its `if` statements rewritten when it is the program's own
-    function (its conversion cached by function object)."""
+    function (its conversion cached by function object): a function, a bound method (of
+    an instance, or a classmethod) or an instance with a __call__ method, as AutoGraph
+    converts them."""
+    if isinstance(f, types.MethodType):
+        func = _converted_function(f.__func__)
+        return f if func is f.__func__ else types.MethodType(func, f.__self__)
+    if not isinstance(f, (types.FunctionType, type)):
+        call = getattr(type(f), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            func = _converted_function(call)
+            if func is not call:
+                return types.MethodType(func, f)
+        return f
+    return _converted_function(f)
+
+
+def _converted_function(f):
     if not _user_function(f):
         return f
     key = id(f)
@@ -1092,9 +1109,34 @@ def _converted_call(f):
     return new
 
 
+class _ExplicitSuper(ast.NodeTransformer):
+    """super() -> super(__class__, self) in a method's own statements: the rewritten
+    `if` moves statements into branch functions, where a zero-argument super() would see
+    the branch's first argument instead of the method's."""
+
+    def __init__(self, first):
+        self.first = first
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args \
+                and not node.keywords:
+            node.args = [ast.Name(id="__class__", ctx=ast.Load()),
+                         ast.Name(id=self.first, ctx=ast.Load())]
+        return node
+
+
 def _transform(func):
     fdef, offset = _function_ast(func)
     fdef.decorator_list = []
+    args = fdef.args.posonlyargs + fdef.args.args
+    if "__class__" in func.__code__.co_freevars and args:
+        fdef.body = [_ExplicitSuper(args[0].arg).visit(st) for st in fdef.body]
     fdef.body = _single_exit(fdef.body)
     rw = _Rewriter()
     fdef.body = [s for st in fdef.body for s in _as_list(rw.visit(st))]

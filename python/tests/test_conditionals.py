@@ -593,3 +593,47 @@ def test_chained_comparisons_are_per_sample():
     assert [int(v) for v in y] == [x * 10 if -1 < x <= z < 3 else z for x, z in zip(xs, zs)]
     assert [bool(v) for v in plain] == [False] * 6  # Python values: Python's chain
     assert len(calls) == 1  # the middle operand evaluated once
+
+
+class _Shift:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, v):
+        if v > 0:
+            return v + self.k
+        return v
+
+    def either(self, a):
+        return (a > self.k) or (a < -1)
+
+    @classmethod
+    def flip(cls, v):
+        if v < 0:
+            v = -v
+        return v
+
+
+class _Shift3(_Shift):
+    def __call__(self, v):
+        if v < 2:
+            v = super().__call__(v) * 3  # zero-argument super() inside a branch
+        return v
+
+
+def test_methods_and_callable_objects_are_converted():
+    # DALI (AutoGraph) converts bound methods, classmethods and callable objects the
+    # pipeline function calls; godali converted plain functions only
+    xs = [3, -1, 0, 2, -4, 5]
+
+    @godali.pipeline_def(batch_size=6, num_threads=1, device_id=None, enable_conditionals=True)
+    def p():
+        x = _fed(xs)
+        s = _Shift(2)
+        return s(x), s.either(x), _Shift.flip(x), _Shift3(1)(x)
+
+    a, b, c, d = _outs(p(), 6)
+    assert [int(v) for v in a] == [x + 2 if x > 0 else x for x in xs]
+    assert [bool(v) for v in b] == [x > 2 or x < -1 for x in xs]
+    assert [int(v) for v in c] == [abs(x) for x in xs]
+    assert [int(v) for v in d] == [((x + 1 if x > 0 else x) * 3) if x < 2 else x for x in xs]

@@ -313,6 +313,36 @@ FIXED = {
         y = z
     return y, (x < z < 2)
 """, {}),
+    "methods": ("""class Shift:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, v):
+        if v > 0:
+            return v + self.k
+        return v
+
+    def either(self, a, b):
+        return (a > self.k) or (b < 0)
+
+    @classmethod
+    def flip(cls, v):
+        if v < 0:
+            v = -v
+        return v
+
+
+class Shift3(Shift):
+    def __call__(self, v):
+        if v < 2:
+            v = super().__call__(v) * 3
+        return v
+
+
+def methods(x, z):
+    s = Shift(2)
+    return s(x), s.either(x, z), Shift.flip(z), Shift3(1)(z)
+""", {}),
     "one_branch_used": ("""def one_branch_used(x, z):
     if x > 0:
         w = x + 1
