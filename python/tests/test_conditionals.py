@@ -637,3 +637,32 @@ def test_methods_and_callable_objects_are_converted():
     assert [bool(v) for v in b] == [x > 2 or x < -1 for x in xs]
     assert [int(v) for v in c] == [abs(x) for x in xs]
     assert [int(v) for v in d] == [((x + 1 if x > 0 else x) * 3) if x < 2 else x for x in xs]
+
+
+def test_branch_operator_output_keeps_its_type_across_batches():
+    # An operator of the outer `else` (erase) whose output crosses into the phase after the
+    # nested split: the worker loaded "no value" for the samples of the `if` branch, which
+    # wiped the operator's output type; in the next batch it ran with an output of no type
+    # and no memory (internal error: slice bounds out of range) - DALI's auto_aug select
+    # test hit it. The last sample of each batch is on the `if` side, one worker.
+    @godali.pipeline_def(batch_size=6, num_threads=1, device_id=None, prefetch_queue_depth=1,
+                         enable_conditionals=True)
+    def p():
+        k = fn.external_source(lambda s: np.array((s.idx_in_batch + 1) % 3, dtype=np.int32),
+                               batch=False)
+        image = fn.external_source(lambda s: np.full((4, 5, 1), s.idx_in_batch, np.uint8),
+                                   batch=False, layout="HWC")
+        if k <= 1:
+            if k <= 0:
+                out = fn.flip(image, horizontal=1)
+            else:
+                out = fn.flip(image, vertical=1)
+        else:
+            out = fn.erase(image, shape=[2, 2], anchor=[0, 0], fill_value=99)
+        return out
+
+    pipe = p()
+    pipe.build()
+    for _ in range(3):
+        out = pipe.run()[0]
+        assert [int(np.array(out[i])[0, 0, 0]) for i in range(6)] == [0, 99, 2, 3, 99, 5]
