@@ -105,6 +105,68 @@ func TestROIEqualsFullWindow(t *testing.T) {
 	}
 }
 
+// TestEmbedROIEqualsFull: with Embed, a ROI decode returns the whole image's size, its
+// ROI identical to the full decode's, bit for bit, and (JPEG) every byte outside the
+// ROI as the destination held it; for every orientation and output type. Other formats
+// decode the whole image.
+func TestEmbedROIEqualsFull(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	r := rand.New(rand.NewPCG(28, 1))
+	files := append(roiFiles, "pillow/hopper.png", "pillow/hopper.bmp")
+	for i, f := range files {
+		base := readFile(t, filepath.Join(corpusDir, f))
+		for _, o := range []int{1 + i%8, 1 + (i+3)%8, 6} {
+			data := base
+			if DetectFormat(base) == FormatJPEG {
+				data = withOrientation(base, o, o%2 == 0)
+			}
+			for _, out := range []OutputType{RGB, Gray} {
+				opt := Options{Out: out, AdjustOrientation: true}
+				full, w, h, c, info, err := decodeAll(d, data, opt)
+				if err != nil {
+					t.Fatalf("%s o=%d: %v", f, o, err)
+				}
+				for _, roi := range randomROIs(r, w, h, 3)[5:] {
+					opt.ROI, opt.Embed, opt.MinWidth, opt.MinHeight = roi, true, 1, 1
+					ew, eh, ec, err := d.OutputSize(data, info, opt)
+					if err != nil || ew != w || eh != h || ec != c {
+						t.Fatalf("%s o=%d ROI %+v: OutputSize %dx%dx%d, %v; want the whole %dx%dx%d", f, o, roi, ew, eh, ec, err, w, h, c)
+					}
+					pix := make([]byte, len(full))
+					for k := range pix {
+						pix[k] = byte(k*7 + 1)
+					}
+					if _, _, _, err := d.Decode(data, info, opt, pix); err != nil {
+						t.Fatalf("%s o=%d ROI %+v: %v", f, o, roi, err)
+					}
+					if s := compare(window(pix, w, c, roi), window(full, w, c, roi)); s.max != 0 {
+						t.Fatalf("%s o=%d %s ROI %+v: max diff %d (byte %d) from the full decode", f, o, out, roi, s.max, s.at)
+					}
+					if info.Format != FormatJPEG {
+						if s := compare(pix, full); s.max != 0 {
+							t.Fatalf("%s: not decoded whole (max diff %d)", f, s.max)
+						}
+						continue
+					}
+					for y := range h {
+						for x := range w {
+							if x >= roi.X && x < roi.X+roi.W && y >= roi.Y && y < roi.Y+roi.H {
+								continue
+							}
+							for k := (y*w + x) * c; k < (y*w+x+1)*c; k++ {
+								if pix[k] != byte(k*7+1) {
+									t.Fatalf("%s o=%d ROI %+v: pixel (%d, %d) outside the ROI was written", f, o, roi, x, y)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // decodeAtScale decodes with the DCT scale forced to n/8, bypassing the choice by
 // MinWidth/MinHeight.
 func decodeAtScale(t *testing.T, d *Decoder, data []byte, opt Options, n int) ([]byte, plan) {
