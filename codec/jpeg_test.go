@@ -113,7 +113,9 @@ func TestEmbedROIEqualsFull(t *testing.T) {
 	d := NewDecoder()
 	defer d.Close()
 	r := rand.New(rand.NewPCG(28, 1))
-	files := append(roiFiles, "pillow/hopper.png", "pillow/hopper.bmp")
+	files := append(roiFiles, "pillow/hopper.png", "pillow/hopper.bmp",
+		"../sampling/s440_203x131.jpg", "../sampling/s440_97x75_progressive.jpg", "../sampling/s411_161x109.jpg",
+		"../sampling/s410_150x99.jpg", "../sampling/s420_arith_123x87.jpg")
 	for i, f := range files {
 		base := readFile(t, filepath.Join(corpusDir, f))
 		for _, o := range []int{1 + i%8, 1 + (i+3)%8, 6} {
