@@ -150,9 +150,10 @@ type Options struct {
 	// Embed, with a ROI, makes the output the whole (oriented) image with the ROI's
 	// pixels decoded in place, identical to a full decode's, and the others left as dst
 	// held them: a consumer that reads only the ROI gets the full decode's result for
-	// less work. A JPEG decodes only the ROI (libjpeg skips the rows above it, the
-	// columns beside it and the rows below it); other formats decode the whole image.
-	// DCT scaling (MinWidth, MinHeight) is not applied.
+	// less work. A sequential JPEG decodes only the ROI (libjpeg skips the rows above
+	// it, the columns beside it and the rows below it); a progressive one, whose block
+	// smoothing takes the edges of a cropped decode for the image's, and other formats
+	// decode the whole image. DCT scaling (MinWidth, MinHeight) is not applied.
 	Embed bool
 }
 
@@ -223,7 +224,7 @@ type plan struct {
 // whether the format supports DCT scaling (JPEG): then the smallest scale n/8 whose
 // output still covers MinWidth x MinHeight is chosen.
 func makePlan(info Info, opt Options, scalable bool) (plan, error) {
-	if opt.Embed && !scalable {
+	if opt.Embed && (!scalable || info.Progressive) {
 		opt.ROI = Rect{} // decoded whole: the ROI lies in place
 	}
 	full, err := planAt(info, opt, 8)

@@ -1,8 +1,8 @@
 """decoders.image -> resize -> crop_mirror_normalize: the decoder decodes only the window of a
 JPEG the fused resize + crop reads (its filters' support), in place. The outputs must equal
 the full-decode path's bit for bit (tolerance: 0), whatever the image (odd sizes, 4:4:4,
-4:2:2, 4:2:0, 4:4:0, 4:1:1, 4:1:0, grey, CMYK/YCCK, progressive, arithmetic, EXIF
-orientations 1-8) and whatever the resize and crop (every filter, antialias on and off,
+4:2:2, 4:2:0, 4:4:0, 4:1:1, 4:1:0, grey, CMYK/YCCK, arithmetic, EXIF orientations 1-8;
+progressive JPEGs, whose block smoothing a window would change, are decoded whole) and whatever the resize and crop (every filter, antialias on and off,
 sizes up and down, resize ROIs, crops inside and partly outside, mirror, output types).
 
 The reference is the same graph with the decoded and the resized images also pipeline
@@ -26,7 +26,8 @@ FILES = ["corpus/pillow/flower.jpg", "corpus/pillow/iptc.jpg", "corpus/pillow/fl
          "corpus/pillow/pil_sample_cmyk.jpg", "corpus/libjpeg-turbo/testimgari.jpg",
          "corpus/pillow/hopper_orientation_6.jpg", "corpus/pillow/hopper_orientation_7.jpg",
          "sampling/s440_203x131.jpg", "sampling/s440_97x75_progressive.jpg",
-         "sampling/s411_161x109.jpg", "sampling/s410_150x99.jpg"]
+         "sampling/s411_161x109.jpg", "sampling/s410_150x99.jpg", "sampling/s420_arith_123x87.jpg",
+         "sampling/prog_smooth420_211x157.jpg", "sampling/prog_smooth444_170x131.jpg"]
 
 # (PIL mode, save options) of the generated images.
 KINDS = [("RGB", {"subsampling": 0}), ("RGB", {"subsampling": 1}), ("RGB", {"subsampling": 2}),
