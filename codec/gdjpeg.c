@@ -427,11 +427,15 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
   size_t pitch = (size_t)job->dst_pitch * (size_t)oc;
 
   /* Crop columns. Fancy upsampling and block smoothing treat the crop's edges as image
-   * edges, so widen the request by one iMCU on each side to keep the wanted columns
-   * identical to those of a full decode, then copy just those. */
+   * edges, so widen the request on each side to keep the wanted columns identical to
+   * those of a full decode, then copy just those. Fancy upsampling reads one chroma
+   * sample beside each, at most max_h_samp_factor output pixels wide: two of those
+   * suffice. Block smoothing (progressive files) reaches further: one iMCU, which
+   * still falls short where it runs (see codec.Options.Embed). */
   JDIMENSION xoff = 0, cw = ci->output_width;
   if (job->rw < ci->output_width) {
-    unsigned margin = imcu_width(ci);
+    unsigned margin =
+        ci->progressive_mode ? imcu_width(ci) : 2u * (unsigned)ci->max_h_samp_factor;
     unsigned x0 = job->rx > margin ? job->rx - margin : 0;
     unsigned x1 = job->rx + job->rw + margin;
     if (x1 > ci->output_width) {
