@@ -136,11 +136,6 @@ func TestValWindow(t *testing.T) {
 	if !st.opt.Embed || roi.X < 80 || roi.X > 88 || roi.X+roi.W < 415 || roi.X+roi.W > 422 || roi.Y < 18 || roi.Y > 25 || roi.Y+roi.H < 351 || roi.Y+roi.H > 357 {
 		t.Errorf("500x375 image: window %+v (embed %v), want about x [86, 415), y [22, 352) plus the filter's reach", roi, st.opt.Embed)
 	}
-	st = &decoderState{}
-	d.readWindow(st, 256, 256) // the crop's filters reach the whole image
-	if st.opt.Embed && (st.opt.ROI.W == 256 && st.opt.ROI.H == 256) {
-		t.Errorf("a window of the whole image was set: %+v", st.opt.ROI)
-	}
 	if d := valDecoder(t, valJSON("", "", `"out", "images"`)); d.reader != nil {
 		t.Error("the decoder's image is a pipeline output, yet it decodes a window")
 	}
