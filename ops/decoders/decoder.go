@@ -172,7 +172,7 @@ func (d *cpuDecoder) Setup(ws *engine.Workspace) error {
 		st.opt.ROI = d.crop.Window(w, h, ws.RNG)
 		rw, rh = st.opt.ROI.W, st.opt.ROI.H
 	}
-	if d.reader != nil && info.Format == codec.FormatJPEG {
+	if d.reader != nil && info.Format == codec.FormatJPEG && !info.Progressive { // codec.Options.Embed decodes those whole
 		d.readWindow(st, w, h)
 	}
 	if d.consumer != nil {
