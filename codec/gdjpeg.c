@@ -277,11 +277,12 @@ static void emit_row(const unsigned char *s, int pf, unsigned n, unsigned char *
 }
 
 /* row_target locates where row y (0-based in the rw x rh region) lands in the oriented
- * output, whose rows are pitch pixels apart, and the pixel step along it. EXIF orientation o means: the stored image must be
- * flipped/rotated this way to be seen upright (o=6: rotate 90 degrees clockwise). */
+ * output, whose rows are pitch pixels apart, and the pixel step along it. EXIF
+ * orientation o means: the stored image must be flipped/rotated this way to be seen
+ * upright (o=6: rotate 90 degrees clockwise). */
 static void row_target(int o, unsigned rw, unsigned rh, unsigned y, int oc, ptrdiff_t pitch,
                        ptrdiff_t *base, ptrdiff_t *step) {
-  ptrdiff_t ow = pitch;
+  ptrdiff_t ow = pitch; /* the oriented region's width when it is packed */
   ptrdiff_t b, st;
   ptrdiff_t W = rw, H = rh, Y = y;
   switch (o) {
