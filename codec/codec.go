@@ -151,9 +151,11 @@ type Options struct {
 	// pixels decoded in place, identical to a full decode's, and the others left as dst
 	// held them: a consumer that reads only the ROI gets the full decode's result for
 	// less work. A sequential JPEG decodes only the ROI (libjpeg skips the rows above
-	// it, the columns beside it and the rows below it); a progressive one, whose block
-	// smoothing takes the edges of a cropped decode for the image's, and other formats
-	// decode the whole image. DCT scaling (MinWidth, MinHeight) is not applied.
+	// it and the columns beside it; the rows below are entropy-decoded only, so that
+	// data cut short or corrupt there fail as in a full decode); a progressive one,
+	// whose block smoothing takes the edges of a cropped decode for the image's, and
+	// other formats decode the whole image. DCT scaling (MinWidth, MinHeight) is not
+	// applied.
 	Embed bool
 }
 

@@ -513,6 +513,29 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
     }
   }
 
+  /* With job->finish, the rows below the region are entropy-decoded and dropped (no
+   * IDCT but for the last row), as a full decode reads them: data cut short or
+   * corrupt there fails or warns as it would then. */
+  if (job->finish && ci->output_scanline < ci->output_height) {
+    JDIMENSION left = ci->output_height - ci->output_scanline;
+    if (left > 1 && jpeg_skip_scanlines(ci, left - 1) != left - 1) {
+      return fail_plain(s, "could not skip to the last row");
+    }
+    size_t need = (size_t)cw * (size_t)ci->output_components;
+    if (m->rows_cap < need) {
+      unsigned char *p = realloc(m->rows, need);
+      if (p == NULL) {
+        return fail_plain(s, "out of memory for JPEG row buffer");
+      }
+      m->rows = p;
+      m->rows_cap = need;
+    }
+    JSAMPROW last = m->rows;
+    if (jpeg_read_scanlines(ci, &last, 1) != 1) {
+      return fail_plain(s, "libjpeg returned no rows");
+    }
+  }
+
   /* Reading on to EOI after the last row catches files cut short right after their
    * entropy data (PIL fails those too); after a partial read there is nothing to check. */
   if (ci->output_scanline == ci->output_height) {

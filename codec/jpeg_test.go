@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -166,6 +167,31 @@ func TestEmbedROIEqualsFull(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestEmbedTruncatedBelowROI: data cut short below an Embed ROI fails as the full
+// decode does (the rows below are entropy-decoded, not dropped), and so do data
+// missing only their EOI marker.
+func TestEmbedTruncatedBelowROI(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	base := readFile(t, filepath.Join(corpusDir, "pillow/flower.jpg"))
+	for _, cut := range []int{len(base) * 9 / 10, len(base) - 2} {
+		data := base[:cut]
+		info, err := d.Probe(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, info.Width*info.Height*3)
+		_, _, _, full := d.Decode(data, info, Options{Out: RGB}, dst)
+		if !errors.Is(full, ErrTruncated) {
+			t.Fatalf("cut at %d of %d bytes: full decode: %v, want a truncation error", cut, len(base), full)
+		}
+		opt := Options{Out: RGB, ROI: Rect{100, 20, 200, 60}, Embed: true}
+		if _, _, _, err := d.Decode(data, info, opt, dst); !errors.Is(err, ErrTruncated) || err.Error() != full.Error() {
+			t.Errorf("cut at %d of %d bytes: Embed ROI above the cut: %v, want %v", cut, len(base), err, full)
 		}
 	}
 }

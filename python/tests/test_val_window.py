@@ -127,3 +127,21 @@ def test_window_decode_equals_full_decode(jpegs):
                 bad = np.argwhere(g.view(np.uint8) != w.view(np.uint8))
                 pytest.fail("config %d %s %s %s: %s differs from the full decode at %d bytes, first %s"
                             % (k, rs, cmn, out, os.path.basename(f), len(bad), bad[0].tolist()))
+
+
+def test_window_decode_fails_on_data_cut_below_the_window(tmp_path):
+    """A JPEG cut short below the window fails as the full decode does (the rows below the
+    window are entropy-decoded, not dropped)."""
+    path = str(tmp_path / "tall.jpg")
+    Image.fromarray(_photo(np.random.default_rng(5), 400, 150)).save(path, quality=92)
+    data = open(path, "rb").read()
+    for cut in (len(data) * 92 // 100, len(data) - 2):
+        short = str(tmp_path / ("cut%d.jpg" % cut))
+        open(short, "wb").write(data[:cut])
+        msgs = []
+        for reference in (False, True):
+            with pytest.raises(Exception) as e:
+                _run([short], {"resize_shorter": 64}, {"crop": (48, 48)}, types.RGB, reference)
+            msgs.append(str(e.value))
+        assert "Premature end of JPEG file" in msgs[1], msgs
+        assert msgs[0] == msgs[1]
