@@ -113,7 +113,7 @@ FAMILIES = {
     "decoders": ["test_numpy_decoder", "test_bad_inputs", "test_bad_inputs_hwm", "test_errors",
                  "test_outputs", "test_ops_dali29"],
     "readers": ["test_readers_formats", "test_readers_shards", "test_multi_reader", "test_video",
-                "test_coco", "test_remote_secrets", "test_checkpoint", "test_remote_cloud",
+                "test_coco", "test_remote_secrets", "test_checkpoint", "test_checkpoint_dali_rules", "test_remote_cloud",
                 "test_ops_dali29", "test_oracle_regressions"],
     "bbox": ["test_detection_ops", "test_random_bbox_crop_3d", "test_coco", "test_ops_dali29"],
     "math": ["test_arith"],
