@@ -227,6 +227,14 @@ func (b *Batch) releaseCross() {
 func (w *worker) loadCross(b *Batch, phase, src int) {
 	for _, d := range w.p.Part.crossIn[phase] {
 		c := &b.cross[w.p.Part.cross[d]].t[src]
+		if c.DType == DTypeInvalid {
+			// No value for this sample: it is not in the conditional branch that made
+			// d, and no node of this phase reads d for it. The producer's tensor keeps
+			// its type: overwriting it with none would leave the producer, the next
+			// time this worker runs it on a sample of its branch, an output of no type
+			// (and no memory).
+			continue
+		}
 		t := w.ws[d.Producer.ID].Out[d.Index]
 		t.Data, t.DType, t.Layout = c.Data, c.DType, c.Layout
 		t.SetShape(c.Shape...)

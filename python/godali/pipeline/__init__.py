@@ -142,6 +142,9 @@ class Pipeline:
         # for (its executor is always asynchronous and pipelined, and has no Python
         # workers); they are accepted so DALI code runs unchanged.
         self._build_deferred = False  # build() waits for the first batch (external sources)
+        # As DALI: `enable_conditionals` takes effect through @pipeline_def, which sets
+        # this once it has rewritten the function (_conditionals.conditionals_enabled).
+        self._conditionals_enabled = False
         self._max_streams = max_streams  # DALI's attribute (its tests read it)
         self._output_dtype = output_dtype
         self._output_ndim = output_ndim
@@ -1276,8 +1279,20 @@ def pipeline_def(fn=None, **pipeline_kwargs):
             body = func
             if pkw.get("enable_conditionals"):
                 body = _conditional_body()
+                pipe._conditionals_enabled = True
             with pipe:
-                outs = body(*args, **fkw)
+                try:
+                    outs = body(*args, **fkw)
+                except Exception as e:
+                    if body is func:
+                        raise
+                    # As DALI (AutoGraph): the error of converted code names the user's
+                    # code it went through ("in user code: ...").
+                    from .. import _conditionals
+                    explained = _conditionals.explain_user_error(e)
+                    if explained is None:
+                        raise
+                    raise explained.with_traceback(e.__traceback__) from None
                 if outs is None:
                     # As DALI: the pipeline is made; building it fails.
                     pipe._outputs_error = ValueError(
