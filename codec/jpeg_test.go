@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -244,6 +245,39 @@ func TestROITruncatedBelowWindow(t *testing.T) {
 					t.Errorf("%s cut at %d of %d bytes: ROI %+v above the cut (min %dx%d, embed %v): %v, want %v",
 						f, cut, len(base), opt.ROI, opt.MinWidth, opt.MinHeight, opt.Embed, err, full)
 				}
+			}
+		}
+	}
+}
+
+// TestROIEntropyCutBeforeEOI: entropy data cut short but followed by an EOI marker is
+// not a truncated file (libjpeg meets the marker, fills the rest with zeros and only
+// warns): a full decode succeeds, and so must a ROI decode that stops above the cut
+// without reading on (the EOI look-ahead), with the full decode's pixels.
+func TestROIEntropyCutBeforeEOI(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	for _, f := range []string{"pillow/flower.jpg", "pillow/iptc.jpg"} {
+		base := readFile(t, filepath.Join(corpusDir, f))
+		data := append(append([]byte(nil), base[:len(base)*9/10]...), 0xFF, 0xD9)
+		info, err := d.Probe(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, h := info.Width, info.Height
+		full := make([]byte, w*h*3)
+		if _, _, _, err := d.Decode(data, info, Options{Out: RGB}, full); err != nil {
+			t.Fatalf("%s: full decode: %v", f, err)
+		}
+		roi := Rect{w / 8, h / 20, w / 2, h / 5}
+		got := make([]byte, roi.W*roi.H*3)
+		if _, _, _, err := d.Decode(data, info, Options{Out: RGB, ROI: roi}, got); err != nil {
+			t.Fatalf("%s: ROI decode: %v", f, err)
+		}
+		for y := 0; y < roi.H; y++ {
+			row := full[((roi.Y+y)*w+roi.X)*3:][:roi.W*3]
+			if !bytes.Equal(got[y*roi.W*3:][:roi.W*3], row) {
+				t.Fatalf("%s: ROI row %d differs from the full decode's", f, y)
 			}
 		}
 	}
