@@ -10,6 +10,8 @@ conditionals give.
 
 import json
 
+import numpy as np
+
 from .. import _graph
 from .. import types as _types
 
@@ -23,27 +25,60 @@ _PARAMS = {None: "", "shift_enhance_range": "shift_enhance",
 _KEEP = object()
 
 
+class _Op:
+    """What an augmentation does (DALI's Augmentation.op): one per augmentation of the
+    suite, shared by the copies `.augmentation(...)` makes (translate_x and
+    translate_x_no_shape are different operations)."""
+
+    def __init__(self, name):
+        self.__name__ = name
+
+    def __repr__(self):
+        return "<auto_aug operation %s>" % self.__name__
+
+
 class _Augmentation:
     """One augmentation: a kernel of the engine with its magnitude range."""
 
     def __init__(self, name, kernel, mag_range=None, randomly_negate=False, mag_to_param=None,
-                 rel=False):
+                 rel=False, op=None):
         self.name = name
         self.kernel = kernel
         self.mag_range = tuple(mag_range) if mag_range is not None else None
         self.randomly_negate = bool(randomly_negate)
         self.mag_to_param = mag_to_param
         self.rel = rel
+        self.op = op if op is not None else _Op(name)
 
-    def augmentation(self, mag_range=None, randomly_negate=None, mag_to_param=_KEEP,
-                     name=None):
-        """A copy with some of the settings replaced (DALI's Augmentation.augmentation);
-        an explicit mag_to_param=None removes the mapping."""
-        m2p = self.mag_to_param if mag_to_param is _KEEP else mag_to_param
-        return _Augmentation(name or self.name, self.kernel,
-                             self.mag_range if mag_range is None else mag_range,
-                             self.randomly_negate if randomly_negate is None else randomly_negate,
-                             m2p, self.rel)
+    def augmentation(self, mag_range=_KEEP, randomly_negate=_KEEP, mag_to_param=_KEEP,
+                     param_device=_KEEP, name=_KEEP, augmentation_cls=None):
+        """A copy with the settings given replaced, the others kept (DALI's
+        Augmentation.augmentation): an explicit None removes the magnitude range or the
+        mapping. param_device is accepted for DALI's signature (the engine's operator
+        keeps the parameters with the data)."""
+        def pick(v, cur):
+            return cur if v is _KEEP else v
+        return _Augmentation(pick(name, self.name), self.kernel,
+                             pick(mag_range, self.mag_range),
+                             pick(randomly_negate, self.randomly_negate),
+                             pick(mag_to_param, self.mag_to_param), self.rel, self.op)
+
+    def _get_magnitudes(self, num_magnitude_bins):
+        """The magnitude of each bin (DALI's: float32 linspace over mag_range), None
+        for an augmentation without magnitudes."""
+        if self.mag_range is None:
+            return None
+        lo, hi = self.mag_range
+        return np.linspace(lo, hi, num_magnitude_bins, dtype=np.float32)
+
+    def _map_mag_to_param(self, magnitude):
+        """The parameter of one magnitude: mag_to_param's, or the magnitude itself."""
+        if self.mag_to_param is None:
+            return np.array(magnitude)
+        return np.array(self.mag_to_param(magnitude))
+
+    def _map_mags_to_params(self, magnitudes):
+        return np.array([self._map_mag_to_param(m) for m in magnitudes])
 
     def _param_name(self):
         key = getattr(self.mag_to_param, "__name__", self.mag_to_param)
@@ -63,14 +98,20 @@ class _Augmentation:
                 "negate": self.randomly_negate, "param": self._param_name(), "rel": self.rel}
 
     def __call__(self, sample, magnitude_bin=None, num_magnitude_bins=None, **kwargs):
-        """Applies the augmentation to every sample with a fixed magnitude bin (the sign
-        is drawn per sample when randomly_negate is set)."""
-        bins = num_magnitude_bins or 1
-        if self.mag_range is not None and magnitude_bin is None:
+        """Applies the augmentation to every sample at magnitude bin `magnitude_bin` (an
+        int, or a DataNode with one bin per sample) of `num_magnitude_bins` (the sign is
+        drawn per sample when randomly_negate is set)."""
+        if self.mag_range is None:
+            magnitude_bin, num_magnitude_bins = None, None
+        elif magnitude_bin is None or num_magnitude_bins is None:
             raise ValueError("godali.auto_aug: %s needs magnitude_bin and num_magnitude_bins"
                              % self.name)
-        policy = {"scheme": "rand", "bins": int(bins), "augs": [self._spec()], "n": 1,
-                  "m": int(magnitude_bin or 0)}
+        policy = {"scheme": "rand", "bins": int(num_magnitude_bins or 1),
+                  "augs": [self._spec()], "n": 1, "m": 0}
+        if isinstance(magnitude_bin, _graph.DataNode):
+            kwargs["magnitude_bin"] = magnitude_bin
+        else:
+            policy["m"] = int(magnitude_bin or 0)
         return _apply(policy, sample, **kwargs)
 
     def __repr__(self):
@@ -140,10 +181,14 @@ class Policy:
 _INTERP = {"INTERP_LINEAR": "LINEAR", "INTERP_NN": "NN"}
 
 
-def _apply(policy, sample, seed=None, fill_value=128, interp_type=None, shape=None):
+def _apply(policy, sample, seed=None, fill_value=128, interp_type=None, shape=None,
+           magnitude_bin=None):
     """Adds the engine's _auto_aug node. `shape` is accepted for DALI's signature: the
-    engine knows each sample's shape, so a relative translation needs no shape input."""
+    engine knows each sample's shape, so a relative translation needs no shape input.
+    magnitude_bin (per-sample DataNode) replaces a rand policy's m."""
     kwargs = {"policy": json.dumps(policy)}
+    if magnitude_bin is not None:
+        kwargs["magnitude_bin"] = magnitude_bin
     if fill_value is not None:
         kwargs["fill_value"] = float(fill_value)
     if interp_type is not None:
@@ -163,12 +208,13 @@ def _translations(use_shape, default_abs, default_rel, max_abs, max_rel, transla
     the image's width/height when a shape is given, else absolute pixels."""
     if use_shape:
         if max_abs is not None:
-            raise Exception("The `max_translate_abs` cannot be used with `shape`; use "
-                            "`max_translate_rel`.")
+            raise Exception("The argument `max_translate_abs` cannot be used with image "
+                            "shapes. You may use `max_translate_rel` instead.")
         lim = default_rel if max_rel is None else max_rel
     else:
         if max_rel is not None:
-            raise Exception("The `max_translate_rel` needs `shape`; use `max_translate_abs`.")
+            raise Exception("The argument `max_translate_rel` cannot be used without image "
+                            "shapes. You may use `max_translate_abs` instead.")
         lim = default_abs if max_abs is None else max_abs
     lim_h, lim_w = (lim, lim) if not isinstance(lim, (tuple, list)) else lim
     tx = translate_x.augmentation(mag_range=(0, lim_w), randomly_negate=True)
