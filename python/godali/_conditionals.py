@@ -405,6 +405,25 @@ def check_nesting_support():
     return True
 
 
+def conditionals_enabled():
+    """DALI's: whether the pipeline being defined (the current one) was made by
+    @pipeline_def(enable_conditionals=True)."""
+    return bool(getattr(_graph.current_pipeline(), "_conditionals_enabled", False))
+
+
+def choose(pred, true_fn, false_fn, name="<result>"):
+    """What `true_fn() if pred else false_fn()` gives as an `if` statement of a converted
+    function: for a DataNode pred, both traced (each on its samples, as cond() does) and
+    their results merged; for a Python value, the one Python picks. godali's own code
+    that branches on pipeline data (auto_aug.core.select) uses it, as the rewriting does
+    not reach godali's functions. Without enable_conditionals a DataNode pred raises
+    DALI's TypeError for a DataNode in conditional context."""
+    if isinstance(pred, _graph.DataNode) and not conditionals_enabled():
+        bool(pred)  # raises DataNode's TypeError
+    return cond(pred, lambda _: (true_fn(),), lambda _: (false_fn(),), (name,),
+                (lambda: UNDEFINED,))[0]
+
+
 def _get_composite(getter):
     try:
         return getter()
@@ -428,7 +447,10 @@ def cond(pred, true_fn, false_fn, names, getters, cnames=(), cgetters=(), csette
     if not isinstance(pred, _graph.DataNode):
         return (true_fn if pred else false_fn)(*vals)
     if pred.device != "cpu":
-        raise ValueError("godali: the condition of an `if` must be host data (not .gpu())")
+        # DALI: ValueError, from the split's `predicate` argument
+        raise ValueError("godali: the condition of an `if` must be CPU data, not .gpu(): "
+                         "invalid device \"gpu\" for argument 'predicate' of operator "
+                         "'_conditional.split'. Named arguments must be on CPU.")
     pipe = pred.source.pipeline or _graph.current_pipeline()
     st = SCOPES.open(pipe)
     depth = len(st.levels)
@@ -512,7 +534,14 @@ def logical_or(left, right_fn):
 
 def _validate(x, name, side, pipe):
     """An operand of `and`/`or`/`not` on pipeline data, checked per sample by the engine
-    (_conditional.validate_logical: a scalar, BOOL for `and`/`or`), as DALI does."""
+    (_conditional.validate_logical: a scalar, BOOL for `and`/`or`), as DALI does; GPU
+    data is refused when the expression is traced (DALI's RuntimeError)."""
+    if isinstance(x, _graph.DataNode) and x.device != "cpu":
+        # DALI's message (its _validate_logical), when the expression is traced
+        raise RuntimeError(
+            "Logical expression `%s` is restricted to scalar (0-d tensors) inputs of `bool` "
+            "type, that are placed on CPU. Got a GPU input as the %s argument in logical "
+            "expression." % (name, side if name != "not" else "only"))
     x = _graph._operand(x, pipe)
     sch = _graph.schemas().ops["_conditional.validate_logical"]
     return _graph.OpNode(sch, "cpu", [x], {}, {"expression_name": name, "expression_side": side},

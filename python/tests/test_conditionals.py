@@ -332,3 +332,98 @@ def test_python_function_in_a_branch_gets_the_branch_samples():
     (y,) = _outs(p(), 5)
     assert [int(v) for v in y] == [6, -1, 8, -2, 10]
     assert seen == [3]  # the function saw the branch's 3 samples, not the batch's 5
+
+
+# --- DALI's conditionals test files, imports swapped (branch e29cond, docs/operators.md) ---
+
+def test_select_applies_each_samples_operation():
+    # DALI's auto_aug.core.select: ops[idx](*args, **kwargs) per sample, the batch halved
+    # by `if idx <= mid` (here 3 ops: {0, 1} | {2}, then {0} | {1}); tuple results merge
+    # element by element; each op sees only its samples
+    from godali.auto_aug.core import select
+    xs, idx = [5, 6, 7, 8, 9, 10, 11], [2, 0, 1, 1, 0, 2, 0]
+    seen = []
+
+    def minus(a, b):
+        seen.append("minus")
+        return a - b, b
+
+    def times(a, b):
+        return a * b, b * 0
+
+    def plus(a, b):
+        return a + 100, b + 1
+
+    @godali.pipeline_def(batch_size=7, num_threads=1, device_id=None, enable_conditionals=True)
+    def p():
+        x = _fed(xs)
+        i = _fed(idx)
+        return select([minus, times, plus], i, x, b=_fed([2] * 7))
+
+    a, b = _outs(p(), 7)
+    ref = [(x - 2, 2) if k == 0 else (x * 2, 0) if k == 1 else (x + 100, 3)
+           for x, k in zip(xs, idx)]
+    assert [int(v) for v in a] == [r[0] for r in ref]
+    assert [int(v) for v in b] == [r[1] for r in ref]
+    assert seen == ["minus"]  # traced once (each op once, not per sample)
+
+
+def test_select_python_index_and_refusals():
+    from godali.auto_aug.core import select
+    ops = [lambda v: v + 1, lambda v: v * 10]
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def plain():
+        return select(ops, 1, _fed([1, 2]))  # a Python index: no conditionals needed
+
+    assert [int(v) for v in _outs(plain(), 2)[0]] == [10, 20]
+
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def no_conditionals():
+        return select(ops, _fed([0, 1]), _fed([1, 2]))
+
+    # DALI: a DataNode index needs enable_conditionals (DataNode in conditional context)
+    with pytest.raises(TypeError, match="enable_conditionals"):
+        no_conditionals()
+    with pytest.raises(ValueError, match="`ops` is empty"):
+        select([], 0)
+
+
+@pytest.mark.parametrize("expr", ["and_left", "and_right", "or_left", "or_right", "not"])
+def test_logical_expression_on_gpu_data_refused_when_traced(expr):
+    # DALI 2.4 (_conditionals._validate_logical) raises this RuntimeError while the
+    # function is traced, before any GPU is needed
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None, enable_conditionals=True)
+    def p():
+        c = fn.random.coin_flip(dtype=types.BOOL)
+        g = c.gpu()
+        if expr == "and_left":
+            return g and c
+        elif expr == "and_right":
+            return c and g
+        elif expr == "or_left":
+            return g or c
+        elif expr == "or_right":
+            return c or g
+        return not g
+
+    side = expr.split("_")[1] if "_" in expr else "only"
+    with pytest.raises(RuntimeError, match=r"Logical expression `%s` is restricted to scalar "
+                       r"\(0-d tensors\) inputs of `bool` type, that are placed on CPU. Got a "
+                       r"GPU input as the %s argument" % (expr.split("_")[0], side)):
+        p()
+
+
+def test_gpu_condition_refused_as_dali_does():
+    @godali.pipeline_def(batch_size=2, num_threads=1, device_id=None, enable_conditionals=True)
+    def p():
+        c = fn.random.coin_flip(dtype=types.BOOL)
+        if c.gpu() | False:
+            y = np.array(1)
+        else:
+            y = np.array(0)
+        return y
+
+    # DALI 2.4: ValueError 'Invalid device "gpu" for argument 'predicate' ...'
+    with pytest.raises(ValueError, match="Named arguments must be on CPU"):
+        p()

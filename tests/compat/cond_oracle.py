@@ -192,7 +192,8 @@ GUARDED = "fn.stack(%s, %s * 2, %s * 3)[%s]"
 
 
 # Hand-written programs for what the generator draws rarely: random operators in branches
-# (compared by shape and range), an empty branch with batch_permutation, nesting three deep.
+# (compared by shape and range), an empty branch with batch_permutation, nesting three deep,
+# auto_aug.core.select (DALI builds it on conditionals).
 FIXED = {
     "perm_in_branch": ("""def perm_in_branch(x, z):
     if x > 0:
@@ -266,6 +267,21 @@ FIXED = {
         y = z
     return y
 """, {}),
+    "select3": ("""def select3(x, z):
+    ops = [lambda a, b: (a + 1, b), lambda a, b: (a * 2, b - 1), lambda a, b: (-a, b * 3)]
+    return select(ops, math.abs(x) % 3, x, b=z)
+""", {}),
+    "select_nested_if": ("""def select_nested_if(x, z):
+    def up(a):
+        return a + 10
+    def down(a):
+        return a - 10
+    if z > 0:
+        y = select([up, down], x > 0, x)
+    else:
+        y = select([down, up, down, up], math.abs(x) % 4, z)
+    return y
+""", {}),
     "one_branch_used": ("""def one_branch_used(x, z):
     if x > 0:
         w = x + 1
@@ -299,6 +315,7 @@ def _inputs(it):
 HEADER = """import numpy as np
 from {lib} import fn, types, math
 from {lib}.pipeline import pipeline_def
+from {lib}.auto_aug.core import select
 """
 
 

@@ -142,6 +142,9 @@ class Pipeline:
         # for (its executor is always asynchronous and pipelined, and has no Python
         # workers); they are accepted so DALI code runs unchanged.
         self._build_deferred = False  # build() waits for the first batch (external sources)
+        # As DALI: `enable_conditionals` takes effect through @pipeline_def, which sets
+        # this once it has rewritten the function (_conditionals.conditionals_enabled).
+        self._conditionals_enabled = False
         self._max_streams = max_streams  # DALI's attribute (its tests read it)
         self._output_dtype = output_dtype
         self._output_ndim = output_ndim
@@ -1247,6 +1250,7 @@ def pipeline_def(fn=None, **pipeline_kwargs):
             body = func
             if pkw.get("enable_conditionals"):
                 body = _conditional_body()
+                pipe._conditionals_enabled = True
             with pipe:
                 outs = body(*args, **fkw)
                 if outs is None:
