@@ -239,22 +239,28 @@ func (im *augImage) posterize(mask byte) {
 	}
 }
 
-// solarize inverts the values >= threshold.
+// solarize inverts the values >= threshold (through a table: no branch per value).
 func (im *augImage) solarize(threshold float64) {
-	for i, v := range im.pix {
-		if float64(v) >= threshold {
-			im.pix[i] = 255 - v
+	var lut [256]byte
+	for i := range lut {
+		lut[i] = byte(i)
+		if float64(i) >= threshold {
+			lut[i] = 255 - byte(i)
 		}
 	}
+	im.lut(&lut)
 }
 
 // solarizeAdd adds shift to the values below 128.
 func (im *augImage) solarizeAdd(shift byte) {
-	for i, v := range im.pix {
-		if v < 128 {
-			im.pix[i] = v + shift
+	var lut [256]byte
+	for i := range lut {
+		lut[i] = byte(i)
+		if i < 128 {
+			lut[i] = byte(i) + shift
 		}
 	}
+	im.lut(&lut)
 }
 
 func (im *augImage) invert() {
