@@ -103,19 +103,35 @@ func BenchmarkValPipeline(b *testing.B) {
 // the .mp4 files in GODALI_BENCH_VIDEOS (benchmarks/video_bench.py makes them); it is
 // skipped without them. The CPU metric is per delivered frame.
 func BenchmarkVideoPipeline(b *testing.B) {
+	p := mustPipeline(b, videoBenchJSON(b, benchVideos(b), false))
+	runImages(b, p, 8*16)
+}
+
+// benchVideos lists the .mp4 files in GODALI_BENCH_VIDEOS, skipping the benchmark
+// without them.
+func benchVideos(b *testing.B) []string {
 	dir := os.Getenv("GODALI_BENCH_VIDEOS")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.mp4"))
 	if dir == "" || len(files) == 0 {
 		b.Skip("set GODALI_BENCH_VIDEOS to a directory of .mp4 clips")
 	}
+	return files
+}
+
+// videoBenchJSON is BenchmarkVideoPipeline's pipeline; with clips, it also outputs each
+// clip's file (its index in files) and first frame.
+func videoBenchJSON(b *testing.B, files []string, clips bool) string {
 	list, _ := json.Marshal(files)
-	p := mustPipeline(b, fmt.Sprintf(`{"batch_size": 8, "num_threads": 2, "device_id": null, "seed": 1, "prefetch_queue_depth": 2,
+	extra, outs := "", `["out"]`
+	if clips {
+		extra, outs = `, "labels": [], "enable_frame_num": true`, `["out", "file", "first"]`
+	}
+	return fmt.Sprintf(`{"batch_size": 8, "num_threads": 2, "device_id": null, "seed": 1, "prefetch_queue_depth": 2,
 	"ops": [
-	 {"op": "readers.video", "name": "Reader", "outputs": ["v"], "args": {"filenames": %s, "sequence_length": 16, "step": 1, "random_shuffle": true}},
+	 {"op": "readers.video", "name": "Reader", "outputs": %s, "args": {"filenames": %s, "sequence_length": 16, "step": 1, "random_shuffle": true%s}},
 	 {"op": "resize", "name": "resize", "inputs": ["v"], "outputs": ["r"], "args": {"resize_shorter": 128, "interp_type": "INTERP_LINEAR", "antialias": false}},
 	 {"op": "random.coin_flip", "name": "coin", "outputs": ["mirror"], "args": {"probability": 0.5}},
 	 {"op": "crop_mirror_normalize", "name": "cmn", "inputs": ["r"], "arg_inputs": {"mirror": "mirror"}, "outputs": ["out"],
 	  "args": {"dtype": "FLOAT", "output_layout": "CHW", "crop": [112, 112], "mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]}}],
-	"outputs": ["out"]}`, list))
-	runImages(b, p, 8*16)
+	"outputs": %s}`, map[bool]string{false: `["v"]`, true: `["v", "file", "first"]`}[clips], list, extra, outs)
 }

@@ -14,7 +14,10 @@
 // need no frame-rate arithmetic. ReadFrames decodes a sequence (first, count, stride)
 // into packed RGB24: it seeks to the key frame at or before the first frame (retrying
 // an earlier key frame when the demuxer lands late), or goes on decoding when the
-// previous call ended between that key frame and the first frame. Conversion to RGB is
+// previous call ended between that key frame and the first frame. Of the frames it does
+// not deliver (before the first, and between the frames of a stride), the decoder skips
+// the H.264 and HEVC non-reference pictures (nothing refers to them), and none is
+// converted. Conversion to RGB is
 // swscale's, with the frame's colour matrix and range as FFmpeg's scale filter reads
 // them, so frames equal `ffmpeg -sws_flags bilinear -pix_fmt rgb24` output exactly.
 // Rotation metadata is reported in Info.Rotation, not applied (as PyAV and DALI).

@@ -58,6 +58,7 @@ type File struct {
 	memCap  int
 	live    bool // the decoder has decoded up to lastFrame and can go on from there
 	lastIdx int
+	decoded int // frames the decoder returned to ReadFrames (tests)
 
 	cinfo C.gdv_info
 	cerr  [256]C.char
@@ -378,9 +379,11 @@ func (f *File) ReadFrames(ix *Index, first, count, stride int, dst []byte) error
 func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int, afterSeek bool) (again bool, err error) {
 	got := 0
 	for got < count {
-		var p C.int64_t
-		r := C.gdv_decode(f.c, &p)
 		want := first + got*stride
+		// The frames before want are delivered already or not at all: the decoder skips
+		// those of them no frame refers to.
+		var p C.int64_t
+		r := C.gdv_decode(f.c, C.int64_t(ix.PTS[want]), &p)
 		if r == 0 {
 			return false, fmt.Errorf("frame %d: %w: the stream ends first (truncated file?)", want, ErrFrame)
 		}
@@ -394,6 +397,7 @@ func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int
 			}
 			return false, fmt.Errorf("decoding frame %d: %s", want, ffErr(r))
 		}
+		f.decoded++
 		i := ix.frameOf(int64(p))
 		if i < 0 {
 			return false, fmt.Errorf("decoding frame %d: the decoder returned a frame at time %d, which no packet has", want, int64(p))
@@ -421,6 +425,35 @@ func (f *File) decodeRun(ix *Index, first, count, stride int, dst []byte, fb int
 		got++
 	}
 	return false, nil
+}
+
+// DecodeSpan decodes from the key frame at or before frame first through frame last,
+// converting nothing: what decoding a clip of those frames costs at least (its floor),
+// which benchmarks compare ReadFrames' work with. It seeks every time. n is the number
+// of frames the decoder delivered.
+func (f *File) DecodeSpan(ix *Index, first, last int) (n int, err error) {
+	if first < 0 || last < first || last >= ix.Len() {
+		return 0, fmt.Errorf("frames %d..%d are outside the file's %d frames", first, last, ix.Len())
+	}
+	if err := f.seekKey(ix, max(ix.keyBefore(first), 0)); err != nil {
+		return 0, err
+	}
+	for {
+		var p C.int64_t
+		r := C.gdv_decode(f.c, math.MinInt64, &p)
+		if r == 0 {
+			return n, fmt.Errorf("frame %d: %w: the stream ends first (truncated file?)", last, ErrFrame)
+		}
+		if r < 0 {
+			return n, fmt.Errorf("decoding up to frame %d: %s", last, ffErr(r))
+		}
+		n++
+		if i := ix.frameOf(int64(p)); i >= last {
+			return n, nil
+		} else if n == 1 && i > first {
+			return n, fmt.Errorf("frame %d: %w: seeking landed after it, at frame %d", first, ErrFrame, i)
+		}
+	}
 }
 
 // AnnexB makes NextPacket give H.264 and HEVC packets in Annex B form (start codes, and

@@ -401,7 +401,14 @@ int gdv_read_packet(gdv_file *f, const uint8_t **data, int *size, int64_t *pts, 
 	return 1;
 }
 
-int gdv_decode(gdv_file *f, int64_t *pts) {
+// skippable: the stream's decoder drops non-reference pictures without touching the
+// others' decoding when told AVDISCARD_NONREF.
+static int skippable(const gdv_file *f) {
+	enum AVCodecID id = f->fmt->streams[f->stream]->codecpar->codec_id;
+	return id == AV_CODEC_ID_H264 || id == AV_CODEC_ID_HEVC;
+}
+
+int gdv_decode(gdv_file *f, int64_t skip_before, int64_t *pts) {
 	if (f->too_big) return GDV_ETOOBIG;
 	for (;;) {
 		int r = p_avcodec_receive_frame(f->dec, f->frame);
@@ -427,6 +434,11 @@ int gdv_decode(gdv_file *f, int64_t *pts) {
 				p_av_packet_unref(f->pkt);
 				continue;
 			}
+			// Read per packet by the decoder (and handed to its frame threads with it).
+			f->dec->skip_frame = skip_before != INT64_MIN && f->pkt->pts != AV_NOPTS_VALUE &&
+			                             f->pkt->pts < skip_before && skippable(f)
+			                         ? AVDISCARD_NONREF
+			                         : AVDISCARD_DEFAULT;
 			r = p_avcodec_send_packet(f->dec, f->pkt);
 			p_av_packet_unref(f->pkt);
 			if (r < 0) return r;

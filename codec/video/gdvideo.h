@@ -53,8 +53,12 @@ int gdv_next_packet(gdv_file *f, int64_t *pts, int *key);
 int gdv_seek(gdv_file *f, int64_t ts);
 
 // gdv_decode decodes the next frame in presentation order. 1: a frame (*pts its time,
-// INT64_MIN when unknown), 0: end of stream, < 0: an FFmpeg error.
-int gdv_decode(gdv_file *f, int64_t *pts);
+// INT64_MIN when unknown), 0: end of stream, < 0: an FFmpeg error. Frames presented
+// before skip_before (INT64_MIN: none), which the caller will not deliver, are not decoded
+// at all where no other frame refers to them (H.264 and HEVC non-reference pictures:
+// FFmpeg's AVDISCARD_NONREF), so that they are never returned; the others are decoded
+// exactly as without it.
+int gdv_decode(gdv_file *f, int64_t skip_before, int64_t *pts);
 
 // gdv_convert writes the last decoded frame as packed RGB24 into dst (h rows of
 // linesize bytes). 0, -1 when the frame is not w x h, or an FFmpeg error.

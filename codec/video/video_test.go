@@ -419,3 +419,65 @@ func TestAnnexBPackets(t *testing.T) {
 		}
 	}
 }
+
+// DecodeSpan decodes from the key frame before first through last: with key frames every
+// 10 frames, frames 12..15 take the decoder's 10..15 (B-frames reordered), 20..20 one.
+func TestDecodeSpan(t *testing.T) {
+	needFFmpeg(t)
+	videotest.FFmpeg(t)
+	f, err := Open(videotest.Make(t, t.TempDir(), "span", videotest.Spec{Frames: 30, BFrames: 2}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ix, err := f.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ first, last, want int }{{12, 15, 6}, {20, 20, 1}, {3, 29, 30}, {9, 9, 10}} {
+		if n, err := f.DecodeSpan(ix, c.first, c.last); err != nil || n != c.want {
+			t.Errorf("DecodeSpan(%d, %d) = %d, %v; want %d frames", c.first, c.last, n, err, c.want)
+		}
+	}
+	if _, err := f.DecodeSpan(ix, 5, 30); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("past the end: %v", err)
+	}
+}
+
+// Frames before a sequence, and between its frames, that no other frame refers to
+// (H.264's non-reference B-frames) are not decoded; the delivered frames are ffmpeg's,
+// whether the reader seeks or goes on decoding.
+func TestSkipNonReference(t *testing.T) {
+	needFFmpeg(t)
+	p := videotest.Make(t, t.TempDir(), "nonref", videotest.Spec{Frames: 36, GOP: 12, BFrames: 3})
+	f, err := Open(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ix, err := f.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := videotest.RGBFrames(t, p, f.Info.Width, f.Info.Height)
+	fb := f.FrameBytes()
+	dst := make([]byte, 12*fb)
+	// Seeking to frame 12 for 22 and 23, going on for 26 and 28, seeking for 10 and 11,
+	// then for every third frame from 0: without skipping the decoder returns 12, 5, 12
+	// and 34 frames for them, here 8, 4, 8 and 28.
+	for _, c := range []struct{ first, count, stride, most int }{{22, 2, 1, 10}, {26, 2, 2, 4}, {10, 2, 1, 10}, {0, 12, 3, 30}} {
+		f.decoded = 0
+		if err := f.ReadFrames(ix, c.first, c.count, c.stride, dst); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < c.count; k++ {
+			if !bytes.Equal(dst[k*fb:(k+1)*fb], ref[c.first+k*c.stride]) {
+				t.Fatalf("frames from %d: frame %d differs from ffmpeg's", c.first, c.first+k*c.stride)
+			}
+		}
+		if f.decoded > c.most {
+			t.Errorf("frames from %d (stride %d): the decoder returned %d frames; with the non-reference frames not delivered skipped, at most %d", c.first, c.stride, f.decoded, c.most)
+		}
+	}
+	checkSequences(t, p, 20)
+}

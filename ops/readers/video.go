@@ -433,21 +433,43 @@ func readVideoList(list string) ([]videoFile, error) {
 	return out, sc.Err()
 }
 
-// videoReaderState is a worker's open file, kept while its samples come from it.
+// videoReaderState is a worker's open files: the demuxer and decoder of the files its
+// recent samples came from, most recently used first, so that the next clip of one of
+// them neither reopens the file nor, when it starts after where the decoder stopped in
+// the same group of pictures, seeks (video.File.ReadFrames goes on decoding).
 type videoReaderState struct {
-	f    *video.File
-	file int   // index of the open file (-1: none)
-	idx  []int // the frames of the sample being read
+	files []openVideo
+	idx   []int // the frames of the sample being read
 }
+
+// openVideo is one open file of a worker and its index in the reader's files.
+type openVideo struct {
+	f    *video.File
+	file int
+}
+
+// Open files a worker keeps: at most videoOpenFiles, and, beyond the most recent one,
+// only while their frames add up to videoOpenPixels (a decoder holds a few frames of its
+// stream's size: at 1080p about 4 files).
+const (
+	videoOpenFiles  = 8
+	videoOpenPixels = 4 * 1920 * 1088
+)
 
 func (s *videoReaderState) Close() {
-	if s.f != nil {
-		s.f.Close()
-		s.f = nil
+	for _, o := range s.files {
+		o.f.Close()
 	}
+	s.files = s.files[:0]
 }
 
-func (r *videoReader) NewWorkerState() any { return &videoReaderState{file: -1} }
+// drop closes the open file at position i.
+func (s *videoReaderState) drop(i int) {
+	s.files[i].f.Close()
+	s.files = append(s.files[:i], s.files[i+1:]...)
+}
+
+func (r *videoReader) NewWorkerState() any { return &videoReaderState{} }
 
 func (r *videoReader) Setup(ws *engine.Workspace) error {
 	seq := r.seqs[ws.Ref.Index]
@@ -490,39 +512,62 @@ func (r *videoReader) timesOut() int {
 	return k
 }
 
-// open makes the worker's open file the sequence's file (reopening only when it changes).
-func (st *videoReaderState) open(r *videoReader, seq videoSeq) (*videoFile, error) {
+// open returns the sequence's file, opened: one of the worker's open files (moved to
+// the front), or opened in place of the least recently used one, and the least
+// recently used beyond the bounds closed.
+func (st *videoReaderState) open(r *videoReader, seq videoSeq) (*videoFile, *video.File, error) {
 	vf := &r.files[seq.file]
-	if st.file != int(seq.file) {
-		st.file = -1
-		if st.f == nil {
-			st.f = &video.File{}
+	for i, o := range st.files {
+		if o.file == int(seq.file) {
+			copy(st.files[1:i+1], st.files[:i])
+			st.files[0] = o
+			return vf, o.f, nil
 		}
-		st.f.MaxPixels = r.limits.MaxImagePixels
-		if err := st.f.Reopen(vf.path, 1); err != nil {
-			return nil, engine.Errorf(engine.StatusData, "%v", err)
-		}
-		st.file = int(seq.file)
 	}
-	return vf, nil
+	var f *video.File
+	if n := len(st.files); n >= videoOpenFiles {
+		f = st.files[n-1].f // reused: Reopen closes its stream
+		st.files = st.files[:n-1]
+	} else {
+		f = &video.File{}
+	}
+	f.MaxPixels = r.limits.MaxImagePixels
+	if err := f.Reopen(vf.path, 1); err != nil {
+		f.Close()
+		return nil, nil, engine.Errorf(engine.StatusData, "%v", err)
+	}
+	st.files = append(st.files, openVideo{})
+	copy(st.files[1:], st.files)
+	st.files[0] = openVideo{f: f, file: int(seq.file)}
+	px := 0
+	for i, o := range st.files {
+		info := &r.files[o.file].info
+		if px += info.Width * info.Height; i > 0 && px > videoOpenPixels {
+			for len(st.files) > i {
+				st.drop(len(st.files) - 1)
+			}
+			break
+		}
+	}
+	return vf, f, nil
 }
 
 func (r *videoReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*videoReaderState)
 	seq := r.seqs[ws.Ref.Index]
-	vf, err := st.open(r, seq)
+	vf, f, err := st.open(r, seq)
 	if err != nil {
 		return err
 	}
 	out := ws.Out[0].Data
-	fb := st.f.FrameBytes()
+	fb := f.FrameBytes()
 	if cap(st.idx) < r.seqLen {
 		st.idx = make([]int, r.seqLen)
 	}
 	idx := st.idx[:r.seqLen]
 	r.frameIndices(idx, seq, vf.ix.Len())
-	if err := r.readFrames(st, vf, idx, out[:r.seqLen*fb], fb); err != nil {
-		st.file = -1 // reopened for the next sample
+	if err := r.readFrames(f, vf, idx, out[:r.seqLen*fb], fb); err != nil {
+		st.drop(0) // reopened for the next sample
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
 	if r.dtype == engine.Float32 {
@@ -559,7 +604,7 @@ func (r *videoReader) Run(ws *engine.Workspace) error {
 
 // readFrames decodes the frames idx names into out (fb bytes each): runs of frames
 // stride apart are read together, a frame already read is copied, -1 is the fill.
-func (r *videoReader) readFrames(st *videoReaderState, vf *videoFile, idx []int, out []byte, fb int) error {
+func (r *videoReader) readFrames(f *video.File, vf *videoFile, idx []int, out []byte, fb int) error {
 	for i := 0; i < len(idx); {
 		dst := out[i*fb : (i+1)*fb]
 		j := idx[i]
@@ -579,7 +624,7 @@ func (r *videoReader) readFrames(st *videoReaderState, vf *videoFile, idx []int,
 		for i+n < len(idx) && idx[i+n] == j+n*r.stride && slicesIndex(idx[:i], idx[i+n]) < 0 {
 			n++
 		}
-		if err := st.f.ReadFrames(vf.ix, j, n, r.stride, out[i*fb:(i+n)*fb]); err != nil {
+		if err := f.ReadFrames(vf.ix, j, n, r.stride, out[i*fb:(i+n)*fb]); err != nil {
 			return err
 		}
 		i += n

@@ -74,17 +74,16 @@ func (s *mixedVideoReaderState) Close() {
 }
 
 func (r *mixedVideoReader) NewWorkerState() any {
-	return &mixedVideoReaderState{videoReaderState: videoReaderState{file: -1}}
+	return &mixedVideoReaderState{}
 }
 
 func (r *mixedVideoReader) Run(ws *engine.Workspace) error {
 	st := ws.State.(*mixedVideoReaderState)
 	seq := r.seqs[ws.Ref.Index]
-	vf, err := st.open(r.videoReader, seq)
+	vf, f, err := st.open(r.videoReader, seq)
 	if err != nil {
 		return err
 	}
-	f := st.f
 	useNVDEC := nvdec.Takes(f.Info)
 	if useNVDEC {
 		dec, err := nvdec.For(st.dec, r.ctx.Device, r.mod, f.Info.Codec)
@@ -119,7 +118,7 @@ func (r *mixedVideoReader) Run(ws *engine.Workspace) error {
 		}
 	}
 	if err != nil {
-		st.file = -1 // reopened for the next sample
+		st.drop(0) // reopened for the next sample
 		return engine.Errorf(engine.StatusData, "%v", err)
 	}
 	if pad := (r.seqLen - n) * fb; pad > 0 {
