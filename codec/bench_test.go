@@ -69,3 +69,32 @@ func benchDecode(b *testing.B, file string, options func(Info) Options) {
 	}
 	b.ReportMetric(float64(w*h), "outpixels")
 }
+
+// BenchmarkDecodeValWindow: the validation pipeline's window (resize shorter to 256,
+// centre crop 224, plus the filter's reach) decoded in place (Embed), against the whole
+// image and against the entropy decoding alone (only the last row is wanted, so every
+// MCU is entropy-decoded and skipped): what a window can save is the difference
+// between the last two.
+func BenchmarkDecodeValWindow(b *testing.B) {
+	for _, f := range benchFiles {
+		for _, c := range []struct {
+			name string
+			roi  func(w, h int) Rect
+		}{
+			{"full", func(w, h int) Rect { return Rect{} }},
+			{"val_window", func(w, h int) Rect {
+				s := float64(min(w, h)) / 256
+				cw, ch := min(int(224*s)+4, w), min(int(224*s)+4, h)
+				return Rect{(w - cw) / 2, (h - ch) / 2, cw, ch}
+			}},
+			{"entropy_only", func(w, h int) Rect { return Rect{0, h - 1, w, 1} }},
+		} {
+			b.Run(filepath.Base(f)+"/"+c.name, func(b *testing.B) {
+				benchDecode(b, f, func(info Info) Options {
+					w, h := info.OrientedSize(true)
+					return Options{Out: RGB, AdjustOrientation: true, ROI: c.roi(w, h), Embed: true}
+				})
+			})
+		}
+	}
+}

@@ -147,6 +147,16 @@ type Options struct {
 	// FastIDCT selects libjpeg's fast integer IDCT (DALI's use_fast_idct): quicker,
 	// slightly less accurate. The default is the accurate one, bit-exact with PIL.
 	FastIDCT bool
+	// Embed, with a ROI, makes the output the whole (oriented) image with the ROI's
+	// pixels decoded in place, identical to a full decode's, and the others left as dst
+	// held them: a consumer that reads only the ROI gets the full decode's result for
+	// less work. A sequential JPEG decodes only the ROI (libjpeg skips the rows above
+	// it and the columns beside it; the rows below are entropy-decoded only, so that
+	// data cut short or corrupt there fail as in a full decode); a progressive one,
+	// whose block smoothing takes the edges of a cropped decode for the image's, and
+	// other formats decode the whole image. DCT scaling (MinWidth, MinHeight) is not
+	// applied.
+	Embed bool
 }
 
 // Errors that callers may test for with errors.Is.
@@ -206,15 +216,21 @@ type plan struct {
 	sw, sh     int // stored image size at that scale
 	rx, ry     int // region in the stored, scaled image
 	rw, rh     int
-	ow, oh, oc int // output size
+	ow, oh, oc int // the region's size after orientation
+	// The output: dw x dh x oc, with the oriented region at (dx, dy) (the region itself
+	// unless Options.Embed).
+	dx, dy, dw, dh int
 }
 
 // makePlan validates opt against info and computes the decode geometry. scalable says
 // whether the format supports DCT scaling (JPEG): then the smallest scale n/8 whose
 // output still covers MinWidth x MinHeight is chosen.
 func makePlan(info Info, opt Options, scalable bool) (plan, error) {
+	if opt.Embed && (!scalable || info.Progressive) {
+		opt.ROI = Rect{} // decoded whole: the ROI lies in place
+	}
 	full, err := planAt(info, opt, 8)
-	if err != nil || !scalable || (opt.MinWidth <= 0 && opt.MinHeight <= 0) {
+	if err != nil || !scalable || opt.Embed || (opt.MinWidth <= 0 && opt.MinHeight <= 0) {
 		return full, err
 	}
 	for n := 1; n < 8; n++ {
@@ -276,6 +292,10 @@ func planAt(info Info, opt Options, n int) (plan, error) {
 		p.ow, p.oh = p.rh, p.rw
 	}
 	p.oc = opt.Out.Channels()
+	p.dw, p.dh = p.ow, p.oh
+	if opt.Embed && n == 8 {
+		p.dx, p.dy, p.dw, p.dh = roi.X, roi.Y, OW, OH
+	}
 	return p, nil
 }
 

@@ -103,7 +103,7 @@ func (d *Decoder) OutputSize(data []byte, info Info, opt Options) (w, h, c int, 
 	if err := checkDataFits(data, info); err != nil {
 		return 0, 0, 0, err
 	}
-	return p.ow, p.oh, p.oc, nil
+	return p.dw, p.dh, p.oc, nil
 }
 
 // Decode decodes data into dst[:w*h*c] as interleaved HWC uint8 and returns that size
@@ -131,8 +131,8 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	if err := checkDataFits(data, info); err != nil {
 		return 0, 0, 0, err
 	}
-	if n := p.ow * p.oh * p.oc; len(dst) < n {
-		return 0, 0, 0, fmt.Errorf("destination holds %d bytes, the %dx%dx%d image needs %d", len(dst), p.ow, p.oh, p.oc, n)
+	if n := p.dw * p.dh * p.oc; len(dst) < n {
+		return 0, 0, 0, fmt.Errorf("destination holds %d bytes, the %dx%dx%d image needs %d", len(dst), p.dw, p.dh, p.oc, n)
 	}
 	switch info.Format {
 	case FormatJPEG:
@@ -148,7 +148,7 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	return p.ow, p.oh, p.oc, nil
+	return p.dw, p.dh, p.oc, nil
 }
 
 // Trim drops the Decoder's scratch buffer when it has grown above limit bytes, and

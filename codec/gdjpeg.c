@@ -277,11 +277,12 @@ static void emit_row(const unsigned char *s, int pf, unsigned n, unsigned char *
 }
 
 /* row_target locates where row y (0-based in the rw x rh region) lands in the oriented
- * output and the pixel step along it. EXIF orientation o means: the stored image must be
- * flipped/rotated this way to be seen upright (o=6: rotate 90 degrees clockwise). */
-static void row_target(int o, unsigned rw, unsigned rh, unsigned y, int oc, ptrdiff_t *base,
-                       ptrdiff_t *step) {
-  ptrdiff_t ow = (o >= 5) ? (ptrdiff_t)rh : (ptrdiff_t)rw;
+ * output, whose rows are pitch pixels apart, and the pixel step along it. EXIF
+ * orientation o means: the stored image must be flipped/rotated this way to be seen
+ * upright (o=6: rotate 90 degrees clockwise). */
+static void row_target(int o, unsigned rw, unsigned rh, unsigned y, int oc, ptrdiff_t pitch,
+                       ptrdiff_t *base, ptrdiff_t *step) {
+  ptrdiff_t ow = pitch; /* the oriented region's width when it is packed */
   ptrdiff_t b, st;
   ptrdiff_t W = rw, H = rh, Y = y;
   switch (o) {
@@ -328,7 +329,8 @@ void gd_emit(const unsigned char *src, size_t stride, int pf, unsigned rx, unsig
   size_t ic = (size_t)pf_channels(pf);
   for (unsigned y = 0; y < rh; y++) {
     ptrdiff_t base, step;
-    row_target(orientation, rw, rh, y, oc, &base, &step);
+    row_target(orientation, rw, rh, y, oc, orientation >= 5 ? (ptrdiff_t)rh : (ptrdiff_t)rw, &base,
+               &step);
     emit_row(src + (size_t)(ry + y) * stride + (size_t)rx * ic, pf, rw, dst + base, step, out);
   }
 }
@@ -415,16 +417,26 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
     return fail_plain(s, "region outside the image");
   }
   int oc = out == GD_OUT_GRAY ? 1 : 3;
-  if (dst_len < (size_t)job->rw * job->rh * (size_t)oc) {
+  /* The oriented region and where it lands in dst. */
+  unsigned ow = job->orientation >= 5 ? job->rh : job->rw;
+  unsigned oh = job->orientation >= 5 ? job->rw : job->rh;
+  if (job->dst_x + ow > job->dst_pitch ||
+      dst_len < ((size_t)(job->dst_y + oh) * job->dst_pitch) * (size_t)oc) {
     return fail_plain(s, "destination buffer too small");
   }
+  unsigned char *origin = dst + ((size_t)job->dst_y * job->dst_pitch + job->dst_x) * (size_t)oc;
+  size_t pitch = (size_t)job->dst_pitch * (size_t)oc;
 
   /* Crop columns. Fancy upsampling and block smoothing treat the crop's edges as image
-   * edges, so widen the request by one iMCU on each side to keep the wanted columns
-   * identical to those of a full decode, then copy just those. */
+   * edges, so widen the request on each side to keep the wanted columns identical to
+   * those of a full decode, then copy just those. Fancy upsampling reads one chroma
+   * sample beside each, at most max_h_samp_factor output pixels wide: two of those
+   * suffice. Block smoothing (progressive files) reaches further: one iMCU, which
+   * still falls short where it runs (see codec.Options.Embed). */
   JDIMENSION xoff = 0, cw = ci->output_width;
   if (job->rw < ci->output_width) {
-    unsigned margin = imcu_width(ci);
+    unsigned margin =
+        ci->progressive_mode ? imcu_width(ci) : 2u * (unsigned)ci->max_h_samp_factor;
     unsigned x0 = job->rx > margin ? job->rx - margin : 0;
     unsigned x1 = job->rx + job->rw + margin;
     if (x1 > ci->output_width) {
@@ -450,7 +462,6 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
   int identity = (pf == GD_PF_GRAY && out == GD_OUT_GRAY) ||
                  (pf == GD_PF_RGB && out == GD_OUT_RGB) ||
                  (pf == GD_PF_BGR && out == GD_OUT_BGR);
-  size_t out_row = (size_t)job->rw * (size_t)oc;
   if (identity && job->orientation == 1 && xoff == job->rx && cw == job->rw) {
     /* Straight into dst: no conversion, no column copy, no reordering. */
     while (ci->output_scanline < end) {
@@ -461,7 +472,7 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
         n = GD_ROW_BLOCK;
       }
       for (unsigned i = 0; i < n; i++) {
-        rows[i] = dst + (size_t)(y + i) * out_row;
+        rows[i] = origin + (size_t)(y + i) * pitch;
       }
       if (jpeg_read_scanlines(ci, rows, n) == 0) {
         return fail_plain(s, "libjpeg returned no rows");
@@ -495,9 +506,33 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
       }
       for (unsigned i = 0; i < got; i++) {
         ptrdiff_t base, step;
-        row_target(job->orientation, job->rw, job->rh, y + i, oc, &base, &step);
-        emit_row(rows[i] + col, pf, job->rw, dst + base, step, out);
+        row_target(job->orientation, job->rw, job->rh, y + i, oc, (ptrdiff_t)job->dst_pitch, &base,
+                   &step);
+        emit_row(rows[i] + col, pf, job->rw, origin + base, step, out);
       }
+    }
+  }
+
+  /* With job->finish, the rows below the region are entropy-decoded and dropped (no
+   * IDCT but for the last row), as a full decode reads them: data cut short or
+   * corrupt there fails or warns as it would then. */
+  if (job->finish && ci->output_scanline < ci->output_height) {
+    JDIMENSION left = ci->output_height - ci->output_scanline;
+    if (left > 1 && jpeg_skip_scanlines(ci, left - 1) != left - 1) {
+      return fail_plain(s, "could not skip to the last row");
+    }
+    size_t need = (size_t)cw * (size_t)ci->output_components;
+    if (m->rows_cap < need) {
+      unsigned char *p = realloc(m->rows, need);
+      if (p == NULL) {
+        return fail_plain(s, "out of memory for JPEG row buffer");
+      }
+      m->rows = p;
+      m->rows_cap = need;
+    }
+    JSAMPROW last = m->rows;
+    if (jpeg_read_scanlines(ci, &last, 1) != 1) {
+      return fail_plain(s, "libjpeg returned no rows");
     }
   }
 

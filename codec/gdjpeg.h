@@ -49,6 +49,9 @@ typedef struct {
   long long max_pixels;        /* >0: refuse larger headers */
   int fast_idct;               /* 1: JDCT_IFAST instead of JDCT_ISLOW */
   long long max_memory;        /* >0: libjpeg's max_memory_to_use; larger needs fail */
+  unsigned dst_x, dst_y;       /* where the oriented region lands in dst, in pixels */
+  unsigned dst_pitch;          /* pixels per dst row (the oriented region's width when packed) */
+  int finish;                  /* 1: read the data on to EOI after the region (errors as a full decode) */
 } gd_job;
 
 typedef struct gd_jpeg_impl gd_jpeg_impl;
@@ -68,7 +71,8 @@ void gd_jpeg_free(gd_jpeg *s);
  * Returns 0, or -1 with s->msg set (1 when the data ended prematurely). */
 int gd_jpeg_header(gd_jpeg *s, const unsigned char *data, size_t len);
 
-/* gd_jpeg_decode decodes the region s->job describes into dst (HWC, oriented).
+/* gd_jpeg_decode decodes the region s->job describes into dst (HWC, oriented), at
+ * (dst_x, dst_y) of an image dst_pitch pixels wide; the rest of dst is not written.
  * Returns 0, -1 with s->msg set, or 1 when the data ended prematurely. */
 int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned char *dst,
                    size_t dst_len);

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -101,6 +102,96 @@ func TestROIEqualsFullWindow(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestEmbedROIEqualsFull: with Embed, a ROI decode returns the whole image's size, its
+// ROI identical to the full decode's, bit for bit, and (sequential JPEG) every byte
+// outside the ROI as the destination held it; for every orientation and output type.
+// Progressive JPEGs (block smoothing) and other formats decode the whole image.
+func TestEmbedROIEqualsFull(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	r := rand.New(rand.NewPCG(28, 1))
+	files := append(roiFiles, "pillow/hopper.png", "pillow/hopper.bmp",
+		"../sampling/s440_203x131.jpg", "../sampling/s440_97x75_progressive.jpg", "../sampling/s411_161x109.jpg",
+		"../sampling/s410_150x99.jpg", "../sampling/s420_arith_123x87.jpg",
+		"../sampling/prog_smooth420_211x157.jpg", "../sampling/prog_smooth444_170x131.jpg")
+	for i, f := range files {
+		base := readFile(t, filepath.Join(corpusDir, f))
+		for _, o := range []int{1 + i%8, 1 + (i+3)%8, 6} {
+			data := base
+			if DetectFormat(base) == FormatJPEG {
+				data = withOrientation(base, o, o%2 == 0)
+			}
+			for _, out := range []OutputType{RGB, Gray} {
+				opt := Options{Out: out, AdjustOrientation: true}
+				full, w, h, c, info, err := decodeAll(d, data, opt)
+				if err != nil {
+					t.Fatalf("%s o=%d: %v", f, o, err)
+				}
+				for _, roi := range randomROIs(r, w, h, 3)[5:] {
+					opt.ROI, opt.Embed, opt.MinWidth, opt.MinHeight = roi, true, 1, 1
+					ew, eh, ec, err := d.OutputSize(data, info, opt)
+					if err != nil || ew != w || eh != h || ec != c {
+						t.Fatalf("%s o=%d ROI %+v: OutputSize %dx%dx%d, %v; want the whole %dx%dx%d", f, o, roi, ew, eh, ec, err, w, h, c)
+					}
+					pix := make([]byte, len(full))
+					for k := range pix {
+						pix[k] = byte(k*7 + 1)
+					}
+					if _, _, _, err := d.Decode(data, info, opt, pix); err != nil {
+						t.Fatalf("%s o=%d ROI %+v: %v", f, o, roi, err)
+					}
+					if s := compare(window(pix, w, c, roi), window(full, w, c, roi)); s.max != 0 {
+						t.Fatalf("%s o=%d %s ROI %+v: max diff %d (byte %d) from the full decode", f, o, out, roi, s.max, s.at)
+					}
+					if info.Format != FormatJPEG || info.Progressive {
+						if s := compare(pix, full); s.max != 0 {
+							t.Fatalf("%s: not decoded whole (max diff %d)", f, s.max)
+						}
+						continue
+					}
+					for y := range h {
+						for x := range w {
+							if x >= roi.X && x < roi.X+roi.W && y >= roi.Y && y < roi.Y+roi.H {
+								continue
+							}
+							for k := (y*w + x) * c; k < (y*w+x+1)*c; k++ {
+								if pix[k] != byte(k*7+1) {
+									t.Fatalf("%s o=%d ROI %+v: pixel (%d, %d) outside the ROI was written", f, o, roi, x, y)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestEmbedTruncatedBelowROI: data cut short below an Embed ROI fails as the full
+// decode does (the rows below are entropy-decoded, not dropped), and so do data
+// missing only their EOI marker.
+func TestEmbedTruncatedBelowROI(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	base := readFile(t, filepath.Join(corpusDir, "pillow/flower.jpg"))
+	for _, cut := range []int{len(base) * 9 / 10, len(base) - 2} {
+		data := base[:cut]
+		info, err := d.Probe(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, info.Width*info.Height*3)
+		_, _, _, full := d.Decode(data, info, Options{Out: RGB}, dst)
+		if !errors.Is(full, ErrTruncated) {
+			t.Fatalf("cut at %d of %d bytes: full decode: %v, want a truncation error", cut, len(base), full)
+		}
+		opt := Options{Out: RGB, ROI: Rect{100, 20, 200, 60}, Embed: true}
+		if _, _, _, err := d.Decode(data, info, opt, dst); !errors.Is(err, ErrTruncated) || err.Error() != full.Error() {
+			t.Errorf("cut at %d of %d bytes: Embed ROI above the cut: %v, want %v", cut, len(base), err, full)
 		}
 	}
 }

@@ -50,6 +50,10 @@ type checkpointDoc struct {
 	// Iterator is the state of a framework iterator over the pipeline (the Python
 	// iterators' counters). The engine accepts it and leaves it alone.
 	Iterator json.RawMessage `json:"iterator,omitempty"`
+	// ExternalSources is the feeder's record of the checkpointed_feeds sources (the
+	// Python package's: each callable source's epoch, iteration and data type). The
+	// engine accepts it and leaves it alone.
+	ExternalSources json.RawMessage `json:"external_sources,omitempty"`
 }
 
 type pipelineFingerprint struct {
@@ -180,8 +184,8 @@ func (p *Pipeline) Checkpoint() ([]byte, error) {
 	if !p.Spec.EnableCheckpointing {
 		return nil, errCheckpointDisabled()
 	}
-	if len(p.feeds.queues) > 0 {
-		return nil, Errorf(StatusState, "external source %s does not support checkpoints: its data comes from outside the pipeline", p.feeds.names())
+	if names := p.feeds.unrecorded(p.Spec.CheckpointedFeeds); names != "" {
+		return nil, Errorf(StatusState, "external source %s does not support checkpoints: its data comes from outside the pipeline", names)
 	}
 	doc := checkpointDoc{Format: checkpointFormat, Version: CheckpointVersion, Pipeline: p.fingerprint(),
 		State: checkpointState{Seed: p.seed, Epoch: p.epoch, Iteration: p.taken, EndOfEpoch: p.atEnd}}

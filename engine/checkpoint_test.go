@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -452,5 +453,52 @@ func TestCheckpointGarbageIsAnError(t *testing.T) {
 		if err := p.Restore(b); err != nil && StatusOf(err) != StatusInvalidArgument {
 			t.Fatalf("damaged checkpoint %q: status %d: %v", b, StatusOf(err), err)
 		}
+	}
+}
+
+// An external source named in checkpointed_feeds: the feeder records its position, so
+// Checkpoint takes the rest of the state (here a random stream), and a restored pipeline
+// fed from that position gives what the original gives next. Any other external source
+// is refused, naming it.
+func TestCheckpointWithCheckpointedFeed(t *testing.T) {
+	desc := func(feeds string) string {
+		return `{"batch_size": 2, "num_threads": 2, "prefetch_queue_depth": 2, "seed": 7, "enable_checkpointing": true` + feeds + `,
+		"ops": [{"op": "external_source", "name": "src", "outputs": ["x"], "args": {"dtype": "INT32", "ndim": 2, "layout": "HW"}},
+		        {"op": "external_source", "name": "other", "outputs": ["y"], "args": {"dtype": "INT32", "ndim": 2, "layout": "HW"}},
+		        {"op": "random.uniform", "name": "u", "outputs": ["u"], "args": {"shape": [3]}}], "outputs": ["x", "y", "u"]}`
+	}
+	var calls atomic.Int32
+	feed := func(p *Pipeline, k int) {
+		t.Helper()
+		for _, name := range []string{"src", "other"} {
+			s := [][]int32{{int32(10 * k)}, {int32(10*k + 1)}}
+			if err := p.FeedInput(name, counted(s, [][]int{{1, 1}, {1, 1}}, &calls)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const feeds = `, "checkpointed_feeds": ["src", "other"]`
+	a := mustPipeline(t, desc(feeds))
+	for k := 0; k < 3; k++ { // the third is queued ahead when the checkpoint is taken
+		feed(a, k)
+	}
+	takeNext(t, a)
+	takeNext(t, a)
+	ckpt, err := a.Checkpoint()
+	if err != nil {
+		t.Fatalf("checkpoint with the sources in checkpointed_feeds: %v", err)
+	}
+	want := takeNext(t, a)
+
+	r := restored(t, desc(feeds), ckpt)
+	feed(r, 2) // the feeder's saved position: its third batch
+	replay(t, r, []step{want}, "restored")
+
+	b := mustPipeline(t, desc(`, "checkpointed_feeds": ["src"]`))
+	if _, err := b.Checkpoint(); err == nil || !strings.Contains(err.Error(), `external source "other" does not support checkpoints`) {
+		t.Fatalf("checkpoint with \"other\" not in checkpointed_feeds: %v, want the refusal naming it", err)
+	}
+	if _, err := NewPipeline([]byte(desc(`, "checkpointed_feeds": ["u"]`))); err == nil || !strings.Contains(err.Error(), `checkpointed_feeds names "u", which is not an external source`) {
+		t.Fatalf("checkpointed_feeds naming a random operator: %v, want an error naming it", err)
 	}
 }

@@ -139,6 +139,9 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	if err := p.feeds.checkStreams(g); err != nil {
 		return nil, err
 	}
+	if err := p.feeds.checkCheckpointed(spec.CheckpointedFeeds); err != nil {
+		return nil, err
+	}
 	p.limits.MaxImagePixels = spec.MaxImagePixels
 	p.limits.MaxFileBytes = spec.MaxFileBytes
 	if spec.Seed == -1 {

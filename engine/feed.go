@@ -131,6 +131,32 @@ func (f *feeds) checkStreams(g *Graph) error {
 	return nil
 }
 
+// checkCheckpointed refuses a checkpointed_feeds name that is not an external source.
+func (f *feeds) checkCheckpointed(names []string) error {
+	for _, n := range names {
+		if _, ok := f.byName[n]; !ok {
+			return Errorf(StatusInvalidPipeline, "pipeline: checkpointed_feeds names %q, which is not an external source of the pipeline (external sources: %s)", n, f.names())
+		}
+	}
+	return nil
+}
+
+// unrecorded are the names of the external sources whose position no one records in
+// a checkpoint (those not in checkpointed_feeds), quoted and joined; "" when none.
+func (f *feeds) unrecorded(checkpointed []string) string {
+	known := map[string]bool{}
+	for _, n := range checkpointed {
+		known[n] = true
+	}
+	var s []string
+	for _, q := range f.queues {
+		if !known[q.node.Name] {
+			s = append(s, strconv.Quote(q.node.Name))
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
 func (f *feeds) names() string {
 	if len(f.queues) == 0 {
 		return "none"

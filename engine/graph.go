@@ -62,6 +62,18 @@ type SizeHinter interface {
 	OutputSizeFor(w, h int) (int, int)
 }
 
+// WindowReader is implemented by operators that, for some inputs, read only a window
+// of their HWC image input, known from the image's size alone (no sample's argument or
+// random draw decides it). A decoder feeding one may decode only that window in place,
+// leaving the rest of its output unwritten: the consumer's result is the same.
+type WindowReader interface {
+	// NewWindowState returns the scratch InputWindow needs, one per worker.
+	NewWindowState() any
+	// InputWindow reports the pixels [x0, x1) x [y0, y1) of a w x h input that the
+	// operator reads; ok is false when it may read others, or cannot tell.
+	InputWindow(w, h int, state any) (x0, y0, x1, y1 int, ok bool)
+}
+
 // ConsumerAware operators are told about their single consumer after the build.
 type ConsumerAware interface {
 	SetConsumer(c Operator)

@@ -42,8 +42,14 @@ type Spec struct {
 	FirstEpoch      int64
 	// EnableCheckpointing allows Checkpoint and Restore (DALI's enable_checkpointing).
 	EnableCheckpointing bool
-	Nodes               []*NodeSpec
-	Outputs             []string
+	// CheckpointedFeeds names the external source nodes whose position the feeder
+	// records in checkpoints itself (godali's Python does, for a source called with the
+	// iteration, BatchInfo or SampleInfo, as DALI): Checkpoint accepts a pipeline with
+	// them, and a restored pipeline is fed from the position the feeder saved. Any other
+	// external source makes Checkpoint fail.
+	CheckpointedFeeds []string
+	Nodes             []*NodeSpec
+	Outputs           []string
 }
 
 // NodeSpec is one operator node as written.
@@ -60,7 +66,8 @@ type NodeSpec struct {
 var topLevelKeys = []string{"batch_size", "num_threads", "device_id", "prefetch_queue_depth",
 	"seed", "max_image_pixels", "max_file_bytes", "on_error", "first_epoch", "ops", "outputs",
 	"last_batch_policy",
-	"exec_pipelined", "exec_async", "enable_checkpointing", "preallocate", "max_host_bytes"}
+	"exec_pipelined", "exec_async", "enable_checkpointing", "checkpointed_feeds", "preallocate",
+	"max_host_bytes"}
 
 var nodeKeys = []string{"op", "name", "device", "inputs", "arg_inputs", "outputs", "args"}
 
@@ -179,6 +186,11 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if raw, ok := top["enable_checkpointing"]; ok {
 		if json.Unmarshal(raw, &s.EnableCheckpointing) != nil {
 			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"enable_checkpointing\" must be a bool, got %s", raw)
+		}
+	}
+	if raw, ok := top["checkpointed_feeds"]; ok {
+		if json.Unmarshal(raw, &s.CheckpointedFeeds) != nil {
+			return nil, Errorf(StatusInvalidPipeline, "pipeline: key \"checkpointed_feeds\" must be a list of external source names, got %s", raw)
 		}
 	}
 	for _, key := range []string{"exec_pipelined", "exec_async"} {

@@ -51,3 +51,43 @@ func resizeCMN[T elem](dst []T, src []byte, c int, p *ResizePlan, np *NormalizeP
 		nz.writeRow(oy, s.row)
 	}
 }
+
+// ResizeCropSource is the window [x0, x1) x [y0, y1) of the source that
+// ResizeCropMirrorNormalize reads with this plan and crop: the filter support of the
+// output pixels inside the crop. Source pixels outside it do not change the result, so
+// a decoder may leave them unwritten. ok is false when the plan is invalid or the crop
+// holds no resized pixel (nothing is read).
+func ResizeCropSource(p *ResizePlan, np *NormalizeParams) (x0, y0, x1, y1 int, ok bool) {
+	if p.err != nil {
+		return 0, 0, 0, 0, false
+	}
+	// The output columns and rows the normaliser asks the region for (normalizer.init).
+	cx0, cx1 := max(np.CropX, 0), min(np.CropX+np.CropW, p.DstW)
+	cy0, cy1 := max(np.CropY, 0), min(np.CropY+np.CropH, p.DstH)
+	if cx0 >= cx1 || cy0 >= cy1 {
+		return 0, 0, 0, 0, false
+	}
+	x0, x1 = p.h.span(cx0, cx1)
+	y0, y1 = p.v.span(cy0, cy1)
+	return x0, y0, x1, y1, x0 < x1 && y0 < y1
+}
+
+// span is the source range [lo, hi) that outputs [a, b) of the axis read: the taps,
+// zero-weight padding included, the nearest neighbours, or the same range.
+func (ax *axisPlan) span(a, b int) (lo, hi int) {
+	switch ax.kind {
+	case axisIdentity:
+		return a, b
+	case axisNearest:
+		lo, hi = int(ax.idx[a]), int(ax.idx[a])+1
+		for _, i := range ax.idx[a:b] {
+			lo, hi = min(lo, int(i)), max(hi, int(i)+1)
+		}
+		return lo, hi
+	}
+	lo, hi = int(ax.taps[a].start), int(ax.taps[a].start)
+	for _, t := range ax.taps[a:b] {
+		lo, hi = min(lo, int(t.start)), max(hi, int(t.start+t.n))
+	}
+	return lo, hi
+}

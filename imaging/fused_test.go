@@ -104,3 +104,73 @@ func TestNoAllocationsInSteadyState(t *testing.T) {
 		}
 	}
 }
+
+// TestResizeCropSourceIsAllThatIsRead: ResizeCropMirrorNormalize's output does not
+// change when every source pixel outside ResizeCropSource's window is overwritten, for
+// every filter, with and without antialiasing, flipped and cropped ROIs, up- and
+// downscaling, crops inside and partly outside the resized image, mirrored or not.
+func TestResizeCropSourceIsAllThatIsRead(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 5))
+	var s Scratch
+	interps := []Interp{InterpNN, InterpTriangular, InterpLinear, InterpCubic, InterpLanczos3}
+	for i := range 400 {
+		c := []int{1, 3, 4}[i%3]
+		w, h := 1+r.IntN(180), 1+r.IntN(180)
+		src := testImage(w, h, c, uint64(i))
+		roi := FullROI(w, h)
+		switch r.IntN(4) {
+		case 0: // a sub-window
+			roi = [4]float64{r.Float64() * float64(w) / 3, r.Float64() * float64(h) / 3, float64(w) - r.Float64()*float64(w)/3, float64(h) - r.Float64()*float64(h)/3}
+		case 1: // flipped horizontally
+			roi[0], roi[2] = roi[2], roi[0]
+		}
+		dw, dh := 1+r.IntN(2*w+8), 1+r.IntN(2*h+8)
+		if r.IntN(2) == 0 { // the validation shape: downscale, then a centre crop
+			dw, dh = max(1, w*(40+r.IntN(60))/100), max(1, h*(40+r.IntN(60))/100)
+		}
+		interp, aa := interps[r.IntN(len(interps))], r.IntN(4) != 0
+		p := NewResizePlan(w, h, roi, dw, dh, interp, aa, &s)
+		if err := p.Err(); err != nil {
+			t.Fatal(err)
+		}
+		cw, ch := 1+r.IntN(dw), 1+r.IntN(dh)
+		np := NormalizeParams{Mean: []float32{120}, Std: []float32{58}, Scale: 1, Out: Float32, CHW: r.IntN(2) == 0, Mirror: r.IntN(2) == 0,
+			CropX: r.IntN(dw - cw + 1), CropY: r.IntN(dh - ch + 1), CropW: cw, CropH: ch}
+		if r.IntN(5) == 0 { // partly outside (out_of_bounds_policy pad)
+			np.CropX, np.CropY = np.CropX-r.IntN(cw+1), np.CropY+r.IntN(ch+1)
+		}
+		name := fmt.Sprintf("case %d: %dx%dx%d roi %v -> %dx%d %v aa=%v crop %dx%d at (%d,%d)", i, w, h, c, roi, dw, dh, interp, aa, cw, ch, np.CropX, np.CropY)
+		want := make([]byte, np.OutBytes(c))
+		if err := ResizeCropMirrorNormalize(want, src, w, h, c, p, &np, &s); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		x0, y0, x1, y1, ok := ResizeCropSource(p, &np)
+		if !ok {
+			if np.CropX < dw && np.CropY < dh && np.CropX+cw > 0 && np.CropY+ch > 0 {
+				t.Fatalf("%s: no window for a crop that overlaps the image", name)
+			}
+			continue
+		}
+		if x0 < 0 || y0 < 0 || x1 > w || y1 > h {
+			t.Fatalf("%s: window [%d,%d)x[%d,%d) leaves the image", name, x0, x1, y0, y1)
+		}
+		poisoned := append([]byte(nil), src...)
+		for y := range h {
+			for x := range w {
+				if x < x0 || x >= x1 || y < y0 || y >= y1 {
+					for k := range c {
+						poisoned[(y*w+x)*c+k] = byte(r.IntN(256))
+					}
+				}
+			}
+		}
+		got := make([]byte, len(want))
+		p = NewResizePlan(w, h, roi, dw, dh, interp, aa, &s)
+		if err := ResizeCropMirrorNormalize(got, poisoned, w, h, c, p, &np, &s); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: the output depends on pixels outside the window [%d,%d)x[%d,%d)", name, x0, x1, y0, y1)
+		}
+	}
+}

@@ -9,14 +9,14 @@ import (
 func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "ssd_random_crop",
-		Doc: "SSD's random crop of an HWC image with its boxes (float32 [N, 4], ltrb, relative) and labels: each " +
+		Doc: "SSD's random crop of an HWC (or single-channel HW) image with its boxes (float32 [N, 4], ltrb, relative) and labels: each " +
 			"attempt picks the whole image or a minimum IoU among 0, 0.1, 0.3, 0.5, 0.7, 0.9 and then up to " +
 			"num_attempts windows with sides in [0.3, 1] of the image and width/height in [0.5, 2], taking the first " +
 			"whose IoU with every box reaches it and that keeps a box (boxes whose center lies in it). Outputs the " +
 			"cropped image, the kept boxes clipped and relative to the window, and their labels (as random_bbox_crop, " +
 			"which gives the window instead of cropping).",
 		MinInputs: 3, MaxInputs: 3, Outputs: []string{"images", "boxes", "labels"}, HostOnly: true,
-		InputLayouts: []string{"HWC"}, InputDoc: "e.g. from a decoder",
+		InputLayouts: []string{"HWC", "HW"}, InputDoc: "e.g. from a decoder; HW: one channel, as DALI accepts it",
 		Args: []engine.ArgSpec{
 			{Name: "num_attempts", Type: engine.ArgInt, Default: 1, Doc: "windows tried per chosen IoU"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "the node's own random streams: the same seed draws the same values in any pipeline (-1: derived from the pipeline seed and the node)"},
@@ -55,7 +55,7 @@ func (o *ssdCropOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
 	}
 	lab := append([]int{-1}, l.Shape[1:]...)
 	return []engine.TensorMeta{
-		{DType: in[0].DType, Layout: in[0].Layout, Shape: []int{-1, -1, in[0].Shape[2]}},
+		{DType: in[0].DType, Layout: in[0].Layout, Shape: append([]int{-1, -1}, in[0].Shape[2:]...)},
 		{DType: engine.Float32, Shape: []int{-1, 4}},
 		{DType: l.DType, Shape: lab},
 	}, nil
@@ -76,7 +76,7 @@ func (o *ssdCropOp) Setup(ws *engine.Workspace) error {
 		st.boxes = append(st.boxes, Box2([4]float64{float64(f32(d, 4*i)), float64(f32(d, 4*i+1)), float64(f32(d, 4*i+2)), float64(f32(d, 4*i+3))}))
 	}
 	st.win, st.kept = o.crop.Choose(st.boxes, ws.RNG, st.kept[:0])
-	h, w, c := ws.In[0].Shape[0], ws.In[0].Shape[1], ws.In[0].Shape[2]
+	h, w, c := ws.In[0].Shape[0], ws.In[0].Shape[1], channels(ws.In[0].Shape)
 	x0 := int(math.Floor(st.win.Anchor[0] * float64(w)))
 	y0 := int(math.Floor(st.win.Anchor[1] * float64(h)))
 	x1 := int(math.Ceil((st.win.Anchor[0] + st.win.Shape[0]) * float64(w)))
@@ -86,7 +86,11 @@ func (o *ssdCropOp) Setup(ws *engine.Workspace) error {
 		x0, y0, x1, y1 = 0, 0, w, h
 	}
 	st.x0, st.y0 = x0, y0
-	ws.Out[0].SetShape(y1-y0, x1-x0, c)
+	if len(ws.In[0].Shape) == 2 {
+		ws.Out[0].SetShape(y1-y0, x1-x0)
+	} else {
+		ws.Out[0].SetShape(y1-y0, x1-x0, c)
+	}
 	ws.Out[1].SetShape(len(st.kept), 4)
 	ws.Out[2].SetShape(append([]int{len(st.kept)}, ws.In[2].Shape[1:]...)...)
 	return nil
@@ -95,7 +99,7 @@ func (o *ssdCropOp) Setup(ws *engine.Workspace) error {
 func (o *ssdCropOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*ssdState)
 	in, out := ws.In[0], ws.Out[0]
-	px := in.Shape[2] * in.DType.Size()
+	px := channels(in.Shape) * in.DType.Size()
 	oh, ow := out.Shape[0], out.Shape[1]
 	for y := 0; y < oh; y++ {
 		src := ((st.y0+y)*in.Shape[1] + st.x0) * px
@@ -111,4 +115,12 @@ func (o *ssdCropOp) Run(ws *engine.Workspace) error {
 		copy(ws.Out[2].Data[j*sz:(j+1)*sz], lab.Data[idx*sz:(idx+1)*sz])
 	}
 	return nil
+}
+
+// channels is an image's channel count: its third extent, 1 for an HW image.
+func channels(shape []int) int {
+	if len(shape) == 2 {
+		return 1
+	}
+	return shape[2]
 }

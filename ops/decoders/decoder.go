@@ -48,12 +48,16 @@ type cpuDecoder struct {
 	fastIDCT bool
 	crop     *window.RandomCrop
 	consumer engine.SizeHinter
+	// reader is a consumer that reads only a window of the image (a resize fused with a
+	// centre crop): a JPEG decodes just that window, in place (codec.Options.Embed).
+	reader engine.WindowReader
 }
 
 type decoderState struct {
 	dec  *codec.Decoder
 	info codec.Info
 	opt  codec.Options
+	win  any // the reader's InputWindow scratch
 }
 
 func (s *decoderState) Close() { s.dec.Close() }
@@ -92,12 +96,16 @@ func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 }
 
 // SetConsumer remembers a consumer that shrinks the image, to decode no larger than it
-// needs. Only the random-crop decoder uses it: decoders.image stays bit-exact with PIL's
-// full decode (validation pipelines compare against it), while training crops, random
-// anyway, take the speed.
+// needs. Only the random-crop decoder scales in the DCT domain: decoders.image stays
+// bit-exact with PIL's full decode (validation pipelines compare against it), while
+// training crops, random anyway, take the speed. decoders.image decodes only the window
+// a consumer reads (engine.WindowReader), which changes none of the consumer's output.
 func (d *cpuDecoder) SetConsumer(c engine.Operator) {
 	if h, ok := c.(engine.SizeHinter); ok && d.crop != nil && d.dctScale {
 		d.consumer = h
+	}
+	if r, ok := c.(engine.WindowReader); ok && d.crop == nil {
+		d.reader = r
 	}
 }
 
@@ -164,6 +172,9 @@ func (d *cpuDecoder) Setup(ws *engine.Workspace) error {
 		st.opt.ROI = d.crop.Window(w, h, ws.RNG)
 		rw, rh = st.opt.ROI.W, st.opt.ROI.H
 	}
+	if d.reader != nil && info.Format == codec.FormatJPEG && !info.Progressive { // codec.Options.Embed decodes those whole
+		d.readWindow(st, w, h)
+	}
 	if d.consumer != nil {
 		tw, th := d.consumer.OutputSizeFor(rw, rh)
 		if tw > 0 && th > 0 && rw >= dctScaleMargin*tw && rh >= dctScaleMargin*th {
@@ -176,6 +187,20 @@ func (d *cpuDecoder) Setup(ws *engine.Workspace) error {
 	}
 	ws.Out[0].SetShape(oh, ow, oc)
 	return nil
+}
+
+// readWindow sets st.opt to decode only the window of the w x h (oriented) image that
+// the consumer reads, in place in the whole image's output, when that is less than
+// the whole image.
+func (d *cpuDecoder) readWindow(st *decoderState, w, h int) {
+	if st.win == nil {
+		st.win = d.reader.NewWindowState()
+	}
+	x0, y0, x1, y1, ok := d.reader.InputWindow(w, h, st.win)
+	if !ok || x0 < 0 || y0 < 0 || x1 > w || y1 > h || x0 >= x1 || y0 >= y1 || (x1-x0 == w && y1-y0 == h) {
+		return
+	}
+	st.opt.ROI, st.opt.Embed = codec.Rect{X: x0, Y: y0, W: x1 - x0, H: y1 - y0}, true
 }
 
 func (d *cpuDecoder) Run(ws *engine.Workspace) error {

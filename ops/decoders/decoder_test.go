@@ -89,3 +89,63 @@ func TestLikePILOrientation(t *testing.T) {
 		}
 	}
 }
+
+// valJSON is the validation pipeline: decode, shorter side to 256, centre crop 224;
+// extra adds operators and outputs lists the pipeline's outputs.
+func valJSON(cmnArgs, extra, outputs string) string {
+	return fmt.Sprintf(`{"batch_size": 4, "num_threads": 1, "device_id": null, "seed": 12,
+	"ops": [
+	 {"op": "readers.file", "name": "Reader", "outputs": ["jpegs", "labels"], "args": {"file_root": "/nonexistent"}},
+	 {"op": "decoders.image", "name": "decode", "inputs": ["jpegs"], "outputs": ["images"], "args": {"output_type": "RGB"}},
+	 {"op": "resize", "name": "resize", "inputs": ["images"], "outputs": ["resized"], "args": {"resize_shorter": 256, "interp_type": "INTERP_TRIANGULAR"}},
+	 %s
+	 {"op": "crop_mirror_normalize", "name": "cmn", "inputs": ["resized"], "outputs": ["out"], %s
+	  "args": {"dtype": "FLOAT", "output_layout": "CHW", "crop": [224, 224], "mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]}}],
+	"outputs": [%s]}`, extra, cmnArgs, outputs)
+}
+
+// valDecoder builds the pipeline and returns its decoder.
+func valDecoder(t *testing.T, js string) *cpuDecoder {
+	t.Helper()
+	p, err := engine.NewPipeline([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, n := range p.Graph.Nodes {
+		if d, ok := n.Op.(*cpuDecoder); ok {
+			return d
+		}
+	}
+	t.Fatal("no cpu decoder in the pipeline")
+	return nil
+}
+
+// TestValWindow: in the validation pipeline decoders.image decodes only the window the
+// fused resize + centre crop reads (python/tests/test_val_window.py checks the outputs
+// bit for bit); not when its image is also a pipeline output, nor when the crop's place
+// is drawn per sample.
+func TestValWindow(t *testing.T) {
+	d := valDecoder(t, valJSON("", "", `"out", "labels"`))
+	if d.reader == nil {
+		t.Fatal("the decoder was not told that its consumer reads a window")
+	}
+	st := &decoderState{}
+	d.readWindow(st, 500, 375) // resized to 341x256, crop x in [59, 283), y in [16, 240)
+	roi := st.opt.ROI
+	if !st.opt.Embed || roi.X < 80 || roi.X > 88 || roi.X+roi.W < 415 || roi.X+roi.W > 422 || roi.Y < 18 || roi.Y > 25 || roi.Y+roi.H < 351 || roi.Y+roi.H > 357 {
+		t.Errorf("500x375 image: window %+v (embed %v), want about x [86, 415), y [22, 352) plus the filter's reach", roi, st.opt.Embed)
+	}
+	if d := valDecoder(t, valJSON("", "", `"out", "images"`)); d.reader != nil {
+		t.Error("the decoder's image is a pipeline output, yet it decodes a window")
+	}
+	rnd := `{"op": "random.uniform", "name": "pos", "outputs": ["px"], "args": {"range": [0, 1]}},`
+	d = valDecoder(t, valJSON(`"arg_inputs": {"crop_pos_x": "px"},`, rnd, `"out"`))
+	st = &decoderState{}
+	if d.reader != nil {
+		d.readWindow(st, 500, 375)
+	}
+	if st.opt.Embed {
+		t.Errorf("crop_pos_x drawn per sample, yet the decoder decodes the window %+v", st.opt.ROI)
+	}
+}

@@ -369,14 +369,27 @@ func (s *CMNSpec) paramsND(ws *engine.Workspace, st *cmnState) error {
 	return nil
 }
 
+// cropAt is the crop of one sample whose (resized) input is w x h: where it starts and
+// its size (the whole input when no crop is given).
+func (s *CMNSpec) cropAt(ws *engine.Workspace, w, h int) (x, y, cw, ch int, err error) {
+	cw, ch = s.CropW, s.CropH
+	if s.dynCrop {
+		if cw, ch, err = cropSizeAt(s.args, ws); err != nil {
+			return 0, 0, 0, 0, err
+		}
+	}
+	if cw == 0 {
+		cw, ch = w, h
+	}
+	x, y, err = cropPosAt(s.args, ws, w, h, cw, ch, s.rounding)
+	return x, y, cw, ch, err
+}
+
 // params fills the normalization of one sample whose (resized) input is w x h.
 func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizeParams) error {
-	cw, ch := s.CropW, s.CropH
-	if s.dynCrop {
-		var err error
-		if cw, ch, err = cropSizeAt(s.args, ws); err != nil {
-			return err
-		}
+	x, y, cw, ch, err := s.cropAt(ws, w, h)
+	if err != nil {
+		return err
 	}
 	mean, std := s.Mean, s.Std
 	if s.dynNorm {
@@ -385,14 +398,7 @@ func (s *CMNSpec) params(ws *engine.Workspace, w, h int, np *imaging.NormalizePa
 			return err
 		}
 	}
-	if cw == 0 {
-		cw, ch = w, h
-	}
 	mirror, err := s.args.BoolAt(ws, "mirror")
-	if err != nil {
-		return err
-	}
-	x, y, err := cropPosAt(s.args, ws, w, h, cw, ch, s.rounding)
 	if err != nil {
 		return err
 	}
@@ -563,6 +569,41 @@ func (o *resizeCMNOp) Setup(ws *engine.Workspace) error {
 	}
 	o.cmn.spec.setShape(ws.Out[0], st.np.CropW, st.np.CropH, c)
 	return nil
+}
+
+// inputWindowState is the scratch of InputWindow: the sample's plan and a workspace for
+// the argument helpers (the arguments InputWindow reads are constants).
+type inputWindowState struct {
+	plan imaging.ResizePlan
+	ws   engine.Workspace
+}
+
+func (o *resizeCMNOp) NewWindowState() any { return &inputWindowState{} }
+
+// InputWindow implements engine.WindowReader: the source pixels under the filters of
+// the crop's resized pixels (imaging.ResizeCropSource), from the same plan and crop as
+// Setup and Run derive, when neither depends on the sample's arguments.
+func (o *resizeCMNOp) InputWindow(w, h int, state any) (x0, y0, x1, y1 int, ok bool) {
+	st := state.(*inputWindowState)
+	c := o.cmn.spec
+	if o.resize.dynamic || c.dynCrop || c.args.AnyPerSample("crop_pos_x", "crop_pos_y") {
+		return 0, 0, 0, 0, false
+	}
+	spec := o.resize.spec
+	roi := spec.ROI(w, h)
+	ow, oh, err := spec.sampleSize(o.resize.args, &st.ws, &roi, w, h)
+	if err != nil {
+		return 0, 0, 0, 0, false
+	}
+	x, y, cw, ch, err := c.cropAt(&st.ws, ow, oh)
+	if err != nil || (!c.PadOutOfBounds && (x < 0 || y < 0 || x+cw > ow || y+ch > oh)) {
+		return 0, 0, 0, 0, false // Setup reports it
+	}
+	if err := st.plan.Init(w, h, roi, ow, oh, spec.Interp(w, ow), spec.Antialias); err != nil {
+		return 0, 0, 0, 0, false
+	}
+	np := imaging.NormalizeParams{CropX: x, CropY: y, CropW: cw, CropH: ch}
+	return imaging.ResizeCropSource(&st.plan, &np)
 }
 
 func (o *resizeCMNOp) Run(ws *engine.Workspace) error {

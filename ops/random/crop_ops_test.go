@@ -146,3 +146,44 @@ func TestRandomMaskPixelDrawsForegroundAndIsThreadIndependent(t *testing.T) {
 		t.Errorf("32 draws reached only %v of the 3 foreground pixels", got)
 	}
 }
+
+// With an input of more dimensions than crop_shape (an HWC image, a 2-D window) the
+// window is drawn over the input's leading dimensions, as DALI's roi_random_crop reads
+// them: it stays inside the 12x7 height and width; a 2-D input with a 3-D window is
+// refused, naming in_shape.
+func TestROIRandomCropUsesTheInputsLeadingDimensions(t *testing.T) {
+	img := make([]int, 12*7*3)
+	out := runBatches(t, 4, 1, []string{
+		ints("img", []int{12, 7, 3}, img),
+		node("roi_random_crop", "roi", []string{"img"}, `"crop_shape": [5, 5], "roi_start": [0, 0], "roi_end": [3, 3]`),
+	}, "roi")
+	for i, a := range out[0] {
+		// crop 5 >= ROI extent 3: the window holds [0, 3) and stays in [0, 12) x [0, 7).
+		if len(a) != 2 || a[0] != 0 || a[1] != 0 {
+			t.Fatalf("sample %d: window start %v, want [0 0] (the only start holding the ROI inside the image)", i, a)
+		}
+	}
+	out = runBatches(t, 4, 1, []string{
+		ints("img", []int{12, 7, 3}, img),
+		node("roi_random_crop", "roi", []string{"img"}, `"crop_shape": [5, 2], "roi_start": [0, 0], "roi_end": [12, 7]`),
+	}, "roi")
+	for i, a := range out[0] {
+		if a[0] < 0 || a[0]+5 > 12 || a[1] < 0 || a[1]+2 > 7 {
+			t.Fatalf("sample %d: window start %v leaves the 12x7 image", i, a)
+		}
+	}
+	desc := `{"batch_size": 1, "num_threads": 1, "device_id": null, "ops": [` +
+		ints("img", []int{12, 7}, make([]int, 84)) + `,` +
+		node("roi_random_crop", "roi", []string{"img"}, `"crop_shape": [5, 5, 1], "roi_start": [0, 0, 0], "roi_end": [3, 3, 1]`) +
+		`], "outputs": ["roi"]}`
+	p, err := engine.NewPipeline([]byte(desc))
+	if err == nil {
+		defer p.Close()
+		if err = p.Build(); err == nil {
+			_, err = p.Next()
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "in_shape") {
+		t.Fatalf("a 2-D input with a 3-D window: %v, want an error naming in_shape", err)
+	}
+}

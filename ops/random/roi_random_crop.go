@@ -7,8 +7,8 @@ func init() {
 		Name: "roi_random_crop",
 		Doc: "Draws the start (int64, one per dimension) of a crop window of crop_shape that contains the region " +
 			"of interest [roi_start, roi_end) when the window is larger than it, or lies inside it when smaller, " +
-			"uniformly among such starts; with in_shape (or an input, whose shape is used) the window also stays " +
-			"inside the input where the ROI allows.",
+			"uniformly among such starts; with in_shape (or an input, whose leading dimensions, one per crop_shape " +
+			"value, are used) the window also stays inside the input where the ROI allows.",
 		MinInputs: 0, MaxInputs: 1, Outputs: []string{"anchor"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "crop_shape", Type: engine.ArgIntList, Required: true, TensorInput: true, Doc: "the window's extent, one value per dimension"},
@@ -84,6 +84,11 @@ func (o *roiCropOp) read(ws *engine.Workspace, st *roiState) error {
 		if len(l.v) != n {
 			return a.ArgDataErrorf(ws, l.name, "has %d values but crop_shape has %d", len(l.v), n)
 		}
+	}
+	if len(ws.In) > 0 && len(st.shape) > n {
+		// DALI reads the input's leading dimensions, one per crop_shape value (an HWC
+		// image with a 2-D window: its height and width).
+		st.shape = st.shape[:n]
 	}
 	if len(st.shape) > 0 && len(st.shape) != n {
 		return a.ArgDataErrorf(ws, "in_shape", "the input shape %v has %d dimensions but crop_shape has %d", st.shape, len(st.shape), n)

@@ -186,8 +186,9 @@ func (b *Base) Meta() engine.ReaderMeta {
 
 // StartEpoch prepares the epoch's order.
 func (b *Base) StartEpoch(epoch int64) {
-	if b.stream() {
-		b.epoch, b.cursor, b.segIdx = epoch, 0, -1
+	b.epoch = epoch // the padded stream's, should the policy become "drop"
+	if b.stream() || b.padStream() {
+		b.cursor, b.segIdx = 0, -1
 		return
 	}
 	_, b.order = b.EpochOrder(epoch, b.order[:0])
@@ -273,6 +274,9 @@ func (b *Base) NextBatch(refs []engine.SampleRef) (int, bool, bool) {
 	if b.stream() {
 		return b.nextStream(refs)
 	}
+	if b.padStream() {
+		return b.nextPadStream(refs)
+	}
 	if b.cursor >= b.length {
 		return 0, true, false
 	}
@@ -312,6 +316,9 @@ func (b *Base) EpochPlan(batchSize int) []int {
 	if b.stream() {
 		return b.streamPlan(batchSize)
 	}
+	if b.padStream() {
+		return b.padStreamPlan(batchSize)
+	}
 	n := (b.length + batchSize - 1) / batchSize * batchSize
 	out := make([]int, n)
 	var valid int
@@ -326,6 +333,9 @@ func (b *Base) EpochPlan(batchSize int) []int {
 func (b *Base) SourceState(epoch, batches int64, batchSize int) engine.SourceState {
 	if b.stream() {
 		return b.streamState(epoch, batches, batchSize)
+	}
+	if b.padStream() {
+		return b.padStreamState(epoch, batches, batchSize)
 	}
 	shard, order := b.EpochOrder(epoch, nil)
 	return b.state(epoch, batches, batchSize, shard, order)

@@ -39,7 +39,7 @@ import (
 // TakeLastBatchPolicy implements engine.PolicyTaker.
 func (b *Base) TakeLastBatchPolicy(policy string) {
 	b.policy = policy
-	if b.stream() {
+	if b.stream() || b.padStream() {
 		b.segIdx = -1
 	}
 }
@@ -154,16 +154,12 @@ func (b *Base) EpochBatches(epoch int64, batchSize int) (int64, error) {
 		_, nb, err := b.spans.span(b, epoch, batchSize)
 		return nb, err
 	}
+	if b.padStream() {
+		return b.padBatches(int64(batchSize))
+	}
 	bs := int64(batchSize)
 	length := int64(b.epochLength())
-	nb := (length + bs - 1) / bs
-	if b.policy == "drop" {
-		_, order := b.EpochOrder(epoch, nil)
-		if int64(len(order))-(nb-1)*bs < bs {
-			nb-- // the executor drops the shard's incomplete last batch
-		}
-	}
-	return nb, nil
+	return (length + bs - 1) / bs, nil
 }
 
 // CheckEpoch implements engine.EpochChecker: an epoch whose place in the stream does

@@ -11,6 +11,7 @@ library's release callback says the batch that used them was released. docs/pipe
 
 import ctypes
 import inspect
+import warnings
 import weakref
 from ctypes import POINTER, c_int64, c_void_p
 
@@ -304,7 +305,9 @@ class _Source:
         self.factory = None
         self.it = None
         self.callback = None
+        self.kind = "ITERABLE"  # DALI's SourceKind names (its checkpoint warning)
         if inspect.isgeneratorfunction(source):
+            self.kind = "GENERATOR_FUNC"
             if _positional_params(source) > 0:
                 raise TypeError("godali: fn.external_source: a generator function source "
                                 "must take no arguments")
@@ -320,6 +323,7 @@ class _Source:
                 raise ValueError("godali: fn.external_source: cycle applies to iterable "
                                  "sources only, not to a callable")
             self.callback = source
+            self.kind = "CALLABLE"
             self.nparams = _positional_params(source)
         else:
             raise TypeError("godali: fn.external_source: source must be a callable, an "
@@ -680,6 +684,85 @@ def restart(pipe):
         g.iteration = 0
         g.epoch += 1
         g.exhausted = False
+
+
+# --- checkpoints (DALI's: a callable source's position is the pipeline's) ---------------
+
+def _recorded(g):
+    """Whether a checkpoint records the group's position: a callable source that takes
+    the iteration, BatchInfo or SampleInfo (DALI's rule: calling it again with the saved
+    indices gives the same data). Iterables and parameterless callables are not."""
+    src = g.source
+    return src is not None and src.callback is not None and src.nparams > 0
+
+
+def checkpointed_feeds(pipe, nodes):
+    """The external source nodes (names) whose position the checkpoint records."""
+    return [n.name for g in groups(pipe, nodes) if _recorded(g) for n in g.nodes]
+
+
+def warn_unrecorded(pipe):
+    """DALI's warning, at build, for a source whose state a checkpoint cannot capture."""
+    for g in groups(pipe):
+        if g.source is None or _recorded(g):
+            continue
+        if g.source.callback is None:
+            reason = "with SourceKind.%s as a 'source'" % g.source.kind
+        else:
+            reason = "with parameterless callable as a 'source'"
+        warnings.warn(
+            "Checkpointing enabled in a pipeline with external source operator, %s. DALI "
+            "doesn't capture state of such 'source'. When loading the checkpoint, the "
+            "'source' must be manually adjusted by the user to start from the correct "
+            "point, otherwise it will start from the beginning, potentially leading to "
+            "mismatch with other data sources. (godali: %s)" % (reason, g.what(0)),
+            Warning, stacklevel=4)
+
+
+def checkpoint_state(pipe):
+    """Each recorded source's position after the batches the consumer took: the epoch
+    and the iteration its next batch is polled with (those polled ahead are polled again
+    after a restore)."""
+    out = {}
+    for g in groups(pipe):
+        if _recorded(g):
+            it = g.iteration - g.ahead - len(g.pending)
+            # The outputs' dtype and ndim (and layout) as the pipeline was built: a
+            # pipeline restored at the end of an epoch cannot learn them by polling.
+            meta = [{k: n.args[k] for k in ("dtype", "ndim", "layout") if k in n.args}
+                    for n in g.nodes]
+            out[g.nodes[0].name] = {"epoch": g.epoch, "iteration": it, "outputs": meta}
+    return out
+
+
+def restore_state(pipe, state):
+    """Before the first poll of a restored pipeline: each recorded source goes on from
+    the position the checkpoint saved."""
+    for g in groups(pipe):
+        if not _recorded(g):
+            continue
+        name = g.nodes[0].name
+        st = (state or {}).get(name)
+        if not isinstance(st, dict):
+            raise ValueError("godali: the checkpoint has no position for the external "
+                             "source %r (it was saved by a pipeline without this source, "
+                             "or by an older godali)" % name)
+        try:
+            g.epoch, g.iteration = int(st["epoch"]), int(st["iteration"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError("godali: the checkpoint's position of the external source %r "
+                             "is malformed: %r" % (name, st)) from None
+        if g.epoch < 0 or g.iteration < 0:
+            raise ValueError("godali: the checkpoint's position of the external source %r "
+                             "is negative: %r" % (name, st))
+        meta = st.get("outputs")
+        if isinstance(meta, list) and len(meta) == len(g.nodes):
+            for j, (n, m) in enumerate(zip(g.nodes, meta)):
+                for k in ("dtype", "ndim", "layout"):
+                    if k in m and k not in n.args:
+                        n.args[k] = m[k]
+                        if k == "layout":
+                            g.layouts[j] = m[k]
 
 
 def adopted(node, pipe):

@@ -190,8 +190,14 @@ def test_iterator_resumes_from_checkpoints(image_folder, kind, shards, n):
     cps = it.checkpoints()
     assert len(cps) == shards
     assert_same_iter_steps(iter_steps(it, m), ref[n:])
+    want = ref[n:]
+    if kw.get("auto_reset") and want[0] == "stop":
+        # As DALI 2.4's (measured side by side): an iterator restored at the end of its
+        # epoch meets that end when it prepares its first batch, and auto_reset starts
+        # the next epoch, so its first next() is a batch, not StopIteration.
+        want = want[1:]
     restored = iterator(2, 2, cps)
-    assert_same_iter_steps(iter_steps(restored, m), ref[n:])
+    assert_same_iter_steps(iter_steps(restored, len(want)), want)
 
 
 def test_generic_iterator_checkpoints_carry_its_counters(image_folder):

@@ -365,6 +365,25 @@ def test_legacy_arguments(seven_files):
     assert _epoch(it) == [[1, 2], [3, 4], [5, 6], [7]]   # fill_last_batch=False: PARTIAL
 
 
+def _padded_drop_model(n, k, bs, shard_id, epoch):
+    """DALI's LastBatchPolicy.DROP over a reader with pad_last_batch (labels 1..n): the
+    reader reads padded epochs of R = ceil(ceil(n/k)/bs) batches (its shard, moving every
+    reader epoch, then its last sample repeated); each iterator epoch returns L =
+    floor(floor(n/k)/bs) of them and reads one more it drops when floor(n/k) is not a
+    multiple of bs (D per epoch); a reset does not rewind the reader. So with n=7, k=3,
+    bs=2 the second epoch is shard 0's padded batch [2, 2] (DALI 2.4, measured)."""
+    r_len = -(-(-(-n // k)) // bs)
+    d, l = -(-(n // k) // bs), (n // k) // bs
+    out = []
+    for c in range(l):
+        g = epoch * d + c
+        r, j = divmod(g, r_len)
+        s = (shard_id + r) % k
+        shard = list(range(n * s // k + 1, n * (s + 1) // k + 1))
+        out += [shard[min(p, len(shard) - 1)] for p in range(j * bs, j * bs + bs)]
+    return out
+
+
 @pytest.mark.parametrize("policy", list(LastBatchPolicy))
 @pytest.mark.parametrize("pad", [False, True])
 def test_several_pipelines_cover_each_shard(seven_files, policy, pad):
@@ -395,7 +414,7 @@ def test_several_pipelines_cover_each_shard(seven_files, policy, pad):
             if policy == LastBatchPolicy.PARTIAL:
                 assert per[j] == shard
             elif policy == LastBatchPolicy.DROP:
-                assert per[j] == shard[:len(per[j])]
+                assert per[j] == _padded_drop_model(n, k, bs, j, epoch)
                 assert len(per[j]) == (n // k) // bs * bs
             else:
                 assert len(per[j]) == len(it) * bs
@@ -559,7 +578,12 @@ def test_continuous_stream_checkpoint_every_step(seven_files):
         it = make()
         first = take(it, cut)
         resumed = make(it.checkpoints()[0])
-        assert first + take(resumed, 14 - cut) == ref, cut
+        want = ref[cut:]
+        if want[0] == "end":
+            # DALI 2.4 (measured): restored at the end of its epoch, the iterator meets
+            # that end when it prepares its first batch and auto_reset goes on at once.
+            want = want[1:]
+        assert first + take(resumed, len(want)) == ref[:cut] + want, cut
 
 
 def test_ops_compose_and_legacy_reader_names():

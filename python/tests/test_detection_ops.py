@@ -492,6 +492,30 @@ def test_ssd_random_crop_cuts_a_window_of_the_image():
             assert bx.min() >= 0 and bx.max() <= 1
 
 
+def test_ssd_random_crop_of_a_single_channel_hw_image():
+    # DALI accepts a 2-D (HW) image (its checkpointing test crops fn.random.uniform of
+    # shape (100, 100)): the window is cut as from the HWC image with one channel.
+    H, W = 60, 90
+    img = (np.arange(H)[:, None] * 3 + np.arange(W)[None, :] * 7).astype(np.uint8)
+    boxes = np.array([[0.1, 0.1, 0.4, 0.5], [0.5, 0.3, 0.9, 0.9]], np.float32)
+    labels = np.array([3, 8], np.int32)
+
+    def graph(image, layout):
+        def g():
+            return list(fn.ssd_random_crop(types.Constant(image, layout=layout),
+                                           types.Constant(boxes), types.Constant(labels),
+                                           num_attempts=5, seed=11))
+        return g
+    flat = list(_run(graph(img, "HW"), batch=8, iters=3))
+    chan = list(_run(graph(img[..., None], "HWC"), batch=8, iters=3))
+    for a, b in zip(flat, chan):
+        for i in range(8):
+            assert a[0][i].ndim == 2
+            assert np.array_equal(a[0][i], b[0][i][..., 0])
+            assert np.array_equal(a[1][i], b[1][i]) and np.array_equal(a[2][i], b[2][i])
+    assert any(a[0][i].shape != img.shape for a in flat for i in range(8))  # windows cut
+
+
 def test_random_bbox_crop_fixed_crop_shape():
     # DALI's crop_shape with input_shape: windows of exactly crop_shape (in input_shape's
     # units, x then y), anchors in [0, input - crop], boxes relative to the window.

@@ -518,9 +518,165 @@ def _ckpt_scenarios():
              lambda ctx: _ckpt_record(ctx, True))]
 
 
+# An external source's callable called with the iteration, BatchInfo or SampleInfo: a
+# checkpoint records where it is (DALI's rule), so the restored pipeline calls it with the
+# indices the original calls it with next. Its data encode the indices it was called with.
+
+def _es_ckpt_source(mode, epoch_size, bs):
+    if mode == "idx":
+        def src(i):
+            if i >= epoch_size:
+                raise StopIteration
+            return [np.array([i, j], dtype=np.int32) for j in range(bs)]
+    elif mode == "batch_info":
+        def src(info):
+            if info.iteration >= epoch_size:
+                raise StopIteration
+            return [np.array([info.epoch_idx, info.iteration, j], dtype=np.int32)
+                    for j in range(bs)]
+    else:
+        def src(info):
+            if info.idx_in_epoch >= epoch_size * bs:
+                raise StopIteration
+            return np.array([info.epoch_idx, info.iteration, info.idx_in_epoch,
+                             info.idx_in_batch], dtype=np.int32)
+    return src
+
+
+def _es_ckpt_pipe(ctx, mode, epoch_size, bs, cp=None):
+    p = ctx.lib.Pipeline(batch_size=bs, num_threads=1, device_id=None, seed=SEED,
+                         prefetch_queue_depth=2, enable_checkpointing=True, checkpoint=cp)
+    with p:
+        p.set_outputs(ctx.fn.external_source(source=_es_ckpt_source(mode, epoch_size, bs),
+                                             batch=mode != "sample_info",
+                                             batch_info=mode == "batch_info"))
+    p.build()
+    return p
+
+
+def _run_and_reset(p):
+    try:
+        return _batch(p.run())
+    except StopIteration:
+        p.reset()
+        return ["StopIteration", _batch(p.run())]
+
+
+def _ckpt_es_record(ctx, mode, epoch_size, bs, cut):
+    p = _es_ckpt_pipe(ctx, mode, epoch_size, bs)
+    for _ in range(cut):
+        _run_and_reset(p)
+    q = _es_ckpt_pipe(ctx, mode, epoch_size, bs, p.checkpoint())
+    n = 2 * epoch_size + 1
+    return {"original": [_run_and_reset(p) for _ in range(n)],
+            "restored": [_run_and_reset(q) for _ in range(n)]}
+
+
+def _ckpt_es_warning(ctx, kind):
+    import warnings
+    source = {"iterable": [np.array([1], np.int32)] * 3,
+              "callable": lambda: np.array([1], np.int32)}[kind]
+    p = ctx.lib.Pipeline(batch_size=1, num_threads=1, device_id=None,
+                         enable_checkpointing=True)
+    with p:
+        p.set_outputs(ctx.fn.external_source(source=source, batch=False))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        p.build()
+    return {"warned": any("DALI doesn't capture state of such 'source'" in str(x.message)
+                          for x in w)}
+
+
+def _ckpt_es_scenarios():
+    out = []
+    for mode in ("idx", "batch_info", "sample_info"):
+        for epoch_size, bs, cut in ((3, 2, 0), (3, 2, 2), (3, 2, 3), (3, 2, 4), (1, 1, 3)):
+            out.append(("checkpoint/external_source %s epoch %d batch %d after %d runs" % (
+                mode, epoch_size, bs, cut),
+                (lambda a, b, c, d: lambda ctx: _ckpt_es_record(ctx, a, b, c, d))(
+                    mode, epoch_size, bs, cut)))
+    for kind in ("iterable", "callable"):
+        out.append(("checkpoint/external_source %s source: warning at build" % kind,
+                    (lambda k: lambda ctx: _ckpt_es_warning(ctx, k))(kind)))
+    return out
+
+
+def _iter_ckpt_record(ctx, cut, auto_reset):
+    """An iterator over an external source (size=, FILL, last_batch_padded), its
+    checkpoints taken after `cut` batches (an epoch is 2): the restored iterator's next
+    epochs are the original's."""
+    if ctx.impl == "dali":
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+    else:
+        from godali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+    def make(cp=None):
+        p = _es_ckpt_pipe(ctx, "batch_info", 2, 3, cp)
+        return DALIGenericIterator([p], ["x"], size=6, auto_reset=auto_reset,
+                                   last_batch_policy=LastBatchPolicy.FILL,
+                                   last_batch_padded=True)
+
+    def epochs(it):
+        rec = []
+        for _ in range(2):
+            rec.append([b[0]["x"].tolist() for b in it])
+            if not auto_reset:
+                it.reset()
+        return rec
+    it = make()
+    done = 0
+    while done < cut:
+        for _ in it:
+            done += 1
+            if done == cut:
+                break
+    cp = it.checkpoints()[0]
+    return {"original": epochs(it), "restored": epochs(make(cp))}
+
+
+def _iter_drop_no_data(ctx, npipes, size):
+    """LastBatchPolicy.DROP with size= smaller than one step of all the pipelines."""
+    if ctx.impl == "dali":
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+    else:
+        from godali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+    pipes = []
+    for _ in range(npipes):
+        p = ctx.pipe(3)
+        with p:
+            p.set_outputs(ctx.fn.external_source(
+                source=lambda info: np.array([info.idx_in_epoch], np.int32), batch=False))
+        p.build()
+        pipes.append(p)
+    it = DALIGenericIterator(pipes, ["x"], size=size, last_batch_policy=LastBatchPolicy.DROP)
+    return {"len": len(it), "epoch": [[d["x"].tolist() for d in b] for b in it]}
+
+
+def _iter_ckpt_scenarios():
+    out = []
+    for cut in (1, 2, 4):
+        for auto_reset in (True, False):
+            out.append(("iterator/checkpoint size=6 after %d batches auto_reset=%s" % (
+                cut, auto_reset), (lambda c, a: lambda ctx: _iter_ckpt_record(ctx, c, a))(
+                    cut, auto_reset)))
+    for policy in ("DROP", "FILL", "PARTIAL"):
+        for shard, nsh, bs in ((2, 3, 3), (1, 4, 2)):
+            # 11 samples in shards of 3-4 (2-3), padded: DALI's DROP epochs take fewer
+            # batches than the reader's padded epochs have and carry the rest over.
+            out.append(("iterator/%s reader_name pad_last_batch shard %d of %d, batches of %d, "
+                        "4 epochs" % (policy, shard, nsh, bs),
+                        (lambda a, b, c: lambda ctx: _iter_record(
+                            ctx, a, True, True, padded=True, bs=c, shard=b, epochs=4))(
+                            policy, (shard, nsh), bs)))
+    for npipes, size in ((2, 5), (1, 2), (2, 6)):
+        out.append(("iterator/DROP %d pipelines of 3, size=%d" % (npipes, size),
+                    (lambda n, s: lambda ctx: _iter_drop_no_data(ctx, n, s))(npipes, size)))
+    return out
+
+
 def scenarios():
     return _file_scenarios() + _other_readers() + _es_scenarios() + _iter_scenarios() + \
-        _ckpt_scenarios()
+        _ckpt_scenarios() + _ckpt_es_scenarios() + _iter_ckpt_scenarios()
 
 
 # --- running and comparing ----------------------------------------------------------------

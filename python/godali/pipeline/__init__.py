@@ -236,11 +236,15 @@ class Pipeline:
         # The iterator counters a framework iterator stored in the checkpoint, if any (the
         # engine checks the rest when the pipeline is built).
         self._iterator_state = None
+        # The external sources' positions (external_source.checkpoint_state).
+        self._ext_state = None
         if checkpoint is not None:
             try:
                 doc = json.loads(checkpoint)
                 if isinstance(doc, dict) and isinstance(doc.get("iterator"), dict):
                     self._iterator_state = doc["iterator"]
+                if isinstance(doc, dict):
+                    self._ext_state = doc.get("external_sources")
             except ValueError:
                 pass
 
@@ -533,6 +537,9 @@ class Pipeline:
             d["first_epoch"] = self._first_epoch
         if self._enable_checkpointing:
             d["enable_checkpointing"] = True
+            feeds = _ext.checkpointed_feeds(self, nodes)
+            if feeds:
+                d["checkpointed_feeds"] = feeds
         d["ops"] = [n.to_json() for n in nodes]
         d["outputs"] = [o.name for o in self._outputs]
         return d
@@ -562,6 +569,12 @@ class Pipeline:
         if not self._handle:
             if self._outputs is None:
                 self.description()  # runs define_graph / checks the outputs
+            if self._enable_checkpointing:
+                self._require_no_foreign_ops("The pipeline does not support checkpointing")
+                _ext.warn_unrecorded(self)
+                if self._checkpoint is not None:
+                    # Before prepare() polls a source for its dtype.
+                    _ext.restore_state(self, self._ext_state)
             if not _ext.prepare(self, self._reachable_nodes()):
                 # An external_source fed with feed_input and without dtype/ndim: the
                 # pipeline is created at the first run, after the first feed_input.
@@ -598,6 +611,17 @@ class Pipeline:
             self._interruptible(lib.pipeline_build, self._handle)
         self._built = True
         _ext.after_build(self)
+
+    def _require_no_foreign_ops(self, message):
+        """DALI's check: operators made outside the pipeline's scope (fn calls outside
+        `with pipe:` / @pipeline_def, adopted when the pipeline used their outputs)."""
+        foreign = [n.name for n in self._reachable_nodes() if getattr(n, "floating", False)]
+        if foreign:
+            raise RuntimeError(
+                "%s because it contains operator(s) that were defined outside the pipeline "
+                "scope:\n%s\nAll operators should be defined while the pipeline is set as the "
+                "current pipeline. This happens automatically when defining the pipeline in a "
+                "function decorated with `@pipeline_def`." % (message, foreign))
 
     @contextlib.contextmanager
     def _naming_sites(self):
@@ -910,6 +934,11 @@ class Pipeline:
             raise RuntimeError("godali: checkpointing is not enabled for this pipeline: "
                                "create it with enable_checkpointing=True")
         text = self._lib_or_build().checkpoint_text(self._handle)
+        state = _ext.checkpoint_state(self)
+        if state:
+            doc = json.loads(text)
+            doc["external_sources"] = state
+            text = json.dumps(doc, indent=1)
         if filename is not None:
             with open(filename, "w") as f:
                 f.write(text)

@@ -220,6 +220,16 @@ class _GodaliBaseIterator:
             if prepare_first_batch:
                 raise NoDataError(msg)
             self._ended = True
+        elif self._size_mode and self._policy == LastBatchPolicy.DROP and \
+                self._size < self.batch_size * self._num_gpus and prepare_first_batch:
+            # The same with size=: one step of all the pipelines is more than size, so the
+            # first batch DALI prepares is dropped.
+            raise NoDataError(
+                "godali: It seems that there is no data in the pipeline. This may happen if "
+                "`last_batch_policy` is set to PARTIAL and the requested batch size is "
+                "greater than the shard size. (no batch can be produced: LastBatchPolicy.DROP "
+                "with size=%d and %d pipeline(s) of batch_size %d drops every batch)"
+                % (self._size, self._num_gpus, self.batch_size))
         if self._meta is not None and not self._ended:
             for p in self._pipes:
                 p._set_last_batch_policy(self._policy.name.lower())
@@ -229,6 +239,17 @@ class _GodaliBaseIterator:
             # has not seen.
             for p in self._pipes:
                 p.schedule_run()
+            if self._restored() and self._epoch_over():
+                # DALI prepares the first batch here: an iterator restored at the end of
+                # its epoch meets that end now, and with auto_reset starts the next epoch
+                # (its first `for` loop then runs a whole epoch, as the original's next
+                # one does).
+                self._ended = True
+                # DALI counts that attempt as consumed: the first `for` loop over a
+                # restored iterator without auto_reset starts the next epoch.
+                self._ever_consumed = True
+                if self._auto_reset:
+                    self.reset()
 
     # -- checkpoints --------------------------------------------------------------------
 
@@ -248,6 +269,14 @@ class _GodaliBaseIterator:
         except (KeyError, TypeError, ValueError):
             raise ValueError("godali: the checkpoint's iterator state is malformed: %r"
                              % (st,)) from None
+
+    def _restored(self):
+        return any(p._iterator_state is not None for p in self._pipes)
+
+    def _epoch_over(self):
+        """Whether the current epoch has returned all its batches."""
+        return self._ended or (self._size_mode and self._counter >= self._size) or \
+            (self._meta is not None and self._batches >= len(self))
 
     def skipped(self):
         """The samples of the batch returned last that failed and were replaced
@@ -419,9 +448,7 @@ class _GodaliBaseIterator:
     def reset(self):
         """Starts the next epoch, once the current one is over (DALI ignores, with a
         warning, a reset in the middle of an epoch; so does godali)."""
-        done = self._ended or (self._size_mode and self._counter >= self._size) or \
-            (self._meta is not None and self._batches >= len(self))
-        if not done:
+        if not self._epoch_over():
             log.warning("godali: the iterator does not support resetting while the epoch "
                         "is not finished; ignoring reset()")
             return
