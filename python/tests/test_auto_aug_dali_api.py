@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 import pytest
 
+from conftest import missing_reference
+
 import godali.fn as fn
 import godali.types as types
 from godali import pipeline_def
@@ -266,9 +268,7 @@ def test_pure_python_surface_matches_dali(tmp_path):
     presentation and errors, and the sub-policy matrix: the same JSON under DALI 2.4
     and godali."""
     if not os.path.isfile(os.path.join(DALI_DIR, "nvidia", "dali", "__init__.py")):
-        if os.environ.get("GODALI_STRICT_REFERENCES") == "1":
-            pytest.fail("DALI is not installed in %s" % DALI_DIR)
-        pytest.skip("DALI 2.4 is not installed in %s" % DALI_DIR)
+        missing_reference("DALI 2.4 in %s (scripts/setup.sh installs it)" % DALI_DIR)
     script = tmp_path / "surface.py"
     script.write_text(_SURFACE)
     res = {}
