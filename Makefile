@@ -101,7 +101,7 @@ $(BUILD)/libgodali.so.$(VERSION): $(GOSRC)
 	CGO_LDFLAGS='$(CGO_LDFLAGS) $(call so_flags,libgodali.so)' $(GO) build -buildmode=c-shared -trimpath -o $@ ./capi
 	@rm -f $(basename $@).h
 	@$(call so_links,libgodali.so)
-	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(BUILD)/libjpeg.so.62; fi
+	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(BUILD)/libjpeg.so.62.tmp && mv -f $(BUILD)/libjpeg.so.62.tmp $(BUILD)/libjpeg.so.62; fi
 
 # --- CUDA flavour ------------------------------------------------------------------
 # Builds against the toolkit's headers and libcuda stub; at run time the driver's
@@ -138,7 +138,7 @@ $(BUILD)/libgodali_cuda.so.$(VERSION): $(GOSRC) | cuda-kernels
 	  $(GO) build -tags cuda -buildmode=c-shared -trimpath -o $@ ./capi
 	@rm -f $(basename $@).h
 	@$(call so_links,libgodali_cuda.so)
-	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(BUILD)/libjpeg.so.62; fi
+	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(BUILD)/libjpeg.so.62.tmp && mv -f $(BUILD)/libjpeg.so.62.tmp $(BUILD)/libjpeg.so.62; fi
 
 # Compiles the GPU tests without running them (CI has no GPU) into $(CUDA_TESTS), with
 # libjpeg next to them so that the binaries can be carried to a GPU host that lacks it,
@@ -147,7 +147,7 @@ test-cuda-compile: cuda-kernels
 	$(CUDA_ENV) $(GO) vet -tags cuda ./...
 	@mkdir -p $(CUDA_TESTS)
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(CUDA_TESTS)/ ./internal/cuda/ ./nvjpeg/ ./nvdec/ ./kernels/ ./engine/ ./ops/decoders/ ./ops/readers/ ./ops/image/
-	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(CUDA_TESTS)/libjpeg.so.62; fi
+	@if [ -n "$(LIBJPEG)" ]; then cp -L $(LIBJPEG) $(CUDA_TESTS)/libjpeg.so.62.tmp && mv -f $(CUDA_TESTS)/libjpeg.so.62.tmp $(CUDA_TESTS)/libjpeg.so.62; fi
 	$(CUDA_ENV) $(GO) test -tags 'cuda nodevice' -run 'TestLoad|TestCandidates|TestROIArgs' ./nvjpeg/
 
 # Runs the compiled GPU tests from their package directories (they read test data

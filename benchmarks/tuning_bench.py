@@ -18,7 +18,6 @@ import json
 
 import numpy as np
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -79,18 +78,23 @@ def trial(cfg):
             out[0].as_array()  # the consumer looks at the batch (a copy out, as a trainer's)
     secs = time.perf_counter() - t0
     tn = pipe.tuning()
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # The peak as VmHWM: ru_maxrss keeps the parent's peak across fork and exec.
+    rss = vm_status("VmHWM")
     pipe.close()
     return {"ips": cfg["iters"] * cfg["batch_size"] / secs, "tuning": tn, "peak_rss": rss,
             "rss_before_build": rss0, "plan": plan}
 
 
-def vm_rss():
+def vm_status(key):
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def vm_rss():
+    return vm_status("VmRSS")
 
 
 def main():

@@ -302,6 +302,16 @@ func planAt(info Info, opt Options, n int) (plan, error) {
 // scaledDim is libjpeg's output size for a dimension scaled by n/8 (rounded up).
 func scaledDim(d, n int) int { return (d*n + 7) / 8 }
 
+// ScaledExtent bounds a region of d pixels decoded at DCT scale n/8 (1..8): at least lo
+// and at most hi pixels, wherever the region lies in the image (scaleRect widens it to
+// whole pixels of the scaled image).
+func ScaledExtent(d, n int) (lo, hi int) {
+	if n >= 8 {
+		return d, d
+	}
+	return scaledDim(d, n), scaledDim(d, n) + 1
+}
+
 // scaleRect maps a stored-image rectangle into the image scaled by n/8, widening it to
 // whole pixels so that nothing of the requested window is lost.
 func scaleRect(r Rect, n int) (x, y, w, h int) {

@@ -136,7 +136,7 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	}
 	switch info.Format {
 	case FormatJPEG:
-		d.lastWork = max(d.lastWork, info.WorkBytes+int64(p.sw)*int64(p.oc)*64)
+		d.lastWork = max(d.lastWork, info.WorkBytes+jpegRowBytes(p.sw, p.oc))
 		err = d.decodeJPEG(data, info, p, opt, dst)
 	case FormatPNM:
 		err = d.decodePNM(data, info, p, opt.Out, dst)
@@ -149,6 +149,21 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 		return 0, 0, 0, err
 	}
 	return p.dw, p.dh, p.oc, nil
+}
+
+// jpegRowBytes is what libjpeg's row buffers (the components' sample rows, the
+// upsampler's and the colour converter's) take for an image decoded w pixels wide into c
+// channels.
+func jpegRowBytes(w, c int) int64 { return int64(w) * int64(c) * 64 }
+
+// WorkBytes is the most a decode of the image takes besides its output: the format's
+// whole-image intermediate (info.WorkBytes) and, for a JPEG, libjpeg's row buffers at
+// full width, for an output of c channels (the memory plan's decoder work).
+func WorkBytes(info Info, c int) int64 {
+	if info.Format == FormatJPEG {
+		return info.WorkBytes + jpegRowBytes(info.Width, c)
+	}
+	return info.WorkBytes
 }
 
 // Trim drops the Decoder's scratch buffer when it has grown above limit bytes, and

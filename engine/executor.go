@@ -128,6 +128,9 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSubBatches(spec, part); err != nil {
+		return nil, err
+	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1,
 		host: newHostOrder(part), abandoned: make(chan struct{}),
 		profile: profileEnabled()}
@@ -947,6 +950,9 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			continue
 		}
 		n = b.Size()
+		if p.inParts() {
+			n = 0 // finish runs the batch part by part (runParts), phase 0 included
+		}
 		b.wg.Add(n)
 		for i := 0; i < n; i++ {
 			select {
@@ -975,7 +981,13 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 // finish waits for a batch's samples, replaces failed ones under on_error=skip, runs the
 // host-batch nodes and the phases after them, and marks the batch done.
 func (p *Pipeline) finish(b *Batch) {
+	if p.inParts() {
+		b.err = p.runParts(b)
+	}
 	for phase := range p.Part.Phases {
+		if p.inParts() {
+			break
+		}
 		if phase > 0 {
 			if p.isAbandoned() {
 				b.err = errAbandoned()
@@ -987,22 +999,68 @@ func (p *Pipeline) finish(b *Batch) {
 			}
 		}
 		b.wg.Wait()
-		if b.err = p.phaseErrors(b, phase); b.err != nil {
+		if b.err = p.phaseErrors(b, phase, 0, len(b.refs)); b.err != nil {
 			break
 		}
-		if b.err = p.runHostBatch(b, phase); b.err != nil {
+		if b.err = p.runHostBatch(b, phase, 0, len(b.refs)); b.err != nil {
 			break
 		}
 	}
 	if b.err == nil && p.isAbandoned() {
 		b.err = errAbandoned()
 	}
+	// The data that crossed phases has been read: the batch needs only its outputs now.
+	b.releaseCross()
 	p.host.leave(b)
 	if p.gpu != nil && b.err == nil {
 		p.gpu.submit(b) // the GPU stage closes b.done once the batch's work is queued
 		return
 	}
 	close(b.done)
+}
+
+// inParts reports whether batches run part by part (sub_batch_size, with host-batch
+// nodes: without them every node runs per sample already, and nothing scales with the
+// batch but its outputs).
+func (p *Pipeline) inParts() bool {
+	if p.Spec.SubBatchSize == 0 {
+		return false
+	}
+	for _, nodes := range p.Part.HostBatch {
+		if len(nodes) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// runParts runs a batch in parts of sub_batch_size samples: each part goes through
+// every phase and host-batch node before the next starts, and the data that crosses
+// phases is released when its part ends, so that it scales with the part, not the
+// batch. The outputs are the batch's, written by each part in place.
+func (p *Pipeline) runParts(b *Batch) error {
+	n := len(b.refs)
+	for lo := 0; lo < n; lo += p.Spec.SubBatchSize {
+		hi := min(n, lo+p.Spec.SubBatchSize)
+		for phase := range p.Part.Phases {
+			if p.isAbandoned() {
+				return errAbandoned()
+			}
+			b.wg.Add(hi - lo)
+			for i := lo; i < hi; i++ {
+				p.tasks <- task{b: b, i: i, src: i, phase: phase}
+			}
+			b.wg.Wait()
+			if err := p.phaseErrors(b, phase, lo, hi); err != nil {
+				return err
+			}
+			if err := p.runHostBatch(b, phase, lo, hi); err != nil {
+				return err
+			}
+		}
+		b.releaseCrossPart(lo, hi)
+	}
+	return nil
 }
 
 // isAbandoned reports whether a destroy stopped waiting for the batches in flight.
@@ -1021,7 +1079,7 @@ func errAbandoned() error {
 
 // phaseErrors replaces the samples of the phase that failed (on_error = "skip") or
 // returns the batch's error.
-func (p *Pipeline) phaseErrors(b *Batch, phase int) error {
+func (p *Pipeline) phaseErrors(b *Batch, phase, lo, hi int) error {
 	var failed []int
 	for i, err := range b.errs {
 		if err != nil {
@@ -1032,7 +1090,7 @@ func (p *Pipeline) phaseErrors(b *Batch, phase int) error {
 		return nil
 	}
 	if p.Spec.OnError == "skip" && len(failed) < len(b.errs) {
-		err := p.replace(b, failed, phase)
+		err := p.replace(b, failed, phase, lo, hi)
 		for _, i := range failed {
 			b.errs[i] = nil // replaced; the next phase starts clean
 		}
@@ -1104,7 +1162,13 @@ func (b *Batch) sameSample(i, j int) bool {
 // replace runs each failed sample again with the file of a good sample of the batch,
 // the nearest first, up to maxReplacements of them, and records the skipped files. A
 // sample that none of them can stand in for fails the batch with a data error.
-func (p *Pipeline) replace(b *Batch, failed []int, phase int) error {
+//
+// A later phase reads the data of the phases before it, which only the samples of the
+// running part [lo, hi) still hold: its replacements come from that part.
+func (p *Pipeline) replace(b *Batch, failed []int, phase, lo, hi int) error {
+	if phase == 0 {
+		lo, hi = 0, len(b.errs)
+	}
 	res := make(chan sampleResult, len(failed))
 	tries := make([]int, len(b.errs))
 	pending := failed
@@ -1112,7 +1176,10 @@ func (p *Pipeline) replace(b *Batch, failed []int, phase int) error {
 		var sent int
 		var exhausted []int
 		for _, i := range pending {
-			j := nthGood(b.errs, i, round)
+			j := nthGood(b.errs[lo:hi], i-lo, round)
+			if j >= 0 {
+				j += lo
+			}
 			if j < 0 || round >= maxReplacements {
 				exhausted = append(exhausted, i)
 				continue
@@ -1145,7 +1212,7 @@ func (p *Pipeline) replace(b *Batch, failed []int, phase int) error {
 		}
 		sort.Ints(pending) // results come in any order; errors name the first sample
 	}
-	b.Skipped = int64(len(failed))
+	b.Skipped += int64(len(failed)) // per phase, or per part (sub_batch_size)
 	for _, i := range failed {
 		e := b.errs[i]
 		b.SkippedErrs = append(b.SkippedErrs, e)

@@ -222,22 +222,73 @@ func (b *Batch) releaseCross() {
 	b.cross = nil
 }
 
+// releaseCrossPart gives back the crossing data of samples [lo, hi), whose part has
+// run every phase (runParts): nothing reads it any more.
+func (b *Batch) releaseCrossPart(lo, hi int) {
+	for v := range b.cross {
+		for i := lo; i < hi; i++ {
+			if l := b.cross[v].leases[i]; l != nil {
+				l.Release()
+				b.cross[v].leases[i] = nil
+			}
+			b.cross[v].t[i].Data = nil
+		}
+	}
+}
+
+// SubBatchOperator is a HostBatchOperator that may run on parts of a batch
+// (sub_batch_size): its RunHostBatch then sees the samples of one part at a time.
+// Operators whose result depends on the whole batch (padding to the batch's largest
+// sample, permuting the batch, batch statistics) do not implement it.
+type SubBatchOperator interface {
+	HostBatchOperator
+	RunsOnParts()
+}
+
+// checkSubBatches refuses sub_batch_size for a graph with a host-batch node that needs
+// the whole batch.
+func checkSubBatches(spec *Spec, part *Partition) error {
+	if spec.SubBatchSize == 0 {
+		return nil
+	}
+	for _, nodes := range part.HostBatch {
+		for _, n := range nodes {
+			if _, ok := n.Op.(SubBatchOperator); !ok {
+				return Errorf(StatusInvalidPipeline, "sub_batch_size %d: %s needs the whole batch (its result depends on every sample of it); remove sub_batch_size, or set it to the batch_size %d",
+					spec.SubBatchSize, describe(n.Name, n.OpName), spec.BatchSize)
+			}
+		}
+	}
+	return nil
+}
+
 // loadCross points the worker's tensors of the values phase reads from earlier phases at
 // sample src's data in the batch.
 func (w *worker) loadCross(b *Batch, phase, src int) {
 	for _, d := range w.p.Part.crossIn[phase] {
 		c := &b.cross[w.p.Part.cross[d]].t[src]
+		if c.DType == DTypeInvalid {
+			// No value for this sample: it is not in the conditional branch that made
+			// d, and no node of this phase reads d for it. The producer's tensor keeps
+			// its type: overwriting it with none would leave the producer, the next
+			// time this worker runs it on a sample of its branch, an output of no type
+			// (and no memory).
+			continue
+		}
 		t := w.ws[d.Producer.ID].Out[d.Index]
 		t.Data, t.DType, t.Layout = c.Data, c.DType, c.Layout
 		t.SetShape(c.Shape...)
 	}
 }
 
-// runHostBatch runs the host-batch nodes that follow phase.
-func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
+// runHostBatch runs the host-batch nodes that follow phase on the samples [lo, hi) of
+// the batch (all of them, or a part: sub_batch_size). A serial node keeps its turn from
+// the batch's first part to its last.
+func (p *Pipeline) runHostBatch(b *Batch, phase, lo, hi int) error {
+	last := hi >= len(b.refs)
 	for _, n := range p.Part.HostBatch[phase] {
 		var idx []int
-		for i := range b.refs {
+		for i := lo; i < hi; i++ {
 			if _, _, ok := b.inBranch(n.Gate, i); ok {
 				idx = append(idx, i)
 			}
@@ -272,8 +323,10 @@ func (p *Pipeline) runHostBatch(b *Batch, phase int) error {
 		err := n.Op.(HostBatchOperator).RunHostBatch(hw)
 		if serial {
 			p.host.ended(b)
-			p.host.turns[k].pass(b.seq)
-			b.turnsTaken = k + 1
+			if last || err != nil {
+				p.host.turns[k].pass(b.seq)
+				b.turnsTaken = k + 1
+			}
 			if p.isAbandoned() {
 				return errAbandoned()
 			}

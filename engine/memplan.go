@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 )
@@ -23,16 +24,28 @@ type MemoryPlan struct {
 	// batch (Python's `out = pipe.run()`) still holds while the call that hands out the
 	// next batch frees a credit for another (consumerBatches).
 	Batches int `json:"batches"`
+	// SubBatchSize is the pipeline's sub_batch_size (0: the whole batch).
+	SubBatchSize int `json:"sub_batch_size"`
 	// Outputs are the pipeline's outputs, per batch; Intermediates the other values,
-	// per worker (each holds one sample's).
+	// per worker (each holds one sample's); Crossing the values a host-batch node
+	// (python_function) reads or makes, which a batch holds for its samples while it is
+	// prepared: every sample of prefetch_queue_depth batches, or with sub_batch_size one
+	// part of each.
 	Outputs       []PlanValue `json:"outputs"`
 	Intermediates []PlanValue `json:"intermediates"`
+	Crossing      []PlanValue `json:"crossing,omitempty"`
 	// Host totals: per prefetch slot (one batch's outputs), the outputs of all Batches,
 	// the workers' intermediates, the decoders' work memory, and the sum.
 	SlotBytes         int64 `json:"slot_bytes"`
 	OutputBytes       int64 `json:"output_bytes"`
 	IntermediateBytes int64 `json:"intermediate_bytes"`
+	CrossingBytes     int64 `json:"crossing_bytes"`
 	DecoderWorkBytes  int64 `json:"decoder_work_bytes"`
+	// RuntimeBytes is the library's own memory while it runs, measured rather than
+	// derived (runtimeBase + runtimePerThread x num_threads): the Go runtime and the
+	// heap's metadata, the workers' threads and stacks, the C allocator's per-thread
+	// arenas (libjpeg's small allocations), the batches' wrappers in the caller.
+	RuntimeBytes      int64 `json:"runtime_bytes"`
 	HostBytesWorst    int64 `json:"host_bytes_worst"`
 	HostBytesExpected int64 `json:"host_bytes_expected"`
 	// MaxHostBytes is the description's budget (0: none); Available the process's
@@ -135,6 +148,13 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 	mp := MemoryPlan{BatchSize: p.Spec.BatchSize, NumThreads: threads, PrefetchQueueDepth: depth,
 		MaxHostBytes: p.Spec.MaxHostBytes, Available: ReadMemoryBudget(), Scans: scans}
 	mp.Batches = mp.PrefetchQueueDepth + consumerBatches
+	// Crossing data: held by each batch being prepared until its last phase has run
+	// (finish), or by one part of it while the part runs (runParts).
+	crossSamples := int64(p.Spec.BatchSize * mp.PrefetchQueueDepth)
+	if p.inParts() {
+		mp.SubBatchSize = p.Spec.SubBatchSize
+		crossSamples = int64(p.Spec.SubBatchSize * mp.PrefetchQueueDepth)
+	}
 	bounds := valueBounds(p.Graph, scans)
 	bs := int64(p.Spec.BatchSize)
 	for _, n := range p.Graph.Nodes {
@@ -169,6 +189,13 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 				mp.HostBytesExpected += pb.expected * bs * int64(mp.Batches)
 				continue
 			}
+			if _, ok := p.Part.cross[d]; ok {
+				v.Bytes = int64(max(classSize(int(pb.worst)), int(pb.worst))) * crossSamples
+				mp.Crossing = append(mp.Crossing, v)
+				mp.CrossingBytes += v.Bytes
+				mp.HostBytesExpected += pb.expected * crossSamples
+				continue
+			}
 			// A worker's buffer grows to a quarter above the largest sample it saw,
 			// or to the scan's largest at once (preallocation).
 			per := pb.worst + pb.worst/4
@@ -184,8 +211,9 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 	for _, s := range scans {
 		mp.DecoderWorkBytes += s.MaxWorkBytes * int64(mp.NumThreads)
 	}
-	mp.HostBytesWorst = mp.OutputBytes + mp.IntermediateBytes + mp.DecoderWorkBytes
-	mp.HostBytesExpected += mp.DecoderWorkBytes
+	mp.RuntimeBytes = runtimeBase + runtimePerThread*int64(mp.NumThreads)
+	mp.HostBytesWorst = mp.OutputBytes + mp.IntermediateBytes + mp.CrossingBytes + mp.DecoderWorkBytes + mp.RuntimeBytes
+	mp.HostBytesExpected += mp.DecoderWorkBytes + mp.RuntimeBytes
 	if avail := mp.Available.Available(); avail > 0 && mp.HostBytesWorst > avail {
 		mp.Warning = fmt.Sprintf("the pipeline may need %s of host memory, more than the %s available: %s",
 			fmtBytes(mp.HostBytesWorst), fmtBytes(avail), mp.lower())
@@ -199,6 +227,16 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 // data, 106.9 MiB peak growth when each batch is dropped before the next call, 125.2
 // MiB when it is kept until the call returns, one batch of outputs more).
 const consumerBatches = 2
+
+// The library's own memory at run time (MemoryPlan.RuntimeBytes), measured as the peak
+// RSS growth the buffers do not explain: 1.7-2.3 MiB for a pipeline without buffers
+// (random.uniform of one float, 1 to 4 threads), and up to 4.4 MiB more than the buffers
+// for the bench's training and validation pipelines over ten epochs (1 to 4 threads;
+// benchmarks/RESULTS.md).
+const (
+	runtimeBase      = 4 << 20
+	runtimePerThread = 1 << 20
+)
 
 // scanOf is the scan of decoder node.
 func scanOf(scans []ImageScan, node string) (ImageScan, bool) {
@@ -221,18 +259,33 @@ func (mp MemoryPlan) lower() string {
 		{mp.IntermediateBytes + mp.DecoderWorkBytes, fmt.Sprintf("workers' buffers %s (%d threads: lower num_threads, or max_image_pixels to refuse the largest images)",
 			fmtBytes(mp.IntermediateBytes+mp.DecoderWorkBytes), mp.NumThreads)},
 	}
-	if parts[1].bytes > parts[0].bytes {
-		parts[0], parts[1] = parts[1], parts[0]
+	if mp.CrossingBytes > 0 {
+		what := fmt.Sprintf("host-batch nodes' data %s (held for every sample of each batch: set sub_batch_size)", fmtBytes(mp.CrossingBytes))
+		if mp.SubBatchSize > 0 {
+			what = fmt.Sprintf("host-batch nodes' data %s (sub_batch_size %d x prefetch_queue_depth %d samples: lower sub_batch_size)", fmtBytes(mp.CrossingBytes), mp.SubBatchSize, mp.PrefetchQueueDepth)
+		}
+		parts = append(parts, struct {
+			bytes int64
+			what  string
+		}{mp.CrossingBytes, what})
 	}
-	return parts[0].what + "; " + parts[1].what
+	sort.SliceStable(parts, func(i, j int) bool { return parts[i].bytes > parts[j].bytes })
+	whats := make([]string, len(parts))
+	for i, pt := range parts {
+		whats[i] = pt.what
+	}
+	return strings.Join(whats, "; ")
 }
 
 // Summary is the plan in one line (errors and logs).
 func (mp MemoryPlan) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "host memory plan: %s worst (%s expected) = outputs %s + workers' buffers %s + decoders' work %s",
+	fmt.Fprintf(&b, "host memory plan: %s worst (%s expected) = outputs %s + workers' buffers %s + decoders' work %s + runtime %s",
 		fmtBytes(mp.HostBytesWorst), fmtBytes(mp.HostBytesExpected), fmtBytes(mp.OutputBytes),
-		fmtBytes(mp.IntermediateBytes), fmtBytes(mp.DecoderWorkBytes))
+		fmtBytes(mp.IntermediateBytes), fmtBytes(mp.DecoderWorkBytes), fmtBytes(mp.RuntimeBytes))
+	if mp.CrossingBytes > 0 {
+		fmt.Fprintf(&b, " + host-batch nodes' data %s", fmtBytes(mp.CrossingBytes))
+	}
 	for _, s := range mp.Scans {
 		if s.Done && s.MaxWidth > 0 {
 			fmt.Fprintf(&b, "; largest image of %s %dx%d (%d of %d files scanned)", s.Decoder, s.MaxWidth, s.MaxHeight, s.Scanned, s.Files)

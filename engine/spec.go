@@ -28,7 +28,12 @@ type Spec struct {
 	Preallocate bool
 	// MaxHostBytes: Build fails when the memory plan's worst case is above it (0: no
 	// budget; memplan.go).
-	MaxHostBytes   int64
+	MaxHostBytes int64
+	// SubBatchSize: the whole-batch stages (host-batch nodes such as python_function)
+	// run on parts of this many samples, each part through every phase before the next
+	// starts, and only the outputs are assembled whole (0: the whole batch; executor.go,
+	// runParts).
+	SubBatchSize   int
 	Seed           int64
 	MaxImagePixels int64
 	MaxFileBytes   int64
@@ -67,7 +72,7 @@ var topLevelKeys = []string{"batch_size", "num_threads", "device_id", "prefetch_
 	"seed", "max_image_pixels", "max_file_bytes", "on_error", "first_epoch", "ops", "outputs",
 	"last_batch_policy",
 	"exec_pipelined", "exec_async", "enable_checkpointing", "checkpointed_feeds", "preallocate",
-	"max_host_bytes"}
+	"max_host_bytes", "sub_batch_size"}
 
 var nodeKeys = []string{"op", "name", "device", "inputs", "arg_inputs", "outputs", "args"}
 
@@ -154,7 +159,16 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if err := intKey("max_host_bytes", &s.MaxHostBytes, false, 0, math.MaxInt64); err != nil {
 		return nil, err
 	}
+	var sub int64
+	if raw, ok := top["sub_batch_size"]; ok && string(bytes.TrimSpace(raw)) != "null" {
+		if err := intKey("sub_batch_size", &sub, false, 1, MaxBatchSize); err != nil {
+			return nil, err
+		}
+	}
 	s.BatchSize, s.NumThreads, s.PrefetchQueueDepth = int(bs), int(nt), int(pq)
+	if sub > 0 && sub < bs {
+		s.SubBatchSize = int(sub) // sub_batch_size >= batch_size: the whole batch
+	}
 	if raw, ok := top["device_id"]; ok && string(bytes.TrimSpace(raw)) != "null" {
 		var d int64
 		if err := intKey("device_id", &d, false, 0, math.MaxInt32); err != nil {

@@ -316,6 +316,9 @@ godali_status_t godali_pipeline_tuning(godali_pipeline_t p, char **out, size_t *
  * *len bytes (len may be NULL), NUL-terminated: "outputs" and "intermediates" (per value:
  * "sample_bytes_worst", "sample_bytes_expected", "bytes_worst", "source"), "slot_bytes"
  * (one prefetch slot), "output_bytes", "intermediate_bytes", "decoder_work_bytes",
+ * "crossing" and "crossing_bytes" (data of host-batch nodes such as python_function,
+ * per batch being prepared or, with the description's "sub_batch_size", per part),
+ * "sub_batch_size", "runtime_bytes" (the library's measured run-time memory),
  * "host_bytes_worst", "host_bytes_expected", "max_host_bytes", "available" (cgroup
  * limit, MemAvailable), "scans" (the decoders' image header scans: largest width,
  * height and output) and "warning" when the worst case exceeds the available memory

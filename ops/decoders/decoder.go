@@ -122,8 +122,11 @@ func (d *cpuDecoder) ProbeImage(head []byte) (engine.ImageHeader, error) {
 		return engine.ImageHeader{}, err
 	}
 	px := int64(info.Width) * int64(info.Height)
+	if d.crop != nil {
+		px = d.cropPixels(info)
+	}
 	return engine.ImageHeader{Width: info.Width, Height: info.Height,
-		OutBytes: px * int64(d.out.Channels()), WorkBytes: info.WorkBytes}, nil
+		OutBytes: px * int64(d.out.Channels()), WorkBytes: codec.WorkBytes(info, d.out.Channels())}, nil
 }
 
 // probe reads the header of the sample's encoded image into st (info and the decode

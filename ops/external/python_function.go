@@ -121,7 +121,11 @@ func (o *pythonFunction) Run(*engine.Workspace) error {
 // the call returns).
 func (o *pythonFunction) SerialCalls() {}
 
-// RunHostBatch calls the function once with the whole batch.
+// RunsOnParts: with the pipeline's sub_batch_size, the function is called once per part
+// of the batch, with that part's samples (engine.SubBatchOperator; docs/pipeline.md).
+func (o *pythonFunction) RunsOnParts() {}
+
+// RunHostBatch calls the function once with the whole batch (or one part of it).
 func (o *pythonFunction) RunHostBatch(hw *engine.HostBatchWorkspace) error {
 	h := hostFunctions()
 	if h == nil {

@@ -97,7 +97,14 @@ def _plan(argv):
                                                    plan["num_threads"]))
     for v in plan["intermediates"]:
         print("    %-40s %12s  (%s)" % (v["name"], mib(v["bytes_worst"]), v["source"]))
+    if plan.get("crossing"):
+        print("  host-batch nodes' data: %s (%s)" % (
+            mib(plan["crossing_bytes"]), "sub_batch_size %d" % plan["sub_batch_size"]
+            if plan["sub_batch_size"] else "whole batches"))
+        for v in plan["crossing"]:
+            print("    %-40s %12s  (%s)" % (v["name"], mib(v["bytes_worst"]), v["source"]))
     print("  decoders' work memory: %s" % mib(plan["decoder_work_bytes"]))
+    print("  runtime (measured): %s" % mib(plan["runtime_bytes"]))
     for sc in plan["scans"]:
         print("  %s: largest image %dx%d of %d files scanned (of %d%s)" % (
             sc["decoder"], sc["max_width"], sc["max_height"], sc["scanned"], sc["files"],

@@ -5,7 +5,7 @@ the operators of the `if` branch run only on the samples whose condition is true
 of the `else` branch on the others, and the variables the branches assign are merged back
 into the batch's order. godali rewrites the function's source with the ast module (DALI
 uses its fork of AutoGraph) so that the `if` calls cond(), which traces both branches
-under a condition stack (DALI's _ConditionStack, the Scopes class here): every operator
+under a condition stack (DALI's _ConditionStack, kept per pipeline by Scopes): every operator
 made inside a branch gets its inputs split for the branch (the engine's
 _conditional.split, once per value and branch), and the branches' values are merged by
 _conditional.merge. The engine runs a branch's operators on the branch's samples only
@@ -28,17 +28,24 @@ What is rewritten, as DALI does:
   loops, `with` or `try` are left as they are.
 - the functions (and lambdas) the pipeline function calls, when they are the program's
   own (not godali's, numpy's or a library's), converted on first call (DALI's
-  converted_call); a lambda given as the pipeline function too. `@do_not_convert` keeps a
-  function as it is.
+  converted_call), bound methods, classmethods and callable objects included (a
+  zero-argument super() in a method keeps working); a lambda given as the pipeline function too; the functions and
+  lambdas a converted function defines, with it (in their own scope). `@do_not_convert`
+  keeps a function as it is.
 - `not`, `and`, `or` (anywhere in the function body): on pipeline data, `not` is the
   per-sample logical not; `a and b` / `a or b` split the batch by `a` and evaluate `b`
   only on the samples that need it (DALI's lazy_and / lazy_or), giving BOOL. On Python
   values they keep Python's semantics. A condition that is not a DataNode runs as plain
   Python.
+- chained comparisons, `a < b < c`: `(a < b) and (b < c)`, b evaluated once (per sample
+  on pipeline data, as DALI).
+- errors raised while the function is traced: of the same type, their message prefixed
+  with "in user code:" and the user's frames it went through (AutoGraph's, in DALI).
 """
 
 import ast
 import inspect
+import operator as _operator
 import textwrap
 import types
 
@@ -48,6 +55,7 @@ _COND = "__godali_cond"
 _AND, _OR, _NOT = "__godali_and", "__godali_or", "__godali_not"
 _CC, _SET = "__godali_cc", "__godali_set"
 _NORET, _RESULT = "__godali_noreturn", "__godali_result"
+_CHAIN = "__godali_chain"
 _RETVAL = "godali_retval__"
 
 
@@ -197,12 +205,12 @@ def _merge(name, st, pred, a, b):
             _same_plain(a, b):
         return a
     pipe = st.pipeline
-    top = st.top
+    top = st.top()
     try:
         top.branch = True
-        a = st.preprocess(_graph._operand(a, pipe))
+        a = st.preprocess_input(_graph._operand(a, pipe))
         top.branch = False
-        b = st.preprocess(_graph._operand(b, pipe))
+        b = st.preprocess_input(_graph._operand(b, pipe))
     except (TypeError, ValueError) as e:
         raise TypeError("godali: with enable_conditionals, %r takes values in the branches "
                         "of an `if` on pipeline data that cannot be pipeline data (%s)"
@@ -217,84 +225,125 @@ def _merge_node(a, b, pred, pipe):
     return _graph.OpNode(sch, "cpu", [a, b, pred], {}, {}, pipe, None, False).outputs[0]
 
 
-# --- the condition stack (DALI's _ConditionStack) -----------------------------------------
+# --- the condition stack (DALI's _ConditionStack, with its names) -------------------------
 
-class _Level:
+def _data_node_repr(data_node):
+    """The key of a DataNode in the condition stack (DALI keys by repr; godali by
+    identity, the stack keeping the nodes alive)."""
+    return id(data_node)
+
+
+_CURRENT = object()  # the branch being traced
+
+
+class _StackEntry:
     """One `if` being traced: its (split) predicate, the branch being traced (True, False,
     or None while merging), the values made in each branch, and the splits of values from
-    outer levels made for it (by id of the original value and of the value split)."""
+    outer levels made for it (by key of the original value and of the value split)."""
 
     def __init__(self, predicate):
         self.predicate = predicate
         self.branch = None
-        self.produced = {True: set(), False: set(), None: set()}
+        self._produced = {True: set(), False: set(), None: set()}
         self.splits = {}
-        self.keep = []  # the DataNodes whose ids are keys here, kept alive
+        self.keep = []  # the DataNodes whose keys are here, kept alive
 
-    def _visible(self):
+    @property
+    def produced(self):
+        """The keys of the DataNodes made in the branch being traced (while merging: in
+        either branch or at the merge)."""
         if self.branch is None:
-            return self.produced[True] | self.produced[False] | self.produced[None]
-        return self.produced[self.branch]
+            return self._produced[True] | self._produced[False] | self._produced[None]
+        return self._produced[self.branch]
 
-    def add(self, d, branch=0):
-        self.produced[self.branch if branch == 0 else branch].add(id(d))
+    def add_produced(self, d, branch=_CURRENT):
+        """Records d as made in the branch being traced (or in `branch`: True, False, or
+        None for the merge)."""
+        self._produced[self.branch if branch is _CURRENT else branch].add(_data_node_repr(d))
         self.keep.append(d)
 
     def has(self, d):
-        return id(d) in self._visible() or id(d) in self.splits
+        return _data_node_repr(d) in self.produced or _data_node_repr(d) in self.splits
 
     def get(self, d):
-        if id(d) in self._visible():
+        if _data_node_repr(d) in self.produced:
             return d
         if self.branch is None:  # merging: the value of the level itself
             return d
-        return self.splits[id(d)][0 if self.branch else 1]
+        return self.splits[_data_node_repr(d)][0 if self.branch else 1]
 
 
-class _Stack:
-    """The `if` statements of one pipeline being traced, outermost first."""
+class _ConditionStack:
+    """The `if` statements of one pipeline being traced, outermost first (the first entry:
+    the whole batch). A DataNode used in a branch is split, once per level, from the level
+    where it was made down to the branch (DALI's _ConditionStack)."""
 
-    def __init__(self, pipeline):
+    def __init__(self, pipeline=None):
         self.pipeline = pipeline
-        self.levels = [_Level(None)]
+        self.levels = [_StackEntry(None)]
         self.suspended = False
 
-    @property
     def top(self):
         return self.levels[-1]
 
-    def push(self, predicate):
-        pred = self.preprocess(predicate)
-        self.levels.append(_Level(pred))
+    def stack_depth(self):
+        return len(self.levels)
+
+    def push_predicate(self, predicate):
+        """Enters an `if` on `predicate`; returns the predicate as seen at the new level
+        (split for the enclosing branches)."""
+        pred = self.preprocess_input(predicate)
+        self.levels.append(_StackEntry(pred))
         return pred
 
     def pop(self):
-        self.levels.pop()
+        return self.levels.pop()
 
-    def _closest(self, d):
+    def track_true_branch(self):
+        self.top().branch = True
+
+    def track_false_branch(self):
+        self.top().branch = False
+
+    def no_branch(self):
+        self.top().branch = None
+
+    def track_merge(self, split_predicate):
+        """Enters the merge of the top `if`: both branches' values and the predicate
+        visible."""
+        self.no_branch()
+        self.top().add_produced(split_predicate)
+
+    def register_data_nodes(self, data_nodes, global_scope=False):
+        """Records the DataNodes in data_nodes (nested in tuples, lists and dicts) as made
+        at the top level (or the outermost one)."""
+        entry = self.levels[0] if global_scope else self.top()
+        stack = [data_nodes]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, _graph.DataNode):
+                entry.add_produced(v)
+            elif isinstance(v, dict):
+                stack.extend(v.values())
+            elif isinstance(v, (list, tuple)):
+                stack.extend(v)
+
+    def _find_closest(self, d):
+        """The innermost level where d is visible; 0 for a value made before any `if` (or
+        outside the function: the whole batch), which DALI finds registered there."""
         for k in range(len(self.levels) - 1, 0, -1):
             if self.levels[k].has(d):
                 return k
-        return 0  # made before any `if` (or outside the function): the whole batch
+        return 0
 
-    def preprocess(self, d):
-        """d as seen in the branch being traced: split (once per level) when it was made
-        at an outer level."""
-        if not isinstance(d, _graph.DataNode):
-            return d
-        # a value made outside the function (an external source passed in) joins the
-        # pipeline first
-        d = _graph.bind(d, self.pipeline, "a value used in an `if` branch")
-        if d.device != "cpu":
-            return d
-        k = self._closest(d)
-        if k == len(self.levels) - 1:
-            return self.levels[k].get(d) if k else d
-        value = self.levels[k].get(d) if k else d
+    def _realize_split(self, d, stack_level):
+        """d, visible at stack_level, split for each level below it down to the branch
+        being traced (a level that is merging sees its enclosing branch's value)."""
+        value = self.levels[stack_level].get(d) if stack_level else d
         sch = _graph.schemas().ops["_conditional.split"]
-        for level in self.levels[k + 1:]:
+        for level in self.levels[stack_level + 1:]:
             if level.branch is None:
-                break  # merging at this level: its enclosing branch's value is visible
+                break
             self.suspended = True
             try:
                 node = _graph.OpNode(sch, "cpu", [value, level.predicate], {}, {},
@@ -302,20 +351,36 @@ class _Stack:
             finally:
                 self.suspended = False
             t, f = node.outputs
-            level.splits[id(d)] = level.splits[id(value)] = (t, f)
+            level.splits[_data_node_repr(d)] = level.splits[_data_node_repr(value)] = (t, f)
             level.keep += [d, value]
-            level.add(t, True)
-            level.add(f, False)
+            level.add_produced(t, True)
+            level.add_produced(f, False)
             value = t if level.branch else f
         return value
 
-    def scope(self):
-        """A value whose samples are those of the branch being traced (DALI's
-        scope_batch_size_tracker): batch_permutation's `_scope`."""
-        top = self.top
+    def preprocess_input(self, d):
+        """d as seen in the branch being traced: split (once per level) when it was made
+        at an outer level."""
+        if not isinstance(d, _graph.DataNode):
+            return d
+        # a value made outside the function (an external source passed in) joins the
+        # pipeline first
+        if self.pipeline is not None:
+            d = _graph.bind(d, self.pipeline, "a value used in an `if` branch")
+        if d.device != "cpu":
+            return d
+        k = self._find_closest(d)
+        if k == len(self.levels) - 1:
+            return self.levels[k].get(d) if k else d
+        return self._realize_split(d, k)
+
+    def scope_batch_size_tracker(self):
+        """A value whose samples are those of the branch being traced (DALI's): the
+        `_scope` of batch_permutation."""
+        top = self.top()
         if top.branch is None:
             return top.predicate
-        return self.preprocess(top.predicate)
+        return self.preprocess_input(top.predicate)
 
 
 # Operators whose output depends on the batch's size without any input: they take the
@@ -343,7 +408,7 @@ class Scopes:
         with self._lock:
             st = self._stacks.get(self._key(pipe))
             if st is None:
-                st = self._stacks[self._key(pipe)] = _Stack(pipe)
+                st = self._stacks[self._key(pipe)] = _ConditionStack(pipe)
             _graph._conditional_scope = self
             return st
 
@@ -365,10 +430,10 @@ class Scopes:
         st = self._active(pipe)
         if st is None:
             return inputs, arg_inputs
-        inputs = [st.preprocess(x) for x in inputs]
-        arg_inputs = {k: st.preprocess(v) for k, v in (arg_inputs or {}).items()}
+        inputs = [st.preprocess_input(x) for x in inputs]
+        arg_inputs = {k: st.preprocess_input(v) for k, v in (arg_inputs or {}).items()}
         if schema.name in _SCOPED and not inputs and not arg_inputs:
-            arg_inputs["_scope"] = st.scope()
+            arg_inputs["_scope"] = st.scope_batch_size_tracker()
         return inputs, arg_inputs
 
     def after(self, pipe, node):
@@ -377,23 +442,13 @@ class Scopes:
             return
         if any(isinstance(x, _graph.DataNode) for x in list(node.inputs) +
                list((node.arg_inputs or {}).values())):
-            for d in node.outputs:
-                st.top.add(d)
+            st.register_data_nodes(node.outputs)
         # without inputs: made for the whole batch (split where a branch uses it)
 
     def register(self, st, values):
         """Makes the merged values of an `if` visible at the level that encloses it."""
-        if len(st.levels) == 1:
-            return
-        stack = [values]
-        while stack:
-            v = stack.pop()
-            if isinstance(v, _graph.DataNode):
-                st.top.add(v)
-            elif isinstance(v, dict):
-                stack.extend(v.values())
-            elif isinstance(v, (list, tuple)):
-                stack.extend(v)
+        if len(st.levels) > 1:
+            st.register_data_nodes(values)
 
 
 SCOPES = Scopes()
@@ -424,6 +479,57 @@ def choose(pred, true_fn, false_fn, name="<result>"):
                 (lambda: UNDEFINED,))[0]
 
 
+def _package_dir():
+    import os
+    return os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def explain_user_error(e):
+    """An exception raised while a converted pipeline function was traced, as DALI
+    (AutoGraph) reports it: of the same type, its message prefixed with the frames of
+    the user's code it went through ("in user code:", each converted function's frame
+    marked with `*`); None where the type cannot be made from one message (the original
+    is raised then) or the error already says it."""
+    import traceback
+    if getattr(e, "_godali_user_code", False):
+        return None
+    import linecache
+    pkg = _package_dir()
+    frames = []  # [path, line, function, converted]
+    for frame, lineno in traceback.walk_tb(e.__traceback__):
+        code = frame.f_code
+        path = code.co_filename
+        if path.startswith(pkg) or path.startswith("<"):
+            continue
+        if code.co_name.startswith("__godali_"):
+            # a branch (or operand) of a rewritten `if`/`and`/`or`: its lines are those of
+            # the function it was written in
+            if frames and frames[-1][0] == path:
+                frames[-1][1] = lineno
+            continue
+        frames.append([path, lineno, code.co_name, code in _converted_codes])
+    if not frames:
+        return None
+    lines = ['    File "%s", line %d, in %s%s\n        %s\n'
+             % (path, n, name, "  *" if conv else "", linecache.getline(path, n).strip())
+             for path, n, name, conv in frames]
+    msg = str(e)
+    text = "in user code:\n\n%s\n    %s: %s\n" % (
+        "".join(lines), type(e).__name__, msg.replace("\n", "\n    "))
+    try:
+        new = type(e)(text)
+    except Exception:
+        return None
+    if str(new) != text:
+        return None
+    try:
+        new.__dict__.update(e.__dict__)
+    except (AttributeError, TypeError):
+        pass
+    new._godali_user_code = True
+    return new
+
+
 def _get_composite(getter):
     try:
         return getter()
@@ -448,26 +554,24 @@ def cond(pred, true_fn, false_fn, names, getters, cnames=(), cgetters=(), csette
         return (true_fn if pred else false_fn)(*vals)
     if pred.device != "cpu":
         # DALI: ValueError, from the split's `predicate` argument
-        raise ValueError("godali: the condition of an `if` must be CPU data, not .gpu(): "
-                         "invalid device \"gpu\" for argument 'predicate' of operator "
-                         "'_conditional.split'. Named arguments must be on CPU.")
+        raise ValueError("godali: Invalid device \"gpu\" for argument 'predicate' of operator "
+                         "'godali.fn._conditional.split'. Named arguments must be on CPU. (The "
+                         "condition of an `if` must be CPU data, not .gpu().)")
     pipe = pred.source.pipeline or _graph.current_pipeline()
     st = SCOPES.open(pipe)
     depth = len(st.levels)
     try:
-        split_pred = st.push(pred)
-        top = st.top
+        split_pred = st.push_predicate(pred)
         before = [_get_composite(g) for g in cgetters]
-        top.branch = True
+        st.track_true_branch()
         t = true_fn(*vals)
         tc = [_get_composite(g) for g in cgetters]
         for setter, v in zip(csetters, before):
             _set_composite(setter, v)
-        top.branch = False
+        st.track_false_branch()
         f = false_fn(*vals)
         fc = [_get_composite(g) for g in cgetters]
-        top.branch = None
-        top.add(split_pred, None)
+        st.track_merge(split_pred)
         merged_c = [_merge(cname, st, split_pred, x, y) for cname, x, y in zip(cnames, tc, fc)]
         merged = tuple(_merge(name, st, split_pred, x, y) for name, x, y in zip(names, t, f))
     finally:
@@ -499,14 +603,13 @@ def _lazy(left, right_fn, is_and):
     try:
         name = "and" if is_and else "or"
         a = _validate(left, name, "left", pipe)
-        split_pred = st.push(a)
-        top = st.top
+        split_pred = st.push_predicate(a)
+        top = st.top()
         top.branch = is_and
-        right = st.preprocess(_validate(_plain(right_fn()), name, "right", pipe))
+        right = st.preprocess_input(_validate(_plain(right_fn()), name, "right", pipe))
         top.branch = not is_and
-        keep = st.preprocess(split_pred)
-        top.branch = None
-        top.add(split_pred, None)
+        keep = st.preprocess_input(split_pred)
+        st.track_merge(split_pred)
         out = _merge_node(right, keep, split_pred, pipe) if is_and else \
             _merge_node(keep, right, split_pred, pipe)
     finally:
@@ -530,6 +633,23 @@ def logical_or(left, right_fn):
     if not isinstance(left, _graph.DataNode):
         return left or right_fn()
     return _lazy(left, right_fn, False)
+
+
+_COMPARE = {"Eq": _operator.eq, "NotEq": _operator.ne, "Lt": _operator.lt,
+            "LtE": _operator.le, "Gt": _operator.gt, "GtE": _operator.ge,
+            "Is": _operator.is_, "IsNot": _operator.is_not,
+            "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
+
+
+def compare_chain(first, ops, rest):
+    """`a < b < c ...` (rewritten): `(a < b) and (b < c) ...` with each operand evaluated
+    once and only when needed; on pipeline data the `and` is per sample (DALI converts
+    chained comparisons so)."""
+    right = rest[0]()
+    result = _COMPARE[ops[0]](first, right)
+    if len(ops) == 1:
+        return result
+    return logical_and(result, lambda: compare_chain(right, ops[1:], rest[1:]))
 
 
 def _validate(x, name, side, pipe):
@@ -645,9 +765,25 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     def visit_FunctionDef(self, node):
-        return node  # nested functions keep their own semantics
+        # A function defined inside a converted one is converted with it (as AutoGraph
+        # converts nested functions), its own variables and returns rewritten in its own
+        # scope; not a generator, nor one marked @do_not_convert.
+        if _scan(node.body, (ast.Yield, ast.YieldFrom)) or any(
+                (_dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1]
+                == "do_not_convert" for d in node.decorator_list):
+            return node
+        node.body = _single_exit(node.body)
+        node.body = [x for s in node.body for x in _as_list(self.visit(s))]
+        return node
 
-    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+    def visit_Lambda(self, node):
+        self.generic_visit(node)  # its `and`/`or`/`not` and calls, as the function's
+        return node
+
+    def visit_ClassDef(self, node):
+        return node  # classes (and their methods) keep their own semantics
+
+    visit_AsyncFunctionDef = visit_ClassDef
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
@@ -660,6 +796,20 @@ class _Rewriter(ast.NodeTransformer):
             out = ast.Call(func=ast.Name(id=helper, ctx=ast.Load()),
                            args=[out, ast.Lambda(args=noargs, body=v)], keywords=[])
         return ast.copy_location(out, node)
+
+    def visit_Compare(self, node):
+        # a < b < c -> __godali_chain(a, ("Lt", "Lt"), (lambda: b, lambda: c)): Python's
+        # `(a < b) and (b < c)`, b evaluated once, per sample on pipeline data (DALI)
+        self.generic_visit(node)
+        if len(node.ops) < 2:
+            return node
+        self.count += 1
+        ops = ast.Tuple(elts=[ast.Constant(value=type(o).__name__) for o in node.ops],
+                        ctx=ast.Load())
+        rest = ast.Tuple(elts=[ast.Lambda(args=_noargs(), body=c) for c in node.comparators],
+                         ctx=ast.Load())
+        return ast.copy_location(ast.Call(func=ast.Name(id=_CHAIN, ctx=ast.Load()),
+                                          args=[node.left, ops, rest], keywords=[]), node)
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
@@ -928,7 +1078,23 @@ _converted_cache = {}
 
 def _converted_call(f):
     """f itself, or f with its `if` statements rewritten when it is the program's own
-    function (its conversion cached by function object)."""
+    function (its conversion cached by function object): a function, a bound method (of
+    an instance, or a classmethod) or an instance with a __call__ method, as AutoGraph
+    converts them."""
+    if isinstance(f, types.MethodType):
+        func = _converted_function(f.__func__)
+        return f if func is f.__func__ else types.MethodType(func, f.__self__)
+    if not isinstance(f, (types.FunctionType, type)):
+        call = getattr(type(f), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            func = _converted_function(call)
+            if func is not call:
+                return types.MethodType(func, f)
+        return f
+    return _converted_function(f)
+
+
+def _converted_function(f):
     if not _user_function(f):
         return f
     key = id(f)
@@ -943,9 +1109,34 @@ def _converted_call(f):
     return new
 
 
+class _ExplicitSuper(ast.NodeTransformer):
+    """super() -> super(__class__, self) in a method's own statements: the rewritten
+    `if` moves statements into branch functions, where a zero-argument super() would see
+    the branch's first argument instead of the method's."""
+
+    def __init__(self, first):
+        self.first = first
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args \
+                and not node.keywords:
+            node.args = [ast.Name(id="__class__", ctx=ast.Load()),
+                         ast.Name(id=self.first, ctx=ast.Load())]
+        return node
+
+
 def _transform(func):
     fdef, offset = _function_ast(func)
     fdef.decorator_list = []
+    args = fdef.args.posonlyargs + fdef.args.args
+    if "__class__" in func.__code__.co_freevars and args:
+        fdef.body = [_ExplicitSuper(args[0].arg).visit(st) for st in fdef.body]
     fdef.body = _single_exit(fdef.body)
     rw = _Rewriter()
     fdef.body = [s for st in fdef.body for s in _as_list(rw.visit(st))]
@@ -956,7 +1147,7 @@ def _transform(func):
         "__godali_factory",
         ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in
                                             [_COND, _AND, _OR, _NOT, _CC, _SET, _NORET,
-                                             _RESULT] + free],
+                                             _RESULT, _CHAIN] + free],
                       vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))])
     mod = ast.Module(body=[factory], type_ignores=[])
@@ -967,7 +1158,7 @@ def _transform(func):
     exec(code, func.__globals__, ns)
     cells = [_cell(c) for c in (func.__closure__ or ())]
     new = ns["__godali_factory"](cond, logical_and, logical_or, logical_not, _converted_call,
-                                 _set, NO_RETURN, _result, *cells)
+                                 _set, NO_RETURN, _result, compare_chain, *cells)
     new.__defaults__ = func.__defaults__
     new.__kwdefaults__ = func.__kwdefaults__
     new.__wrapped__ = func
@@ -1010,8 +1201,13 @@ def split(input, predicate=None, **kwargs):
     """DALI's fn._conditional.split: (the samples whose predicate is true, the others)."""
     pred = _pred_node(predicate, "split")
     pipe = pred.source.pipeline or _graph.current_pipeline()
+    if not isinstance(input, _graph.DataNode) and not isinstance(input, (bool, int, float)) \
+            and type(input).__module__ != "numpy":
+        raise TypeError("godali: fn._conditional.split: input must be a DataNode or a "
+                        "constant (a number or a numpy array), got %s" % _graph._show(input))
+    # a constant input becomes a constant node, as DALI does for an operator's input
     sch = _graph.schemas().ops["_conditional.split"]
-    node = _graph.OpNode(sch, "cpu", [_graph.bind(input, pipe, "input"),
+    node = _graph.OpNode(sch, "cpu", [_graph._operand(input, pipe),
                                       _graph.bind(pred, pipe, "predicate")], {}, {},
                          pipe, None, False)
     return tuple(node.outputs)

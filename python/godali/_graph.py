@@ -309,6 +309,9 @@ def bind(x, pipe, what):
     by another one (DALI builds each pipeline from what its outputs reach, so such a node
     may feed several), a copy of its operators in `pipe`."""
     op = x.source
+    if op is None:
+        raise ValueError("godali: %s is DataNode %r, made by hand: no operator produces it, "
+                         "so no pipeline can run it" % (what, x.output_name))
     if op.pipeline is pipe:
         return x
     if op.pipeline is None:
@@ -339,7 +342,7 @@ _conditional_scope = None
 def _pipeline_of(nodes):
     """The pipeline of the first DataNode in `nodes` that has one, else None."""
     for x in nodes:
-        if isinstance(x, DataNode) and x.source.pipeline is not None:
+        if isinstance(x, DataNode) and x.source is not None and x.source.pipeline is not None:
             return x.source.pipeline
     return None
 
@@ -407,7 +410,7 @@ class OpNode:
             names = schema.enabled_outputs(args, len(inputs))
         else:
             names = schema.outputs[:_num_outputs(schema.name, args, len(schema.outputs))]
-        self.outputs = [DataNode(self, i, out_name, out_device)
+        self.outputs = [DataNode(out_name, out_device, self, i)
                         for i, out_name in enumerate(output_names or names)]
         if hook is not None and pipeline is not None:
             hook.after(pipeline, self)
@@ -429,14 +432,21 @@ class DataNode:
 
     __slots__ = ("source", "index", "output_name", "device")
 
-    def __init__(self, source, index, output_name, device):
+    def __init__(self, name, device="cpu", source=None, index=0, ndim=None, dtype=None,
+                 layout=None):
+        # DALI's signature. An operator names its outputs by its schema's output names;
+        # a DataNode made by hand (no source) is a placeholder that no pipeline can run
+        # (DALI's tests make them for its condition stack). ndim, dtype and layout are
+        # DALI's hints: godali knows them from the graph when the pipeline is built.
         self.source = source
         self.index = index
-        self.output_name = output_name
+        self.output_name = name
         self.device = device
 
     @property
     def name(self):
+        if self.source is None:
+            return self.output_name
         return "%s:%s" % (self.source.name, self.output_name)
 
     def gpu(self):
@@ -764,8 +774,11 @@ def _call_op(schema, inputs, kwargs):
                 raise TypeError("godali: %s: argument %r must be a constant (%s); it cannot "
                                 "be a DataNode" % (fname, key, arg.type))
             if value.device != "cpu":
-                raise ValueError("godali: %s: argument input %r must be on the host"
-                                 % (fname, key))
+                # DALI's message (its operator named with its module)
+                raise ValueError("godali: Invalid device \"%s\" for argument %r of operator "
+                                 "'%s'. Named arguments must be on CPU."
+                                 % (value.device, key, ("godali." if fname.startswith("fn.")
+                                                        else "") + fname))
             value = bind(value, pipe, "%s: argument input %r" % (fname, key))
             arg_inputs[key] = value
             continue

@@ -128,7 +128,7 @@ FAMILIES = {
             "test_dali_cpu_only_surface", "test_dali_port_ops", "test_dali_surface",
             "test_examples_surface", "test_doc_snippets", "test_lib", "test_lifecycle",
             "test_variable_batch", "test_dlpack", "test_cuda", "test_cuda_streams", "test_schema_facts", "test_operator_reference",
-            "test_suite_rules", "test_tensor_api", "test_hardening3", "test_tuning",
+            "test_suite_rules", "test_tensor_api", "test_hardening3", "test_tuning", "test_subbatch",
             "test_dali_testfile_parity"],
     "torch": ["test_pytorch", "test_torch_dropin", "test_torch_epochs", "test_torch_gpu",
               "test_torch_install", "test_tv_autoaug", "test_tv_exact", "test_proxy",

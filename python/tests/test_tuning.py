@@ -125,7 +125,9 @@ def test_memory_plan(folder):
     out = [v for v in plan["outputs"] if v["sample_bytes_worst"] == 32 * 32 * 3]
     assert len(out) == 1 and out[0]["bytes_worst"] >= 2 * 32 * 32 * 3 * 3
     assert plan["host_bytes_worst"] == (plan["output_bytes"] + plan["intermediate_bytes"] +
-                                        plan["decoder_work_bytes"])
+                                        plan["crossing_bytes"] + plan["decoder_work_bytes"] +
+                                        plan["runtime_bytes"])
+    assert plan["crossing_bytes"] == 0 and plan["runtime_bytes"] > 0
     assert plan["available"]["mem_available"] > 0
     tight = Pipeline(batch_size=2, num_threads=2, device_id=None, seed=7, max_host_bytes=1000)
     with tight:

@@ -282,6 +282,67 @@ FIXED = {
         y = select([down, up, down, up], math.abs(x) % 4, z)
     return y
 """, {}),
+    "split_constant": ("""def split_constant(x, z):
+    p = x > 0
+    t, _ = fn._conditional.split(x, predicate=p)
+    _, f = fn._conditional.split(np.int32(7), predicate=p)
+    u, g = fn._conditional.split(np.float32([0.5, 2]), predicate=p)
+    return fn._conditional.merge(t, f, predicate=p), fn._conditional.merge(u, g * 2, predicate=p)
+""", {}),
+    "nested_lambda": ("""def nested_lambda(x, z):
+    both = lambda a, b: (a > 0) and (b > 0)
+    either = lambda a: (a > 1) or not (a > -2)
+    return both(x, z), either(x)
+""", {}),
+    "nested_def_if": ("""def nested_def_if(x, z):
+    def clamp(v, lo):
+        if v < lo:
+            return v * 0 + lo
+        return v
+    def pick(a, b):
+        out = a
+        if b > 0 and a > 0:
+            out = fn.stack(a, b, a * b)[b % 3]
+        return out
+    return clamp(x, -1), pick(x, z)
+""", {}),
+    "chained_compare": ("""def chained_compare(x, z):
+    if -1 < x <= z < 3:
+        y = x * 10
+    else:
+        y = z
+    return y, (x < z < 2)
+""", {}),
+    "methods": ("""class Shift:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, v):
+        if v > 0:
+            return v + self.k
+        return v
+
+    def either(self, a, b):
+        return (a > self.k) or (b < 0)
+
+    @classmethod
+    def flip(cls, v):
+        if v < 0:
+            v = -v
+        return v
+
+
+class Shift3(Shift):
+    def __call__(self, v):
+        if v < 2:
+            v = super().__call__(v) * 3
+        return v
+
+
+def methods(x, z):
+    s = Shift(2)
+    return s(x), s.either(x, z), Shift.flip(z), Shift3(1)(z)
+""", {}),
     "one_branch_used": ("""def one_branch_used(x, z):
     if x > 0:
         w = x + 1

@@ -36,6 +36,11 @@ func (rc *RandomCrop) Window(w, h int, rng *engine.RNG) codec.Rect {
 			return codec.Rect{X: x, Y: y, W: cw, H: ch}
 		}
 	}
+	return rc.Fallback(w, h)
+}
+
+// Fallback is the center crop Window takes after Attempts failed draws.
+func (rc *RandomCrop) Fallback(w, h int) codec.Rect {
 	inRatio := float64(w) / float64(h)
 	cw, ch := w, h
 	// Both are at most the image's side: inRatio < RatioMin makes cw / RatioMin < h.
@@ -46,6 +51,29 @@ func (rc *RandomCrop) Window(w, h int, rng *engine.RNG) codec.Rect {
 	}
 	cw, ch = max(1, min(cw, w)), max(1, min(ch, h))
 	return codec.Rect{X: (w - cw) / 2, Y: (h - ch) / 2, W: cw, H: ch}
+}
+
+// MaxHeight is the tallest crop of width cw that a draw of Window may give a w x h image
+// (0: none): torchvision's draw rounds sqrt(area*ratio) to cw and sqrt(area/ratio) to
+// the height, so the height is at most (cw+0.5)/RatioMin and AreaMax*w*h/(cw-0.5),
+// rounded, and the image's. The fallback window is not counted (Fallback).
+func (rc *RandomCrop) MaxHeight(cw, w, h int) int {
+	if cw < 1 || cw > w {
+		return 0
+	}
+	const eps = 1e-9
+	byRatio := math.Floor((float64(cw)+0.5)/rc.RatioMin + 0.5 + eps)
+	byArea := math.Floor(rc.AreaMax*float64(w)*float64(h)/(float64(cw)-0.5) + 0.5 + eps)
+	return int(max(0, min(float64(h), byRatio, byArea)))
+}
+
+// MinHeight is the shortest crop of width cw that a draw of Window may give a w x h
+// image: at least (cw-0.5)/RatioMax and AreaMin*w*h/(cw+0.5), rounded, and 1.
+func (rc *RandomCrop) MinHeight(cw, w, h int) int {
+	const eps = 1e-9
+	byRatio := (float64(cw) - 0.5) / rc.RatioMax
+	byArea := rc.AreaMin * float64(w) * float64(h) / (float64(cw) + 0.5)
+	return int(max(1, math.Ceil(max(byRatio, byArea)-0.5-eps)))
 }
 
 // ParseRandomCrop checks RandomCropArgs.

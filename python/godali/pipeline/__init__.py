@@ -10,6 +10,7 @@ import enum
 import functools
 import inspect
 import json
+import operator
 import os
 import re
 import threading
@@ -90,6 +91,20 @@ def _device_type(device):
         raise ValueError("godali: device must be 'cpu' or 'gpu', not %r" % (device,)) from None
 
 
+def _sub_batch_size(v):
+    """sub_batch_size checked: None (the whole batch) or an integer >= 1."""
+    if v is None:
+        return None
+    try:
+        n = None if isinstance(v, bool) else operator.index(v)
+    except TypeError:
+        n = None
+    if n is None or n < 1:
+        raise ValueError("godali: sub_batch_size must be None (the whole batch) or an "
+                         "integer >= 1, got %r" % (v,))
+    return n
+
+
 class Pipeline:
     """A data pipeline (DALI's nvidia.dali.Pipeline).
 
@@ -104,7 +119,14 @@ class Pipeline:
     preallocate ("auto", the default, or "off"): build scans the image headers of the
     decoders' local files in the background and sizes their buffers from the largest.
     max_host_bytes: build fails, naming what to lower, when memory_plan()'s worst case
-    is above it.
+    is above it. sub_batch_size (None: the whole batch): the whole-batch host stages
+    (python_function with batch_processing=True, and the nodes before and after it) run
+    on parts of this many samples, one part after the other, and only the outputs are
+    assembled whole, so that the data the function reads and makes scales with the
+    part. A batch python_function is then called once per part with that part's
+    samples, not once with the whole batch as in DALI; operators that need the whole
+    batch (pad, permute_batch, ...) refuse it; the GPU stage of the CUDA flavour still
+    runs over the whole batch (docs/pipeline.md, "Sub-batches").
     exec_pipelined and exec_async are accepted for
     compatibility: godali always runs ahead of the consumer.
 
@@ -135,7 +157,8 @@ class Pipeline:
                  exec_separated=False, stream=None, enable_conditionals=False,
                  max_image_pixels=None, on_error="raise", first_epoch=0,
                  max_file_bytes=None, output_layout=None, stream_policy=None,
-                 concurrency=None, preallocate="auto", max_host_bytes=None):
+                 concurrency=None, preallocate="auto", max_host_bytes=None,
+                 sub_batch_size=None):
         # bytes_per_sample, set_affinity, max_streams, default_cuda_stream_priority,
         # enable_memory_stats, py_num_workers, py_start_method, py_callback_pickler,
         # exec_dynamic, exec_separated and stream are DALI tuning knobs godali has no use
@@ -213,6 +236,7 @@ class Pipeline:
         if max_host_bytes is not None and int(max_host_bytes) < 0:
             raise ValueError("godali: max_host_bytes must be >= 0, got %r" % (max_host_bytes,))
         self._max_host_bytes = None if max_host_bytes is None else int(max_host_bytes)
+        self._sub_batch_size = _sub_batch_size(sub_batch_size)
         if max_image_pixels is not None and int(max_image_pixels) < 0:
             raise ValueError("godali: max_image_pixels must be >= 0 (0: no limit)")
         self._max_image_pixels = None if max_image_pixels is None else int(max_image_pixels)
@@ -529,6 +553,8 @@ class Pipeline:
             d["preallocate"] = self._preallocate
         if self._max_host_bytes:
             d["max_host_bytes"] = self._max_host_bytes
+        if self._sub_batch_size is not None:
+            d["sub_batch_size"] = self._sub_batch_size
         if not self._exec_pipelined:
             d["exec_pipelined"] = False
         if not self._exec_async:
@@ -1281,7 +1307,18 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                 body = _conditional_body()
                 pipe._conditionals_enabled = True
             with pipe:
-                outs = body(*args, **fkw)
+                try:
+                    outs = body(*args, **fkw)
+                except Exception as e:
+                    if body is func:
+                        raise
+                    # As DALI (AutoGraph): the error of converted code names the user's
+                    # code it went through ("in user code: ...").
+                    from .. import _conditionals
+                    explained = _conditionals.explain_user_error(e)
+                    if explained is None:
+                        raise
+                    raise explained.with_traceback(e.__traceback__) from None
                 if outs is None:
                     # As DALI: the pipeline is made; building it fails.
                     pipe._outputs_error = ValueError(
