@@ -98,3 +98,27 @@ func BenchmarkDecodeValWindow(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeProgressiveROI: a progressive JPEG, whole against the random-crop style
+// window of BenchmarkDecodeROI (decoded with the columns block smoothing needs beside it,
+// bit-exact with the whole decode): what the window saves over decoding whole and
+// copying it out.
+func BenchmarkDecodeProgressiveROI(b *testing.B) {
+	for _, f := range []string{"pillow/icc_profile_big.jpg", "pillow/app13-multiple.jpg", "../sampling/prog_smooth420_211x157.jpg"} {
+		for _, roi := range []bool{false, true} {
+			name := filepath.Base(f) + "/full"
+			if roi {
+				name = filepath.Base(f) + "/roi"
+			}
+			b.Run(name, func(b *testing.B) {
+				benchDecode(b, f, func(info Info) Options {
+					opt := Options{Out: RGB, AdjustOrientation: true}
+					if w, h := info.OrientedSize(true); roi {
+						opt.ROI = Rect{w / 8, h / 6, w * 3 / 4, h * 2 / 3}
+					}
+					return opt
+				})
+			})
+		}
+	}
+}

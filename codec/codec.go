@@ -131,7 +131,10 @@ type Options struct {
 	// default true there).
 	AdjustOrientation bool
 	// ROI restricts decoding to a window of the image after orientation is applied.
-	// The zero Rect is the whole image.
+	// The zero Rect is the whole image. The window's pixels are those of the full
+	// decode, bit for bit (a JPEG's fancy upsampling and progressive block smoothing
+	// included), and the data are read to their end as in a full decode, so that data
+	// cut short or corrupt outside the window fail the same way.
 	ROI Rect
 	// MinWidth and MinHeight, when positive, allow JPEG DCT-domain downscaling by N/8 as
 	// long as the decoded ROI stays at least MinWidth x MinHeight (after orientation).
@@ -150,10 +153,8 @@ type Options struct {
 	// Embed, with a ROI, makes the output the whole (oriented) image with the ROI's
 	// pixels decoded in place, identical to a full decode's, and the others left as dst
 	// held them: a consumer that reads only the ROI gets the full decode's result for
-	// less work. A sequential JPEG decodes only the ROI (libjpeg skips the rows above
-	// it and the columns beside it; the rows below are entropy-decoded only, so that
-	// data cut short or corrupt there fail as in a full decode); a progressive one,
-	// whose block smoothing takes the edges of a cropped decode for the image's, and
+	// less work. A JPEG decodes only the ROI (libjpeg skips the rows above it and the
+	// columns beside it; the rows below are entropy-decoded only, as for any ROI);
 	// other formats decode the whole image. DCT scaling (MinWidth, MinHeight) is not
 	// applied.
 	Embed bool
@@ -226,7 +227,7 @@ type plan struct {
 // whether the format supports DCT scaling (JPEG): then the smallest scale n/8 whose
 // output still covers MinWidth x MinHeight is chosen.
 func makePlan(info Info, opt Options, scalable bool) (plan, error) {
-	if opt.Embed && (!scalable || info.Progressive) {
+	if opt.Embed && !scalable {
 		opt.ROI = Rect{} // decoded whole: the ROI lies in place
 	}
 	full, err := planAt(info, opt, 8)

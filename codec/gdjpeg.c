@@ -67,6 +67,29 @@ static void on_progress(j_common_ptr c) {
   }
 }
 
+/* eoi_ahead says whether the data libjpeg has still to read holds an EOI marker (or
+ * libjpeg has met it already). In entropy-coded data every 0xFF byte is followed by
+ * 0x00 or a restart marker, so an 0xFF 0xD9 pair there is the EOI itself. */
+static int eoi_ahead(j_decompress_ptr ci) {
+  if (ci->unread_marker == 0xD9) {
+    return 1;
+  }
+  const unsigned char *p = ci->src->next_input_byte;
+  size_t n = ci->src->bytes_in_buffer;
+  while (p != NULL && n >= 2) {
+    const unsigned char *q = memchr(p, 0xFF, n - 1);
+    if (q == NULL) {
+      return 0;
+    }
+    if (q[1] == 0xD9) {
+      return 1;
+    }
+    n -= (size_t)(q - p) + 1;
+    p = q + 1;
+  }
+  return 0;
+}
+
 gd_jpeg *gd_jpeg_new(void) {
   gd_jpeg *s = calloc(1, sizeof *s);
   if (s == NULL) {
@@ -431,12 +454,15 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
    * edges, so widen the request on each side to keep the wanted columns identical to
    * those of a full decode, then copy just those. Fancy upsampling reads one chroma
    * sample beside each, at most max_h_samp_factor output pixels wide: two of those
-   * suffice. Block smoothing (progressive files) reaches further: one iMCU, which
-   * still falls short where it runs (see codec.Options.Embed). */
+   * suffice. Block smoothing (progressive files) reaches further: it takes the DC
+   * values of the two blocks on each side (libjpeg-turbo 2.1's 5x5 neighbourhood; one
+   * in older ones), and treats the first decoded block column as the image's edge, so
+   * the chroma sample beside the region needs two blocks of its own beyond: three
+   * iMCUs (two fall short on 4:2:0; TestROIEqualsFullWindow). */
   JDIMENSION xoff = 0, cw = ci->output_width;
   if (job->rw < ci->output_width) {
     unsigned margin =
-        ci->progressive_mode ? imcu_width(ci) : 2u * (unsigned)ci->max_h_samp_factor;
+        ci->progressive_mode ? 3u * imcu_width(ci) : 2u * (unsigned)ci->max_h_samp_factor;
     unsigned x0 = job->rx > margin ? job->rx - margin : 0;
     unsigned x1 = job->rx + job->rw + margin;
     if (x1 > ci->output_width) {
@@ -513,10 +539,22 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
     }
   }
 
-  /* With job->finish, the rows below the region are entropy-decoded and dropped (no
-   * IDCT but for the last row), as a full decode reads them: data cut short or
-   * corrupt there fails or warns as it would then. */
-  if (job->finish && ci->output_scanline < ci->output_height) {
+  /* The rows below the region. The only thing a full decode could still do there is
+   * fail: data cut short (JWRN_JPEG_EOF, the error PIL raises); corrupt entropy data
+   * only warns, and warnings are tolerated. A single-scan file whose EOI marker is
+   * still ahead in the data cannot run out before it: stop here without decoding the
+   * rest (this is most of a random crop's saving). Otherwise the rows are entropy-
+   * decoded and dropped (no IDCT but for the last row) and the data read on to EOI,
+   * so that a file cut short below the region fails as a full decode does. A
+   * progressive (multi-scan) file's scans are all read already by
+   * jpeg_start_decompress: skipping its rows costs nothing. */
+  if (ci->output_scanline < ci->output_height && !jpeg_has_multiple_scans(ci) &&
+      eoi_ahead(ci)) {
+    jpeg_abort_decompress(ci);
+    forget_input(m);
+    return 0;
+  }
+  if (ci->output_scanline < ci->output_height) {
     JDIMENSION left = ci->output_height - ci->output_scanline;
     if (left > 1 && jpeg_skip_scanlines(ci, left - 1) != left - 1) {
       return fail_plain(s, "could not skip to the last row");
@@ -537,12 +575,8 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
   }
 
   /* Reading on to EOI after the last row catches files cut short right after their
-   * entropy data (PIL fails those too); after a partial read there is nothing to check. */
-  if (ci->output_scanline == ci->output_height) {
-    jpeg_finish_decompress(ci);
-  } else {
-    jpeg_abort_decompress(ci);
-  }
+   * entropy data (PIL fails those too). */
+  jpeg_finish_decompress(ci);
   forget_input(m);
   return 0;
 }

@@ -51,7 +51,6 @@ typedef struct {
   long long max_memory;        /* >0: libjpeg's max_memory_to_use; larger needs fail */
   unsigned dst_x, dst_y;       /* where the oriented region lands in dst, in pixels */
   unsigned dst_pitch;          /* pixels per dst row (the oriented region's width when packed) */
-  int finish;                  /* 1: read the data on to EOI after the region (errors as a full decode) */
 } gd_job;
 
 typedef struct gd_jpeg_impl gd_jpeg_impl;

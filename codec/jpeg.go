@@ -145,7 +145,6 @@ func (d *Decoder) decodeJPEG(data []byte, info Info, p plan, opt Options, dst []
 		dst_x:       C.uint(p.dx),
 		dst_y:       C.uint(p.dy),
 		dst_pitch:   C.uint(p.dw),
-		finish:      boolC(opt.Embed),
 	}
 	rc := C.gd_jpeg_decode(st, bytePtr(data), C.size_t(len(data)), bytePtr(dst), C.size_t(len(dst)))
 	if rc != 0 {

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,6 +28,9 @@ var roiFiles = []string{
 	"pillow/pil_sample_cmyk.jpg",       // YCCK
 	"pillow/junk_jpeg_header.jpg",      // 1024x768, junk between markers
 	"pillow/orientation_rectangle.jpg", // 2x1, EXIF orientation 8
+	// progressive, some AC coefficients never refined: libjpeg's block smoothing runs
+	"../sampling/prog_smooth420_211x157.jpg",
+	"../sampling/prog_smooth444_170x131.jpg",
 }
 
 // exifSegment builds an APP1 Exif segment whose IFD0 holds only Orientation = o.
@@ -106,18 +110,56 @@ func TestROIEqualsFullWindow(t *testing.T) {
 	}
 }
 
+// TestROISmoothingEqualsFull: a ROI decode of a progressive JPEG whose block smoothing
+// runs (tests/data/sampling/prog_smooth*) equals the same window of the full decode,
+// bit for bit, plain and Embed: many windows of two small files, in the default suite
+// (TestROIEqualsFullWindow, long, sweeps every orientation and output type).
+func TestROISmoothingEqualsFull(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	r := rand.New(rand.NewPCG(28, 2))
+	for _, f := range []string{"../sampling/prog_smooth420_211x157.jpg", "../sampling/prog_smooth444_170x131.jpg"} {
+		base := readFile(t, filepath.Join(corpusDir, f))
+		for _, o := range []int{1, 6} {
+			data := withOrientation(base, o, false)
+			opt := Options{Out: RGB, AdjustOrientation: true}
+			full, w, h, c, info, err := decodeAll(d, data, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !info.Progressive {
+				t.Fatalf("%s: not progressive", f)
+			}
+			for _, roi := range randomROIs(r, w, h, 60) {
+				for _, embed := range []bool{false, true} {
+					opt.ROI, opt.Embed = roi, embed
+					pix, _, _, _, _, err := decodeAll(d, data, opt)
+					if err != nil {
+						t.Fatalf("%s o=%d ROI %+v: %v", f, o, roi, err)
+					}
+					if embed {
+						pix = window(pix, w, c, roi)
+					}
+					if s := compare(pix, window(full, w, c, roi)); s.max != 0 {
+						t.Errorf("%s o=%d ROI %+v embed %v: max diff %d (byte %d) from the full decode", f, o, roi, embed, s.max, s.at)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestEmbedROIEqualsFull: with Embed, a ROI decode returns the whole image's size, its
-// ROI identical to the full decode's, bit for bit, and (sequential JPEG) every byte
-// outside the ROI as the destination held it; for every orientation and output type.
-// Progressive JPEGs (block smoothing) and other formats decode the whole image.
+// ROI identical to the full decode's, bit for bit, and (JPEG) every byte outside the
+// ROI as the destination held it; for every orientation and output type. Other formats
+// decode the whole image.
 func TestEmbedROIEqualsFull(t *testing.T) {
 	d := NewDecoder()
 	defer d.Close()
 	r := rand.New(rand.NewPCG(28, 1))
 	files := append(roiFiles, "pillow/hopper.png", "pillow/hopper.bmp",
 		"../sampling/s440_203x131.jpg", "../sampling/s440_97x75_progressive.jpg", "../sampling/s411_161x109.jpg",
-		"../sampling/s410_150x99.jpg", "../sampling/s420_arith_123x87.jpg",
-		"../sampling/prog_smooth420_211x157.jpg", "../sampling/prog_smooth444_170x131.jpg")
+		"../sampling/s410_150x99.jpg", "../sampling/s420_arith_123x87.jpg")
 	for i, f := range files {
 		base := readFile(t, filepath.Join(corpusDir, f))
 		for _, o := range []int{1 + i%8, 1 + (i+3)%8, 6} {
@@ -147,7 +189,7 @@ func TestEmbedROIEqualsFull(t *testing.T) {
 					if s := compare(window(pix, w, c, roi), window(full, w, c, roi)); s.max != 0 {
 						t.Fatalf("%s o=%d %s ROI %+v: max diff %d (byte %d) from the full decode", f, o, out, roi, s.max, s.at)
 					}
-					if info.Format != FormatJPEG || info.Progressive {
+					if info.Format != FormatJPEG {
 						if s := compare(pix, full); s.max != 0 {
 							t.Fatalf("%s: not decoded whole (max diff %d)", f, s.max)
 						}
@@ -171,27 +213,72 @@ func TestEmbedROIEqualsFull(t *testing.T) {
 	}
 }
 
-// TestEmbedTruncatedBelowROI: data cut short below an Embed ROI fails as the full
-// decode does (the rows below are entropy-decoded, not dropped), and so do data
+// TestROITruncatedBelowWindow: data cut short below a ROI fail as the full decode does,
+// with the same error, for a plain, a DCT-scaled and an Embed ROI decode (the rows
+// below are entropy-decoded, not dropped), sequential and progressive; and so do data
 // missing only their EOI marker.
-func TestEmbedTruncatedBelowROI(t *testing.T) {
+func TestROITruncatedBelowWindow(t *testing.T) {
 	d := NewDecoder()
 	defer d.Close()
-	base := readFile(t, filepath.Join(corpusDir, "pillow/flower.jpg"))
-	for _, cut := range []int{len(base) * 9 / 10, len(base) - 2} {
-		data := base[:cut]
+	for _, f := range []string{"pillow/flower.jpg", "pillow/iptc.jpg", "pillow/app13-multiple.jpg",
+		"../sampling/prog_smooth420_211x157.jpg"} {
+		base := readFile(t, filepath.Join(corpusDir, f))
+		for _, cut := range []int{len(base) * 9 / 10, len(base) - 2} {
+			data := base[:cut]
+			info, err := d.Probe(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, h := info.Width, info.Height
+			dst := make([]byte, w*h*3)
+			_, _, _, full := d.Decode(data, info, Options{Out: RGB}, dst)
+			if !errors.Is(full, ErrTruncated) {
+				t.Fatalf("%s cut at %d of %d bytes: full decode: %v, want a truncation error", f, cut, len(base), full)
+			}
+			roi := Rect{w / 8, h / 20, w / 2, h / 5}
+			for _, opt := range []Options{
+				{Out: RGB, ROI: roi},
+				{Out: RGB, ROI: roi, MinWidth: w / 8, MinHeight: h / 20},
+				{Out: RGB, ROI: roi, Embed: true},
+			} {
+				if _, _, _, err := d.Decode(data, info, opt, dst); err == nil || err.Error() != full.Error() {
+					t.Errorf("%s cut at %d of %d bytes: ROI %+v above the cut (min %dx%d, embed %v): %v, want %v",
+						f, cut, len(base), opt.ROI, opt.MinWidth, opt.MinHeight, opt.Embed, err, full)
+				}
+			}
+		}
+	}
+}
+
+// TestROIEntropyCutBeforeEOI: entropy data cut short but followed by an EOI marker is
+// not a truncated file (libjpeg meets the marker, fills the rest with zeros and only
+// warns): a full decode succeeds, and so must a ROI decode that stops above the cut
+// without reading on (the EOI look-ahead), with the full decode's pixels.
+func TestROIEntropyCutBeforeEOI(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	for _, f := range []string{"pillow/flower.jpg", "pillow/iptc.jpg"} {
+		base := readFile(t, filepath.Join(corpusDir, f))
+		data := append(append([]byte(nil), base[:len(base)*9/10]...), 0xFF, 0xD9)
 		info, err := d.Probe(data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst := make([]byte, info.Width*info.Height*3)
-		_, _, _, full := d.Decode(data, info, Options{Out: RGB}, dst)
-		if !errors.Is(full, ErrTruncated) {
-			t.Fatalf("cut at %d of %d bytes: full decode: %v, want a truncation error", cut, len(base), full)
+		w, h := info.Width, info.Height
+		full := make([]byte, w*h*3)
+		if _, _, _, err := d.Decode(data, info, Options{Out: RGB}, full); err != nil {
+			t.Fatalf("%s: full decode: %v", f, err)
 		}
-		opt := Options{Out: RGB, ROI: Rect{100, 20, 200, 60}, Embed: true}
-		if _, _, _, err := d.Decode(data, info, opt, dst); !errors.Is(err, ErrTruncated) || err.Error() != full.Error() {
-			t.Errorf("cut at %d of %d bytes: Embed ROI above the cut: %v, want %v", cut, len(base), err, full)
+		roi := Rect{w / 8, h / 20, w / 2, h / 5}
+		got := make([]byte, roi.W*roi.H*3)
+		if _, _, _, err := d.Decode(data, info, Options{Out: RGB, ROI: roi}, got); err != nil {
+			t.Fatalf("%s: ROI decode: %v", f, err)
+		}
+		for y := 0; y < roi.H; y++ {
+			row := full[((roi.Y+y)*w+roi.X)*3:][:roi.W*3]
+			if !bytes.Equal(got[y*roi.W*3:][:roi.W*3], row) {
+				t.Fatalf("%s: ROI row %d differs from the full decode's", f, y)
+			}
 		}
 	}
 }

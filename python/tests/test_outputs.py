@@ -399,3 +399,56 @@ def test_output_info_struct_matches_header():
     assert _lib.OutputInfo.num_samples.offset == 24  # the 0.1 fields keep their offsets
     assert _lib.OutputInfo.layout.offset == 32
     assert ctypes.sizeof(_lib.OutputInfo) == 48
+
+
+# Progressive JPEGs whose scans leave AC coefficients unrefined: libjpeg's block smoothing
+# runs, and a window decoded alone must still equal the full decode's (tests/data/sampling).
+SMOOTHED = ["prog_smooth420_211x157.jpg", "prog_smooth444_170x131.jpg"]
+
+
+def _sampling(name):
+    from conftest import REPO
+    return os.path.join(REPO, "tests", "data", "sampling", name)
+
+
+@pytest.mark.parametrize("name", SMOOTHED)
+def test_crop_decoders_equal_pil_on_smoothed_progressive(name):
+    """decoders.image_crop and decoders.image_slice decode only their window: bit-exact with
+    PIL's whole decode, then that window (tolerance 0), at the corners and inside."""
+    path = _sampling(name)
+    ref = _pil_rgb(path)
+    h, w = ref.shape[:2]
+    cases = [(37, 61, 0.0, 0.0), (37, 61, 1.0, 1.0), (90, 23, 1.0, 0.0), (h, 17, 0.0, 1.0)]
+    for ch, cw, px, py in cases:
+        (out,) = _run_once([path], lambda j: fn.decoders.image_crop(
+            j, crop=(ch, cw), crop_pos_x=px, crop_pos_y=py, output_type=types.RGB))
+        x, y = int(px * (w - cw) + 0.5), int(py * (h - ch) + 0.5)
+        np.testing.assert_array_equal(out.as_array()[0], ref[y:y + ch, x:x + cw],
+                                      err_msg="%s crop %dx%d at %g,%g" % (name, ch, cw, px, py))
+    (out,) = _run_once([path], lambda j: fn.decoders.image_slice(
+        j, np.array([19, 7], np.float32), np.array([41, 29], np.float32), normalized_anchor=False,
+        normalized_shape=False, axis_names="WH", output_type=types.RGB))
+    np.testing.assert_array_equal(out.as_array()[0], ref[7:7 + 29, 19:19 + 41])
+
+
+@pytest.mark.parametrize("name", ["corpus/pillow/flower.jpg", "sampling/prog_smooth420_211x157.jpg"])
+def test_crop_decoder_fails_on_data_cut_below_the_window(tmp_path, name):
+    """A file cut short below the window fails in decoders.image_crop as in decoders.image
+    (and PIL): the rows below are read, not dropped."""
+    from conftest import REPO
+    data = open(os.path.join(REPO, "tests", "data", name), "rb").read()
+    path = str(tmp_path / "cut.jpg")
+    with open(path, "wb") as f:
+        f.write(data[: len(data) * 9 // 10])
+    with pytest.raises(OSError):
+        Image.open(path).load()
+    errors = []
+    for build in (lambda j: fn.decoders.image(j, output_type=types.RGB),
+                  lambda j: fn.decoders.image_crop(j, crop=(16, 32), crop_pos_x=0.5, crop_pos_y=0.0,
+                                                   output_type=types.RGB)):
+        with pytest.raises(godali.DataError) as e:
+            _run_once([path], build)
+        errors.append(str(e.value))
+    # "<file>: node "<name>": <the decoder's error>": the same file and error, another node.
+    assert errors[1].startswith(path + ": ") and "Premature end" in errors[1], errors[1]
+    assert errors[1].split('": ', 1)[1] == errors[0].split('": ', 1)[1], errors

@@ -1,8 +1,9 @@
 """decoders.image -> resize -> crop_mirror_normalize: the decoder decodes only the window of a
 JPEG the fused resize + crop reads (its filters' support), in place. The outputs must equal
 the full-decode path's bit for bit (tolerance: 0), whatever the image (odd sizes, 4:4:4,
-4:2:2, 4:2:0, 4:4:0, 4:1:1, 4:1:0, grey, CMYK/YCCK, arithmetic, EXIF orientations 1-8;
-progressive JPEGs, whose block smoothing a window would change, are decoded whole) and whatever the resize and crop (every filter, antialias on and off,
+4:2:2, 4:2:0, 4:4:0, 4:1:1, 4:1:0, grey, CMYK/YCCK, arithmetic, progressive, progressive
+with libjpeg's block smoothing at work, EXIF orientations 1-8) and whatever the resize and
+crop (every filter, antialias on and off,
 sizes up and down, resize ROIs, crops inside and partly outside, mirror, output types).
 
 The reference is the same graph with the decoded and the resized images also pipeline
