@@ -18,14 +18,17 @@ func init() {
 	engine.RegisterSchema(&engine.Schema{
 		Name: "_auto_aug",
 		Doc: "Internal operator of godali.auto_aug: applies an AutoAugment, RandAugment or " +
-			"TrivialAugment policy (given as JSON by the Python package) to HWC uint8 images, " +
-			"drawing the augmentations and magnitudes per sample.",
-		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true, InputLayouts: hwc, InputDtypes: u8, InputDoc: fromDecoder,
+			"TrivialAugment policy (given as JSON by the Python package) to HWC uint8 images or " +
+			"FHWC uint8 videos (every frame of a sample gets the sample's augmentations and " +
+			"magnitudes, as DALI's augmentations treat sequences), drawing the augmentations " +
+			"and magnitudes per sample.",
+		MinInputs: 1, MaxInputs: 1, Outputs: []string{"images"}, HostOnly: true, InputLayouts: []string{"HWC", "FHWC"}, InputDtypes: u8, InputDoc: fromDecoder,
 		Args: []engine.ArgSpec{
 			{Name: "policy", Type: engine.ArgString, Required: true, Doc: "the policy, JSON (see autoaug.go)"},
 			{Name: "fill_value", Type: engine.ArgFloat, Doc: "fill of the geometric augmentations; default: repeat the edge"},
 			{Name: "interp_type", Type: engine.ArgInterpType, Default: "LINEAR", Doc: "INTERP_LINEAR or INTERP_NN for the geometric augmentations"},
 			{Name: "seed", Type: engine.ArgInt, Default: -1, Doc: "seed of the choices (with the epoch and the sample's position); -1: the pipeline's stream"},
+			{Name: "magnitude_bin", Type: engine.ArgInt, TensorInput: true, Doc: "rand scheme: the magnitude bin, in place of the policy's m; may come per sample (DALI's augmentation called with a per-sample magnitude_bin)"},
 		},
 	})
 	engine.RegisterBackend("_auto_aug", "cpu", func(a *engine.Args) (engine.Operator, error) { return newAutoAug(a) })
@@ -256,14 +259,16 @@ func newAutoAug(a *engine.Args) (*autoAugOp, error) {
 }
 
 func (o *autoAugOp) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) {
-	c := in[0].Shape[2]
-	return []engine.TensorMeta{{DType: engine.UInt8, Layout: "HWC", Shape: []int{in[0].Shape[0], in[0].Shape[1], c}}}, nil
+	out := in[0]
+	out.DType = engine.UInt8
+	return []engine.TensorMeta{out}, nil
 }
 
 func (o *autoAugOp) NewWorkerState() any { return &autoAugState{} }
 
 func (o *autoAugOp) Setup(ws *engine.Workspace) error {
 	ws.Out[0].SetShape(ws.In[0].Shape...)
+	ws.Out[0].Layout = ws.In[0].Layout
 	return nil
 }
 
@@ -271,8 +276,11 @@ func (o *autoAugOp) Run(ws *engine.Workspace) error {
 	st := ws.State.(*autoAugState)
 	in, out := ws.In[0], ws.Out[0]
 	copy(out.Data, in.Data)
-	st.img.pix = out.Data[:in.Shape[0]*in.Shape[1]*in.Shape[2]]
-	st.img.h, st.img.w, st.img.c = in.Shape[0], in.Shape[1], in.Shape[2]
+	sh := in.Shape
+	frames := 1
+	if len(sh) == 4 { // FHWC: the sample's choices for every frame
+		frames, sh = sh[0], sh[1:]
+	}
 	// torchvision's BILINEAR warps are PIL's (its NEAREST ones keep DALI's sampling,
 	// which picks the same pixels but on pixel edges).
 	st.img.pil = o.pol.Torchvision && o.interp == imaging.InterpLinear
@@ -282,9 +290,26 @@ func (o *autoAugOp) Run(ws *engine.Workspace) error {
 		rng = &st.rng
 	}
 	st.steps, _ = o.pol.choose(rng, st.steps)
-	for _, s := range st.steps {
-		if err := o.apply(&st.img, s); err != nil {
-			return o.args.DataErrorf(ws, "%s: %v", o.pol.Augs[s.Aug].Name, err)
+	if o.args.Given("magnitude_bin") {
+		bin, err := o.args.IntAt(ws, "magnitude_bin")
+		if err != nil {
+			return err
+		}
+		if bin < 0 || bin >= o.pol.Bins {
+			return o.args.ArgDataErrorf(ws, "magnitude_bin", "The magnitude bin must be in [0, %d], got %d", o.pol.Bins-1, bin)
+		}
+		for i := range st.steps {
+			st.steps[i].Bin = bin
+		}
+	}
+	n := sh[0] * sh[1] * sh[2]
+	for f := 0; f < frames; f++ {
+		st.img.pix = out.Data[f*n : (f+1)*n]
+		st.img.h, st.img.w, st.img.c = sh[0], sh[1], sh[2]
+		for _, s := range st.steps {
+			if err := o.apply(&st.img, s); err != nil {
+				return o.args.DataErrorf(ws, "%s: %v", o.pol.Augs[s.Aug].Name, err)
+			}
 		}
 	}
 	return nil

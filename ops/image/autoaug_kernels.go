@@ -215,18 +215,24 @@ func (im *augImage) sharpness(m float32) {
 		}
 		return i
 	}
+	// Rows and columns reflected once per row / pixel; each value is the same float32
+	// sum, in the same order (rows top to bottom, columns left to right), as a plain 3x3
+	// loop (TestSharpnessRowsMatchPlainLoop).
+	stride := w * c
 	for y := 0; y < h; y++ {
+		rows := [3][]byte{src[refl(y-1, h)*stride:][:stride], src[y*stride:][:stride], src[refl(y+1, h)*stride:][:stride]}
+		out := im.pix[y*stride:][:stride]
 		for x := 0; x < w; x++ {
+			x0, x1, x2 := refl(x-1, w)*c, x*c, refl(x+1, w)*c
 			for ch := 0; ch < c; ch++ {
 				var acc float32
-				for dy := -1; dy <= 1; dy++ {
-					yy := refl(y+dy, h)
-					for dx := -1; dx <= 1; dx++ {
-						xx := refl(x+dx, w)
-						acc += k[dy+1][dx+1] * float32(src[(yy*w+xx)*c+ch])
-					}
+				for dy := 0; dy < 3; dy++ {
+					r, kr := rows[dy], &k[dy]
+					acc += kr[0] * float32(r[x0+ch])
+					acc += kr[1] * float32(r[x1+ch])
+					acc += kr[2] * float32(r[x2+ch])
 				}
-				im.pix[(y*w+x)*c+ch] = imaging.SatU8(acc)
+				out[x1+ch] = imaging.SatU8(acc)
 			}
 		}
 	}
@@ -239,22 +245,28 @@ func (im *augImage) posterize(mask byte) {
 	}
 }
 
-// solarize inverts the values >= threshold.
+// solarize inverts the values >= threshold (through a table: no branch per value).
 func (im *augImage) solarize(threshold float64) {
-	for i, v := range im.pix {
-		if float64(v) >= threshold {
-			im.pix[i] = 255 - v
+	var lut [256]byte
+	for i := range lut {
+		lut[i] = byte(i)
+		if float64(i) >= threshold {
+			lut[i] = 255 - byte(i)
 		}
 	}
+	im.lut(&lut)
 }
 
 // solarizeAdd adds shift to the values below 128.
 func (im *augImage) solarizeAdd(shift byte) {
-	for i, v := range im.pix {
-		if v < 128 {
-			im.pix[i] = v + shift
+	var lut [256]byte
+	for i := range lut {
+		lut[i] = byte(i)
+		if i < 128 {
+			lut[i] = byte(i) + shift
 		}
 	}
+	im.lut(&lut)
 }
 
 func (im *augImage) invert() {

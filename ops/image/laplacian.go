@@ -229,41 +229,105 @@ func (o *laplacianOp) Run(ws *engine.Workspace) error {
 	if n == 0 {
 		return nil
 	}
-	st.in, st.a, st.b, st.acc = growF64(st.in, n), growF64(st.a, n), growF64(st.b, n), growF64(st.acc, n)
-	sz := in.DType.Size()
-	for i := range st.in {
-		st.in[i] = engine.ReadScalar(in.Data[i*sz:], in.DType)
+	if err := st.compute(out.Data, out.DType, in.Data, in.DType, in.Shape, axes, scales, laplacianTileElems); err != nil {
+		return a.DataErrorf(ws, "%v", err)
 	}
-	clear(st.acc)
-	for i := range axes {
-		src := st.in
-		for j := nd - 1; j >= 0; j-- {
-			var win []float64
-			if j == i {
-				win = st.derivWindow(st.ws[i])
-			} else {
-				win = st.binomWindow(st.ss[j])
-			}
-			if len(win) == 1 && win[0] == 1 {
-				continue
-			}
-			dst := st.a
-			if &src[0] == &st.a[0] {
-				dst = st.b
-			}
-			if err := imaging.ConvAxis(dst, src, in.Shape, axes[j], win, len(win)/2, imaging.BorderReflect101, 0, 0, in.Shape[axes[j]]); err != nil {
-				return a.DataErrorf(ws, "%v", err)
-			}
-			src = dst
-		}
-		s := scales[i]
-		for k, v := range src {
-			st.acc[k] += s * v
-		}
+	return nil
+}
+
+// laplacianTileElems is about how many elements one tile of a sample holds: compute
+// converts, filters and accumulates a tile of rows of the first spatial axis at a time
+// (with the rows its windows read around it), so a worker's float64 buffers are a few
+// tiles long whatever the sample's size (a 5240x5240 RGB photograph took four
+// whole-sample float64 copies, 2.6 GB, before).
+const laplacianTileElems = 1 << 18
+
+// compute writes the laplacian of in (element type dt, the given shape, spatial axes
+// axes: consecutive, the ones before them planes computed one by one) to out (element
+// type odt), st.ws / st.ss / scales per spatial axis. The sample is processed in tiles
+// of rows along axes[0] of about tileElems elements each (at least 8 halos deep): each
+// tile gathers its rows and the halo rows its windows read (reflected at the ends, as
+// imaging.BorderReflect101 reads them), filters along the other spatial axes, then
+// along axes[0] keeping the tile's rows only. Every output element is the same sum, in
+// the same order, of the same values as filtering the whole sample, so the result does
+// not depend on tileElems.
+func (st *laplacianState) compute(out []byte, odt engine.DType, in []byte, dt engine.DType, shape, axes []int, scales []float64, tileElems int) error {
+	nd := len(axes)
+	t := axes[0]
+	planes, inner := 1, 1
+	for _, d := range shape[:t] {
+		planes *= d
 	}
-	osz := out.DType.Size()
-	for k, v := range st.acc {
-		engine.WriteScalarSat(out.Data[k*osz:], out.DType, v)
+	for _, d := range shape[t+1:] {
+		inner *= d
+	}
+	rowsT := shape[t]
+	halo := st.ws[0] / 2
+	if nd > 1 {
+		halo = max(halo, st.ss[0]/2)
+	}
+	tile := min(max(tileElems/max(inner, 1), 8*halo, 1), rowsT)
+	sub := append(st.shape[:0], shape[t:]...)
+	st.shape = sub
+	slabN := (tile + 2*halo) * inner
+	st.in, st.a, st.b, st.acc = growF64(st.in, slabN), growF64(st.a, slabN), growF64(st.b, slabN), growF64(st.acc, tile*inner)
+	isz, osz := dt.Size(), odt.Size()
+	for p := 0; p < planes; p++ {
+		src0 := in[p*rowsT*inner*isz:]
+		dst0 := out[p*rowsT*inner*osz:]
+		for r0 := 0; r0 < rowsT; r0 += tile {
+			rows := min(tile, rowsT-r0)
+			ext := rows + 2*halo
+			sub[0] = ext
+			slab := st.in[:ext*inner]
+			for e := 0; e < ext; e++ {
+				j := imaging.BorderIndex(r0-halo+e, rowsT, imaging.BorderReflect101)
+				row, from := slab[e*inner:(e+1)*inner], src0[j*inner*isz:]
+				for k := range row {
+					row[k] = engine.ReadScalar(from[k*isz:], dt)
+				}
+			}
+			acc := st.acc[:rows*inner]
+			clear(acc)
+			for i := range axes {
+				src := slab
+				alongT := false
+				for j := nd - 1; j >= 0; j-- {
+					var win []float64
+					if j == i {
+						win = st.derivWindow(st.ws[i])
+					} else {
+						win = st.binomWindow(st.ss[j])
+					}
+					if len(win) == 1 && win[0] == 1 {
+						continue
+					}
+					dst := st.a
+					if &src[0] == &st.a[0] {
+						dst = st.b
+					}
+					first, outN := 0, sub[axes[j]-t]
+					if j == 0 { // along axes[0]: the tile's rows, reading the halo
+						first, outN, alongT = halo, rows, true
+					}
+					if err := imaging.ConvAxis(dst, src, sub, axes[j]-t, win, len(win)/2, imaging.BorderReflect101, 0, first, outN); err != nil {
+						return err
+					}
+					src = dst
+				}
+				if !alongT {
+					src = src[halo*inner : (halo+rows)*inner]
+				}
+				s := scales[i]
+				for k, v := range src[:rows*inner] {
+					acc[k] += s * v
+				}
+			}
+			o := dst0[r0*inner*osz:]
+			for k, v := range acc {
+				engine.WriteScalarSat(o[k*osz:], odt, v)
+			}
+		}
 	}
 	return nil
 }

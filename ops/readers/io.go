@@ -35,6 +35,42 @@ type readerIO struct {
 	gen   int64         // batches planned
 	// shards holds whole remote shards read into memory (readAheadShards), by path.
 	shards map[string]*shardBuf
+	// fetching counts the goroutines reading ahead (and writing the disk cache): close
+	// waits for them, so that nothing writes to cache_dir once the pipeline is gone.
+	fetching sync.WaitGroup
+	fetchMu  sync.Mutex
+	closing  bool
+}
+
+// closeWait bounds how long close waits for the reads ahead after cancelling them: a
+// request that ignores cancellation must not hang the host's pipeline destroy.
+const closeWait = 10 * time.Second
+
+// goFetch runs f as a read-ahead goroutine that close waits for. Once close has begun
+// the goroutine is not counted (a WaitGroup may not grow from zero while it is waited
+// on); it then finds r.ctx cancelled and ends at once.
+func (r *readerIO) goFetch(f func()) {
+	r.fetchMu.Lock()
+	if r.closing {
+		r.fetchMu.Unlock()
+		go f()
+		return
+	}
+	r.fetching.Add(1)
+	r.fetchMu.Unlock()
+	go r.counted(f)
+}
+
+// goFetchChild runs f from a goroutine goFetch started: the count is above zero, so
+// it may grow while close waits.
+func (r *readerIO) goFetchChild(f func()) {
+	r.fetching.Add(1)
+	go r.counted(f)
+}
+
+func (r *readerIO) counted(f func()) {
+	defer r.fetching.Done()
+	f()
 }
 
 func newReaderIO(a *engine.Args) (*readerIO, error) {
@@ -51,6 +87,15 @@ func (r *readerIO) interrupt() { r.cancel() }
 // connections; the reader's pipeline is being destroyed.
 func (r *readerIO) close() {
 	r.cancel()
+	r.fetchMu.Lock()
+	r.closing = true
+	r.fetchMu.Unlock()
+	done := make(chan struct{})
+	go func() { r.fetching.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ahead = nil
@@ -161,7 +206,7 @@ func (r *readerIO) readAhead(paths []string, maxBytes int64) {
 		return
 	}
 	f := src.(*remote.FS).Fetcher()
-	go func() {
+	r.goFetch(func() {
 		s := f.StreamUpTo(r.ctx, remote.Infos(urls...), maxBytes)
 		defer s.Close()
 		for i := range slots {
@@ -177,7 +222,7 @@ func (r *readerIO) readAhead(paths []string, maxBytes int64) {
 			}
 			close(sl.done)
 		}
-	}()
+	})
 }
 
 // rangeReq is a byte range of a remote file to fetch ahead, under key.
@@ -208,7 +253,7 @@ func (r *readerIO) readAheadRanges(reqs []rangeReq) {
 		slots[i] = r.addSlot(q.key)
 	}
 	r.mu.Unlock()
-	go func() {
+	r.goFetch(func() {
 		for i, q := range reqs {
 			sl := slots[i]
 			if srcErr != nil {
@@ -217,7 +262,7 @@ func (r *readerIO) readAheadRanges(reqs []rangeReq) {
 				continue
 			}
 			r.sem <- struct{}{}
-			go func() {
+			r.goFetchChild(func() {
 				defer func() { <-r.sem }()
 				defer close(sl.done)
 				f, err := src.Open(q.path)
@@ -235,9 +280,9 @@ func (r *readerIO) readAheadRanges(reqs []rangeReq) {
 					return
 				}
 				sl.data = buf
-			}()
+			})
 		}
-	}()
+	})
 }
 
 // aheadWindow is how many planned batches a read ahead is kept for. Batches are
@@ -455,7 +500,7 @@ func (r *readerIO) readAheadShards(reqs []rangeReq, soon []string, keep int) {
 				b.err = srcErr
 				close(b.done)
 			} else {
-				go r.fetchShard(src.(*remote.FS), path, b)
+				r.goFetch(func() { r.fetchShard(src.(*remote.FS), path, b) })
 			}
 		}
 		b.used = r.gen
@@ -481,7 +526,7 @@ func (r *readerIO) readAheadShards(reqs []rangeReq, soon []string, keep int) {
 		delete(r.shards, oldest)
 	}
 	r.mu.Unlock()
-	go func() {
+	r.goFetch(func() {
 		for i, q := range reqs {
 			sl, b := slots[i], bufs[i]
 			select {
@@ -500,7 +545,7 @@ func (r *readerIO) readAheadShards(reqs []rangeReq, soon []string, keep int) {
 			}
 			close(sl.done)
 		}
-	}()
+	})
 }
 
 // fetchShard reads the whole object at path into b.

@@ -148,7 +148,7 @@ func (o *reshapeOp) outShape(in []int, shape []int64, rel []float64) ([]int, err
 				rest *= d
 			}
 		}
-		if vol == 0 {
+		if vol == 0 && rest == 0 {
 			return nil, fmt.Errorf("%s: Cannot infer the size of dimension %d when the volume of the input is 0. Input shape: %s", o.where(), infer, shapeString(in))
 		}
 		if rest == 0 || vol%rest != 0 {

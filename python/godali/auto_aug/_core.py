@@ -9,6 +9,9 @@ conditionals give.
 """
 
 import json
+import warnings
+
+import numpy as np
 
 from .. import _graph
 from .. import types as _types
@@ -23,27 +26,60 @@ _PARAMS = {None: "", "shift_enhance_range": "shift_enhance",
 _KEEP = object()
 
 
+class _Op:
+    """What an augmentation does (DALI's Augmentation.op): one per augmentation of the
+    suite, shared by the copies `.augmentation(...)` makes (translate_x and
+    translate_x_no_shape are different operations)."""
+
+    def __init__(self, name):
+        self.__name__ = name
+
+    def __repr__(self):
+        return "<auto_aug operation %s>" % self.__name__
+
+
 class _Augmentation:
     """One augmentation: a kernel of the engine with its magnitude range."""
 
     def __init__(self, name, kernel, mag_range=None, randomly_negate=False, mag_to_param=None,
-                 rel=False):
+                 rel=False, op=None):
         self.name = name
         self.kernel = kernel
         self.mag_range = tuple(mag_range) if mag_range is not None else None
         self.randomly_negate = bool(randomly_negate)
         self.mag_to_param = mag_to_param
         self.rel = rel
+        self.op = op if op is not None else _Op(name)
 
-    def augmentation(self, mag_range=None, randomly_negate=None, mag_to_param=_KEEP,
-                     name=None):
-        """A copy with some of the settings replaced (DALI's Augmentation.augmentation);
-        an explicit mag_to_param=None removes the mapping."""
-        m2p = self.mag_to_param if mag_to_param is _KEEP else mag_to_param
-        return _Augmentation(name or self.name, self.kernel,
-                             self.mag_range if mag_range is None else mag_range,
-                             self.randomly_negate if randomly_negate is None else randomly_negate,
-                             m2p, self.rel)
+    def augmentation(self, mag_range=_KEEP, randomly_negate=_KEEP, mag_to_param=_KEEP,
+                     param_device=_KEEP, name=_KEEP, augmentation_cls=None):
+        """A copy with the settings given replaced, the others kept (DALI's
+        Augmentation.augmentation): an explicit None removes the magnitude range or the
+        mapping. param_device is accepted for DALI's signature (the engine's operator
+        keeps the parameters with the data)."""
+        def pick(v, cur):
+            return cur if v is _KEEP else v
+        return _Augmentation(pick(name, self.name), self.kernel,
+                             pick(mag_range, self.mag_range),
+                             pick(randomly_negate, self.randomly_negate),
+                             pick(mag_to_param, self.mag_to_param), self.rel, self.op)
+
+    def _get_magnitudes(self, num_magnitude_bins):
+        """The magnitude of each bin (DALI's: float32 linspace over mag_range), None
+        for an augmentation without magnitudes."""
+        if self.mag_range is None:
+            return None
+        lo, hi = self.mag_range
+        return np.linspace(lo, hi, num_magnitude_bins, dtype=np.float32)
+
+    def _map_mag_to_param(self, magnitude):
+        """The parameter of one magnitude: mag_to_param's, or the magnitude itself."""
+        if self.mag_to_param is None:
+            return np.array(magnitude)
+        return np.array(self.mag_to_param(magnitude))
+
+    def _map_mags_to_params(self, magnitudes):
+        return np.array([self._map_mag_to_param(m) for m in magnitudes])
 
     def _param_name(self):
         key = getattr(self.mag_to_param, "__name__", self.mag_to_param)
@@ -63,19 +99,64 @@ class _Augmentation:
                 "negate": self.randomly_negate, "param": self._param_name(), "rel": self.rel}
 
     def __call__(self, sample, magnitude_bin=None, num_magnitude_bins=None, **kwargs):
-        """Applies the augmentation to every sample with a fixed magnitude bin (the sign
-        is drawn per sample when randomly_negate is set)."""
-        bins = num_magnitude_bins or 1
-        if self.mag_range is not None and magnitude_bin is None:
+        """Applies the augmentation to every sample at magnitude bin `magnitude_bin` (an
+        int, or a DataNode with one bin per sample) of `num_magnitude_bins` (the sign is
+        drawn per sample when randomly_negate is set)."""
+        kwargs = {k: v for k, v in kwargs.items() if k in _ENGINE_KWARGS}
+        if self.kernel == "identity":
+            return sample
+        if hasattr(magnitude_bin, "random_sign"):  # signed_bin: the engine draws the sign
+            magnitude_bin = magnitude_bin.bin
+        if self.mag_range is None:
+            magnitude_bin, num_magnitude_bins = None, None
+        elif magnitude_bin is None or num_magnitude_bins is None:
             raise ValueError("godali.auto_aug: %s needs magnitude_bin and num_magnitude_bins"
                              % self.name)
-        policy = {"scheme": "rand", "bins": int(bins), "augs": [self._spec()], "n": 1,
-                  "m": int(magnitude_bin or 0)}
+        policy = {"scheme": "rand", "bins": int(num_magnitude_bins or 1),
+                  "augs": [self._spec()], "n": 1, "m": 0}
+        if isinstance(magnitude_bin, _graph.DataNode):
+            kwargs["magnitude_bin"] = magnitude_bin
+        else:
+            policy["m"] = int(magnitude_bin or 0)
         return _apply(policy, sample, **kwargs)
+
+    def _accepted_kwargs(self):
+        return sorted(_ENGINE_KWARGS)
 
     def __repr__(self):
         return "Augmentation(name=%r, mag_range=%r, randomly_negate=%r)" % (
             self.name, self.mag_range, self.randomly_negate)
+
+
+# The keyword arguments the engine's augmentations take from a policy call.
+_ENGINE_KWARGS = frozenset(("fill_value", "interp_type", "shape"))
+
+
+def _is_augmentation(aug):
+    from ._decorator import Augmentation
+    return isinstance(aug, (_Augmentation, Augmentation))
+
+
+def _on_engine(augs):
+    """Whether the engine's _auto_aug operator runs all of augs (the suites'
+    augmentations) rather than conditionals and select (Python ones)."""
+    return all(isinstance(aug, _Augmentation) for aug in augs)
+
+
+def _missing_shape(augs, kwargs, call_name, ref_suite_name):
+    """DALI's error for a relative translation called without `shape`."""
+    if kwargs.get("shape") is not None:
+        return
+    for aug in augs:
+        if isinstance(aug, _Augmentation) and aug.rel:
+            raise Exception(
+                "The augmentation `%s` requires `shape` argument that describes image shape "
+                "(in HWC layout). Please provide it as `shape` argument to `%s` call. You can "
+                "get the image shape from encoded images with `fn.peek_image_shape`. "
+                "Alternatively, you can use `translate_x_no_shape`/`translate_y_no_shape` "
+                "that does not rely on image shape, but uses offset from fixed range: for "
+                "reference see `%s` and its `use_shape` argument. "
+                % (aug.name, call_name, ref_suite_name))
 
 
 class Policy:
@@ -83,42 +164,58 @@ class Policy:
     magnitude bin or None)."""
 
     def __init__(self, name, num_magnitude_bins, sub_policies):
-        if not isinstance(num_magnitude_bins, int) or num_magnitude_bins < 1:
-            raise Exception("The `num_magnitude_bins` must be a positive integer, got %r"
-                            % (num_magnitude_bins,))
-        subs = []
-        for sp in sub_policies:
-            stages = []
-            for stage in sp:
-                if len(stage) != 3:
-                    raise Exception("A sub-policy stage is (augmentation, probability, "
-                                    "magnitude_bin), got %r" % (stage,))
-                aug, prob, mbin = stage
-                if not isinstance(aug, _Augmentation):
-                    raise Exception("Expected an augmentation, got %r" % (aug,))
-                if not 0 <= prob <= 1:
-                    raise Exception("Probability of %s must be in [0, 1], got %r"
-                                    % (aug.name, prob))
-                if aug.mag_range is None:
-                    if mbin is not None:
-                        raise Exception("%s takes no magnitude; its bin must be None, got %r"
-                                        % (aug.name, mbin))
-                elif not isinstance(mbin, int) or not 0 <= mbin < num_magnitude_bins:
-                    raise Exception("Magnitude bin of %s must be an integer in [0, %d], got %r"
-                                    % (aug.name, num_magnitude_bins - 1, mbin))
-                stages.append((aug, float(prob), mbin))
-            subs.append(stages)
         self.name = name
         self.num_magnitude_bins = num_magnitude_bins
-        self.sub_policies = subs
+        if not isinstance(num_magnitude_bins, int) or num_magnitude_bins < 1:
+            raise Exception("The `num_magnitude_bins` must be a positive integer, got %s."
+                            % (num_magnitude_bins,))
+        if not isinstance(sub_policies, (list, tuple)):
+            raise Exception("The `sub_policies` must be a list or tuple of sub policies, "
+                            "got %s." % (type(sub_policies),))
+        for sp in sub_policies:
+            if not isinstance(sp, (list, tuple)):
+                raise Exception("Each sub policy must be a list or tuple, got %s." % (sp,))
+            for stage in sp:
+                if not isinstance(stage, (list, tuple)) or len(stage) != 3:
+                    raise Exception("Each operation in sub policy must be specified as a "
+                                    "triple: (augmentation, probability, magnitude). Got %s."
+                                    % (stage,))
+                aug, prob, mbin = stage
+                if not _is_augmentation(aug):
+                    raise Exception("Each augmentation in sub policies must be an instance of "
+                                    "Augmentation. Got `%s`. Did you forget to use "
+                                    "`@augmentation` decorator?" % (aug,))
+                if isinstance(prob, bool) or not isinstance(prob, (float, int)) or \
+                        not 0 <= prob <= 1:
+                    raise Exception("Probability of applying the augmentation must be a "
+                                    "number from `[0, 1]` range. Got `%s` for augmentation "
+                                    "`%s`." % (prob, aug.name))
+                if prob == 0:
+                    warnings.warn("The augmentation `%s` in policy `%s` is used with "
+                                  "probability 0 in one of the sub-policies." % (aug.name, name))
+                if mbin is None:
+                    if aug.mag_range is not None:
+                        raise Exception("The augmentation `%s` has `mag_range` specified, so "
+                                        "the magnitude bin is required. However, got `None` in "
+                                        "the policy `%s`." % (aug.name, name))
+                    continue
+                if aug.mag_range is None:
+                    warnings.warn("The magnitude bin `%s` for augmentation `%s` in policy `%s` "
+                                  "will be ignored. The augmentation does not accept "
+                                  "magnitudes (as it has no `mag_range` specified). You can "
+                                  "specify `None` instead of `%s` to silence this warning."
+                                  % (mbin, aug.name, name, mbin))
+                if not isinstance(mbin, int) or not 0 <= mbin < num_magnitude_bins:
+                    raise Exception("Magnitude of the augmentation must be an integer from "
+                                    "`[0, %d]` range. Got `%s` for augmentation `%s`."
+                                    % (num_magnitude_bins - 1, mbin, aug.name))
+        self.sub_policies = _unique_names(sub_policies)
 
     @property
     def augmentations(self):
-        out = {}
-        for sp in self.sub_policies:
-            for aug, _, _ in sp:
-                out[id(aug)] = aug
-        return out
+        """The augmentations of the sub-policies by name (DALI's)."""
+        augs = {id(aug): aug for sp in self.sub_policies for aug, _, _ in sp}
+        return {aug.name: aug for aug in sorted(augs.values(), key=lambda aug: aug.name)}
 
     def _spec(self):
         augs, index = [], {}
@@ -133,17 +230,62 @@ class Policy:
                 "sub_policies": subs}
 
     def __repr__(self):
-        return "Policy(name=%r, num_magnitude_bins=%d, sub_policies=%r)" % (
-            self.name, self.num_magnitude_bins, self.sub_policies)
+        subs = ",\n\t".join(repr([(aug.name, p, mbin) for aug, p, mbin in sp])
+                             for sp in self.sub_policies)
+        augs = ",\n\t".join("'%s': %r" % (n, aug) for n, aug in self.augmentations.items())
+        return "Policy(name=%r, num_magnitude_bins=%r, sub_policies=[%s%s], augmentations={%s%s})" % (
+            self.name, self.num_magnitude_bins, "\n\t" if subs else "", subs,
+            "\n\t" if augs else "", augs)
+
+
+def _unique_names(sub_policies):
+    """The sub-policies as tuples, the augmentations renamed `<i>__<name>` (in order of
+    first use) when two different ones share a name (DALI's presentation)."""
+    order = {}
+    for sp in sub_policies:
+        for aug, _, _ in sp:
+            order.setdefault(id(aug), aug)
+    if len({aug.name for aug in order.values()}) == len(order):
+        return tuple(tuple(sp) for sp in sub_policies)
+    digits = len(str(len(order) - 1))
+    renamed = {k: aug.augmentation(name="%s__%s" % (str(i).zfill(digits), aug.name))
+               for i, (k, aug) in enumerate(order.items())}
+    return tuple(tuple((renamed[id(aug)], p, mbin) for aug, p, mbin in sp)
+                 for sp in sub_policies)
+
+
+def _sub_policy_to_augmentation_matrix_map(policy):
+    """(m, augments): augments[stage] lists the different augmentations the sub-policies
+    use at that stage, then identity; m[sub_policy, stage] indexes it (identity past a
+    sub-policy's end), as DALI's function of the same name."""
+    from . import augmentations as a
+    subs = policy.sub_policies
+    depth = max(len(sp) for sp in subs)
+    augments = []
+    for stage in range(depth):
+        seen = {}
+        for sp in subs:
+            if stage < len(sp):
+                seen.setdefault(id(sp[stage][0]), sp[stage][0])
+        augments.append(list(seen.values()) + [a.identity])
+    m = np.array([[len(augments[st]) - 1 for st in range(depth)] for _ in subs], dtype=np.int32)
+    for i, sp in enumerate(subs):
+        for stage, (aug, _, _) in enumerate(sp):
+            m[i, stage] = next(k for k, x in enumerate(augments[stage]) if x is aug)
+    return m, augments
 
 
 _INTERP = {"INTERP_LINEAR": "LINEAR", "INTERP_NN": "NN"}
 
 
-def _apply(policy, sample, seed=None, fill_value=128, interp_type=None, shape=None):
+def _apply(policy, sample, seed=None, fill_value=128, interp_type=None, shape=None,
+           magnitude_bin=None):
     """Adds the engine's _auto_aug node. `shape` is accepted for DALI's signature: the
-    engine knows each sample's shape, so a relative translation needs no shape input."""
+    engine knows each sample's shape, so a relative translation needs no shape input.
+    magnitude_bin (per-sample DataNode) replaces a rand policy's m."""
     kwargs = {"policy": json.dumps(policy)}
+    if magnitude_bin is not None:
+        kwargs["magnitude_bin"] = magnitude_bin
     if fill_value is not None:
         kwargs["fill_value"] = float(fill_value)
     if interp_type is not None:
@@ -163,12 +305,13 @@ def _translations(use_shape, default_abs, default_rel, max_abs, max_rel, transla
     the image's width/height when a shape is given, else absolute pixels."""
     if use_shape:
         if max_abs is not None:
-            raise Exception("The `max_translate_abs` cannot be used with `shape`; use "
-                            "`max_translate_rel`.")
+            raise Exception("The argument `max_translate_abs` cannot be used with image "
+                            "shapes. You may use `max_translate_rel` instead.")
         lim = default_rel if max_rel is None else max_rel
     else:
         if max_rel is not None:
-            raise Exception("The `max_translate_rel` needs `shape`; use `max_translate_abs`.")
+            raise Exception("The argument `max_translate_rel` cannot be used without image "
+                            "shapes. You may use `max_translate_abs` instead.")
         lim = default_abs if max_abs is None else max_abs
     lim_h, lim_w = (lim, lim) if not isinstance(lim, (tuple, list)) else lim
     tx = translate_x.augmentation(mag_range=(0, lim_w), randomly_negate=True)

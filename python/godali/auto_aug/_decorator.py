@@ -36,6 +36,12 @@ class _SignedBin:
             random_sign = fn.random.coin_flip(probability=0.5, dtype=_types.INT32, **kw)
         self.random_sign = random_sign
 
+    def __getitem__(self, idx):
+        """The signed bin of one step of a sequence whose bins and signs were drawn at
+        once (DALI's _SignedMagnitudeBin indexing)."""
+        b = self.bin if isinstance(self.bin, (int, np.integer)) else self.bin[idx]
+        return _SignedBin(b, self.random_sign[idx])
+
 
 def signed_bin(magnitude_bin, random_sign=None, seed=None, shape=None):
     """DALI's signed_bin: marks `magnitude_bin` with a sign (0: as is, 1: negated; drawn
@@ -97,16 +103,30 @@ class Augmentation:
         return [p.name for p in self._extra_params()
                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
-    def _magnitudes(self, num_magnitude_bins):
+    def _get_magnitudes(self, num_magnitude_bins):
+        """The magnitude of each bin (DALI's): the explicit array given as mag_range, or
+        float32 linspace over the (lo, hi) range; None without a mag_range."""
         mr = self._mag_range
+        if mr is None:
+            return None
         if isinstance(mr, tuple):
             if num_magnitude_bins is None:
                 raise Exception("The augmentation `%s` has `mag_range` given as a (lo, hi) "
                                 "range: `num_magnitude_bins` must be passed to the call"
                                 % self._name)
             lo, hi = mr
-            return np.linspace(lo, hi, num_magnitude_bins)
+            return np.linspace(lo, hi, num_magnitude_bins, dtype=np.float32)
         return np.asarray(mr)
+
+    _magnitudes = _get_magnitudes
+
+    def _map_mag_to_param(self, magnitude):
+        """The parameter of one magnitude: mag_to_param's result (or the magnitude) as an
+        array."""
+        return self._param_table([magnitude])[0]
+
+    def _map_mags_to_params(self, magnitudes):
+        return self._param_table(magnitudes)
 
     def _param_table(self, magnitudes):
         to_param = self._mag_to_param if self._mag_to_param is not None else np.array

@@ -5,9 +5,13 @@ probability, at its magnitude bin (with a random sign for the augmentations that
 randomly negated).
 """
 
+import numpy as np
+
 from . import augmentations as a
-from ._core import Policy, _apply, _translations
+from ._core import Policy, _apply, _translations, _on_engine, _missing_shape
+from ._core import _sub_policy_to_augmentation_matrix_map  # noqa: F401  (DALI's name)
 from ._core import signed_bin  # noqa: F401  (DALI's module has it)
+from .core._args import forbid_unused_kwargs
 from .. import fn, types  # noqa: F401  (DALI's module exposes them)
 
 _POLICIES = ("image_net", "reduced_image_net", "svhn", "reduced_cifar10")
@@ -49,16 +53,54 @@ def auto_augment_image_net(sample, shape=None, fill_value=128, interp_type=None,
 
 
 def apply_auto_augment(policy, sample, seed=None, **kwargs):
-    """Applies `policy` (a Policy) in AutoAugment fashion. kwargs: fill_value,
-    interp_type, shape."""
+    """Applies `policy` (a Policy) in AutoAugment fashion. kwargs (fill_value,
+    interp_type, shape, or the extra arguments of Python augmentations) go to the
+    augmentations that take them. A policy of the suites' augmentations runs in one engine
+    operator; one with Python (@augmentation) ones runs as DALI's does, on conditionals
+    (the pipeline needs enable_conditionals=True)."""
     if not isinstance(policy, Policy):
         raise Exception("Expected a Policy, got %r" % (policy,))
     if len(policy.sub_policies) == 0:
         raise Exception("Cannot run empty policy. Got %r in `apply_auto_augment` call." % policy)
-    unknown = set(kwargs) - {"fill_value", "interp_type", "shape"}
-    if unknown:
-        raise Exception("apply_auto_augment got unexpected arguments: %s" % ", ".join(sorted(unknown)))
-    return _apply(policy._spec(), sample, seed=seed, **kwargs)
+    augs = list(policy.augmentations.values())
+    forbid_unused_kwargs(augs, kwargs, "apply_auto_augment")
+    _missing_shape(augs, kwargs, "apply_auto_augment", "get_image_net_policy")
+    if _on_engine(augs):
+        return _apply(policy._spec(), sample, seed=seed, **kwargs)
+    return _apply_on_conditionals(policy, sample, seed, kwargs)
+
+
+def _apply_on_conditionals(policy, data, seed, kwargs):
+    """DALI's AutoAugment on conditionals: per sample a sub-policy drawn uniformly, each
+    of its stages run (an `if`) when a uniform draw is below its probability, the stage's
+    augmentation picked among the stage's ones by select."""
+    from .. import _conditionals
+    from .core._select import select
+    subs = policy.sub_policies
+    depth = max(len(sp) for sp in subs)
+    probs = np.zeros((len(subs), depth), dtype=np.float32)
+    bins = np.zeros((len(subs), depth), dtype=np.int32)
+    for i, sp in enumerate(subs):
+        for stage, (_, p, mbin) in enumerate(sp):
+            probs[i, stage] = p
+            bins[i, stage] = -999 if mbin is None else mbin  # ignored without a magnitude
+    rnd = {} if seed is None else {"seed": seed}
+    should_run = fn.random.uniform(range=[0, 1], shape=(depth,), dtype=types.FLOAT, **rnd)
+    sub_id = fn.random.uniform(values=list(range(len(subs))), dtype=types.INT32, **rnd)
+    run_prob = types.Constant(probs)[sub_id]
+    mag_bins = types.Constant(bins)[sub_id]
+    matrix, augments = _sub_policy_to_augmentation_matrix_map(policy)
+    aug_ids = types.Constant(matrix)[sub_id]
+    if any(aug.randomly_negate for aug in policy.augmentations.values()):
+        mag_bins = signed_bin(mag_bins, seed=seed, shape=(depth,))
+    for stage in range(depth):
+        def run(stage=stage, data=data):
+            return select(augments[stage], aug_ids[stage], data,
+                          magnitude_bin=mag_bins[stage],
+                          num_magnitude_bins=policy.num_magnitude_bins, **kwargs)
+        data = _conditionals.choose(should_run[stage] < run_prob[stage], run,
+                                    lambda data=data: data, name="data")
+    return data
 
 
 def get_image_net_policy(use_shape=False, max_translate_abs=None, max_translate_rel=None):

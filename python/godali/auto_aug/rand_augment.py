@@ -5,8 +5,9 @@ at magnitude bin m."""
 import warnings
 
 from . import augmentations as a
-from ._core import _apply, _translations
-from ._core import signed_bin  # noqa: F401  (DALI's module has it)
+from ._core import _apply, _translations, _on_engine, _missing_shape
+from ._core import signed_bin
+from .core._args import forbid_unused_kwargs
 from .. import fn, types  # noqa: F401  (DALI's module exposes them)
 
 
@@ -44,9 +45,35 @@ def apply_rand_augment(augmentations, sample, n, m, num_magnitude_bins=31, seed=
         return sample
     if len(augmentations) == 0:
         raise Exception("The `augmentations` list cannot be empty, unless n=0.")
+    forbid_unused_kwargs(augmentations, kwargs, "apply_rand_augment")
+    _missing_shape(augmentations, kwargs, "apply_rand_augment", "get_rand_augment_suite")
+    if not _on_engine(augmentations):
+        return _rand_on_conditionals(augmentations, sample, n, m, num_magnitude_bins, seed,
+                                     kwargs)
     policy = {"scheme": "rand", "bins": num_magnitude_bins, "n": n, "m": m,
               "augs": [aug._spec() for aug in augmentations]}
     return _apply(policy, sample, seed=seed, **kwargs)
+
+
+def _rand_on_conditionals(augmentations, data, n, m, num_magnitude_bins, seed, kwargs):
+    """DALI's RandAugment on conditionals, for Python (@augmentation) augmentations: n
+    augmentations per sample drawn uniformly with replacement (select), each at bin m
+    with its own random sign."""
+    from .core._select import select
+    rnd = {} if seed is None else {"seed": seed}
+    shape = () if n == 1 else (n,)
+    mag_bin = m
+    signed = any(aug.randomly_negate for aug in augmentations)
+    if signed:
+        mag_bin = signed_bin(m, seed=seed, shape=shape)
+    op_idx = fn.random.uniform(values=list(range(len(augmentations))), dtype=types.INT32,
+                               **rnd, **({"shape": shape} if shape else {}))
+    for level in range(n):
+        level_bin = mag_bin if not signed or n == 1 else mag_bin[level]
+        level_idx = op_idx if n == 1 else op_idx[level]
+        data = select(augmentations, level_idx, data, magnitude_bin=level_bin,
+                      num_magnitude_bins=num_magnitude_bins, **kwargs)
+    return data
 
 
 def get_rand_augment_suite(use_shape=False, max_translate_abs=None, max_translate_rel=None):

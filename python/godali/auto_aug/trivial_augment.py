@@ -3,8 +3,9 @@ nvidia.dali.auto_aug.trivial_augment: one augmentation per sample, drawn uniform
 the suite, at a magnitude bin drawn uniformly from [0, num_magnitude_bins - 1]."""
 
 from . import augmentations as a
-from ._core import _apply, _translations
-from ._core import signed_bin  # noqa: F401  (DALI's module has it)
+from ._core import _apply, _translations, _on_engine, _missing_shape
+from ._core import signed_bin
+from .core._args import forbid_unused_kwargs
 from .. import fn, types  # noqa: F401  (DALI's module exposes them)
 
 
@@ -32,9 +33,31 @@ def apply_trivial_augment(augmentations, sample, num_magnitude_bins=31, seed=Non
                         % (num_magnitude_bins,))
     if len(augmentations) == 0:
         raise Exception("The `augmentations` list cannot be empty.")
+    forbid_unused_kwargs(augmentations, kwargs, "apply_trivial_augment")
+    _missing_shape(augmentations, kwargs, "apply_trivial_augment",
+                   "get_trivial_augment_wide_suite")
+    if not _on_engine(augmentations):
+        return _trivial_on_conditionals(augmentations, sample, num_magnitude_bins, seed,
+                                        kwargs)
     policy = {"scheme": "trivial", "bins": num_magnitude_bins,
               "augs": [aug._spec() for aug in augmentations]}
     return _apply(policy, sample, seed=seed, **kwargs)
+
+
+def _trivial_on_conditionals(augmentations, data, num_magnitude_bins, seed, kwargs):
+    """DALI's TrivialAugment on conditionals, for Python (@augmentation) augmentations:
+    per sample one augmentation (select) at one bin, both drawn uniformly, with a random
+    sign."""
+    from .core._select import select
+    rnd = {} if seed is None else {"seed": seed}
+    mag_bin = fn.random.uniform(values=list(range(num_magnitude_bins)), dtype=types.INT32,
+                                **rnd)
+    if any(aug.randomly_negate for aug in augmentations):
+        mag_bin = signed_bin(mag_bin, seed=seed)
+    op_idx = fn.random.uniform(values=list(range(len(augmentations))), dtype=types.INT32,
+                               **rnd)
+    return select(augmentations, op_idx, data, magnitude_bin=mag_bin,
+                  num_magnitude_bins=num_magnitude_bins, **kwargs)
 
 
 def get_trivial_augment_wide_suite(use_shape=False, max_translate_abs=None,

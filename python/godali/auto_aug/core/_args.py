@@ -10,9 +10,7 @@ def forbid_unused_kwargs(augments, kwargs, call_name):
         if accepted is not None:
             used.update(accepted())
     unused = [k for k in kwargs if k not in used]
-    if len(unused) == 1:
-        raise Exception("The kwarg `%s` is not used by any of the augmentations passed to "
-                        "%s." % (unused[0], call_name))
     if unused:
-        raise Exception("The kwargs `%s` are not used by any of the augmentations passed to "
-                        "%s." % (", ".join(unused), call_name))
+        subject, verb = ("kwarg", "is") if len(unused) == 1 else ("kwargs", "are")
+        raise Exception("The %s got unexpected %s. The %s `%s` %s not used by any of the "
+                        "augmentations." % (call_name, subject, subject, ", ".join(unused), verb))
