@@ -399,20 +399,44 @@ func TestExportOutlivesPipeline(t *testing.T) {
 	}
 }
 
-// TestResetWhileDispatchingKeepsEveryCredit resets pipelines right after Run, while the
-// producer may be handing a batch's samples to the workers: a batch dropped there must
-// give back its prefetch credit, or after prefetch_queue_depth such resets Next would
-// wait forever.
+// TestResetWhileDispatchingKeepsEveryCredit resets pipelines right after a batch is
+// taken, while the producer may be handing the next batch's samples to the workers: a
+// batch dropped there must give back its prefetch credit, or after
+// prefetch_queue_depth such resets Next would wait forever. (A batch is taken first:
+// a Reset before any batch of the epoch is taken leaves the producer running, and its
+// credits are then legitimately in use.)
 func TestResetWhileDispatchingKeepsEveryCredit(t *testing.T) {
 	root := writeDataset(t, 2, 12)
 	p := mustPipeline(t, resnetJSON(root, 2, 4, 2))
-	for i := 0; i < 200; i++ {
-		if err := p.Run(); err != nil {
+	loop := make(chan error, 1)
+	go func() {
+		for i := 0; i < 200; i++ {
+			if err := p.Run(); err != nil {
+				loop <- err
+				return
+			}
+			if _, err := p.Next(); err != nil {
+				loop <- err
+				return
+			}
+			if err := p.Reset(); err != nil {
+				loop <- err
+				return
+			}
+			if p.running {
+				loop <- fmt.Errorf("Reset after a batch was taken left the producer running")
+				return
+			}
+		}
+		loop <- nil
+	}()
+	select {
+	case err := <-loop:
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Reset(); err != nil {
-			t.Fatal(err)
-		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Next blocked during the resets: a dropped batch kept its prefetch credit")
 	}
 	if got := len(p.credits); got != p.Spec.PrefetchQueueDepth {
 		t.Fatalf("%d of %d prefetch credits left after 200 resets", got, p.Spec.PrefetchQueueDepth)
