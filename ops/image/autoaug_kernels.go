@@ -186,9 +186,8 @@ func (im *augImage) saturation(factor float64) error {
 	return nil
 }
 
-// sharpness is the 3x3 filter -m*blur + (1+m)*identity, blur = [[1,1,1],[1,5,1],[1,1,1]]/13,
-// with reflect-101 borders (DALI's experimental.filter default), in float32.
-func (im *augImage) sharpness(m float32) {
+// sharpnessKernel is -m*blur + (1+m)*identity, blur = [[1,1,1],[1,5,1],[1,1,1]]/13.
+func sharpnessKernel(m float32) [3][3]float32 {
 	var k [3][3]float32
 	for y := 0; y < 3; y++ {
 		for x := 0; x < 3; x++ {
@@ -200,6 +199,13 @@ func (im *augImage) sharpness(m float32) {
 		}
 	}
 	k[1][1] += 1 + m
+	return k
+}
+
+// sharpness is the 3x3 filter -m*blur + (1+m)*identity, blur = [[1,1,1],[1,5,1],[1,1,1]]/13,
+// with reflect-101 borders (DALI's experimental.filter default), in float32.
+func (im *augImage) sharpness(m float32) {
+	k := sharpnessKernel(m)
 	src := im.scratchBuf()
 	copy(src, im.pix)
 	w, h, c := im.w, im.h, im.c

@@ -10,17 +10,7 @@ import (
 // sharpnessPlain is the sharpness filter as a plain 3x3 loop (reflect-101 borders,
 // float32 sums over rows top to bottom, columns left to right).
 func sharpnessPlain(pix []byte, w, h, c int, m float32) []byte {
-	var k [3][3]float32
-	for y := 0; y < 3; y++ {
-		for x := 0; x < 3; x++ {
-			b := float32(1)
-			if x == 1 && y == 1 {
-				b = 5
-			}
-			k[y][x] = -m * b / 13
-		}
-	}
-	k[1][1] += 1 + m
+	k := sharpnessKernel(m)
 	refl := func(i, n int) int {
 		if n == 1 {
 			return 0
