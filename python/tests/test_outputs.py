@@ -414,9 +414,16 @@ def _sampling(name):
 @pytest.mark.parametrize("name", SMOOTHED)
 def test_crop_decoders_equal_pil_on_smoothed_progressive(name):
     """decoders.image_crop and decoders.image_slice decode only their window: bit-exact with
-    PIL's whole decode, then that window (tolerance 0), at the corners and inside."""
+    the whole decode, then that window (tolerance 0), at the corners and inside; and so
+    with PIL's where PIL's libjpeg smooths as godali's does (Pillow's wheels bundle
+    libjpeg-turbo 3, whose block smoothing differs by 1 on such files from Debian's 2.1
+    that godali links: there the window is checked against godali's whole decode only)."""
     path = _sampling(name)
-    ref = _pil_rgb(path)
+    (whole,) = _run_once([path], lambda j: fn.decoders.image(j, output_type=types.RGB))
+    ref = whole.as_array()[0]
+    pil = _pil_rgb(path)
+    if np.array_equal(ref, pil):
+        ref = pil  # the same pixels: the windows below are PIL's too
     h, w = ref.shape[:2]
     cases = [(37, 61, 0.0, 0.0), (37, 61, 1.0, 1.0), (90, 23, 1.0, 0.0), (h, 17, 0.0, 1.0)]
     for ch, cw, px, py in cases:
