@@ -26,11 +26,12 @@ tests/compat/test_cond_oracle.py runs the quick sweep (QUICK programs) in `make 
 
 import importlib.util
 import os
-import pickle
 import random
 import sys
 
 import numpy as np
+
+import records
 
 SEED = 29
 QUICK, LONG = 30, 600
@@ -416,16 +417,13 @@ def run(impl, out_dir, long=False):
                 got.append([[np.array(t.as_cpu()[i]) for i in range(len(t))] for t in outs])
             results[cid] = {"ok": got}
         except Exception as e:
-            msg = " ".join(str(e).split())
-            results[cid] = {"error": type(e).__name__,
-                            "message": msg if len(msg) < 600 else msg[:150] + " ... " + msg[-450:]}
+            results[cid] = records.error_record(e)
         finally:
             try:
                 del pipe
             except NameError:
                 pass
-    with open(os.path.join(out_dir, "results.pkl"), "wb") as fh:
-        pickle.dump(results, fh)
+    records.save_results(out_dir, results)
     print("cond_oracle: %s ran %d programs -> %s" % (impl, len(results), out_dir))
 
 
@@ -458,10 +456,7 @@ def _diff(xs, ys, checks):
 
 
 def compare(dali_dir, godali_dir, long=False, verbose=True):
-    with open(os.path.join(dali_dir, "results.pkl"), "rb") as fh:
-        a = pickle.load(fh)
-    with open(os.path.join(godali_dir, "results.pkl"), "rb") as fh:
-        b = pickle.load(fh)
+    a, b = records.load_results(dali_dir, godali_dir)
     rows = []
     for cid, src, checks, _ in cases(long):
         x, y = a.get(cid), b.get(cid)

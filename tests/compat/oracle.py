@@ -21,11 +21,11 @@ when DALI is installed; `make oracle` runs every case.
 
 import json
 import os
-import pickle
 import sys
-import traceback
 
 import numpy as np
+
+import records
 
 SEED = 2024
 
@@ -293,24 +293,18 @@ def run(impl, out_dir, quick=False):
             results[cid] = {"ok": [[np.array(t.as_cpu()[i]) for i in range(len(t))]
                                    for t in got]}
         except Exception as e:
-            msg = " ".join(str(e).split())
-            results[cid] = {"error": type(e).__name__,
-                            "message": msg if len(msg) < 600 else msg[:150] + " ... " + msg[-450:]}
+            results[cid] = records.error_record(e)
         finally:
             try:
                 del pipe
             except NameError:
                 pass
-    with open(os.path.join(out_dir, "results.pkl"), "wb") as fh:
-        pickle.dump(results, fh)
+    records.save_results(out_dir, results)
     print("oracle: %s ran %d cases -> %s" % (impl, len(results), out_dir))
 
 
 def compare(dali_dir, godali_dir, quick=False, verbose=True):
-    with open(os.path.join(dali_dir, "results.pkl"), "rb") as fh:
-        a = pickle.load(fh)
-    with open(os.path.join(godali_dir, "results.pkl"), "rb") as fh:
-        b = pickle.load(fh)
+    a, b = records.load_results(dali_dir, godali_dir)
     rows = []
     for cid, op, kind, args, tol in cases(quick):
         x, y = a.get(cid), b.get(cid)

@@ -43,6 +43,8 @@ import traceback
 
 import numpy as np
 
+import records
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMAS = os.path.join(HERE, "oracle_schemas.json")
 SEED = 2029
@@ -463,10 +465,7 @@ def run(impl, out_dir, n, start=0, seed=SEED):
         try:
             res = run_case(case, lib, fn, types)
         except Exception as e:
-            msg = " ".join(str(e).split())
-            res = {"error": type(e).__name__,
-                   "mro": [c.__name__ for c in type(e).__mro__],
-                   "message": msg if len(msg) < 600 else msg[:150] + " ... " + msg[-450:]}
+            res = records.error_record(e, mro=True)
         pickle.dump((case["id"], res), out)  # one record a case: a crash keeps the others
         out.flush()
     out.close()
