@@ -56,6 +56,7 @@ type Pipeline struct {
 	stop     chan struct{}
 	prodDone chan struct{}
 	running  bool
+	parts    bool // batches run part by part (sub_batch_size): runsInParts
 	epoch    int64
 	taken    int64 // batches of the epoch the consumer has taken with Next (checkpoints)
 	atEnd    bool
@@ -132,7 +133,7 @@ func NewPipeline(desc []byte) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{Spec: spec, Graph: g, Part: part, pool: NewHostPool(), epoch: spec.FirstEpoch, primary: -1,
-		host: newHostOrder(part), abandoned: make(chan struct{}),
+		host: newHostOrder(part), abandoned: make(chan struct{}), parts: runsInParts(spec, part),
 		profile: profileEnabled()}
 	p.feeds = newFeeds(g)
 	mask, _, _ := affinityMask() // a bad mask fails Build
@@ -950,7 +951,7 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 			continue
 		}
 		n = b.Size()
-		if p.inParts() {
+		if p.parts {
 			n = 0 // finish runs the batch part by part (runParts), phase 0 included
 		}
 		b.wg.Add(n)
@@ -981,30 +982,10 @@ func (p *Pipeline) produce(stop <-chan struct{}, done chan<- struct{}, epoch, st
 // finish waits for a batch's samples, replaces failed ones under on_error=skip, runs the
 // host-batch nodes and the phases after them, and marks the batch done.
 func (p *Pipeline) finish(b *Batch) {
-	if p.inParts() {
+	if p.parts {
 		b.err = p.runParts(b)
-	}
-	for phase := range p.Part.Phases {
-		if p.inParts() {
-			break
-		}
-		if phase > 0 {
-			if p.isAbandoned() {
-				b.err = errAbandoned()
-				break
-			}
-			b.wg.Add(len(b.refs))
-			for i := range b.refs {
-				p.tasks <- task{b: b, i: i, src: i, phase: phase}
-			}
-		}
-		b.wg.Wait()
-		if b.err = p.phaseErrors(b, phase, 0, len(b.refs)); b.err != nil {
-			break
-		}
-		if b.err = p.runHostBatch(b, phase, 0, len(b.refs)); b.err != nil {
-			break
-		}
+	} else {
+		b.err = p.runPhases(b)
 	}
 	if b.err == nil && p.isAbandoned() {
 		b.err = errAbandoned()
@@ -1019,14 +1000,38 @@ func (p *Pipeline) finish(b *Batch) {
 	close(b.done)
 }
 
-// inParts reports whether batches run part by part (sub_batch_size, with host-batch
+// runPhases runs the whole batch's phases after the first (whose samples the producer
+// dispatched), each after the host-batch nodes of the one before.
+func (p *Pipeline) runPhases(b *Batch) error {
+	for phase := range p.Part.Phases {
+		if phase > 0 {
+			if p.isAbandoned() {
+				return errAbandoned()
+			}
+			b.wg.Add(len(b.refs))
+			for i := range b.refs {
+				p.tasks <- task{b: b, i: i, src: i, phase: phase}
+			}
+		}
+		b.wg.Wait()
+		if err := p.phaseErrors(b, phase, 0, len(b.refs)); err != nil {
+			return err
+		}
+		if err := p.runHostBatch(b, phase, 0, len(b.refs)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runsInParts reports whether batches run part by part (sub_batch_size, with host-batch
 // nodes: without them every node runs per sample already, and nothing scales with the
-// batch but its outputs).
-func (p *Pipeline) inParts() bool {
-	if p.Spec.SubBatchSize == 0 {
+// batch but its outputs). NewPipeline keeps it in p.parts.
+func runsInParts(spec *Spec, part *Partition) bool {
+	if spec.SubBatchSize == 0 {
 		return false
 	}
-	for _, nodes := range p.Part.HostBatch {
+	for _, nodes := range part.HostBatch {
 		if len(nodes) > 0 {
 			return true
 		}

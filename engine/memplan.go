@@ -151,7 +151,7 @@ func (p *Pipeline) MemoryPlan(wait time.Duration) MemoryPlan {
 	// Crossing data: held by each batch being prepared until its last phase has run
 	// (finish), or by one part of it while the part runs (runParts).
 	crossSamples := int64(p.Spec.BatchSize * mp.PrefetchQueueDepth)
-	if p.inParts() {
+	if p.parts {
 		mp.SubBatchSize = p.Spec.SubBatchSize
 		crossSamples = int64(p.Spec.SubBatchSize * mp.PrefetchQueueDepth)
 	}
