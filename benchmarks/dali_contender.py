@@ -1,4 +1,5 @@
-"""NVIDIA DALI's contenders for `python -m godali_tools bench` (dali-cpu, decode-dali).
+"""NVIDIA DALI's contenders for `python -m godali_tools bench` (dali-cpu, val-dali,
+decode-dali).
 
 DALI is a reference godali is measured against, never a dependency of the godali
 package: this worker lives in the source checkout, and the bench loads it from here

@@ -154,6 +154,20 @@ if { [ "${GODALI_BENCH_DALI:-0}" = 1 ] || [ "${GODALI_DALI_ORACLE:-0}" = 1 ]; } 
     nvtx==0.2.17 makefun==1.16.0 libcst==1.9.0 ||
     echo "setup: DALI could not be installed; the benchmarks and the oracle tests skip it" >&2
 fi
+# DALI's CPU image decoders dlopen nvImageCodec (a 32 MB wheel); the bench puts its folder
+# on the DALI trials' LD_LIBRARY_PATH (the oracle tests never see it: they run without it).
+if [ "${GODALI_BENCH_DALI:-0}" = 1 ] && [ -d "$DALIDIR/nvidia/dali" ] &&
+    [ ! -f "$DALIDIR/nvidia/nvimgcodec/libnvimgcodec.so.0" ]; then
+  echo "setup: pip installing nvidia-nvimgcodec-cu12==0.9.0.20 into $DALIDIR (DALI's CPU decoders)"
+  # (pip --target skips a top-level folder that exists: DALI's nvidia/ is one)
+  nvimg_tmp=$(mktemp -d)
+  if $SUDO $PY -m pip install -q --no-deps --target "$nvimg_tmp" nvidia-nvimgcodec-cu12==0.9.0.20; then
+    $SUDO cp -r "$nvimg_tmp/nvidia/nvimgcodec" "$DALIDIR/nvidia/"
+  else
+    echo "setup: nvImageCodec could not be installed; DALI's decoding contenders will fail" >&2
+  fi
+  $SUDO rm -rf "$nvimg_tmp"
+fi
 # torch 2.x from PyPI, for `make test-torch2`: the torch-facing tests run against Debian's
 # torch 1.13 (test-python) and against this current torch / torchvision / Pillow / numpy, in
 # a venv of its own outside the repository (kept between runs and checkouts; updated only

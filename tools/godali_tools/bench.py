@@ -145,6 +145,16 @@ CONTENDERS = (
               "DALI readers.file + decoders.image (device cpu), full resolution, RGB, "
               "num_threads = cores", module="nvidia.dali",
               install="pip install nvidia-dali-cuda120", checkout_file=DALI_WORKER),
+    Contender("val-torch", "val: torch DataLoader", False,
+              "validation: DataLoader(ImageFolder) + Resize(256), CenterCrop(224), "
+              "ToTensor, Normalize; num_workers = cores"),
+    Contender("val-godali", "val: godali cpu", False,
+              "validation pipeline (decoders.image, resize shorter side 256 triangular, "
+              "crop_mirror_normalize centre crop 224 to float NCHW), CPU flavour"),
+    Contender("val-dali", "val: DALI cpu", False,
+              "NVIDIA DALI's CPU pipeline with the same operators and arguments as "
+              "val-godali", module="nvidia.dali", install="pip install nvidia-dali-cuda120",
+              checkout_file=DALI_WORKER),
     Contender("decode-spdl", "decode only: SPDL", False,
               "spdl.io.load_image (FFmpeg), full resolution, RGB, nothing else, in a "
               "pool of `cores` threads", module="spdl.io", install="pip install spdl"),
@@ -398,9 +408,11 @@ def _worker_torch(cfg: dict) -> dict:
     from torchvision import datasets, transforms
 
     cuda = cfg["device"] == "cuda"
-    tf = transforms.Compose([
-        transforms.RandomResizedCrop(224),
-        transforms.RandomHorizontalFlip(),
+    if cfg["contender"] == "val-torch":
+        head = [transforms.Resize(256), transforms.CenterCrop(224)]
+    else:
+        head = [transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip()]
+    tf = transforms.Compose(head + [
         transforms.ToTensor(),
         transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
     ])
@@ -452,9 +464,20 @@ def rn50_augment(jpegs, mixed: bool = False, fn=None, types=None):
         mirror=mirror)
 
 
+def val_augment(jpegs, fn, types):
+    """val_augment is the ResNet-50 validation preprocessing of DALI's example (resize
+    the shorter side to 256, centre crop 224, normalize to float CHW)."""
+    images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+    images = fn.resize(images, resize_shorter=256, interp_type=types.INTERP_TRIANGULAR)
+    return fn.crop_mirror_normalize(
+        images, dtype=types.FLOAT, output_layout="CHW", crop=(224, 224),
+        mean=[m * 255 for m in IMAGENET_MEAN], std=[s * 255 for s in IMAGENET_STD])
+
+
 def _rn50_pipeline(cfg: dict, decode_only: bool, fn, pipeline_def, types, mixed=False):
     """The contenders' pipeline, built with DALI's API: godali's or DALI's own (the same
-    operators and arguments for both)."""
+    operators and arguments for both): the training pipeline, the validation pipeline
+    (val-* contenders) or the decode alone."""
     paths, labels = list_image_folder(cfg["data"])
     order = _sample_stream(len(paths), _stream_len(cfg), cfg["seed"])
     files = [paths[i] for i in order]
@@ -472,7 +495,14 @@ def _rn50_pipeline(cfg: dict, decode_only: bool, fn, pipeline_def, types, mixed=
         images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
         return images, lab
 
+    @pipeline_def
+    def rn50_val():
+        jpegs, lab = fn.readers.file(files=files, labels=file_labels, name="Reader")
+        return val_augment(jpegs, fn, types), lab
+
     factory = decode if decode_only else rn50_train
+    if cfg["contender"].startswith("val-"):
+        factory = rn50_val
     pipe = factory(batch_size=cfg["batch_size"], num_threads=cfg["cores"],
                    device_id=0 if mixed else None, seed=cfg["seed"],
                    prefetch_queue_depth=2)
@@ -748,6 +778,9 @@ WORKERS = {
     "godali-iter": _worker_godali,
     "dali-cpu": _worker_dali,
     "decode-dali": _worker_dali,
+    "val-torch": _worker_torch,
+    "val-godali": _worker_godali,
+    "val-dali": _worker_dali,
     "decode-spdl": _worker_decode_spdl,
     "model": _worker_model,
 }
@@ -758,7 +791,7 @@ def worker_main(cfg_json: str) -> int:
     if cfg.get("affinity"):
         os.sched_setaffinity(0, cfg["affinity"])
     if cfg["contender"] in ("godali-cpu", "godali-cuda", "decode-godali",
-                            "godali-iter"):
+                            "godali-iter", "val-godali"):
         # Load the library before torch: a Go c-shared library needs glibc's static TLS
         # reserve, which torch's many libraries can use up when they are loaded first.
         os.environ["GODALI_FLAVOUR"] = "cuda" if cfg["contender"] == "godali-cuda" else "cpu"
@@ -852,6 +885,8 @@ def run_trial(cfg: dict, progress: Progress | None = None, nvml: NVML | None = N
     env["PYTHONPATH"] = os.pathsep.join(
         [str(TOOLS_PARENT), str(godali_parent())] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["PYTHONUNBUFFERED"] = "1"
+    if BY_KEY.get(cfg["contender"]) and BY_KEY[cfg["contender"]].module == "nvidia.dali":
+        _nvimgcodec_path(env)
     env.update(cfg.get("env") or {})
     # Load this file by path rather than `-m godali_tools.bench`, so that a contender that does
     # not use godali never imports the package (whose library's Go runtime must not meet
@@ -1284,6 +1319,24 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def _nvimgcodec_path(env: dict) -> None:
+    """DALI 2.4's CPU image decoders dlopen libnvimgcodec.so by its bare name: when the
+    pip package nvidia-nvimgcodec-cu12 is importable (not on the loader's path), its
+    folder goes on the trial's LD_LIBRARY_PATH."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("nvidia.nvimgcodec")
+    except (ImportError, ValueError):
+        return
+    if spec is None or not spec.submodule_search_locations:
+        return
+    for d in spec.submodule_search_locations:
+        if (Path(d) / "libnvimgcodec.so.0").exists():
+            old = env.get("LD_LIBRARY_PATH", "")
+            env["LD_LIBRARY_PATH"] = d + (os.pathsep + old if old else "")
+            return
 
 
 def _in_checkout(path: str) -> bool:
