@@ -155,8 +155,9 @@ if { [ "${GODALI_BENCH_DALI:-0}" = 1 ] || [ "${GODALI_DALI_ORACLE:-0}" = 1 ]; } 
     echo "setup: DALI could not be installed; the benchmarks and the oracle tests skip it" >&2
 fi
 # DALI's CPU image decoders dlopen nvImageCodec (a 32 MB wheel); the bench puts its folder
-# on the DALI trials' LD_LIBRARY_PATH (the oracle tests never see it: they run without it).
-if [ "${GODALI_BENCH_DALI:-0}" = 1 ] && [ -d "$DALIDIR/nvidia/dali" ] &&
+# on the DALI trials' LD_LIBRARY_PATH, and the oracle tests on their DALI runners'
+# (tests/compat/sidebyside.py: the decoder sweep, tests/compat/decsweep.py, needs it).
+if { [ "${GODALI_BENCH_DALI:-0}" = 1 ] || [ "${GODALI_DALI_ORACLE:-0}" = 1 ]; } && [ -d "$DALIDIR/nvidia/dali" ] &&
     [ ! -f "$DALIDIR/nvidia/nvimgcodec/libnvimgcodec.so.0" ]; then
   echo "setup: pip installing nvidia-nvimgcodec-cu12==0.9.0.20 into $DALIDIR (DALI's CPU decoders)"
   # (pip --target skips a top-level folder that exists: DALI's nvidia/ is one)
