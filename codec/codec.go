@@ -150,6 +150,13 @@ type Options struct {
 	// FastIDCT selects libjpeg's fast integer IDCT (DALI's use_fast_idct): quicker,
 	// slightly less accurate. The default is the accurate one, bit-exact with PIL.
 	FastIDCT bool
+	// JPEGLuma makes a colour JPEG's Gray output libjpeg's grayscale output, the stored
+	// luma (Y) channel as decoded, as DALI's decoders give it (and PIL's draft("L")),
+	// rather than the ITU-R 601 luma of the RGB decode (PIL's convert("L"), the
+	// default): the two differ where the chroma's upsampling and the YCbCr->RGB
+	// rounding do (up to about 15 levels). CMYK and YCCK JPEGs and other formats are
+	// converted from RGB either way.
+	JPEGLuma bool
 	// Embed, with a ROI, makes the output the whole (oriented) image with the ROI's
 	// pixels decoded in place, identical to a full decode's, and the others left as dst
 	// held them: a consumer that reads only the ROI gets the full decode's result for

@@ -174,3 +174,47 @@ func TestCorpusOrientation(t *testing.T) {
 		}
 	}
 }
+
+// TestCorpusJPEGLumaVsPILDraft: with JPEGLuma, a JPEG's Gray output is libjpeg's
+// grayscale output (DALI's decoders' GRAY), which is PIL's draft("L") decode, bit for
+// bit; CMYK and YCCK files stay converted from RGB (PIL's draft leaves them so too). It
+// is not the default's convert("L") (at least one file differs), so the option matters.
+func TestCorpusJPEGLumaVsPILDraft(t *testing.T) {
+	var entries []manifestEntry
+	var jobs []pilJob
+	for _, e := range readManifest(t) {
+		if e.format == "JPEG" || e.format == "MPO" {
+			entries = append(entries, e)
+			jobs = append(jobs, pilJob{Path: filepath.Join(corpusDir, e.path), Mode: "Y", Transpose: true})
+		}
+	}
+	ref := pilDecode(t, jobs)
+	d := NewDecoder()
+	defer d.Close()
+	differs := 0
+	for i, e := range entries {
+		if !ref[i].OK {
+			continue
+		}
+		data := readFile(t, filepath.Join(corpusDir, e.path))
+		pix, w, h, c, _, err := decodeAll(d, data, Options{Out: Gray, AdjustOrientation: true, JPEGLuma: true})
+		if err != nil {
+			t.Errorf("%s: %v", e.path, err)
+			continue
+		}
+		if w != ref[i].W || h != ref[i].H || c != 1 {
+			t.Errorf("%s: %dx%dx%d, PIL %dx%dx1", e.path, w, h, c, ref[i].W, ref[i].H)
+			continue
+		}
+		if s := compare(pix, ref[i].Pix); s.max != 0 {
+			t.Errorf("%s: max diff %d at byte %d, mean %.4f; want identical", e.path, s.max, s.at, s.mean)
+		}
+		plain, _, _, _, _, err := decodeAll(d, data, Options{Out: Gray, AdjustOrientation: true})
+		if err == nil && compare(plain, pix).max != 0 {
+			differs++
+		}
+	}
+	if differs == 0 {
+		t.Error("JPEGLuma changed no file's Gray output")
+	}
+}

@@ -413,6 +413,10 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
     if (out == GD_OUT_BGR) {
       ci->out_color_space = JCS_EXT_BGR;
       pf = GD_PF_BGR;
+    } else if (out == GD_OUT_GRAY && job->luma) {
+      /* libjpeg's own: the Y channel as stored (no chroma, no RGB round trip) */
+      ci->out_color_space = JCS_GRAYSCALE;
+      pf = GD_PF_GRAY;
     } else {
       ci->out_color_space = JCS_RGB;
       pf = GD_PF_RGB;

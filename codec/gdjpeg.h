@@ -48,6 +48,7 @@ typedef struct {
   int orientation;             /* EXIF 1..8, applied while writing rows */
   long long max_pixels;        /* >0: refuse larger headers */
   int fast_idct;               /* 1: JDCT_IFAST instead of JDCT_ISLOW */
+  int luma;                    /* 1: GD_OUT_GRAY of a colour image is libjpeg's grayscale output */
   long long max_memory;        /* >0: libjpeg's max_memory_to_use; larger needs fail */
   unsigned dst_x, dst_y;       /* where the oriented region lands in dst, in pixels */
   unsigned dst_pitch;          /* pixels per dst row (the oriented region's width when packed) */

@@ -1,9 +1,10 @@
 """Reference decodes for package codec's tests, by PIL.
 
-Reads a JSON list of jobs on stdin: {"path": str, "mode": "RGB" | "L", "transpose": bool,
+Reads a JSON list of jobs on stdin: {"path": str, "mode": "RGB" | "L" | "Y", "transpose": bool,
 "draft": [w, h] or null}. For job i it writes PIL's pixels, Image.open(path)
 [-> draft("RGB", (w, h)), JPEG DCT scaling] [-> ImageOps.exif_transpose]
--> convert("RGB") [-> convert("L")], as raw bytes to OUTDIR/i.raw, and prints one JSON
+-> convert("RGB") [-> convert("L")], as raw bytes (mode "Y": a JPEG's luma as libjpeg
+decodes it, draft("L", size) -> convert("L"); other images as "L") to OUTDIR/i.raw, and prints one JSON
 list with, per job, {"ok", "w", "h", "c", "orientation"} or {"ok": false, "err"}.
 """
 import json
@@ -21,10 +22,14 @@ def run(job, path_out):
             orientation = None
         if job.get("draft"):
             im.draft("RGB", tuple(job["draft"]))
+        if job.get("mode") == "Y":
+            im.draft("L", im.size)
         if job.get("transpose"):
             im = ImageOps.exif_transpose(im)
         rgb = im.convert("RGB")
-        if job.get("mode") == "L":
+        if job.get("mode") == "Y" and im.mode == "L":
+            rgb = im
+        elif job.get("mode") in ("L", "Y"):
             rgb = rgb.convert("L")
         with open(path_out, "wb") as f:
             f.write(rgb.tobytes())

@@ -11,9 +11,9 @@ import (
 )
 
 var decoderArgs = []engine.ArgSpec{
-	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY"},
+	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY (a JPEG's GRAY is its luma as libjpeg decodes it, as DALI gives it; other images' the ITU-R 601 luma of RGB)"},
 	{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "apply the EXIF orientation"},
-	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, and 16-bit grey clipped to 255 where the default scales it"},
+	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, 16-bit grey clipped to 255 where the default scales it, and a JPEG's GRAY the 601 luma of its RGB decode (convert(\"L\")) rather than its stored luma"},
 	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type: UINT8, or (cpu) UINT16, INT16 or FLOAT with the pixels converted to the type's dynamic range as DALI converts them (x * 65535/255 or x * 32767/255 rounded, x / 255); 16-bit images are decoded at 8 bits first"},
 	{Name: "hw_decoder_load", Type: engine.ArgFloat, Default: 0.65, Doc: "mixed: share of JPEGs sent to the GPU's hardware decoder"},
 	{Name: "preallocate_width_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum width, to preallocate"},
@@ -189,7 +189,7 @@ func (d *cpuDecoder) probe(ws *engine.Workspace, st *decoderState) (w, h int, er
 	}
 	st.info = info
 	orient := d.orients(info)
-	st.opt = codec.Options{Out: d.out, AdjustOrientation: orient, ClipGray16: d.likePIL, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
+	st.opt = codec.Options{Out: d.out, AdjustOrientation: orient, ClipGray16: d.likePIL, JPEGLuma: !d.likePIL, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
 	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
 		return 0, 0, engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
 	}

@@ -57,10 +57,17 @@ def test_decoder_gray_and_bgr(tmp_path):
     rgb = _pil_rgb(path)
     np.testing.assert_array_equal(bgr[0].as_array(), rgb[:, :, ::-1])
     g = gray[0].as_array()
-    assert g.shape[:2] == rgb.shape[:2] and g.size == 33 * 47
-    # ITU-R 601 luma, as PIL's convert("L"), within rounding.
+    assert g.shape == (33, 47, 1)
+    # DALI's GRAY of a JPEG is libjpeg's grayscale output, the stored luma as decoded:
+    # PIL's draft("L"), bit for bit (not the 601 luma of the RGB decode, convert("L"),
+    # which differs where the chroma's upsampling and rounding do).
+    im = Image.open(path)
+    im.draft("L", im.size)
+    np.testing.assert_array_equal(g[:, :, 0], np.asarray(im.convert("L")))
+    # like_pil=True: torchvision's loader's convert("L") of the RGB decode, within rounding.
+    (pil_gray,) = _run_once([path], lambda j: (fn.decoders.image(j, output_type=types.GRAY, like_pil=True),))
     want = np.asarray(Image.open(path).convert("L")).astype(np.int16)
-    assert np.abs(g.reshape(33, 47).astype(np.int16) - want).max() <= 1
+    assert np.abs(pil_gray[0].as_array()[:, :, 0].astype(np.int16) - want).max() <= 1
 
 
 def _resize_errors(got, ref, border=2):

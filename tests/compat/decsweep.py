@@ -225,7 +225,12 @@ def _window_ok(x, full):
 
 
 def _short(rec):
-    return "%s: %s" % (rec["error"], rec["message"][:300])
+    """The error's type and its own words (what follows the pipeline's frame)."""
+    msg = rec["message"]
+    for mark in ("encountered: ", "Current pipeline object is no longer valid. "):
+        if mark in msg:
+            msg = msg.split(mark, 1)[1]
+    return "%s: %s" % (rec["error"], msg[:300])
 
 
 def compare(dali_dir, godali_dir, quick=False):
