@@ -92,6 +92,9 @@ type Info struct {
 	// Components is the number of channels stored in the file (JPEG components, 4 for
 	// RGBA PNG, 1 for palette or gray images).
 	Components int
+	// Sixteen: the samples are 16-bit (PNG, TIFF); the decode gives their high bytes,
+	// or their low bytes with Options.Low16.
+	Sixteen bool
 	// ColorSpace names the stored colour model: "YCbCr", "Gray", "RGB", "CMYK", "YCCK",
 	// "RGBA", "GrayA", "Palette", "YCbCrA", or "Unknown".
 	ColorSpace string
@@ -147,6 +150,12 @@ type Options struct {
 	// its mode "I" does (torchvision's loader), instead of keeping their high byte (a
 	// scaling to 8 bits, DALI's conversion).
 	ClipGray16 bool
+	// Low16 emits the low byte of each 16-bit sample (Info.Sixteen) where the default
+	// emits the high byte, so that a caller decoding twice rebuilds the samples at full
+	// precision (the decoders' UINT16 and FLOAT outputs, as DALI's). Exact where the
+	// output's conversion copies samples (RGB and BGR of any image, Gray of a grey
+	// one); alpha is dropped and premultiplied colour divided by alpha first either way.
+	Low16 bool
 	// FastIDCT selects libjpeg's fast integer IDCT (DALI's use_fast_idct): quicker,
 	// slightly less accurate. The default is the accurate one, bit-exact with PIL.
 	FastIDCT bool

@@ -58,6 +58,10 @@ func recoverDecoder(f Format, err *error) {
 func stdInfo(f Format, cfg image.Config) Info {
 	info := Info{Format: f, Width: cfg.Width, Height: cfg.Height, Orientation: 1, WorkBytes: stdWorkBytes(f, cfg)}
 	switch cfg.ColorModel {
+	case color.Gray16Model, color.RGBA64Model, color.NRGBA64Model:
+		info.Sixteen = true
+	}
+	switch cfg.ColorModel {
 	case color.GrayModel, color.Gray16Model:
 		info.ColorSpace, info.Components = "Gray", 1
 	case color.RGBAModel, color.RGBA64Model:
@@ -165,7 +169,7 @@ func (d *Decoder) decodeStd(data []byte, info Info, p plan, opt Options, dst []b
 	if b.Dx() != info.Width || b.Dy() != info.Height {
 		return fmt.Errorf("%s: decoded %dx%d pixels for a %dx%d header", info.Format, b.Dx(), b.Dy(), info.Width, info.Height)
 	}
-	src, stride, pf := d.pixels(img, opt.ClipGray16)
+	src, stride, pf := d.pixels(img, opt.ClipGray16, opt.Low16)
 	return emit(src, stride, pf, p, out, dst)
 }
 
@@ -195,7 +199,12 @@ func stdDecode(f Format, data []byte) (img image.Image, err error) {
 // Conversions follow PIL's convert("RGB"): alpha is dropped without compositing, 16-bit
 // samples keep their high byte, premultiplied colour is divided by alpha. 16-bit grey
 // keeps its high byte too, or is clipped to 255 with clip16 (PIL's mode "I" to "RGB").
-func (d *Decoder) pixels(img image.Image, clip16 bool) (src []byte, stride, pf int) {
+// With low16, 16-bit samples give their low byte instead (Options.Low16).
+func (d *Decoder) pixels(img image.Image, clip16, low16 bool) (src []byte, stride, pf int) {
+	lo := 0 // the byte of a big-endian 16-bit sample kept
+	if low16 {
+		lo = 1
+	}
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
 	switch m := img.(type) {
@@ -228,7 +237,7 @@ func (d *Decoder) pixels(img image.Image, clip16 bool) (src []byte, stride, pf i
 				continue
 			}
 			for x := range w {
-				buf[y*w+x] = row[2*x] // big-endian: the high byte
+				buf[y*w+x] = row[2*x+lo] // big-endian: the high byte, or the low one
 			}
 		}
 		return buf, w, pfGray
@@ -238,7 +247,7 @@ func (d *Decoder) pixels(img image.Image, clip16 bool) (src []byte, stride, pf i
 			row := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
 			o := buf[y*w*3:]
 			for x := range w {
-				o[3*x], o[3*x+1], o[3*x+2] = row[8*x], row[8*x+2], row[8*x+4]
+				o[3*x], o[3*x+1], o[3*x+2] = row[8*x+lo], row[8*x+2+lo], row[8*x+4+lo]
 			}
 		}
 		return buf, w * 3, pfRGB
@@ -274,6 +283,10 @@ func (d *Decoder) pixels(img image.Image, clip16 bool) (src []byte, stride, pf i
 		o := buf[y*w*3:]
 		for x := range w {
 			c := color.NRGBA64Model.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA64)
+			if low16 {
+				o[3*x], o[3*x+1], o[3*x+2] = byte(c.R), byte(c.G), byte(c.B)
+				continue
+			}
 			o[3*x], o[3*x+1], o[3*x+2] = byte(c.R>>8), byte(c.G>>8), byte(c.B>>8)
 		}
 	}

@@ -14,7 +14,7 @@ var decoderArgs = []engine.ArgSpec{
 	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY (a JPEG's GRAY is its luma as libjpeg decodes it, as DALI gives it; other images' the ITU-R 601 luma of RGB)"},
 	{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "apply the EXIF orientation"},
 	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, 16-bit grey clipped to 255 where the default scales it, and a JPEG's GRAY the 601 luma of its RGB decode (convert(\"L\")) rather than its stored luma"},
-	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type: UINT8, or (cpu) UINT16, INT16 or FLOAT with the pixels converted to the type's dynamic range as DALI converts them (x * 65535/255 or x * 32767/255 rounded, x / 255); 16-bit images are decoded at 8 bits first"},
+	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type: UINT8, or (cpu) UINT16, INT16 or FLOAT with the pixels converted to the type's dynamic range as DALI converts them (x * 65535/255 or x * 32767/255 rounded, x / 255); 16-bit PNG and TIFF samples keep their 16 bits (x, x * 32767/65535 rounded, x / 65535), but for GRAY of a colour image (decoded at 8 bits) and like_pil"},
 	{Name: "hw_decoder_load", Type: engine.ArgFloat, Default: 0.65, Doc: "mixed: share of JPEGs sent to the GPU's hardware decoder"},
 	{Name: "preallocate_width_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum width, to preallocate"},
 	{Name: "preallocate_height_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum height, to preallocate"},
@@ -63,6 +63,7 @@ type decoderState struct {
 	info codec.Info
 	opt  codec.Options
 	u8   []byte // the decoded pixels when the output's type is not uint8
+	lo   []byte // their low bytes, for 16-bit images (cpuDecoder.sixteen)
 	win  any    // the reader's InputWindow scratch
 }
 
@@ -73,6 +74,9 @@ func (s *decoderState) Trim(limit int) {
 	s.dec.Trim(limit)
 	if cap(s.u8) > limit {
 		s.u8 = nil
+	}
+	if cap(s.lo) > limit {
+		s.lo = nil
 	}
 }
 
@@ -137,6 +141,25 @@ func convertNorm(dst []byte, dtype engine.DType, src []byte) {
 	case engine.Float32:
 		const k = float32(1) / 255
 		for i, v := range src {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(float32(v)*k))
+		}
+	}
+}
+
+// convertNorm16 writes the 16-bit samples hi<<8 | lo into dst as dtype, as DALI's
+// ConvertSatNorm from uint16 does: UINT16 as they are, INT16 scaled by 32767/65535 and
+// rounded, FLOAT divided by 65535.
+func convertNorm16(dst []byte, dtype engine.DType, hi, lo []byte) {
+	for i := range hi {
+		v := uint16(hi[i])<<8 | uint16(lo[i])
+		switch dtype {
+		case engine.UInt16:
+			binary.LittleEndian.PutUint16(dst[2*i:], v)
+		case engine.Int16:
+			const k = float32(32767) / 65535
+			binary.LittleEndian.PutUint16(dst[2*i:], uint16(int16(math.Round(float64(float32(v)*k)))))
+		case engine.Float32:
+			const k = float32(1) / 65535
 			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(float32(v)*k))
 		}
 	}
@@ -266,8 +289,31 @@ func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	if _, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, dst); err != nil {
 		return err
 	}
-	if d.dtype != engine.UInt8 {
-		convertNorm(ws.Out[0].Data, d.dtype, dst)
+	if d.dtype == engine.UInt8 {
+		return nil
 	}
+	if !d.sixteen(st.info) {
+		convertNorm(ws.Out[0].Data, d.dtype, dst)
+		return nil
+	}
+	// 16-bit samples at full precision: the low bytes in a second pass
+	if cap(st.lo) < len(dst) {
+		st.lo = make([]byte, len(dst))
+	}
+	lo, opt := st.lo[:len(dst)], st.opt
+	opt.Low16 = true
+	if _, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, opt, lo); err != nil {
+		return err
+	}
+	convertNorm16(ws.Out[0].Data, d.dtype, dst, lo)
 	return nil
+}
+
+// sixteen reports whether a non-UINT8 output keeps the image's 16-bit samples (DALI's
+// decoders do: a 16-bit PNG's UINT16 output is its samples) rather than converting the
+// 8-bit decode: for 16-bit images whose conversion to the output copies samples (RGB,
+// BGR, or GRAY of a grey image; GRAY of 16-bit colour goes through the 8-bit decode).
+// like_pil keeps PIL's 8-bit view.
+func (d *cpuDecoder) sixteen(info codec.Info) bool {
+	return info.Sixteen && !d.likePIL && (d.out != codec.Gray || info.ColorSpace == "Gray")
 }

@@ -401,6 +401,57 @@ def test_decoder_dtype_converts_to_the_types_dynamic_range(tmp_path):
         p.close()
 
 
+def _png16(path, samples):
+    """A 16-bit PNG (grey, RGB or RGBA by the last axis) written by hand: the samples
+    are the reference, independent of any decoder."""
+    import struct
+    import zlib
+    h, w, c = samples.shape
+    kind = {1: 0, 3: 2, 4: 6}[c]
+    raw = b"".join(b"\0" + samples[y].astype(">u2").tobytes() for y in range(h))
+
+    def chunk(tag, data):
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data) & 0xffffffff))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, kind, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_decoder_dtype_keeps_16_bit_samples(tmp_path):
+    # DALI 2.4's CPU decoders (tests/compat/decsweep.py) give a 16-bit PNG's samples as
+    # they are for UINT16 (x / 65535 for FLOAT), not the 8-bit decode scaled (which
+    # loses the low byte: 46800 came out 46774); alpha is dropped, grey replicated.
+    rng = np.random.default_rng(3)
+    cases = {}
+    for c in (1, 3, 4):
+        x = rng.integers(0, 65536, (5, 7, c), dtype=np.uint16)
+        x[0, 0] = 46800
+        f = str(tmp_path / ("s%d.png" % c))
+        _png16(f, x)
+        cases[f] = x
+    for f, x in cases.items():
+        rgb = np.repeat(x, 3, axis=2) if x.shape[2] == 1 else x[:, :, :3]
+        want = {types.UINT16: rgb,
+                types.FLOAT: rgb.astype(np.float32) * np.float32(1 / 65535),
+                types.INT16: np.round(rgb.astype(np.float32) * np.float32(32767 / 65535)).astype(np.int16)}
+        for dtype, ref in want.items():
+            p = _decode_pipe([f], dtype=dtype)
+            a, b = p.run()
+            for out in (a, b):
+                np.testing.assert_array_equal(np.array(out.at(0)), ref)
+            p.close()
+        if x.shape[2] == 1:  # GRAY of a grey image: its samples too
+            p = _decode_pipe([f], dtype=types.UINT16, output_type=types.GRAY)
+            np.testing.assert_array_equal(np.array(p.run()[0].at(0)), x)
+            p.close()
+    # like_pil keeps PIL's 8-bit view (high byte, scaled)
+    f = str(tmp_path / "s3.png")
+    p = _decode_pipe([f], dtype=types.UINT16, like_pil=True)
+    np.testing.assert_array_equal(np.array(p.run()[0].at(0)), (cases[f] >> 8).astype(np.uint16) * 257)
+    p.close()
+
+
 def test_decoder_dtype_refusals_name_the_argument():
     p = _pipe(1)
     with p:
