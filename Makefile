@@ -313,6 +313,18 @@ oracle-conditionals: cpu | $(PYTHON)
 	PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/compat/cond_oracle.py run godali $(BUILD)/cond-oracle/godali --long
 	$(PYTHON) tests/compat/cond_oracle.py compare $(BUILD)/cond-oracle/dali $(BUILD)/cond-oracle/godali --long
 
+# DALI 2.4's CPU image decoders against godali's over the real-world image corpus, the
+# bench's photographs and generated files (tests/compat/decsweep.py; needs DALI and
+# nvImageCodec, which scripts/setup.sh installs for GODALI_DALI_ORACLE=1): prints every
+# case that differs and the counts per configuration (docs/operators.md, "DALI's image
+# decoders side by side"); `make test` runs the quick sweep (tests/compat/test_decsweep.py).
+.PHONY: oracle-decoders
+oracle-decoders: cpu | $(PYTHON)
+	rm -rf $(BUILD)/decsweep
+	LD_LIBRARY_PATH=$(DALIDIR)/nvidia/nvimgcodec PYTHONPATH=$(DALIDIR):$(CURDIR)/tests/compat $(PYTHON) tests/compat/decsweep.py run dali $(BUILD)/decsweep/dali
+	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/tests/compat $(PYTHON) tests/compat/decsweep.py run godali $(BUILD)/decsweep/godali
+	$(PYTHON) tests/compat/decsweep.py compare $(BUILD)/decsweep/dali $(BUILD)/decsweep/godali
+
 # The torch-facing tests again, under a current torch 2.x / torchvision / Pillow / numpy
 # from PyPI (scripts/torch2-requirements.txt), in the venv that scripts/setup.sh makes
 # outside the repository; test-python runs them (with everything else) under Debian's

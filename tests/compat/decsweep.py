@@ -77,10 +77,10 @@ CONFIGS = [
                                            "out_of_bounds_policy": "pad", "fill_values": 7}, None),
     ("slice-gray", "decoders.image_slice", {"rel_start": (0.1, 0.2), "rel_shape": (0.5, 0.6),
                                             "output_type": T + "GRAY"}, None),
-    # area 1 and an aspect ratio never exactly the image's: every attempt fails and both
-    # fall back to the whole image (its aspect ratio lies in the range)
+    # area 1 and an aspect ratio no image has (9.9..10): every attempt fails and both fall
+    # back to their centre crop, the whole width at the range's edge (deterministic)
     ("rcrop-full", "decoders.image_random_crop", {"random_area": (1.0, 1.0),
-                                                  "random_aspect_ratio": (0.2, 5.0), "seed": 7}, None),
+                                                  "random_aspect_ratio": (9.9, 10.0), "seed": 7}, None),
     ("rcrop-seeded", "decoders.image_random_crop", {"seed": 42}, None),  # windows compared only
     ("peek", "peek_image_shape", {}, None),
     ("peek-noorient", "peek_image_shape", {"adjust_orientation": False}, None),
@@ -94,9 +94,52 @@ QUICK_FILES = ["pillow/hopper.jpg", "pillow/hopper_orientation_6.jpg", "pillow/h
                "pillow/truncated_jpeg.jpg", "libjpeg-turbo/testimgari.jpg"]
 
 
-def files(quick=False):
+def _png16(path, samples):
+    """A 16-bit PNG (grey, RGB or RGBA by the last axis) written by hand (PIL writes
+    16-bit grey only)."""
+    import struct
+    import zlib
+    h, w, c = samples.shape
+    raw = b"".join(b"\0" + samples[y].astype(">u2").tobytes() for y in range(h))
+
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xffffffff)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, {1: 0, 3: 2, 4: 6}[c], 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def generated(out_dir):
+    """What the corpus lacks, made here (the same bytes in both runs): 16-bit PNGs,
+    alpha, grey+alpha, palette, and EXIF orientation 6 in PNG, TIFF, JPEG and WebP."""
+    from PIL import Image
+    d = os.path.join(out_dir, "gen")
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(5)
+    y, x = np.mgrid[0:24, 0:40]
+    rgb = np.stack([x * 6, y * 10, (x + y) * 4], -1).astype(np.uint8)
+    out = []
+
+    def add(name, save):
+        path = os.path.join(d, name)
+        save(path)
+        out.append(("gen/" + name, path))
+    for c in (1, 3, 4):
+        add("png16-%d.png" % c, lambda p, c=c: _png16(p, rng.integers(0, 65536, (24, 40, c), dtype=np.uint16)))
+    add("rgba.png", lambda p: Image.fromarray(np.dstack([rgb, rgb[..., 0]])).save(p))
+    add("la.png", lambda p: Image.fromarray(np.dstack([rgb[..., 1], rgb[..., 0]])).convert("LA").save(p))
+    add("palette.png", lambda p: Image.fromarray(rgb).convert("P").save(p))
+    add("gray16.tif", lambda p: Image.fromarray((rgb[..., 0].astype(np.uint16) * 211)).save(p))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    for ext, kw in (("png", {}), ("tif", {}), ("jpg", {"quality": 90}), ("webp", {"quality": 90})):
+        add("orient6." + ext, lambda p, kw=kw: Image.fromarray(rgb).save(p, exif=exif, **kw))
+    return out
+
+
+def files(quick=False, out_dir=None):
     """The files of the sweep: (name, path), names relative to the corpus (bench photos
-    as bench/<class>/<file>)."""
+    as bench/<class>/<file>, generated ones as gen/<file>, made under out_dir)."""
     if quick:
         names = QUICK_FILES
     else:
@@ -108,6 +151,8 @@ def files(quick=False):
             photos = sorted(glob.glob(os.path.join(cls, "*")))
             if photos:
                 out.append(("bench/" + os.path.relpath(photos[0], BENCH), photos[0]))
+    if out_dir is not None:
+        out += generated(out_dir)
     return out
 
 
@@ -129,7 +174,8 @@ def run(impl, out_dir, quick=False):
     some) is recorded as a crash, and the next child goes on after it."""
     import subprocess
     os.makedirs(out_dir, exist_ok=True)
-    n = len(files(quick))
+    fl = files(quick, out_dir)
+    n = len(fl)
     results = {}
     for cid, _, _, _ in configs(quick):
         start = 0
@@ -140,12 +186,11 @@ def run(impl, out_dir, quick=False):
                                stderr=subprocess.PIPE, text=True)
             got = _read_stream(stream)
             results.update(got)
-            done = max([files(quick).index((nm, pth)) for nm, pth in files(quick)
-                        if (cid, nm) in got] + [start - 1])
+            done = max([i for i, (nm, _) in enumerate(fl) if (cid, nm) in got] + [start - 1])
             if p.returncode == 0 and done == n - 1:
                 break
             if done + 1 < n:  # the file after the last one recorded killed the process
-                name = files(quick)[done + 1][0]
+                name = fl[done + 1][0]
                 results[(cid, name)] = {"error": "Crash", "message": "the %s process died (exit status %d) "
                                         "decoding it: %s" % (impl, p.returncode, " ".join(p.stderr.split()[-30:]))}
             start = done + 2
@@ -183,7 +228,7 @@ def run_chunk(impl, stream, cid, start, quick=False):
     for part in op.split("."):
         f = getattr(f, part)
     with open(stream, "wb") as out:
-        for name, path in files(quick)[start:]:
+        for name, path in files(quick, os.path.dirname(stream))[start:]:
             with open(path, "rb") as fh:
                 data = np.frombuffer(fh.read(), np.uint8)
             if os.environ.get("GODALI_DECSWEEP_TRACE"):
@@ -238,7 +283,7 @@ def compare(dali_dir, godali_dir, quick=False):
     a, b = records.load_results(dali_dir, godali_dir)
     rows = []
     for cid, op, args, extra in configs(quick):
-        for name, _ in files(quick):
+        for name, _ in files(quick, godali_dir):
             x, y = a.get((cid, name)), b.get((cid, name))
             if x is None or y is None:
                 continue
