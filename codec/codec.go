@@ -120,12 +120,6 @@ func (i Info) OrientedSize(adjust bool) (w, h int) {
 	return i.Width, i.Height
 }
 
-// DALIOrients reports whether DALI's decoders apply the image's EXIF orientation when
-// asked (adjust_orientation): DALI 2.4's (nvImageCodec's) parsers read it from JPEG,
-// PNG (eXIf) and TIFF, not from WebP (tests/compat/decsweep.py; PIL's exif_transpose
-// does apply a WebP's).
-func (i Info) DALIOrients() bool { return i.Format != FormatWebP }
-
 // Rect is a pixel rectangle: X, Y of the top-left corner, W x H.
 type Rect struct{ X, Y, W, H int }
 

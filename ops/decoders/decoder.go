@@ -223,14 +223,14 @@ func (d *cpuDecoder) probe(ws *engine.Workspace, st *decoderState) (w, h int, er
 	return w, h, nil
 }
 
-// orients reports whether the image's EXIF orientation is applied: adjust_orientation
-// where DALI applies it (codec.Info.DALIOrients: not WebP's), or with like_pil only where PIL's Image.open applies it itself (TIFF, whose loader
+// orients reports whether the image's EXIF orientation is applied: adjust_orientation,
+// or with like_pil only where PIL's Image.open applies it itself (TIFF, whose loader
 // transposes on load; JPEG, PNG and WebP come out as stored).
 func (d *cpuDecoder) orients(info codec.Info) bool {
 	if d.likePIL {
 		return info.Format == codec.FormatTIFF
 	}
-	return d.orient && info.DALIOrients()
+	return d.orient
 }
 
 func (d *cpuDecoder) Setup(ws *engine.Workspace) error {

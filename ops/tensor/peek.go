@@ -64,7 +64,7 @@ func (o *peekOp) Run(ws *engine.Workspace) error {
 	if err != nil {
 		return o.args.DataErrorf(ws, "cannot read the image header: %v", err)
 	}
-	w, h := info.OrientedSize(o.orient && info.DALIOrients())
+	w, h := info.OrientedSize(o.orient)
 	sz := o.dtype.Size()
 	for i, v := range []int{h, w, o.channels} {
 		engine.WriteScalar(ws.Out[0].Data[i*sz:], o.dtype, float64(v))

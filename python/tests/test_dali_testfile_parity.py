@@ -514,32 +514,3 @@ def test_operator_errors_are_framed_as_dalis():
     msg = str(e.value)
     assert msg.startswith(want), msg
     assert "do not broadcast" in msg and msg.endswith("Current pipeline object is no longer valid.")
-
-
-def test_decoder_exif_orientation_where_dali_applies_it(tmp_path):
-    # DALI 2.4 (nvImageCodec) applies the EXIF orientation of JPEG, PNG (eXIf) and TIFF,
-    # not of WebP (tests/compat/decsweep.py): a WebP comes out as stored, and
-    # peek_image_shape does not swap its sides.
-    from PIL import Image
-    img = np.zeros((6, 10, 3), np.uint8)
-    img[:2, :3] = 255
-    exif = Image.Exif()
-    exif[0x0112] = 6
-    want = {"jpg": (10, 6), "png": (10, 6), "tif": (10, 6), "webp": (6, 10)}
-    for ext, hw in want.items():
-        f = str(tmp_path / ("o6." + ext))
-        kw = {"lossless": True} if ext == "webp" else {}
-        Image.fromarray(img).save(f, exif=exif, **kw)
-        p = _pipe(1)
-        with p:
-            data, _ = fn.readers.file(files=[f])
-            p.set_outputs(fn.decoders.image(data), fn.decoders.image(data, adjust_orientation=False),
-                          fn.peek_image_shape(data))
-        a, b, s = p.run()
-        a, b = np.array(a.at(0)), np.array(b.at(0))
-        assert a.shape[:2] == hw and tuple(np.array(s.at(0))[:2]) == hw, (ext, a.shape, s.at(0))
-        if ext == "webp":
-            np.testing.assert_array_equal(a, b)
-        else:
-            np.testing.assert_array_equal(a[:, :, 0] > 127, np.rot90(b[:, :, 0] > 127, -1))
-        p.close()
