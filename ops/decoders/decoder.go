@@ -147,12 +147,14 @@ func convertNorm(dst []byte, dtype engine.DType, src []byte) {
 }
 
 // convertNorm16 writes the 16-bit samples hi<<8 | lo into dst as dtype, as DALI's
-// ConvertSatNorm from uint16 does: UINT16 as they are, INT16 scaled by 32767/65535 and
-// rounded, FLOAT divided by 65535.
+// ConvertSatNorm from uint16 does: UINT16 as they are, UINT8 divided by 257 and rounded,
+// INT16 scaled by 32767/65535 and rounded, FLOAT divided by 65535.
 func convertNorm16(dst []byte, dtype engine.DType, hi, lo []byte) {
 	for i := range hi {
 		v := uint16(hi[i])<<8 | uint16(lo[i])
 		switch dtype {
+		case engine.UInt8:
+			dst[i] = byte((uint32(v) + 128) / 257) // v / 257 is never a half
 		case engine.UInt16:
 			binary.LittleEndian.PutUint16(dst[2*i:], v)
 		case engine.Int16:
@@ -279,7 +281,8 @@ func (d *cpuDecoder) readWindow(st *decoderState, w, h int) {
 func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	st := ws.State.(*decoderState)
 	dst := ws.Out[0].Data
-	if d.dtype != engine.UInt8 {
+	six := d.sixteen(st.info)
+	if d.dtype != engine.UInt8 || six {
 		n := len(dst) / d.dtype.Size()
 		if cap(st.u8) < n {
 			st.u8 = make([]byte, n)
@@ -289,11 +292,10 @@ func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	if _, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, dst); err != nil {
 		return err
 	}
-	if d.dtype == engine.UInt8 {
-		return nil
-	}
-	if !d.sixteen(st.info) {
-		convertNorm(ws.Out[0].Data, d.dtype, dst)
+	if !six {
+		if d.dtype != engine.UInt8 {
+			convertNorm(ws.Out[0].Data, d.dtype, dst)
+		}
 		return nil
 	}
 	// 16-bit samples at full precision: the low bytes in a second pass
@@ -309,11 +311,12 @@ func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	return nil
 }
 
-// sixteen reports whether a non-UINT8 output keeps the image's 16-bit samples (DALI's
-// decoders do: a 16-bit PNG's UINT16 output is its samples) rather than converting the
-// 8-bit decode: for 16-bit images whose conversion to the output copies samples (RGB,
-// BGR, or GRAY of a grey image; GRAY of 16-bit colour goes through the 8-bit decode).
-// like_pil keeps PIL's 8-bit view.
+// sixteen reports whether the output is converted from the image's 16-bit samples, as
+// DALI's decoders convert it (a 16-bit PNG's UINT16 output is its samples, its UINT8
+// output the samples / 257 rounded), rather than from the 8-bit decode (their high
+// bytes): for 16-bit images whose conversion to the output copies samples (RGB, BGR, or
+// GRAY of a grey image; GRAY of 16-bit colour goes through the 8-bit decode). like_pil
+// keeps PIL's 8-bit view.
 func (d *cpuDecoder) sixteen(info codec.Info) bool {
 	return info.Sixteen && !d.likePIL && (d.out != codec.Gray || info.ColorSpace == "Gray")
 }

@@ -420,8 +420,10 @@ def _png16(path, samples):
 
 def test_decoder_dtype_keeps_16_bit_samples(tmp_path):
     # DALI 2.4's CPU decoders (tests/compat/decsweep.py) give a 16-bit PNG's samples as
-    # they are for UINT16 (x / 65535 for FLOAT), not the 8-bit decode scaled (which
-    # loses the low byte: 46800 came out 46774); alpha is dropped, grey replicated.
+    # they are for UINT16 (x / 65535 for FLOAT, x / 257 rounded for UINT8), not the 8-bit
+    # decode (their high bytes) scaled, which loses the low byte (46800 came out 46774,
+    # and UINT8 one level below DALI's for a quarter of the values); alpha is dropped,
+    # grey replicated.
     rng = np.random.default_rng(3)
     cases = {}
     for c in (1, 3, 4):
@@ -432,7 +434,8 @@ def test_decoder_dtype_keeps_16_bit_samples(tmp_path):
         cases[f] = x
     for f, x in cases.items():
         rgb = np.repeat(x, 3, axis=2) if x.shape[2] == 1 else x[:, :, :3]
-        want = {types.UINT16: rgb,
+        want = {types.UINT8: ((rgb.astype(np.uint32) + 128) // 257).astype(np.uint8),
+                types.UINT16: rgb,
                 types.FLOAT: rgb.astype(np.float32) * np.float32(1 / 65535),
                 types.INT16: np.round(rgb.astype(np.float32) * np.float32(32767 / 65535)).astype(np.int16)}
         for dtype, ref in want.items():
