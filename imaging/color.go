@@ -167,3 +167,27 @@ func dot3(a, b, c, off, r, g, b2 float32) float32 {
 	s = float32(s) + float32(c*b2)
 	return float32(s) + off
 }
+
+// RGBToYCbCr601 is ITU-R BT.601's limited-range YCbCr of r, g, b (DALI's
+// color_space_conversion and its decoders' output_type YCbCr): Y = 0.257 R + 0.504 G +
+// 0.098 B + off16, Cb and Cr likewise around off128, in float32 (off16, off128: 16 and
+// 128 for 0..255 values, 0.0625 and 0.5 for 0..1). Grey has no chroma: exactly off128,
+// not the coefficients' rounding of it.
+func RGBToYCbCr601(r, g, b, off16, off128 float32) (y, cb, cr float32) {
+	y = float32(float32(float32(0.257*r)+float32(0.504*g))+float32(0.098*b)) + off16
+	if r == g && g == b {
+		return y, off128, off128
+	}
+	cb = float32(float32(float32(-0.148*r)-float32(0.291*g))+float32(0.439*b)) + off128
+	cr = float32(float32(float32(0.439*r)-float32(0.368*g))-float32(0.071*b)) + off128
+	return y, cb, cr
+}
+
+// RGBToYCbCr601U8 converts HWC RGB uint8 pixels in place to YCbCr (RGBToYCbCr601, rounded
+// and saturated as color_space_conversion's uint8 output).
+func RGBToYCbCr601U8(px []byte) {
+	for i := 0; i+2 < len(px); i += 3 {
+		y, cb, cr := RGBToYCbCr601(float32(px[i]), float32(px[i+1]), float32(px[i+2]), 16, 128)
+		px[i], px[i+1], px[i+2] = SatU8(y), SatU8(cb), SatU8(cr)
+	}
+}

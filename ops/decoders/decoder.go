@@ -2,16 +2,19 @@ package decoders
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
+	"github.com/godali/godali/imaging"
 	"github.com/godali/godali/ops/internal/window"
 )
 
 var decoderArgs = []engine.ArgSpec{
-	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR or GRAY (a JPEG's GRAY is its luma as libjpeg decodes it, as DALI gives it; other images' the ITU-R 601 luma of RGB)"},
+	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR, GRAY or YCbCr (ITU-R BT.601 limited range of the RGB decode, as color_space_conversion; cpu only) (a JPEG's GRAY is its luma as libjpeg decodes it, as DALI gives it; other images' the ITU-R 601 luma of RGB)"},
 	{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "apply the EXIF orientation"},
 	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, 16-bit grey clipped to 255 where the default scales it, and a JPEG's GRAY the 601 luma of its RGB decode (convert(\"L\")) rather than its stored luma"},
 	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type: UINT8, or (cpu) UINT16, INT16 or FLOAT with the pixels converted to the type's dynamic range as DALI converts them (x * 65535/255 or x * 32767/255 rounded, x / 255); 16-bit PNG and TIFF samples keep their 16 bits (x, x * 32767/65535 rounded, x / 65535), but for GRAY of a colour image (decoded at 8 bits) and like_pil"},
@@ -47,6 +50,7 @@ type cpuDecoder struct {
 	args     *engine.Args
 	dtype    engine.DType // the output's (decodedTypes)
 	out      codec.OutputType
+	ycc      bool // output_type YCbCr: out is RGB, converted after decoding (toYCbCr)
 	orient   bool
 	likePIL  bool // orientation and 16-bit grey as PIL's loader (like_pil)
 	dctScale bool // DCT-domain downscaling allowed (dct_downscale)
@@ -84,7 +88,7 @@ func (s *decoderState) Trim(limit int) {
 func (s *decoderState) ScratchBytes() int { return s.dec.ScratchBytes() }
 
 func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
-	out, err := codec.ParseOutputType(a.String("output_type"))
+	out, ycc, err := parseDecodedType(a.String("output_type"))
 	if err != nil {
 		return nil, a.Errorf("output_type", "%v", err)
 	}
@@ -92,7 +96,7 @@ func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	if !slices.Contains(decodedTypes, dt) {
 		return nil, a.Errorf("dtype", "expected UINT8, UINT16, INT16 or FLOAT, got %s", dt)
 	}
-	d := &cpuDecoder{args: a, dtype: dt, out: out, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
+	d := &cpuDecoder{args: a, dtype: dt, out: out, ycc: ycc, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
 	if randomCrop {
 		d.dctScale = a.Bool("dct_downscale")
 		rc, err := window.ParseRandomCrop(a)
@@ -109,6 +113,27 @@ func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 		return nil, d.args.Invalidf("input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", in[0].DType, in[0].Shape)
 	}
 	return []engine.TensorMeta{{DType: d.dtype, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
+}
+
+// parseDecodedType reads the decoders' output_type: codec's RGB, BGR or GRAY, or YCbCr,
+// which the decoders make as DALI's do, from the RGB decode by color_space_conversion's
+// formula (ITU-R BT.601, limited range: imaging.RGBToYCbCr601).
+func parseDecodedType(s string) (out codec.OutputType, ycc bool, err error) {
+	if strings.EqualFold(strings.TrimSpace(s), "YCbCr") {
+		return codec.RGB, true, nil
+	}
+	out, err = codec.ParseOutputType(s)
+	if err != nil {
+		err = fmt.Errorf("output_type %q is not supported; valid: RGB, BGR, GRAY, YCbCr", s)
+	}
+	return out, false, err
+}
+
+// toYCbCr converts the RGB pixels px in place to YCbCr where the output type is YCbCr.
+func (d *cpuDecoder) toYCbCr(px []byte) {
+	if d.ycc {
+		imaging.RGBToYCbCr601U8(px)
+	}
 }
 
 // decodedTypes are the output types of the CPU decoders (dtype): uint8 as decoded, or
@@ -292,6 +317,7 @@ func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	if _, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, dst); err != nil {
 		return err
 	}
+	d.toYCbCr(dst)
 	if !six {
 		if d.dtype != engine.UInt8 {
 			convertNorm(ws.Out[0].Data, d.dtype, dst)
@@ -318,5 +344,5 @@ func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 // GRAY of a grey image; GRAY of 16-bit colour goes through the 8-bit decode). like_pil
 // keeps PIL's 8-bit view.
 func (d *cpuDecoder) sixteen(info codec.Info) bool {
-	return info.Sixteen && !d.likePIL && (d.out != codec.Gray || info.ColorSpace == "Gray")
+	return info.Sixteen && !d.likePIL && !d.ycc && (d.out != codec.Gray || info.ColorSpace == "Gray")
 }

@@ -118,11 +118,13 @@ func (d *sliceDecoder) Run(ws *engine.Workspace) error {
 	st := ws.State.(*sliceState)
 	if !st.pad {
 		_, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, ws.Out[0].Data)
+		d.toYCbCr(ws.Out[0].Data)
 		return err
 	}
 	_, _, c, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, st.full)
 	if err != nil {
 		return err
 	}
+	d.toYCbCr(st.full) // the padding keeps fill_values
 	return imaging.Crop(ws.Out[0].Data, st.full, st.fw, st.fh, c, st.roi.X, st.roi.Y, st.roi.W, st.roi.H, d.fill)
 }

@@ -140,13 +140,7 @@ func (o *colorSpaceOp) convertPixel(p []float32, q []float32, unit float32) int 
 		q[0] = 0.299*r + 0.587*g + 0.114*b
 		return 1
 	case spaceYCbCr:
-		q[0] = 0.257*r + 0.504*g + 0.098*b + off16
-		if r == g && g == b { // grey has no chroma; skip the coefficients' rounding
-			q[1], q[2] = off128, off128
-		} else {
-			q[1] = -0.148*r - 0.291*g + 0.439*b + off128
-			q[2] = 0.439*r - 0.368*g - 0.071*b + off128
-		}
+		q[0], q[1], q[2] = imaging.RGBToYCbCr601(r, g, b, off16, off128)
 	}
 	return 3
 }

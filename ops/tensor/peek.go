@@ -1,6 +1,8 @@
 package tensor
 
 import (
+	"strings"
+
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
 )
@@ -10,7 +12,7 @@ func init() {
 		Name: "peek_image_shape",
 		Doc: "Outputs the shape (height, width, channels) an encoded image will have once decoded, " +
 			"from its header, without decoding it (DALI's fn.peek_image_shape). Channels follow " +
-			"image_type (3 for RGB and BGR, 1 for GRAY), as the decoders produce them.",
+			"image_type (3 for RGB, BGR and YCbCr, 1 for GRAY), as the decoders produce them.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"shape"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "dtype", Type: engine.ArgDType, Default: "INT64", Doc: "output type"},
@@ -23,11 +25,15 @@ func init() {
 		if d == engine.Bool {
 			return nil, a.Errorf("dtype", "must be a numeric type, got BOOL")
 		}
-		out, err := codec.ParseOutputType(a.String("image_type"))
-		if err != nil {
-			return nil, a.Errorf("image_type", "%v", err)
+		channels := 3 // YCbCr, as the decoders make it from RGB
+		if t := a.String("image_type"); !strings.EqualFold(strings.TrimSpace(t), "YCbCr") {
+			out, err := codec.ParseOutputType(t)
+			if err != nil {
+				return nil, a.Errorf("image_type", "%v", err)
+			}
+			channels = out.Channels()
 		}
-		return &peekOp{args: a, dtype: d, channels: out.Channels(), orient: a.Bool("adjust_orientation")}, nil
+		return &peekOp{args: a, dtype: d, channels: channels, orient: a.Bool("adjust_orientation")}, nil
 	})
 	engine.RegisterVariant("experimental.peek_image_shape", "peek_image_shape", "DALI's experimental name of peek_image_shape. ")
 }

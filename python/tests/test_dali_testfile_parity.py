@@ -517,3 +517,45 @@ def test_operator_errors_are_framed_as_dalis():
     msg = str(e.value)
     assert msg.startswith(want), msg
     assert "do not broadcast" in msg and msg.endswith("Current pipeline object is no longer valid.")
+
+
+def test_decoder_ycbcr_output(tmp_path):
+    # DALI 2.4's CPU decoders make output_type=YCbCr from the RGB decode by its
+    # color_space_conversion (tests/compat/decsweep.py: identical there); godali refused
+    # it. ITU-R BT.601 limited range: numpy's formula within 1 (float32 rounding).
+    from PIL import Image
+    from conftest import make_jpeg
+    files = [make_jpeg(str(tmp_path / "a.jpg"), 40, 30, seed=4)]
+    rgb = (np.random.default_rng(1).random((20, 24, 3)) * 255).astype(np.uint8)
+    rgb[0, :4] = 77  # grey: no chroma
+    Image.fromarray(rgb).save(str(tmp_path / "b.png"))
+    files.append(str(tmp_path / "b.png"))
+    p = _pipe(len(files))
+    with p:
+        data, _ = fn.readers.file(files=files)
+        img = fn.decoders.image(data)
+        p.set_outputs(fn.decoders.image(data, output_type=types.YCbCr),
+                      fn.color_space_conversion(img, image_type=types.RGB, output_type=types.YCbCr),
+                      fn.decoders.image(data, output_type=types.YCbCr, dtype=types.FLOAT),
+                      fn.decoders.image_crop(data, output_type=types.YCbCr, crop=(5, 6)),
+                      fn.decoders.image_slice(data, rel_start=(0.1, 0.2), rel_shape=(0.5, 0.5),
+                                              output_type=types.YCbCr),
+                      fn.slice(fn.color_space_conversion(img, image_type=types.RGB, output_type=types.YCbCr),
+                               rel_start=(0.1, 0.2), rel_shape=(0.5, 0.5), axis_names="WH"),
+                      fn.peek_image_shape(data, image_type=types.YCbCr), img)
+    ycc, csc, flt, crop, sl, sl_ref, shape, img = p.run()
+    m = np.array([[0.257, 0.504, 0.098], [-0.148, -0.291, 0.439], [0.439, -0.368, -0.071]])
+    for i in range(len(files)):
+        got = np.array(ycc.at(i))
+        np.testing.assert_array_equal(got, np.array(csc.at(i)))
+        ref = np.array(img.at(i)).astype(np.float64) @ m.T + [16, 128, 128]
+        assert np.abs(got - ref).max() <= 1
+        assert 16 <= got[..., 0].min() and got[..., 0].max() <= 235
+        np.testing.assert_array_equal(np.array(flt.at(i)), got.astype(np.float32) * np.float32(1 / 255))
+        h, w = got.shape[:2]
+        y0, x0 = int(0.5 * (h - 5) + 0.5), int(0.5 * (w - 6) + 0.5)
+        np.testing.assert_array_equal(np.array(crop.at(i)), got[y0:y0 + 5, x0:x0 + 6])
+        np.testing.assert_array_equal(np.array(sl.at(i)), np.array(sl_ref.at(i)))
+        assert list(np.array(shape.at(i))) == [h, w, 3]
+    assert (np.array(ycc.at(1))[0, :4, 1:] == 128).all()
+    p.close()
