@@ -166,6 +166,11 @@ type Options struct {
 	// rounding do (up to about 15 levels). CMYK and YCCK JPEGs and other formats are
 	// converted from RGB either way.
 	JPEGLuma bool
+	// DALIGray computes the Gray output of colour BMP, PNM, TIFF and PNG images as DALI
+	// 2.4's decoders do (OpenCV's and libpng's fixed-point 601 luma, which round
+	// differently from PIL's convert("L"), the default, by one level here and there);
+	// libpng's gamma-aware conversion of PNGs with a gAMA chunk is not reproduced.
+	DALIGray bool
 	// Embed, with a ROI, makes the output the whole (oriented) image with the ROI's
 	// pixels decoded in place, identical to a full decode's, and the others left as dst
 	// held them: a consumer that reads only the ROI gets the full decode's result for
@@ -237,6 +242,22 @@ type plan struct {
 	// The output: dw x dh x oc, with the oriented region at (dx, dy) (the region itself
 	// unless Options.Embed).
 	dx, dy, dw, dh int
+	gray           int // how Gray is computed from colour by emit (grayRule)
+}
+
+// grayRule is the luma formula of a Gray output from colour pixels (gd_emit's GD_GRAY_*):
+// PIL's convert("L"), or with Options.DALIGray the one DALI 2.4's decoders use for the
+// format (tests/compat/decsweep.py): OpenCV's for BMP, PNM and TIFF, libpng's for PNG.
+func grayRule(f Format, opt Options) int {
+	if opt.DALIGray {
+		switch f {
+		case FormatBMP, FormatPNM, FormatTIFF:
+			return grayOpenCV
+		case FormatPNG:
+			return grayLibPNG
+		}
+	}
+	return grayPIL
 }
 
 // makePlan validates opt against info and computes the decode geometry. scalable says
@@ -264,7 +285,7 @@ func makePlan(info Info, opt Options, scalable bool) (plan, error) {
 
 // planAt computes the decode geometry at DCT scale n/8.
 func planAt(info Info, opt Options, n int) (plan, error) {
-	var p plan
+	p := plan{gray: grayRule(info.Format, opt)}
 	W, H := info.Width, info.Height
 	if W <= 0 || H <= 0 || W > maxDimension || H > maxDimension {
 		return p, fmt.Errorf("%s: invalid image size %dx%d", info.Format, W, H)

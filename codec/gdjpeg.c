@@ -222,8 +222,17 @@ static int pf_channels(int pf) {
   }
 }
 
-/* luma is PIL's convert("L"): ITU-R 601-2 weights in 16-bit fixed point, rounded. */
-static inline unsigned char luma(unsigned r, unsigned g, unsigned b) {
+/* luma is the ITU-R 601 luma of r, g, b by the rule gray (GD_GRAY_*): PIL's convert("L")
+ * (16-bit fixed point, rounded), OpenCV's cvtColor (14-bit, rounded: DALI's BMP, PNM and
+ * TIFF) or libpng's rgb_to_gray with nvImageCodec's weights (15-bit, truncated: DALI's
+ * PNG). */
+static inline unsigned char luma(unsigned r, unsigned g, unsigned b, int gray) {
+  switch (gray) {
+  case GD_GRAY_OPENCV:
+    return (unsigned char)((r * 4899u + g * 9617u + b * 1868u + 8192u) >> 14);
+  case GD_GRAY_LIBPNG:
+    return (unsigned char)((r * 9797u + g * 19234u + b * 3737u) >> 15);
+  }
   return (unsigned char)((r * 19595u + g * 38470u + b * 7471u + 0x8000u) >> 16);
 }
 
@@ -237,7 +246,7 @@ static inline unsigned char cmyk_channel(unsigned c, unsigned nk) {
 
 /* emit_row writes n pixels of layout pf from s to d, one output pixel every step bytes. */
 static void emit_row(const unsigned char *s, int pf, unsigned n, unsigned char *d,
-                     ptrdiff_t step, int out) {
+                     ptrdiff_t step, int out, int gray) {
   int oc = out == GD_OUT_GRAY ? 1 : 3;
   if (step == oc && ((pf == GD_PF_GRAY && out == GD_OUT_GRAY) ||
                      (pf == GD_PF_RGB && out == GD_OUT_RGB) ||
@@ -283,7 +292,7 @@ static void emit_row(const unsigned char *s, int pf, unsigned n, unsigned char *
     }
     switch (out) {
     case GD_OUT_GRAY:
-      d[0] = luma(r, g, b);
+      d[0] = luma(r, g, b, gray);
       break;
     case GD_OUT_BGR:
       d[0] = (unsigned char)b;
@@ -347,14 +356,16 @@ static void row_target(int o, unsigned rw, unsigned rh, unsigned y, int oc, ptrd
 }
 
 void gd_emit(const unsigned char *src, size_t stride, int pf, unsigned rx, unsigned ry,
-             unsigned rw, unsigned rh, int orientation, int out, unsigned char *dst) {
+             unsigned rw, unsigned rh, int orientation, int out, int gray,
+             unsigned char *dst) {
   int oc = out == GD_OUT_GRAY ? 1 : 3;
   size_t ic = (size_t)pf_channels(pf);
   for (unsigned y = 0; y < rh; y++) {
     ptrdiff_t base, step;
     row_target(orientation, rw, rh, y, oc, orientation >= 5 ? (ptrdiff_t)rh : (ptrdiff_t)rw, &base,
                &step);
-    emit_row(src + (size_t)(ry + y) * stride + (size_t)rx * ic, pf, rw, dst + base, step, out);
+    emit_row(src + (size_t)(ry + y) * stride + (size_t)rx * ic, pf, rw, dst + base, step, out,
+             gray);
   }
 }
 
@@ -538,7 +549,7 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
         ptrdiff_t base, step;
         row_target(job->orientation, job->rw, job->rh, y + i, oc, (ptrdiff_t)job->dst_pitch, &base,
                    &step);
-        emit_row(rows[i] + col, pf, job->rw, origin + base, step, out);
+        emit_row(rows[i] + col, pf, job->rw, origin + base, step, out, GD_GRAY_PIL);
       }
     }
   }

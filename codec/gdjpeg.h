@@ -24,6 +24,8 @@ enum {
 
 /* Output layouts. */
 enum { GD_OUT_RGB = 0, GD_OUT_BGR = 1, GD_OUT_GRAY = 2 };
+/* How GD_OUT_GRAY is computed from colour (gd_emit): PIL's, OpenCV's or libpng's 601 luma. */
+enum { GD_GRAY_PIL = 0, GD_GRAY_OPENCV = 1, GD_GRAY_LIBPNG = 2 };
 
 /* gd_header: what jpeg_read_header found. */
 typedef struct {
@@ -78,9 +80,9 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
                    size_t dst_len);
 
 /* gd_emit converts rows [ry, ry+rh) x columns [rx, rx+rw) of a source image (layout pf,
- * stride bytes per row) to layout out and writes them into dst with EXIF orientation
- * applied. */
+ * stride bytes per row) to layout out (grey from colour by the rule gray, GD_GRAY_*) and
+ * writes them into dst with EXIF orientation applied. */
 void gd_emit(const unsigned char *src, size_t stride, int pf, unsigned rx, unsigned ry,
-             unsigned rw, unsigned rh, int orientation, int out, unsigned char *dst);
+             unsigned rw, unsigned rh, int orientation, int out, int gray, unsigned char *dst);
 
 #endif /* GODALI_CODEC_GDJPEG_H_ */

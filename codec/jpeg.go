@@ -183,6 +183,13 @@ const (
 	pfCMYKInv = C.GD_PF_CMYK_INV
 )
 
+// Luma formulas of Gray from colour (grayRule).
+const (
+	grayPIL    = C.GD_GRAY_PIL
+	grayOpenCV = C.GD_GRAY_OPENCV
+	grayLibPNG = C.GD_GRAY_LIBPNG
+)
+
 func pfChannels(pf int) int {
 	switch pf {
 	case pfGray:
@@ -209,7 +216,7 @@ func emit(src []byte, stride, pf int, p plan, out OutputType, dst []byte) error 
 		o = C.GD_OUT_GRAY
 	}
 	C.gd_emit(bytePtr(src), C.size_t(stride), C.int(pf), C.uint(p.rx), C.uint(p.ry),
-		C.uint(p.rw), C.uint(p.rh), C.int(p.orient), C.int(o), bytePtr(dst))
+		C.uint(p.rw), C.uint(p.rh), C.int(p.orient), C.int(o), C.int(p.gray), bytePtr(dst))
 	return nil
 }
 

@@ -559,3 +559,38 @@ def test_decoder_ycbcr_output(tmp_path):
         assert list(np.array(shape.at(i))) == [h, w, 3]
     assert (np.array(ycc.at(1))[0, :4, 1:] == 128).all()
     p.close()
+
+
+def test_decoder_gray_of_colour_images_as_dali(tmp_path):
+    # DALI 2.4's CPU decoders (tests/compat/decsweep.py: identical on every such file of
+    # the corpus) compute GRAY of a colour BMP, PNM or TIFF by OpenCV's fixed-point rule,
+    # (4899, 9617, 1868) / 2^14 rounded (this machine's cv2.cvtColor, whose SIMD path may
+    # differ, within 1), and of a PNG as libpng's rgb_to_gray with nvImageCodec's weights
+    # (9797, 19234, 3737) / 2^15, truncated; PIL's convert("L") (like_pil=True) rounds
+    # differently, one level apart for some pixels.
+    from PIL import Image
+    rgb = (np.random.default_rng(2).random((30, 41, 3)) * 255).astype(np.uint8)
+    files = []
+    for ext in ("bmp", "ppm", "tif", "png"):
+        files.append(str(tmp_path / ("c." + ext)))
+        Image.fromarray(rgb).save(files[-1])
+    p = _pipe(len(files))
+    with p:
+        data, _ = fn.readers.file(files=files)
+        p.set_outputs(fn.decoders.image(data, output_type=types.GRAY),
+                      fn.decoders.image(data, output_type=types.GRAY, like_pil=True))
+    dali_like, pil_like = p.run()
+    r, g, b = [rgb[..., i].astype(np.int64) for i in range(3)]
+    cv = ((4899 * r + 9617 * g + 1868 * b + 8192) >> 14).astype(np.uint8)
+    want = {"bmp": cv, "ppm": cv, "tif": cv, "png": ((9797 * r + 19234 * g + 3737 * b) >> 15).astype(np.uint8)}
+    try:
+        import cv2
+        assert np.abs(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY).astype(np.int16) - cv).max() <= 1
+    except ImportError:
+        pass
+    pil = np.asarray(Image.fromarray(rgb).convert("L"))
+    for i, f in enumerate(files):
+        np.testing.assert_array_equal(np.array(dali_like.at(i))[..., 0], want[f[-3:]], err_msg=f)
+        np.testing.assert_array_equal(np.array(pil_like.at(i))[..., 0], pil, err_msg=f)
+    assert (want["png"] != pil).any() and (want["bmp"] != pil).any()  # the rules differ here
+    p.close()
