@@ -159,18 +159,18 @@ type Options struct {
 	// FastIDCT selects libjpeg's fast integer IDCT (DALI's use_fast_idct): quicker,
 	// slightly less accurate. The default is the accurate one, bit-exact with PIL.
 	FastIDCT bool
-	// JPEGLuma makes a colour JPEG's Gray output libjpeg's grayscale output, the stored
-	// luma (Y) channel as decoded, as DALI's decoders give it (and PIL's draft("L")),
-	// rather than the ITU-R 601 luma of the RGB decode (PIL's convert("L"), the
-	// default): the two differ where the chroma's upsampling and the YCbCr->RGB
-	// rounding do (up to about 15 levels). CMYK and YCCK JPEGs and other formats are
-	// converted from RGB either way.
-	JPEGLuma bool
-	// DALIGray computes the Gray output of colour BMP, PNM, TIFF and PNG images as DALI
-	// 2.4's decoders do (OpenCV's and libpng's fixed-point 601 luma, which round
-	// differently from PIL's convert("L"), the default, by one level here and there);
-	// libpng's gamma-aware conversion of PNGs with a gAMA chunk is not reproduced.
-	DALIGray bool
+	// DALIColor converts colours as DALI 2.4's CPU decoders do (tests/compat/decsweep.py)
+	// rather than as PIL does (the default, bit-exact with PIL's convert):
+	//   - a colour JPEG's Gray is libjpeg's grayscale output, the stored luma as decoded
+	//     (PIL's draft("L")), not the 601 luma of the RGB decode (convert("L")): they
+	//     differ where chroma upsampling and rounding do, up to about 15 levels;
+	//   - Gray of colour BMP, PNM and TIFF is OpenCV's fixed-point 601 luma (rounded,
+	//     14 bits), of PNG libpng's (nvImageCodec's weights, truncated, 15 bits);
+	//   - CMYK and YCCK JPEGs: RGB = C*K/255 truncated (PIL rounds), Gray the 601 luma
+	//     of that, truncated.
+	// Each differs from PIL's by a level here and there. libpng's gamma-aware Gray of a
+	// PNG with a gAMA chunk is not reproduced.
+	DALIColor bool
 	// Embed, with a ROI, makes the output the whole (oriented) image with the ROI's
 	// pixels decoded in place, identical to a full decode's, and the others left as dst
 	// held them: a consumer that reads only the ROI gets the full decode's result for
@@ -242,22 +242,23 @@ type plan struct {
 	// The output: dw x dh x oc, with the oriented region at (dx, dy) (the region itself
 	// unless Options.Embed).
 	dx, dy, dw, dh int
-	gray           int // how Gray is computed from colour by emit (grayRule)
+	rule           int // how colours are converted by emit (colourRule)
 }
 
-// grayRule is the luma formula of a Gray output from colour pixels (gd_emit's GD_GRAY_*):
-// PIL's convert("L"), or with Options.DALIGray the one DALI 2.4's decoders use for the
-// format (tests/compat/decsweep.py): OpenCV's for BMP, PNM and TIFF, libpng's for PNG.
-func grayRule(f Format, opt Options) int {
-	if opt.DALIGray {
+// colourRule is how emit converts colours (gd_emit's GD_RULE_*): as PIL does, or with
+// Options.DALIColor as DALI 2.4's decoders do for the format.
+func colourRule(f Format, opt Options) int {
+	if opt.DALIColor {
 		switch f {
 		case FormatBMP, FormatPNM, FormatTIFF:
-			return grayOpenCV
+			return ruleOpenCV
 		case FormatPNG:
-			return grayLibPNG
+			return ruleLibPNG
+		case FormatJPEG:
+			return ruleDALIJPEG
 		}
 	}
-	return grayPIL
+	return rulePIL
 }
 
 // makePlan validates opt against info and computes the decode geometry. scalable says
@@ -285,7 +286,7 @@ func makePlan(info Info, opt Options, scalable bool) (plan, error) {
 
 // planAt computes the decode geometry at DCT scale n/8.
 func planAt(info Info, opt Options, n int) (plan, error) {
-	p := plan{gray: grayRule(info.Format, opt)}
+	p := plan{rule: colourRule(info.Format, opt)}
 	W, H := info.Width, info.Height
 	if W <= 0 || H <= 0 || W > maxDimension || H > maxDimension {
 		return p, fmt.Errorf("%s: invalid image size %dx%d", info.Format, W, H)

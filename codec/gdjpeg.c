@@ -222,23 +222,29 @@ static int pf_channels(int pf) {
   }
 }
 
-/* luma is the ITU-R 601 luma of r, g, b by the rule gray (GD_GRAY_*): PIL's convert("L")
- * (16-bit fixed point, rounded), OpenCV's cvtColor (14-bit, rounded: DALI's BMP, PNM and
- * TIFF) or libpng's rgb_to_gray with nvImageCodec's weights (15-bit, truncated: DALI's
- * PNG). */
-static inline unsigned char luma(unsigned r, unsigned g, unsigned b, int gray) {
-  switch (gray) {
-  case GD_GRAY_OPENCV:
+/* luma is the ITU-R 601 luma of r, g, b by rule (GD_RULE_*): PIL's convert("L") (16-bit
+ * fixed point, rounded), OpenCV's cvtColor (14-bit, rounded: DALI's BMP, PNM and TIFF),
+ * libpng's rgb_to_gray with nvImageCodec's weights (15-bit, truncated: DALI's PNG), or
+ * truncated in double precision (DALI's CMYK JPEGs). */
+static inline unsigned char luma(unsigned r, unsigned g, unsigned b, int rule) {
+  switch (rule) {
+  case GD_RULE_OPENCV:
     return (unsigned char)((r * 4899u + g * 9617u + b * 1868u + 8192u) >> 14);
-  case GD_GRAY_LIBPNG:
+  case GD_RULE_LIBPNG:
     return (unsigned char)((r * 9797u + g * 19234u + b * 3737u) >> 15);
+  case GD_RULE_DALI_JPEG:
+    return (unsigned char)(0.299 * r + 0.587 * g + 0.114 * b);
   }
   return (unsigned char)((r * 19595u + g * 38470u + b * 7471u + 0x8000u) >> 16);
 }
 
 /* cmyk_channel is PIL's CMYK -> RGB for one channel: (255 - k) - c * (255 - k) / 255,
- * with PIL's rounded division by 255. */
-static inline unsigned char cmyk_channel(unsigned c, unsigned nk) {
+ * with PIL's rounded division by 255; with GD_RULE_DALI_JPEG DALI's (255 - c) * (255 - k)
+ * / 255, truncated. */
+static inline unsigned char cmyk_channel(unsigned c, unsigned nk, int rule) {
+  if (rule == GD_RULE_DALI_JPEG) {
+    return (unsigned char)((255u - c) * nk / 255u);
+  }
   unsigned t = c * nk + 128;
   t = ((t >> 8) + t) >> 8;
   return (unsigned char)(nk - t);
@@ -246,7 +252,7 @@ static inline unsigned char cmyk_channel(unsigned c, unsigned nk) {
 
 /* emit_row writes n pixels of layout pf from s to d, one output pixel every step bytes. */
 static void emit_row(const unsigned char *s, int pf, unsigned n, unsigned char *d,
-                     ptrdiff_t step, int out, int gray) {
+                     ptrdiff_t step, int out, int rule) {
   int oc = out == GD_OUT_GRAY ? 1 : 3;
   if (step == oc && ((pf == GD_PF_GRAY && out == GD_OUT_GRAY) ||
                      (pf == GD_PF_RGB && out == GD_OUT_RGB) ||
@@ -272,16 +278,16 @@ static void emit_row(const unsigned char *s, int pf, unsigned n, unsigned char *
       break;
     case GD_PF_CMYK: {
       unsigned nk = 255u - s[3];
-      r = cmyk_channel(s[0], nk);
-      g = cmyk_channel(s[1], nk);
-      b = cmyk_channel(s[2], nk);
+      r = cmyk_channel(s[0], nk, rule);
+      g = cmyk_channel(s[1], nk, rule);
+      b = cmyk_channel(s[2], nk, rule);
       break;
     }
     case GD_PF_CMYK_INV: {
       unsigned nk = s[3];
-      r = cmyk_channel(255u - s[0], nk);
-      g = cmyk_channel(255u - s[1], nk);
-      b = cmyk_channel(255u - s[2], nk);
+      r = cmyk_channel(255u - s[0], nk, rule);
+      g = cmyk_channel(255u - s[1], nk, rule);
+      b = cmyk_channel(255u - s[2], nk, rule);
       break;
     }
     default: /* GD_PF_RGB, GD_PF_RGBX */
@@ -292,7 +298,7 @@ static void emit_row(const unsigned char *s, int pf, unsigned n, unsigned char *
     }
     switch (out) {
     case GD_OUT_GRAY:
-      d[0] = luma(r, g, b, gray);
+      d[0] = luma(r, g, b, rule);
       break;
     case GD_OUT_BGR:
       d[0] = (unsigned char)b;
@@ -356,7 +362,7 @@ static void row_target(int o, unsigned rw, unsigned rh, unsigned y, int oc, ptrd
 }
 
 void gd_emit(const unsigned char *src, size_t stride, int pf, unsigned rx, unsigned ry,
-             unsigned rw, unsigned rh, int orientation, int out, int gray,
+             unsigned rw, unsigned rh, int orientation, int out, int rule,
              unsigned char *dst) {
   int oc = out == GD_OUT_GRAY ? 1 : 3;
   size_t ic = (size_t)pf_channels(pf);
@@ -365,7 +371,7 @@ void gd_emit(const unsigned char *src, size_t stride, int pf, unsigned rx, unsig
     row_target(orientation, rw, rh, y, oc, orientation >= 5 ? (ptrdiff_t)rh : (ptrdiff_t)rw, &base,
                &step);
     emit_row(src + (size_t)(ry + y) * stride + (size_t)rx * ic, pf, rw, dst + base, step, out,
-             gray);
+             rule);
   }
 }
 
@@ -424,7 +430,7 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
     if (out == GD_OUT_BGR) {
       ci->out_color_space = JCS_EXT_BGR;
       pf = GD_PF_BGR;
-    } else if (out == GD_OUT_GRAY && job->luma) {
+    } else if (out == GD_OUT_GRAY && job->rule == GD_RULE_DALI_JPEG) {
       /* libjpeg's own: the Y channel as stored (no chroma, no RGB round trip) */
       ci->out_color_space = JCS_GRAYSCALE;
       pf = GD_PF_GRAY;
@@ -549,7 +555,7 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
         ptrdiff_t base, step;
         row_target(job->orientation, job->rw, job->rh, y + i, oc, (ptrdiff_t)job->dst_pitch, &base,
                    &step);
-        emit_row(rows[i] + col, pf, job->rw, origin + base, step, out, GD_GRAY_PIL);
+        emit_row(rows[i] + col, pf, job->rw, origin + base, step, out, job->rule);
       }
     }
   }

@@ -24,8 +24,10 @@ enum {
 
 /* Output layouts. */
 enum { GD_OUT_RGB = 0, GD_OUT_BGR = 1, GD_OUT_GRAY = 2 };
-/* How GD_OUT_GRAY is computed from colour (gd_emit): PIL's, OpenCV's or libpng's 601 luma. */
-enum { GD_GRAY_PIL = 0, GD_GRAY_OPENCV = 1, GD_GRAY_LIBPNG = 2 };
+/* How colours are converted (gd_emit, gd_job.rule): as PIL does, or as DALI 2.4's
+ * decoders do: GRAY of colour by OpenCV's or libpng's 601 luma; for JPEG, GRAY as
+ * libjpeg's grayscale output and CMYK to RGB truncated (codec.Options.DALIColor). */
+enum { GD_RULE_PIL = 0, GD_RULE_OPENCV = 1, GD_RULE_LIBPNG = 2, GD_RULE_DALI_JPEG = 3 };
 
 /* gd_header: what jpeg_read_header found. */
 typedef struct {
@@ -50,7 +52,7 @@ typedef struct {
   int orientation;             /* EXIF 1..8, applied while writing rows */
   long long max_pixels;        /* >0: refuse larger headers */
   int fast_idct;               /* 1: JDCT_IFAST instead of JDCT_ISLOW */
-  int luma;                    /* 1: GD_OUT_GRAY of a colour image is libjpeg's grayscale output */
+  int rule;                    /* GD_RULE_*: GD_RULE_DALI_JPEG: DALI's colour conversions */
   long long max_memory;        /* >0: libjpeg's max_memory_to_use; larger needs fail */
   unsigned dst_x, dst_y;       /* where the oriented region lands in dst, in pixels */
   unsigned dst_pitch;          /* pixels per dst row (the oriented region's width when packed) */
@@ -80,9 +82,9 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
                    size_t dst_len);
 
 /* gd_emit converts rows [ry, ry+rh) x columns [rx, rx+rw) of a source image (layout pf,
- * stride bytes per row) to layout out (grey from colour by the rule gray, GD_GRAY_*) and
+ * stride bytes per row) to layout out (colours converted by rule, GD_RULE_*) and
  * writes them into dst with EXIF orientation applied. */
 void gd_emit(const unsigned char *src, size_t stride, int pf, unsigned rx, unsigned ry,
-             unsigned rw, unsigned rh, int orientation, int out, int gray, unsigned char *dst);
+             unsigned rw, unsigned rh, int orientation, int out, int rule, unsigned char *dst);
 
 #endif /* GODALI_CODEC_GDJPEG_H_ */

@@ -141,7 +141,7 @@ func (d *Decoder) decodeJPEG(data []byte, info Info, p plan, opt Options, dst []
 		orientation: C.int(p.orient),
 		max_pixels:  C.longlong(opt.MaxPixels),
 		fast_idct:   boolC(opt.FastIDCT),
-		luma:        boolC(opt.JPEGLuma),
+		rule:        C.int(colourRule(info.Format, opt)),
 		max_memory:  C.longlong(jpegMaxMemory(opt)),
 		dst_x:       C.uint(p.dx),
 		dst_y:       C.uint(p.dy),
@@ -183,11 +183,12 @@ const (
 	pfCMYKInv = C.GD_PF_CMYK_INV
 )
 
-// Luma formulas of Gray from colour (grayRule).
+// Colour conversions of emit (colourRule).
 const (
-	grayPIL    = C.GD_GRAY_PIL
-	grayOpenCV = C.GD_GRAY_OPENCV
-	grayLibPNG = C.GD_GRAY_LIBPNG
+	rulePIL      = C.GD_RULE_PIL
+	ruleOpenCV   = C.GD_RULE_OPENCV
+	ruleLibPNG   = C.GD_RULE_LIBPNG
+	ruleDALIJPEG = C.GD_RULE_DALI_JPEG
 )
 
 func pfChannels(pf int) int {
@@ -216,7 +217,7 @@ func emit(src []byte, stride, pf int, p plan, out OutputType, dst []byte) error 
 		o = C.GD_OUT_GRAY
 	}
 	C.gd_emit(bytePtr(src), C.size_t(stride), C.int(pf), C.uint(p.rx), C.uint(p.ry),
-		C.uint(p.rw), C.uint(p.rh), C.int(p.orient), C.int(o), C.int(p.gray), bytePtr(dst))
+		C.uint(p.rw), C.uint(p.rh), C.int(p.orient), C.int(o), C.int(p.rule), bytePtr(dst))
 	return nil
 }
 

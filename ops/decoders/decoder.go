@@ -239,7 +239,7 @@ func (d *cpuDecoder) probe(ws *engine.Workspace, st *decoderState) (w, h int, er
 	}
 	st.info = info
 	orient := d.orients(info)
-	st.opt = codec.Options{Out: d.out, AdjustOrientation: orient, ClipGray16: d.likePIL, JPEGLuma: !d.likePIL, DALIGray: !d.likePIL, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
+	st.opt = codec.Options{Out: d.out, AdjustOrientation: orient, ClipGray16: d.likePIL, DALIColor: !d.likePIL, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
 	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
 		return 0, 0, engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
 	}

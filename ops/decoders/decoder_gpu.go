@@ -276,7 +276,7 @@ func (d *mixedDecoder) Setup(ws *engine.Workspace) error {
 	}
 	st.info = info
 	orient := d.cpu.orients(info)
-	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: orient, ClipGray16: d.cpu.likePIL, JPEGLuma: !d.cpu.likePIL, DALIGray: !d.cpu.likePIL, MaxPixels: ws.Limits.MaxImagePixels}
+	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: orient, ClipGray16: d.cpu.likePIL, DALIColor: !d.cpu.likePIL, MaxPixels: ws.Limits.MaxImagePixels}
 	w, h := info.OrientedSize(orient)
 	win := codec.Rect{W: w, H: h}
 	if d.cpu.crop != nil {
@@ -513,7 +513,7 @@ func (d *mixedDecoder) decodeOne(bw *engine.BatchWorkspace, i int) error {
 		return err
 	}
 	st.info = info
-	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: d.cpu.orients(info), ClipGray16: d.cpu.likePIL, JPEGLuma: !d.cpu.likePIL, DALIGray: !d.cpu.likePIL}
+	st.opt = codec.Options{Out: d.cpu.out, AdjustOrientation: d.cpu.orients(info), ClipGray16: d.cpu.likePIL, DALIColor: !d.cpu.likePIL}
 	if d.cpu.crop != nil {
 		st.opt.ROI = codec.Rect{X: n.X, Y: n.Y, W: n.W, H: n.H}
 	}

@@ -594,3 +594,29 @@ def test_decoder_gray_of_colour_images_as_dali(tmp_path):
         np.testing.assert_array_equal(np.array(pil_like.at(i))[..., 0], pil, err_msg=f)
     assert (want["png"] != pil).any() and (want["bmp"] != pil).any()  # the rules differ here
     p.close()
+
+
+def test_decoder_cmyk_jpeg_as_dali(tmp_path):
+    # DALI 2.4's CPU decoders (tests/compat/decsweep.py: identical on Pillow's
+    # pil_sample_cmyk.jpg) turn CMYK into RGB as (255 - C) * (255 - K) / 255 truncated
+    # and GRAY into the 601 luma of that, truncated; PIL rounds (like_pil=True).
+    from PIL import Image
+    rng = np.random.default_rng(6)
+    cmyk = rng.integers(0, 256, (16, 24, 4), dtype=np.uint8)
+    f = str(tmp_path / "k.jpg")
+    Image.fromarray(cmyk, "CMYK").save(f, quality=95)
+    stored = np.asarray(Image.open(f)).astype(np.int64)  # what the file holds, as PIL reads it
+    c, m, y, k = [stored[..., i] for i in range(4)]
+    rgb = np.stack([(255 - v) * (255 - k) // 255 for v in (c, m, y)], -1)
+    gray = np.floor(0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2])
+    p = _pipe(1)
+    with p:
+        data, _ = fn.readers.file(files=[f])
+        p.set_outputs(fn.decoders.image(data), fn.decoders.image(data, output_type=types.GRAY),
+                      fn.decoders.image(data, like_pil=True))
+    a, g, pil = p.run()
+    np.testing.assert_array_equal(np.array(a.at(0)), rgb)
+    np.testing.assert_array_equal(np.array(g.at(0))[..., 0], gray)
+    np.testing.assert_array_equal(np.array(pil.at(0)), np.asarray(Image.open(f).convert("RGB")))
+    assert (np.array(pil.at(0)) != rgb).any()  # the rules differ here
+    p.close()
