@@ -305,22 +305,28 @@ func (d *cpuDecoder) readWindow(st *decoderState, w, h int) {
 
 func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	st := ws.State.(*decoderState)
-	dst := ws.Out[0].Data
+	return d.decodeTo(st, ws.In[0].Data, st.opt, ws.Out[0].Data, d.dtype)
+}
+
+// decodeTo decodes the sample data (st.info, opt) into out as dtype: the uint8 decode
+// converted (YCbCr, the type's range), or a 16-bit image's samples (sixteen) converted.
+func (d *cpuDecoder) decodeTo(st *decoderState, data []byte, opt codec.Options, out []byte, dtype engine.DType) error {
+	dst := out
 	six := d.sixteen(st.info)
-	if d.dtype != engine.UInt8 || six {
-		n := len(dst) / d.dtype.Size()
+	if dtype != engine.UInt8 || six {
+		n := len(out) / dtype.Size()
 		if cap(st.u8) < n {
 			st.u8 = make([]byte, n)
 		}
 		dst = st.u8[:n]
 	}
-	if _, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, dst); err != nil {
+	if _, _, _, err := st.dec.Decode(data, st.info, opt, dst); err != nil {
 		return err
 	}
 	d.toYCbCr(dst)
 	if !six {
-		if d.dtype != engine.UInt8 {
-			convertNorm(ws.Out[0].Data, d.dtype, dst)
+		if dtype != engine.UInt8 {
+			convertNorm(out, dtype, dst)
 		}
 		return nil
 	}
@@ -328,12 +334,12 @@ func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 	if cap(st.lo) < len(dst) {
 		st.lo = make([]byte, len(dst))
 	}
-	lo, opt := st.lo[:len(dst)], st.opt
+	lo := st.lo[:len(dst)]
 	opt.Low16 = true
-	if _, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, opt, lo); err != nil {
+	if _, _, _, err := st.dec.Decode(data, st.info, opt, lo); err != nil {
 		return err
 	}
-	convertNorm16(ws.Out[0].Data, d.dtype, dst, lo)
+	convertNorm16(out, dtype, dst, lo)
 	return nil
 }
 

@@ -117,14 +117,11 @@ func (d *sliceDecoder) Setup(ws *engine.Workspace) error {
 func (d *sliceDecoder) Run(ws *engine.Workspace) error {
 	st := ws.State.(*sliceState)
 	if !st.pad {
-		_, _, _, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, ws.Out[0].Data)
-		d.toYCbCr(ws.Out[0].Data)
+		return d.decodeTo(&st.decoderState, ws.In[0].Data, st.opt, ws.Out[0].Data, engine.UInt8)
+	}
+	if err := d.decodeTo(&st.decoderState, ws.In[0].Data, st.opt, st.full, engine.UInt8); err != nil {
 		return err
 	}
-	_, _, c, err := st.dec.Decode(ws.In[0].Data, st.info, st.opt, st.full)
-	if err != nil {
-		return err
-	}
-	d.toYCbCr(st.full) // the padding keeps fill_values
+	c := d.out.Channels() // the padding keeps fill_values
 	return imaging.Crop(ws.Out[0].Data, st.full, st.fw, st.fh, c, st.roi.X, st.roi.Y, st.roi.W, st.roi.H, d.fill)
 }

@@ -448,8 +448,23 @@ def test_decoder_dtype_keeps_16_bit_samples(tmp_path):
             p = _decode_pipe([f], dtype=types.UINT16, output_type=types.GRAY)
             np.testing.assert_array_equal(np.array(p.run()[0].at(0)), x)
             p.close()
-    # like_pil keeps PIL's 8-bit view (high byte, scaled)
+    # image_slice (UINT8 only) and image_crop too, padded or not
     f = str(tmp_path / "s3.png")
+    p = _pipe(1)
+    with p:
+        data, _ = fn.readers.file(files=[f])
+        p.set_outputs(fn.decoders.image_slice(data, rel_start=(0.0, 0.4), rel_shape=(1.0, 0.4)),
+                      fn.decoders.image_slice(data, rel_start=(0.0, 0.0), rel_shape=(1.0, 1.4),
+                                              out_of_bounds_policy="pad", fill_values=9),
+                      fn.decoders.image_crop(data, crop=(3, 4), dtype=types.UINT16))
+    a, b, c = [np.array(o.at(0)) for o in p.run()]
+    u8 = ((cases[f][:, :, :3].astype(np.uint32) + 128) // 257).astype(np.uint8)
+    np.testing.assert_array_equal(a, u8[2:4])
+    np.testing.assert_array_equal(b[:5], u8)
+    assert (b[5:] == 9).all()
+    np.testing.assert_array_equal(c, cases[f][1:4, 2:6, :3])
+    p.close()
+    # like_pil keeps PIL's 8-bit view (high byte, scaled)
     p = _decode_pipe([f], dtype=types.UINT16, like_pil=True)
     np.testing.assert_array_equal(np.array(p.run()[0].at(0)), (cases[f] >> 8).astype(np.uint16) * 257)
     p.close()
