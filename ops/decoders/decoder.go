@@ -16,7 +16,7 @@ import (
 var decoderArgs = []engine.ArgSpec{
 	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR, GRAY or YCbCr (ITU-R BT.601 limited range of the RGB decode, as color_space_conversion; cpu only) (a JPEG's GRAY is its luma as libjpeg decodes it, as DALI gives it; other images' the ITU-R 601 luma of RGB)"},
 	{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "apply the EXIF orientation"},
-	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, 16-bit grey clipped to 255 where the default scales it, and a JPEG's GRAY the 601 luma of its RGB decode (convert(\"L\")) rather than its stored luma"},
+	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, 16-bit grey clipped to 255 where the default scales it, colours converted as PIL converts them (a JPEG's GRAY the 601 luma of its RGB decode, convert(\"L\"), rather than its stored luma; CMYK rounded), and image_random_crop's window drawn as torchvision's RandomResizedCrop draws it (centre-crop fallback) rather than as DALI's generator"},
 	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type: UINT8, or (cpu) UINT16, INT16 or FLOAT with the pixels converted to the type's dynamic range as DALI converts them (x * 65535/255 or x * 32767/255 rounded, x / 255); 16-bit PNG and TIFF samples keep their 16 bits (x, x * 32767/65535 rounded, x / 65535), but for GRAY of a colour image (decoded at 8 bits) and like_pil"},
 	{Name: "hw_decoder_load", Type: engine.ArgFloat, Default: 0.65, Doc: "mixed: share of JPEGs sent to the GPU's hardware decoder"},
 	{Name: "preallocate_width_hint", Type: engine.ArgInt, Default: 0, Doc: "mixed: expected maximum width, to preallocate"},
@@ -103,6 +103,7 @@ func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 		if err != nil {
 			return nil, err
 		}
+		rc.DALI = !d.likePIL // DALI's window draws; like_pil: torchvision's (godali.torch)
 		d.crop = rc
 	}
 	return d, nil

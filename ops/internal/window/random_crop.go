@@ -19,10 +19,17 @@ type RandomCrop struct {
 	AreaMin, AreaMax   float64
 	RatioMin, RatioMax float64
 	Attempts           int
+	// DALI draws as DALI's RandomCropGenerator does (dali.go) rather than as
+	// torchvision's RandomResizedCrop.get_params.
+	DALI bool
 }
 
-// Window draws a crop of a w x h image: torchvision's algorithm, center crop as fallback.
+// Window draws a crop of a w x h image: torchvision's algorithm, center crop as fallback
+// (DALI's with rc.DALI).
 func (rc *RandomCrop) Window(w, h int, rng *engine.RNG) codec.Rect {
+	if rc.DALI {
+		return rc.daliWindow(w, h, rng)
+	}
 	area := float64(w * h)
 	logLo, logHi := math.Log(rc.RatioMin), math.Log(rc.RatioMax)
 	for i := 0; i < rc.Attempts; i++ {
@@ -39,8 +46,14 @@ func (rc *RandomCrop) Window(w, h int, rng *engine.RNG) codec.Rect {
 	return rc.Fallback(w, h)
 }
 
-// Fallback is the center crop Window takes after Attempts failed draws.
+// Fallback is the center crop Window takes after Attempts failed draws (with rc.DALI,
+// the size of DALI's fallback window, placed in the centre here; Window places it at
+// random).
 func (rc *RandomCrop) Fallback(w, h int) codec.Rect {
+	if rc.DALI {
+		cw, ch := rc.daliFallback(w, h)
+		return codec.Rect{X: (w - cw) / 2, Y: (h - ch) / 2, W: cw, H: ch}
+	}
 	inRatio := float64(w) / float64(h)
 	cw, ch := w, h
 	// Both are at most the image's side: inRatio < RatioMin makes cw / RatioMin < h.
@@ -56,7 +69,9 @@ func (rc *RandomCrop) Fallback(w, h int) codec.Rect {
 // MaxHeight is the tallest crop of width cw that a draw of Window may give a w x h image
 // (0: none): torchvision's draw rounds sqrt(area*ratio) to cw and sqrt(area/ratio) to
 // the height, so the height is at most (cw+0.5)/RatioMin and AreaMax*w*h/(cw-0.5),
-// rounded, and the image's. The fallback window is not counted (Fallback).
+// rounded, and the image's. The fallback window is not counted (Fallback). DALI's draws
+// (rc.DALI) are the same sizes, those whose ratio is in range, so the bounds hold there
+// too (but for 1-pixel sides raised from 0, which only shrink the window).
 func (rc *RandomCrop) MaxHeight(cw, w, h int) int {
 	if cw < 1 || cw > w {
 		return 0
