@@ -195,8 +195,9 @@ func convertArg(spec *ArgSpec, msg json.RawMessage) (any, error) {
 			return d.String(), nil
 		case ArgImageType:
 			s = strings.TrimPrefix(s, "types.")
-			if s != "RGB" && s != "BGR" && s != "GRAY" && s != "YCbCr" {
-				return nil, fmt.Errorf("unknown image type %q; valid: RGB, BGR, GRAY, YCbCr", s)
+			// (each operator refuses those it does not take: ANY_DATA is the decoders')
+			if s != "RGB" && s != "BGR" && s != "GRAY" && s != "YCbCr" && s != "ANY_DATA" {
+				return nil, fmt.Errorf("unknown image type %q; valid: RGB, BGR, GRAY, YCbCr, ANY_DATA", s)
 			}
 		case ArgInterpType:
 			s = strings.TrimPrefix(strings.TrimPrefix(s, "types."), "INTERP_")

@@ -14,7 +14,7 @@ import (
 )
 
 var decoderArgs = []engine.ArgSpec{
-	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR, GRAY or YCbCr (ITU-R BT.601 limited range of the RGB decode, as color_space_conversion; cpu only) (a JPEG's GRAY is its luma as libjpeg decodes it, as DALI gives it; other images' the ITU-R 601 luma of RGB)"},
+	{Name: "output_type", Type: engine.ArgImageType, Default: "RGB", Doc: "color space of the output: RGB, BGR, GRAY, YCbCr (ITU-R BT.601 limited range of the RGB decode, as color_space_conversion; cpu only) or ANY_DATA (cpu only: one channel for grey images, three for others; images with alpha refused) (a JPEG's GRAY is its luma as libjpeg decodes it, as DALI gives it; other images' the ITU-R 601 luma of RGB)"},
 	{Name: "adjust_orientation", Type: engine.ArgBool, Default: true, Doc: "apply the EXIF orientation"},
 	{Name: "like_pil", Type: engine.ArgBool, Default: false, Doc: "godali only: decode as torchvision's default loader (PIL's Image.open + convert) does: the EXIF orientation only where PIL's open applies it (TIFF), whatever adjust_orientation says, 16-bit grey clipped to 255 where the default scales it, colours converted as PIL converts them (a JPEG's GRAY the 601 luma of its RGB decode, convert(\"L\"), rather than its stored luma; CMYK rounded), and image_random_crop's window drawn as torchvision's RandomResizedCrop draws it (centre-crop fallback) rather than as DALI's generator"},
 	{Name: "dtype", Type: engine.ArgDType, Default: "UINT8", Doc: "output type: UINT8, or (cpu) UINT16, INT16 or FLOAT with the pixels converted to the type's dynamic range as DALI converts them (x * 65535/255 or x * 32767/255 rounded, x / 255); 16-bit PNG and TIFF samples keep their 16 bits (x, x * 32767/65535 rounded, x / 65535), but for GRAY of a colour image (decoded at 8 bits) and like_pil"},
@@ -51,6 +51,7 @@ type cpuDecoder struct {
 	dtype    engine.DType // the output's (decodedTypes)
 	out      codec.OutputType
 	ycc      bool // output_type YCbCr: out is RGB, converted after decoding (toYCbCr)
+	anyData  bool // output_type ANY_DATA: each image's own channels (anyDataOut)
 	orient   bool
 	likePIL  bool // orientation and 16-bit grey as PIL's loader (like_pil)
 	dctScale bool // DCT-domain downscaling allowed (dct_downscale)
@@ -88,7 +89,7 @@ func (s *decoderState) Trim(limit int) {
 func (s *decoderState) ScratchBytes() int { return s.dec.ScratchBytes() }
 
 func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
-	out, ycc, err := parseDecodedType(a.String("output_type"))
+	out, ycc, anyData, err := parseDecodedType(a.String("output_type"))
 	if err != nil {
 		return nil, a.Errorf("output_type", "%v", err)
 	}
@@ -96,7 +97,7 @@ func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	if !slices.Contains(decodedTypes, dt) {
 		return nil, a.Errorf("dtype", "expected UINT8, UINT16, INT16 or FLOAT, got %s", dt)
 	}
-	d := &cpuDecoder{args: a, dtype: dt, out: out, ycc: ycc, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
+	d := &cpuDecoder{args: a, dtype: dt, out: out, ycc: ycc, anyData: anyData, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
 	if randomCrop {
 		d.dctScale = a.Bool("dct_downscale")
 		rc, err := window.ParseRandomCrop(a)
@@ -113,21 +114,44 @@ func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 	if in[0].DType != engine.UInt8 || (in[0].Shape != nil && len(in[0].Shape) != 1) { // unknown rank (readers.caffe: encoded or raw): checked per sample
 		return nil, d.args.Invalidf("input must be encoded bytes (uint8, 1-D), e.g. from readers.file; got %s %v", in[0].DType, in[0].Shape)
 	}
-	return []engine.TensorMeta{{DType: d.dtype, Layout: "HWC", Shape: []int{-1, -1, d.out.Channels()}}}, nil
+	c := d.out.Channels()
+	if d.anyData {
+		c = -1 // the image's own
+	}
+	return []engine.TensorMeta{{DType: d.dtype, Layout: "HWC", Shape: []int{-1, -1, c}}}, nil
 }
 
-// parseDecodedType reads the decoders' output_type: codec's RGB, BGR or GRAY, or YCbCr,
+// parseDecodedType reads the decoders' output_type: codec's RGB, BGR or GRAY; YCbCr,
 // which the decoders make as DALI's do, from the RGB decode by color_space_conversion's
-// formula (ITU-R BT.601, limited range: imaging.RGBToYCbCr601).
-func parseDecodedType(s string) (out codec.OutputType, ycc bool, err error) {
-	if strings.EqualFold(strings.TrimSpace(s), "YCbCr") {
-		return codec.RGB, true, nil
+// formula (ITU-R BT.601, limited range: imaging.RGBToYCbCr601); or ANY_DATA, each
+// image's own channels (anyDataOut).
+func parseDecodedType(s string) (out codec.OutputType, ycc, anyData bool, err error) {
+	switch t := strings.TrimSpace(s); {
+	case strings.EqualFold(t, "YCbCr"):
+		return codec.RGB, true, false, nil
+	case strings.EqualFold(t, "ANY_DATA"):
+		return codec.RGB, false, true, nil
 	}
 	out, err = codec.ParseOutputType(s)
 	if err != nil {
-		err = fmt.Errorf("output_type %q is not supported; valid: RGB, BGR, GRAY, YCbCr", s)
+		err = fmt.Errorf("output_type %q is not supported; valid: RGB, BGR, GRAY, YCbCr, ANY_DATA", s)
 	}
-	return out, false, err
+	return out, false, false, err
+}
+
+// anyDataOut is output_type ANY_DATA's layout for an image, as DALI 2.4's CPU decoders
+// give it (tests/compat/decsweep.py): one channel for grey images (8- and 16-bit PNG
+// and TIFF, 1-bit PNG, grey JPEG), three for the others (colour, palette, CMYK: RGB).
+// Images with an alpha channel, which DALI gives as four channels (RGBA PNG) or refuses
+// (grey+alpha PNG), are refused.
+func anyDataOut(info codec.Info) (codec.OutputType, error) {
+	switch info.ColorSpace {
+	case "Gray":
+		return codec.Gray, nil
+	case "RGBA", "GrayA", "YCbCrA":
+		return codec.RGB, fmt.Errorf("output_type ANY_DATA of a %s image with an alpha channel is not supported (decode it as RGB, which drops the alpha)", info.Format)
+	}
+	return codec.RGB, nil
 }
 
 // toYCbCr converts the RGB pixels px in place to YCbCr where the output type is YCbCr.
@@ -239,8 +263,14 @@ func (d *cpuDecoder) probe(ws *engine.Workspace, st *decoderState) (w, h int, er
 		return 0, 0, err
 	}
 	st.info = info
+	out := d.out
+	if d.anyData {
+		if out, err = anyDataOut(info); err != nil {
+			return 0, 0, d.args.DataErrorf(ws, "%v", err)
+		}
+	}
 	orient := d.orients(info)
-	st.opt = codec.Options{Out: d.out, AdjustOrientation: orient, ClipGray16: d.likePIL, DALIColor: !d.likePIL, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
+	st.opt = codec.Options{Out: out, AdjustOrientation: orient, ClipGray16: d.likePIL, DALIColor: !d.likePIL, MaxPixels: ws.Limits.MaxImagePixels, FastIDCT: d.fastIDCT}
 	if ws.Limits.MaxImagePixels > 0 && int64(info.Width)*int64(info.Height) > ws.Limits.MaxImagePixels {
 		return 0, 0, engine.Errorf(engine.StatusData, "image is %dx%d = %d pixels, more than max_image_pixels=%d (decompression bomb?)", info.Width, info.Height, int64(info.Width)*int64(info.Height), ws.Limits.MaxImagePixels)
 	}
@@ -313,7 +343,7 @@ func (d *cpuDecoder) Run(ws *engine.Workspace) error {
 // converted (YCbCr, the type's range), or a 16-bit image's samples (sixteen) converted.
 func (d *cpuDecoder) decodeTo(st *decoderState, data []byte, opt codec.Options, out []byte, dtype engine.DType) error {
 	dst := out
-	six := d.sixteen(st.info)
+	six := d.sixteen(st.info, opt.Out)
 	if dtype != engine.UInt8 || six {
 		n := len(out) / dtype.Size()
 		if cap(st.u8) < n {
@@ -350,6 +380,6 @@ func (d *cpuDecoder) decodeTo(st *decoderState, data []byte, opt codec.Options, 
 // bytes): for 16-bit images whose conversion to the output copies samples (RGB, BGR, or
 // GRAY of a grey image; GRAY of 16-bit colour goes through the 8-bit decode). like_pil
 // keeps PIL's 8-bit view.
-func (d *cpuDecoder) sixteen(info codec.Info) bool {
-	return info.Sixteen && !d.likePIL && !d.ycc && (d.out != codec.Gray || info.ColorSpace == "Gray")
+func (d *cpuDecoder) sixteen(info codec.Info, out codec.OutputType) bool {
+	return info.Sixteen && !d.likePIL && !d.ycc && (out != codec.Gray || info.ColorSpace == "Gray")
 }

@@ -66,8 +66,8 @@ func newMixedDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if op.(*cpuDecoder).ycc {
-		return nil, a.Errorf("output_type", "YCbCr is decoded by the cpu backend only (decode RGB and apply color_space_conversion on the GPU)")
+	if c := op.(*cpuDecoder); c.ycc || c.anyData {
+		return nil, a.Errorf("output_type", "%s is decoded by the cpu backend only", a.String("output_type"))
 	}
 	d := &mixedDecoder{cpu: op.(*cpuDecoder), hwLoad: a.Float("hw_decoder_load"),
 		hintW: a.Int("preallocate_width_hint"), hintH: a.Int("preallocate_height_hint"),

@@ -122,6 +122,6 @@ func (d *sliceDecoder) Run(ws *engine.Workspace) error {
 	if err := d.decodeTo(&st.decoderState, ws.In[0].Data, st.opt, st.full, engine.UInt8); err != nil {
 		return err
 	}
-	c := d.out.Channels() // the padding keeps fill_values
+	c := st.opt.Out.Channels() // the padding keeps fill_values
 	return imaging.Crop(ws.Out[0].Data, st.full, st.fw, st.fh, c, st.roi.X, st.roi.Y, st.roi.W, st.roi.H, d.fill)
 }

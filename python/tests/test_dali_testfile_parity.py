@@ -635,3 +635,36 @@ def test_decoder_cmyk_jpeg_as_dali(tmp_path):
     np.testing.assert_array_equal(np.array(pil.at(0)), np.asarray(Image.open(f).convert("RGB")))
     assert (np.array(pil.at(0)) != rgb).any()  # the rules differ here
     p.close()
+
+
+def test_decoder_any_data_keeps_the_images_channels(tmp_path):
+    # DALI 2.4's CPU decoders (tests/compat/decsweep.py): output_type=ANY_DATA gives grey
+    # images one channel (8- and 16-bit), colour and palette images three; godali
+    # refuses images with alpha (DALI gives RGBA PNGs four channels) by name.
+    from PIL import Image
+    rng = np.random.default_rng(8)
+    grey = rng.integers(0, 256, (9, 13), dtype=np.uint8)
+    rgb = rng.integers(0, 256, (9, 13, 3), dtype=np.uint8)
+    grey16 = rng.integers(0, 65536, (9, 13), dtype=np.uint16)
+    files = [str(tmp_path / n) for n in ("g.png", "c.png", "p.png", "g16.png", "a.png")]
+    Image.fromarray(grey).save(files[0])
+    Image.fromarray(rgb).save(files[1])
+    Image.fromarray(rgb).convert("P").save(files[2])
+    _png16(files[3], grey16[..., None])
+    Image.fromarray(np.dstack([rgb, grey])).save(files[4])
+
+    def run(f, **kw):
+        p = _pipe(1)
+        with p:
+            data, _ = fn.readers.file(files=[f])
+            p.set_outputs(fn.decoders.image(data, output_type=types.ANY_DATA, **kw))
+        try:
+            return np.array(p.run()[0].at(0))
+        finally:
+            p.close()
+    np.testing.assert_array_equal(run(files[0]), grey[..., None])
+    np.testing.assert_array_equal(run(files[1]), rgb)
+    np.testing.assert_array_equal(run(files[2]), np.asarray(Image.open(files[2]).convert("RGB")))
+    np.testing.assert_array_equal(run(files[3], dtype=types.UINT16), grey16[..., None])
+    with pytest.raises(RuntimeError, match="ANY_DATA of a PNG image with an alpha channel"):
+        run(files[4])
