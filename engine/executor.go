@@ -1320,6 +1320,8 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	// The goroutine keeps its thread to the end: a pinned thread then exits with it
 	// instead of going back to the Go scheduler with a one-CPU affinity.
 	runtime.LockOSThread()
+	workerProcs.add(1)
+	defer workerProcs.add(-1)
 	if cpu >= 0 {
 		var set unix.CPUSet
 		set.Set(cpu)
