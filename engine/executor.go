@@ -1328,9 +1328,11 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 		_ = unix.SchedSetaffinity(0, &set) // a CPU outside the process's set is ignored, as in DALI
 	}
 	started.Done()
+	yielded := time.Now()
 	for t := range w.p.tasks {
 		err := w.runSample(t.b, t.i, t.src, t.phase)
 		w.trim()
+		yielded = yieldIfDue(yielded)
 		if t.result != nil {
 			t.result <- sampleResult{i: t.i, err: err}
 		} else {

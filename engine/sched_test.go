@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestProcsFor(t *testing.T) {
@@ -71,5 +72,18 @@ func TestGOMAXPROCSFromEnvironmentKept(t *testing.T) {
 	p.Close()
 	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Errorf("GOMAXPROCS %d after Close, want %d", got, before)
+	}
+}
+
+// TestYieldIfDue: a worker yields once yieldEvery has passed since its last yield, and
+// only then starts a new interval.
+func TestYieldIfDue(t *testing.T) {
+	recent := time.Now()
+	if got := yieldIfDue(recent); !got.Equal(recent) {
+		t.Errorf("yieldIfDue(just now) = %v, want the same time back (not due)", got)
+	}
+	old := time.Now().Add(-2 * yieldEvery)
+	if got := yieldIfDue(old); !got.After(old.Add(yieldEvery)) {
+		t.Errorf("yieldIfDue(2 intervals ago) = %v, want now (due)", got)
 	}
 }
