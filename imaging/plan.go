@@ -41,6 +41,7 @@ type axisPlan struct {
 	// with zero weights (see padFixed); then taps[i].off == i*fixed.
 	fixed int
 	wp    []int32 // padded weights
+	wx    []int32 // the fixed weights laid out for the AVX2 pair kernel (pairWeights)
 	// nonNeg: no weight is negative (triangle filters), so sums never leave 0..255
 	// and need no clamping.
 	nonNeg bool
@@ -133,7 +134,7 @@ func (p *ResizePlan) check() error {
 }
 
 func (p *ResizePlan) bytes() int {
-	return 4*(cap(p.h.idx)+cap(p.v.idx)+cap(p.h.w)+cap(p.v.w)+cap(p.h.wp)+cap(p.v.wp)) +
+	return 4*(cap(p.h.idx)+cap(p.v.idx)+cap(p.h.w)+cap(p.v.w)+cap(p.h.wp)+cap(p.v.wp)+cap(p.h.wx)+cap(p.v.wx)) +
 		12*(cap(p.h.taps)+cap(p.v.taps)) + 8*cap(p.coef)
 }
 
@@ -250,6 +251,7 @@ func (a *axisPlan) padFixed(inSize int) {
 	}
 	a.w, a.wp = a.wp, a.w
 	a.fixed = k
+	a.wx = pairWeights(a.wx, a.w, k, len(a.taps))
 }
 
 func clampInt(v, lo, hi int) int {

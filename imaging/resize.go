@@ -124,10 +124,9 @@ func (r *region) begin(p *ResizePlan, src []byte, c, stride, x0, x1, y0, y1 int,
 		rB = max(rB, int(t.start+t.n))
 	}
 	s.tmp = grow(s.tmp, (rB-rA)*r.rowLen)
-	htaps := p.h.taps[x0:x1]
 	for y := rA; y < rB; y++ {
 		o := (y - rA) * r.rowLen
-		hpass(s.tmp[o:o+r.rowLen], r.line(y), htaps, p.h.w, c, p.h.fixed, p.h.nonNeg)
+		hpass(s.tmp[o:o+r.rowLen], r.line(y), &p.h, x0, x1, c)
 	}
 	r.vbuf, r.vOff, r.vStride = s.tmp, -rA*r.rowLen, r.rowLen
 }
@@ -164,7 +163,7 @@ func (r *region) hrow(out, in []byte) {
 	case axisNearest:
 		gather(out, in, p.h.idx[r.x0:r.x0+n], c)
 	default:
-		hpass(out, in, p.h.taps[r.x0:r.x0+n], p.h.w, c, p.h.fixed, p.h.nonNeg)
+		hpass(out, in, &p.h, r.x0, r.x0+n, c)
 	}
 }
 
@@ -176,7 +175,7 @@ func (r *region) ringLine(y int) []uint64 {
 		p := r.p
 		n := r.rowLen / r.c
 		o := slot * 2 * r.words
-		hpass(r.ring32[o:o+r.rowLen], r.line(y), p.h.taps[r.x0:r.x0+n], p.h.w, r.c, p.h.fixed, p.h.nonNeg)
+		hpass(r.ring32[o:o+r.rowLen], r.line(y), &p.h, r.x0, r.x0+n, r.c)
 		r.tags[slot] = int32(y)
 	}
 	return r.ring[slot*r.words : (slot+1)*r.words : (slot+1)*r.words]
@@ -439,16 +438,16 @@ func vfinal(out []byte, acc []int32, r0 []byte, w0 int32) {
 // for the ring that feeds the paired vertical kernels.
 type hout interface{ ~uint8 | ~uint32 }
 
-// hpass convolves one source row with the horizontal taps; out has len(taps)*c
-// elements. fixed is the plan's common tap count (0 if the counts vary); nonNeg says
-// that no weight is negative.
-func hpass[O hout](out []O, in []byte, taps []tap, w []int32, c, fixed int, nonNeg bool) {
+// hpass convolves one source row with the horizontal taps of outputs [x0, x1) of axis
+// a; out has (x1-x0)*c elements.
+func hpass[O hout](out []O, in []byte, a *axisPlan, x0, x1, c int) {
+	taps, w, fixed := a.taps[x0:x1], a.w, a.fixed
 	switch c {
 	case 3:
 		if fixed > 0 && len(taps) > 0 {
 			// The fixed-count kernels index weights from the first tap's offset.
 			off := int(taps[0].off)
-			if hpass3Vec(out, in, taps, w[off:], fixed) || hpass3Fixed(out, in, taps, w[off:], fixed, nonNeg) {
+			if hpass3Vec(out, in, taps, w[off:], a.wx, x0, fixed) || hpass3Fixed(out, in, taps, w[off:], fixed, a.nonNeg) {
 				return
 			}
 		}

@@ -15,24 +15,88 @@ var useAVX2 = cpu.X86.HasAVX2
 func hrow3AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
 
 //go:noescape
+func hpair3AVX2(out unsafe.Pointer, in *byte, taps *tap, wx *int32, k, pairs, limit int, bytesOut bool) int
+
+//go:noescape
 func hrow4AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
 
 //go:noescape
 func vfiltAVX2(out *byte, n int, rows *unsafe.Pointer, w *int32, k int)
 
+// Tap counts of the pair kernel hpair3AVX2: one 16-byte load per output holds 5 pixels,
+// two hold 10.
+const minPairTaps, maxPairTaps = 2, 8
+
+// pairWeights lays out the weights w of n outputs with k taps each (w[k*i:] for output
+// i) for hpair3AVX2, which computes outputs 2p and 2p+1 together: for pair p and tap j,
+// output 2p's weight four times (R, G, B and the zero lane), then output 2p+1's four
+// times (a lone last output gets zeros for its partner). It returns nil where the pair
+// kernel does not run (no AVX2, or another tap count), reusing wx's memory otherwise.
+func pairWeights(wx, w []int32, k, n int) []int32 {
+	if !useAVX2 || k < minPairTaps || k > maxPairTaps {
+		return wx[:0]
+	}
+	pairs := (n + 1) / 2
+	wx = grow(wx, pairs*8*k)
+	for p := 0; p < pairs; p++ {
+		a := w[2*p*k : 2*p*k+k]
+		b := a[:0]
+		if 2*p+1 < n {
+			b = w[(2*p+1)*k : (2*p+2)*k]
+		}
+		d := wx[8*k*p : 8*k*(p+1)]
+		for j, v := range a {
+			var u int32
+			if len(b) > 0 {
+				u = b[j]
+			}
+			e := d[8*j : 8*j+8 : 8*j+8]
+			e[0], e[1], e[2], e[3] = v, v, v, v
+			e[4], e[5], e[6], e[7] = u, u, u, u
+		}
+	}
+	return wx
+}
+
 // hpass3Vec is hpass3Fixed (3 channels, k taps for every output, weights w[k*i:])
-// with AVX2: the pixels whose loads stay inside in, all but the last, go through the
-// vector kernel, the rest through the scalar one. It reports false when it did nothing.
-func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, k int) bool {
+// with AVX2. taps[0] is output i0 of the plan whose pair-kernel weights are wx
+// (pairWeights; empty where that kernel does not run). The pairs of outputs whose loads
+// stay inside in go through hpair3AVX2, the outputs before and after them through
+// hrow3AVX2, which takes one or two at a time, and the last ones, whose stores or loads
+// would pass the ends, through the scalar kernel. It reports false when it did nothing.
+func hpass3Vec[O hout](out []O, in []byte, taps []tap, w, wx []int32, i0, k int) bool {
 	n := len(taps)
 	if !useAVX2 || n < 2 || k < 1 || len(in) < 3 || len(w) < n*k {
 		return false
 	}
 	out = out[:3*n]
 	var z O
-	m := hrow3AVX2(unsafe.Pointer(unsafe.SliceData(out)), unsafe.SliceData(in), unsafe.SliceData(taps),
-		unsafe.SliceData(w), k, n-1, len(in)-2, unsafe.Sizeof(z) == 1)
-	for i := m; i < n; i++ {
+	bytesOut := unsafe.Sizeof(z) == 1
+	i := 0
+	if len(wx) > 0 {
+		// The pairs start at an even output of the plan; an odd first one goes alone.
+		lead := i0 & 1
+		p0 := (i0 + lead) / 2
+		pairs := (n - 1 - lead) / 2 // the last output is never in a pair: stores pass it
+		if pairs > 0 && len(wx) >= 8*k*(p0+pairs) {
+			if lead == 1 {
+				i = hrow3AVX2(unsafe.Pointer(unsafe.SliceData(out)), unsafe.SliceData(in), unsafe.SliceData(taps),
+					unsafe.SliceData(w), k, 1, len(in)-2, bytesOut)
+			}
+			if i == lead {
+				limit := len(in) - 16
+				if k > 5 {
+					limit = len(in) - 31
+				}
+				m := hpair3AVX2(unsafe.Pointer(&out[3*i]), unsafe.SliceData(in), &taps[i], &wx[8*k*p0], k, pairs, limit, bytesOut)
+				i += 2 * m
+			}
+		}
+	}
+	if i < n-1 {
+		i += hrow3AVX2(unsafe.Pointer(&out[3*i]), unsafe.SliceData(in), &taps[i], &w[k*i], k, n-1-i, len(in)-2, bytesOut)
+	}
+	for ; i < n; i++ {
 		p := in[3*int(taps[i].start):]
 		p = p[:3*k]
 		s0, s1, s2 := int32(fixedHalf), int32(fixedHalf), int32(fixedHalf)

@@ -601,3 +601,226 @@ qdone:
 	VZEROUPPER
 	MOVQ R15, ret+64(FP)
 	RET
+
+
+// hpair3AVX2 is the horizontal pass of 3-channel pixels for tap counts 2..8, two
+// outputs (A, B) at once: A's taps in the low 128-bit lane, B's in the high one, each
+// lane holding one tap's R, G, B (and a zero) as dwords. One 16-byte load per output
+// (two for more than 5 taps) holds its taps' pixels; a shuffle per tap spreads one
+// pixel, which is multiplied by the weights laid out for it in wx (pairWeights: tap j
+// of pair p is w[A][j] four times, then w[B][j] four times) and summed. The lanes then
+// hold the two outputs' sums: the scalar kernels' int32 sums of w * pixel (int32
+// addition, wrapping or not, does not depend on the order of the terms), then rounded,
+// shifted and clamped as clip8 does.
+//
+// func hpair3AVX2(out unsafe.Pointer, in *byte, taps *tap, wx *int32, k, pairs, limit int, bytesOut bool) int
+// limit is the largest byte offset at which a pixel load (16 bytes, or 31 for more
+// than 5 taps) stays inside in; it stops at the first pair whose loads would start
+// past it and returns the pairs done. A pair's stores write 4 bytes or elements past
+// B's: the caller keeps at least one output after the last pair.
+// Byte shuffles picking pixel j (j = 0..4) of a 16-byte load into dwords R, G, B, 0:
+// the same in both lanes, which hold the loads of two outputs.
+DATA pshuf<>+0(SB)/8, $0x8080800180808000
+DATA pshuf<>+8(SB)/8, $0x8080808080808002
+DATA pshuf<>+16(SB)/8, $0x8080800180808000
+DATA pshuf<>+24(SB)/8, $0x8080808080808002
+DATA pshuf<>+32(SB)/8, $0x8080800480808003
+DATA pshuf<>+40(SB)/8, $0x8080808080808005
+DATA pshuf<>+48(SB)/8, $0x8080800480808003
+DATA pshuf<>+56(SB)/8, $0x8080808080808005
+DATA pshuf<>+64(SB)/8, $0x8080800780808006
+DATA pshuf<>+72(SB)/8, $0x8080808080808008
+DATA pshuf<>+80(SB)/8, $0x8080800780808006
+DATA pshuf<>+88(SB)/8, $0x8080808080808008
+DATA pshuf<>+96(SB)/8, $0x8080800a80808009
+DATA pshuf<>+104(SB)/8, $0x808080808080800b
+DATA pshuf<>+112(SB)/8, $0x8080800a80808009
+DATA pshuf<>+120(SB)/8, $0x808080808080800b
+DATA pshuf<>+128(SB)/8, $0x8080800d8080800c
+DATA pshuf<>+136(SB)/8, $0x808080808080800e
+DATA pshuf<>+144(SB)/8, $0x8080800d8080800c
+DATA pshuf<>+152(SB)/8, $0x808080808080800e
+GLOBL pshuf<>(SB), RODATA|NOPTR, $160
+
+#define PLOAD MOVLQSX (BX), AX; MOVLQSX 12(BX), R12; LEAQ (AX)(AX*2), AX; LEAQ (R12)(R12*2), R12; CMPQ AX, R13; JGT pdone; CMPQ R12, R13; JGT pdone; VMOVDQU (SI)(AX*1), X1; VINSERTI128 $1, (SI)(R12*1), Y1, Y1
+#define PLOAD2 VMOVDQU 15(SI)(AX*1), X2; VINSERTI128 $1, 15(SI)(R12*1), Y2, Y2
+#define PFIRST(m, src) VPSHUFB m, src, Y0; VPMULLD 0(DX), Y0, Y0
+#define PTAP(m, src, wo) VPSHUFB m, src, Y3; VPMULLD wo(DX), Y3, Y3; VPADDD Y3, Y0, Y0
+#define PROUND VPADDD Y9, Y0, Y0; VPSRAD $22, Y0, Y0; VPMAXSD Y8, Y0, Y0; VPMINSD Y10, Y0, Y0; ADDQ $24, BX; INCQ R15
+#define PSTORE32 VMOVDQU X0, (DI); VEXTRACTI128 $1, Y0, 12(DI); ADDQ $24, DI
+#define PSTORE8 VPACKUSDW Y0, Y0, Y0; VPACKUSWB Y0, Y0, Y0; VEXTRACTI128 $1, Y0, X1; VMOVD X0, (DI); VMOVD X1, 3(DI); ADDQ $6, DI
+
+TEXT ·hpair3AVX2(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), DI
+	MOVQ in+8(FP), SI
+	MOVQ taps+16(FP), BX
+	MOVQ wx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ pairs+40(FP), R8
+	MOVQ limit+48(FP), R13
+	MOVBQZX bytesOut+56(FP), R14
+	XORQ R15, R15 // pairs done
+	VMOVDQU pshuf<>+0(SB), Y15
+	VMOVDQU pshuf<>+32(SB), Y14
+	VMOVDQU pshuf<>+64(SB), Y13
+	VMOVDQU pshuf<>+96(SB), Y12
+	VMOVDQU pshuf<>+128(SB), Y11
+	VPBROADCASTD c255<>(SB), Y10
+	VPBROADCASTD fixhalf<>(SB), Y9
+	VPXOR Y8, Y8, Y8
+	CMPQ CX, $2
+	JEQ pk2
+	CMPQ CX, $3
+	JEQ pk3
+	CMPQ CX, $4
+	JEQ pk4
+	CMPQ CX, $5
+	JEQ pk5
+	CMPQ CX, $6
+	JEQ pk6
+	CMPQ CX, $7
+	JEQ pk7
+	CMPQ CX, $8
+	JEQ pk8
+	JMP pdone
+
+pk2:
+	CMPQ R15, R8
+	JGE pdone
+	PLOAD
+	PFIRST(Y15, Y1)
+	PTAP(Y14, Y1, 32)
+	ADDQ $64, DX
+	PROUND
+	TESTQ R14, R14
+	JNZ pk2b
+	PSTORE32
+	JMP pk2
+pk2b:
+	PSTORE8
+	JMP pk2
+
+pk3:
+	CMPQ R15, R8
+	JGE pdone
+	PLOAD
+	PFIRST(Y15, Y1)
+	PTAP(Y14, Y1, 32)
+	PTAP(Y13, Y1, 64)
+	ADDQ $96, DX
+	PROUND
+	TESTQ R14, R14
+	JNZ pk3b
+	PSTORE32
+	JMP pk3
+pk3b:
+	PSTORE8
+	JMP pk3
+
+pk4:
+	CMPQ R15, R8
+	JGE pdone
+	PLOAD
+	PFIRST(Y15, Y1)
+	PTAP(Y14, Y1, 32)
+	PTAP(Y13, Y1, 64)
+	PTAP(Y12, Y1, 96)
+	ADDQ $128, DX
+	PROUND
+	TESTQ R14, R14
+	JNZ pk4b
+	PSTORE32
+	JMP pk4
+pk4b:
+	PSTORE8
+	JMP pk4
+
+pk5:
+	CMPQ R15, R8
+	JGE pdone
+	PLOAD
+	PFIRST(Y15, Y1)
+	PTAP(Y14, Y1, 32)
+	PTAP(Y13, Y1, 64)
+	PTAP(Y12, Y1, 96)
+	PTAP(Y11, Y1, 128)
+	ADDQ $160, DX
+	PROUND
+	TESTQ R14, R14
+	JNZ pk5b
+	PSTORE32
+	JMP pk5
+pk5b:
+	PSTORE8
+	JMP pk5
+
+pk6:
+	CMPQ R15, R8
+	JGE pdone
+	PLOAD
+	PLOAD2
+	PFIRST(Y15, Y1)
+	PTAP(Y14, Y1, 32)
+	PTAP(Y13, Y1, 64)
+	PTAP(Y12, Y1, 96)
+	PTAP(Y11, Y1, 128)
+	PTAP(Y15, Y2, 160)
+	ADDQ $192, DX
+	PROUND
+	TESTQ R14, R14
+	JNZ pk6b
+	PSTORE32
+	JMP pk6
+pk6b:
+	PSTORE8
+	JMP pk6
+
+pk7:
+	CMPQ R15, R8
+	JGE pdone
+	PLOAD
+	PLOAD2
+	PFIRST(Y15, Y1)
+	PTAP(Y14, Y1, 32)
+	PTAP(Y13, Y1, 64)
+	PTAP(Y12, Y1, 96)
+	PTAP(Y11, Y1, 128)
+	PTAP(Y15, Y2, 160)
+	PTAP(Y14, Y2, 192)
+	ADDQ $224, DX
+	PROUND
+	TESTQ R14, R14
+	JNZ pk7b
+	PSTORE32
+	JMP pk7
+pk7b:
+	PSTORE8
+	JMP pk7
+
+pk8:
+	CMPQ R15, R8
+	JGE pdone
+	PLOAD
+	PLOAD2
+	PFIRST(Y15, Y1)
+	PTAP(Y14, Y1, 32)
+	PTAP(Y13, Y1, 64)
+	PTAP(Y12, Y1, 96)
+	PTAP(Y11, Y1, 128)
+	PTAP(Y15, Y2, 160)
+	PTAP(Y14, Y2, 192)
+	PTAP(Y13, Y2, 224)
+	ADDQ $256, DX
+	PROUND
+	TESTQ R14, R14
+	JNZ pk8b
+	PSTORE32
+	JMP pk8
+pk8b:
+	PSTORE8
+	JMP pk8
+
+pdone:
+	VZEROUPPER
+	MOVQ R15, ret+64(FP)
+	RET

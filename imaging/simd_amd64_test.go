@@ -165,25 +165,34 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 		inW := k + r.IntN(3*n)
 		in := guarded(t, 3*inW)
 		randomPixels(r, in)
-		taps := make([]tap, n)
-		w := make([]int32, n*k)
+		// The row's outputs are outputs i0.. of a plan: the pair kernel's weights
+		// (pairWeights) start at the plan's first output, and an odd i0 leaves a
+		// lone output before the pairs.
+		i0 := r.IntN(3)
+		allTaps := make([]tap, i0+n)
+		allW := make([]int32, (i0+n)*k)
 		lim := int32(fixedOne / k)
-		for j := range taps {
-			taps[j] = tap{start: int32(r.IntN(inW - k + 1)), n: int32(k), off: int32(j * k)}
+		for j := range allTaps {
+			allTaps[j] = tap{start: int32(r.IntN(inW - k + 1)), n: int32(k), off: int32(j * k)}
+			if r.IntN(4) == 0 { // the last pixels: the pair kernel's loads would pass the end
+				allTaps[j].start = int32(inW - k - r.IntN(min(3, inW-k+1)))
+			}
 			for q := 0; q < k; q++ {
-				w[j*k+q] = r.Int32N(2*lim) - lim/2
+				allW[j*k+q] = r.Int32N(2*lim) - lim/2
 			}
 		}
+		taps, w := allTaps[i0:], allW[i0*k:]
+		wx := pairWeights(nil, allW, k, len(allTaps))
 		want32, got32 := make([]uint32, 3*n), make([]uint32, 3*n)
 		want8, got8 := make([]byte, 3*n), make([]byte, 3*n)
 		hpass3Ref(want32, in, taps, w, k)
 		hpass3Ref(want8, in, taps, w, k)
-		if !hpass3Vec(got32, in, taps, w, k) || !hpass3Vec(got8, in, taps, w, k) {
+		if !hpass3Vec(got32, in, taps, w, wx, i0, k) || !hpass3Vec(got8, in, taps, w, wx, i0, k) {
 			t.Fatalf("case %d: hpass3Vec declined %d pixels", i, n)
 		}
 		for j := range want32 {
 			if want32[j] != got32[j] || want8[j] != got8[j] {
-				t.Fatalf("case %d (k=%d, n=%d): horizontal element %d: %d/%d, scalar %d", i, k, n, j, got32[j], got8[j], want32[j])
+				t.Fatalf("case %d (k=%d, n=%d, i0=%d): horizontal element %d: %d/%d, scalar %d", i, k, n, i0, j, got32[j], got8[j], want32[j])
 			}
 		}
 
@@ -224,6 +233,60 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 				t.Fatalf("case %d (k=%d, len %d): vertical element %d: %d, scalar %d", i, k, m, j, got[j], clip8(s))
 			}
 		}
+	}
+}
+
+// The pair kernel must take the rows that plans make (not leave them to hrow3AVX2):
+// every pair before the first whose loads would pass the row's end, for each tap count
+// it serves, with the plan's own weights.
+func TestPairKernelTakesPlanRows(t *testing.T) {
+	needAVX2(t)
+	r := rand.New(rand.NewPCG(28, 5))
+	seen := map[int]bool{}
+	took, all := 0, 0
+	for i := 0; i < 400; i++ {
+		inW, outW := 20+r.IntN(600), 12+r.IntN(300)
+		interp := allInterps[1+r.IntN(len(allInterps)-1)]
+		p := NewResizePlan(inW, 1, FullROI(inW, 1), outW, 1, interp, true, nil)
+		k := p.h.fixed
+		if p.h.kind != axisFilter || k < minPairTaps || k > maxPairTaps {
+			continue
+		}
+		seen[k] = true
+		in := guarded(t, 3*inW)
+		randomPixels(r, in)
+		x0 := r.IntN(outW / 2)
+		x0 &^= 1
+		taps := p.h.taps[x0:]
+		n := len(taps)
+		pairs := (n - 1) / 2
+		want, got := make([]uint32, 3*n), make([]uint32, 3*n)
+		hpass3Ref(want, in, taps, p.h.w[x0*k:], k)
+		limit := len(in) - 16 - 15*(k/6)
+		m := hpair3AVX2(unsafe.Pointer(&got[0]), &in[0], &taps[0], &p.h.wx[8*k*(x0/2)], k, pairs, limit, false)
+		// It stops at the first pair with a load (16 bytes from a pixel, 31 for more
+		// than 5 taps) that would pass the row's end.
+		fit := 0
+		for fit < pairs && 3*int(taps[2*fit].start) <= limit && 3*int(taps[2*fit+1].start) <= limit {
+			fit++
+		}
+		if m != fit {
+			t.Fatalf("case %d: %d -> %d px, %v (k=%d): the pair kernel took %d of %d pairs, %d fit", i, inW, outW, interp, k, m, pairs, fit)
+		}
+		took, all = took+m, all+pairs
+		for j := 0; j < 6*m; j++ {
+			if got[j] != want[j] {
+				t.Fatalf("case %d: %d -> %d px, %v (k=%d): element %d is %d, scalar %d", i, inW, outW, interp, k, j, got[j], want[j])
+			}
+		}
+	}
+	for k := minPairTaps; k <= maxPairTaps; k++ {
+		if !seen[k] {
+			t.Errorf("no plan had %d taps", k)
+		}
+	}
+	if took < all*3/4 {
+		t.Errorf("the pair kernel took %d of %d pairs", took, all)
 	}
 }
 
