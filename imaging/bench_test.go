@@ -3,6 +3,7 @@ package imaging
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 )
 
 // The benchmarks follow the ResNet-50 pipeline: a decoded random crop of about
@@ -115,6 +116,29 @@ func BenchmarkHPass3(b *testing.B) {
 			out := make([]uint32, 3*224)
 			for b.Loop() {
 				hpass(out, src, &p.h, 0, 224, 3)
+			}
+		})
+	}
+}
+
+// BenchmarkVFilt times the vertical pass of one output row from the ring (224 RGB
+// pixels, 672 uint32 elements per row) for the training pipeline's tap counts.
+func BenchmarkVFilt(b *testing.B) {
+	for _, k := range []int{2, 3, 4, 5, 8} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			rows := make([]unsafe.Pointer, k)
+			w := make([]int32, k)
+			for i := range rows {
+				r := make([]uint32, 672)
+				for j := range r {
+					r[j] = uint32((i*31 + j*7) % 256)
+				}
+				rows[i] = unsafe.Pointer(&r[0])
+				w[i] = fixedOne / int32(k)
+			}
+			out := make([]byte, 672)
+			for b.Loop() {
+				vfiltVec(out, rows, w)
 			}
 		})
 	}

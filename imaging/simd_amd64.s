@@ -366,14 +366,36 @@ hdone:
 
 // func vfiltAVX2(out *byte, n int, rows *unsafe.Pointer, w *int32, k int)
 // n is a positive multiple of 16; rows holds k pointers to rows of uint32 elements.
+// 16 elements per block: acc = fixedHalf + sum of w[i] * rows[i][j] in int32, shifted
+// right by precisionBits; the saturating packs clamp to 0..255 as clip8 does. For 2..8
+// taps the weights stay broadcast in registers and the row pointers in general
+// registers for the whole row (the unrolled loops vk2..vk8); other counts walk the
+// taps in an inner loop.
+#define VTAP(r, wreg) VPMULLD (r)(AX*1), wreg, Y1; VPADDD Y1, Y0, Y0; VPMULLD 32(r)(AX*1), wreg, Y3; VPADDD Y3, Y4, Y4
+#define VSTORE VPSRAD $22, Y0, Y0; VPSRAD $22, Y4, Y4; VPACKSSDW Y4, Y0, Y0; VPERMQ $0xD8, Y0, Y0; VEXTRACTI128 $1, Y0, X1; VPACKUSWB X1, X0, X0; VMOVDQU X0, (DI)
 TEXT ·vfiltAVX2(SB), NOSPLIT, $0-40
 	MOVQ out+0(FP), DI
 	MOVQ n+8(FP), R8
 	MOVQ rows+16(FP), BX
 	MOVQ w+24(FP), DX
 	MOVQ k+32(FP), CX
-	VPBROADCASTD fixhalf<>(SB), Y12
+	VPBROADCASTD fixhalf<>(SB), Y7
 	XORQ AX, AX // byte offset of the block in the rows
+	CMPQ CX, $2
+	JEQ vk2
+	CMPQ CX, $3
+	JEQ vk3
+	CMPQ CX, $4
+	JEQ vk4
+	CMPQ CX, $5
+	JEQ vk5
+	CMPQ CX, $6
+	JEQ vk6
+	CMPQ CX, $7
+	JEQ vk7
+	CMPQ CX, $8
+	JEQ vk8
+	VMOVDQA Y7, Y12
 
 vblock:
 	VMOVDQA Y12, Y0
@@ -394,18 +416,196 @@ vtap:
 	DECQ R11
 	JNZ vtap
 
-	VPSRAD $22, Y0, Y0
-	VPSRAD $22, Y4, Y4
-	VPACKSSDW Y4, Y0, Y0
-	VPERMQ $0xD8, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPACKUSWB X1, X0, X0
-	VMOVDQU X0, (DI)
+	VSTORE
 	ADDQ $16, DI
 	ADDQ $64, AX
 	SUBQ $16, R8
 	JNZ vblock
+	JMP vdone
 
+vk2:
+	VPBROADCASTD 0(DX), Y8
+	VPBROADCASTD 4(DX), Y9
+	MOVQ 0(BX), R9
+	MOVQ 8(BX), R10
+vk2loop:
+	VMOVDQA Y7, Y0
+	VMOVDQA Y7, Y4
+	VTAP(R9, Y8)
+	VTAP(R10, Y9)
+	VSTORE
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vk2loop
+	JMP vdone
+
+vk3:
+	VPBROADCASTD 0(DX), Y8
+	VPBROADCASTD 4(DX), Y9
+	VPBROADCASTD 8(DX), Y10
+	MOVQ 0(BX), R9
+	MOVQ 8(BX), R10
+	MOVQ 16(BX), R11
+vk3loop:
+	VMOVDQA Y7, Y0
+	VMOVDQA Y7, Y4
+	VTAP(R9, Y8)
+	VTAP(R10, Y9)
+	VTAP(R11, Y10)
+	VSTORE
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vk3loop
+	JMP vdone
+
+vk4:
+	VPBROADCASTD 0(DX), Y8
+	VPBROADCASTD 4(DX), Y9
+	VPBROADCASTD 8(DX), Y10
+	VPBROADCASTD 12(DX), Y11
+	MOVQ 0(BX), R9
+	MOVQ 8(BX), R10
+	MOVQ 16(BX), R11
+	MOVQ 24(BX), R12
+vk4loop:
+	VMOVDQA Y7, Y0
+	VMOVDQA Y7, Y4
+	VTAP(R9, Y8)
+	VTAP(R10, Y9)
+	VTAP(R11, Y10)
+	VTAP(R12, Y11)
+	VSTORE
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vk4loop
+	JMP vdone
+
+vk5:
+	VPBROADCASTD 0(DX), Y8
+	VPBROADCASTD 4(DX), Y9
+	VPBROADCASTD 8(DX), Y10
+	VPBROADCASTD 12(DX), Y11
+	VPBROADCASTD 16(DX), Y12
+	MOVQ 0(BX), R9
+	MOVQ 8(BX), R10
+	MOVQ 16(BX), R11
+	MOVQ 24(BX), R12
+	MOVQ 32(BX), R13
+vk5loop:
+	VMOVDQA Y7, Y0
+	VMOVDQA Y7, Y4
+	VTAP(R9, Y8)
+	VTAP(R10, Y9)
+	VTAP(R11, Y10)
+	VTAP(R12, Y11)
+	VTAP(R13, Y12)
+	VSTORE
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vk5loop
+	JMP vdone
+
+vk6:
+	VPBROADCASTD 0(DX), Y8
+	VPBROADCASTD 4(DX), Y9
+	VPBROADCASTD 8(DX), Y10
+	VPBROADCASTD 12(DX), Y11
+	VPBROADCASTD 16(DX), Y12
+	VPBROADCASTD 20(DX), Y13
+	MOVQ 0(BX), R9
+	MOVQ 8(BX), R10
+	MOVQ 16(BX), R11
+	MOVQ 24(BX), R12
+	MOVQ 32(BX), R13
+	MOVQ 40(BX), R14
+vk6loop:
+	VMOVDQA Y7, Y0
+	VMOVDQA Y7, Y4
+	VTAP(R9, Y8)
+	VTAP(R10, Y9)
+	VTAP(R11, Y10)
+	VTAP(R12, Y11)
+	VTAP(R13, Y12)
+	VTAP(R14, Y13)
+	VSTORE
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vk6loop
+	JMP vdone
+
+vk7:
+	VPBROADCASTD 0(DX), Y8
+	VPBROADCASTD 4(DX), Y9
+	VPBROADCASTD 8(DX), Y10
+	VPBROADCASTD 12(DX), Y11
+	VPBROADCASTD 16(DX), Y12
+	VPBROADCASTD 20(DX), Y13
+	VPBROADCASTD 24(DX), Y14
+	MOVQ 0(BX), R9
+	MOVQ 8(BX), R10
+	MOVQ 16(BX), R11
+	MOVQ 24(BX), R12
+	MOVQ 32(BX), R13
+	MOVQ 40(BX), R14
+	MOVQ 48(BX), R15
+vk7loop:
+	VMOVDQA Y7, Y0
+	VMOVDQA Y7, Y4
+	VTAP(R9, Y8)
+	VTAP(R10, Y9)
+	VTAP(R11, Y10)
+	VTAP(R12, Y11)
+	VTAP(R13, Y12)
+	VTAP(R14, Y13)
+	VTAP(R15, Y14)
+	VSTORE
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vk7loop
+	JMP vdone
+
+vk8:
+	VPBROADCASTD 0(DX), Y8
+	VPBROADCASTD 4(DX), Y9
+	VPBROADCASTD 8(DX), Y10
+	VPBROADCASTD 12(DX), Y11
+	VPBROADCASTD 16(DX), Y12
+	VPBROADCASTD 20(DX), Y13
+	VPBROADCASTD 24(DX), Y14
+	VPBROADCASTD 28(DX), Y15
+	MOVQ 0(BX), R9
+	MOVQ 8(BX), R10
+	MOVQ 16(BX), R11
+	MOVQ 24(BX), R12
+	MOVQ 32(BX), R13
+	MOVQ 40(BX), R14
+	MOVQ 48(BX), R15
+	MOVQ 56(BX), BX
+vk8loop:
+	VMOVDQA Y7, Y0
+	VMOVDQA Y7, Y4
+	VTAP(R9, Y8)
+	VTAP(R10, Y9)
+	VTAP(R11, Y10)
+	VTAP(R12, Y11)
+	VTAP(R13, Y12)
+	VTAP(R14, Y13)
+	VTAP(R15, Y14)
+	VTAP(BX, Y15)
+	VSTORE
+	ADDQ $16, DI
+	ADDQ $64, AX
+	SUBQ $16, R8
+	JNZ vk8loop
+	JMP vdone
+
+vdone:
 	VZEROUPPER
 	RET
 
