@@ -153,7 +153,13 @@ func vfiltVec(out []byte, rows []unsafe.Pointer, w []int32) {
 var (
 	hasFMA  = cpu.X86.HasFMA
 	hasF16C = cpu.X86.HasF16C
+	// useAVX512 selects chw3f32AVX512 (8 pixels per group) over chw3f32AVX2; tests
+	// switch it off to cover the AVX2 kernel on this machine too.
+	useAVX512 = cpu.X86.HasAVX512F
 )
+
+//go:noescape
+func chw3f32AVX512(d0, d1, d2 unsafe.Pointer, px *byte, groups int, coef *[6]float64, mirror, half bool)
 
 //go:noescape
 func chw3f32AVX2(d0, d1, d2 unsafe.Pointer, px *byte, groups int, coef *[6]float64, mirror, half bool)
@@ -168,9 +174,9 @@ func halfBits(dst *[256]uint16, src *[256]float32) {
 
 // chw3F32Vec is chw3 for float32 (T uint32) or float16 (T uint16) output whose tables
 // hold float32(fma(v, coef[ch], coef[3+ch])) for every v, rounded to half for float16
-// (affineCoef checked them): four pixels at a time with AVX2 and FMA, the few whose
-// 16-byte loads would pass the row's end through the tables. It reports false when it
-// did nothing.
+// (affineCoef checked them): groups of four pixels with AVX2 and FMA, or eight with
+// AVX-512, the few whose loads would pass the row's end through the tables. It reports
+// false when it did nothing.
 func chw3F32Vec[T uint16 | uint32](d0, d1, d2 []T, px []byte, t0, t1, t2 *[256]T, coef *[6]float64, mirror bool) bool {
 	n := len(d0)
 	var z T
@@ -179,20 +185,25 @@ func chw3F32Vec[T uint16 | uint32](d0, d1, d2 []T, px []byte, t0, t1, t2 *[256]T
 		return false
 	}
 	d1, d2, px = d1[:n], d2[:n], px[:3*n]
+	// A group is G pixels, 3*G bytes apart, whose loads read span bytes.
+	G, span, kernel := 4, 16, chw3f32AVX2
+	if useAVX512 && n >= 16 {
+		G, span, kernel = 8, 28, chw3f32AVX512
+	}
 	if !mirror {
-		g := (3*n-16)/12 + 1 // groups whose loads (12 bytes apart, 16 each) stay in px
-		chw3f32AVX2(unsafe.Pointer(&d0[0]), unsafe.Pointer(&d1[0]), unsafe.Pointer(&d2[0]), &px[0], g, coef, false, half)
-		k := 4 * g
+		g := (3*n-span)/(3*G) + 1 // groups whose loads stay in px
+		kernel(unsafe.Pointer(&d0[0]), unsafe.Pointer(&d1[0]), unsafe.Pointer(&d2[0]), &px[0], g, coef, false, half)
+		k := G * g
 		chw3(d0[k:], d1[k:], d2[k:], px[3*k:], t0, t1, t2, false)
 		return true
 	}
-	// Output k shows input pixel n-1-k; the group of outputs k..k+3 loads 16 bytes at
-	// input pixel n-4-k, inside px from k = 2 on.
+	// Output k shows input pixel n-1-k; the group of outputs k..k+G-1 loads from input
+	// pixel n-G-k on, reading 4 bytes past pixel n-1-k: inside px from k = 2 on.
 	const k0 = 2
-	g := (n-4-k0)/4 + 1
-	chw3f32AVX2(unsafe.Pointer(&d0[k0]), unsafe.Pointer(&d1[k0]), unsafe.Pointer(&d2[k0]), &px[3*(n-4-k0)], g, coef, true, half)
+	g := (n-G-k0)/G + 1
+	kernel(unsafe.Pointer(&d0[k0]), unsafe.Pointer(&d1[k0]), unsafe.Pointer(&d2[k0]), &px[3*(n-G-k0)], g, coef, true, half)
 	chw3(d0[:k0], d1[:k0], d2[:k0], px[3*(n-k0):], t0, t1, t2, true)
-	k := k0 + 4*g
+	k := k0 + G*g
 	chw3(d0[k:], d1[k:], d2[k:], px[:3*(n-k)], t0, t1, t2, true)
 	return true
 }

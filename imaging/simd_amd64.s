@@ -700,6 +700,88 @@ cdone:
 	VZEROUPPER
 	RET
 
+// func chw3f32AVX512(d0, d1, d2 unsafe.Pointer, px *byte, groups int, coef *[6]float64, mirror, half bool)
+// chw3f32AVX2 with 8 pixels per group: two 16-byte loads (pixels 0..3 and 4..7 of the
+// group, swapped when mirrored) fill the two lanes, the same in-lane shuffles pick the
+// channels, and the float64 fused multiply-add runs on all 8 values of a channel in one
+// zmm register (AVX-512F), with the same roundings: the results are identical. Forward
+// groups step 24 bytes and read 28; mirrored, px points at the group's lowest pixel and
+// groups step backwards.
+TEXT ·chw3f32AVX512(SB), NOSPLIT, $0-50
+	MOVQ d0+0(FP), DI
+	MOVQ d1+8(FP), R8
+	MOVQ d2+16(FP), R9
+	MOVQ px+24(FP), SI
+	MOVQ groups+32(FP), CX
+	MOVQ coef+40(FP), DX
+	MOVBQZX mirror+48(FP), AX
+	MOVBQZX half+49(FP), R11
+	VBROADCASTSD 0(DX), Z10
+	VBROADCASTSD 8(DX), Z11
+	VBROADCASTSD 16(DX), Z12
+	VBROADCASTSD 24(DX), Z13
+	VBROADCASTSD 32(DX), Z14
+	VBROADCASTSD 40(DX), Z15
+	LEAQ cmnshuf<>(SB), BX
+	MOVQ $24, R10
+	XORQ R12, R12 // offset of the load for the low lane
+	MOVQ $12, R13 // and for the high lane
+	TESTQ AX, AX
+	JZ zfwd
+	ADDQ $48, BX
+	MOVQ $-24, R10
+	MOVQ $12, R12
+	XORQ R13, R13
+zfwd:
+	VBROADCASTI128 0(BX), Y7
+	VBROADCASTI128 16(BX), Y8
+	VBROADCASTI128 32(BX), Y9
+	TESTQ CX, CX
+	JZ zdone
+zloop:
+	VMOVDQU (SI)(R12*1), X0
+	VINSERTI128 $1, (SI)(R13*1), Y0, Y0
+	VPSHUFB Y7, Y0, Y1
+	VPSHUFB Y8, Y0, Y2
+	VPSHUFB Y9, Y0, Y3
+	VCVTDQ2PD Y1, Z1
+	VCVTDQ2PD Y2, Z2
+	VCVTDQ2PD Y3, Z3
+	VFMADD213PD Z13, Z10, Z1
+	VFMADD213PD Z14, Z11, Z2
+	VFMADD213PD Z15, Z12, Z3
+	VCVTPD2PS Z1, Y1
+	VCVTPD2PS Z2, Y2
+	VCVTPD2PS Z3, Y3
+	TESTQ R11, R11
+	JNZ zhalf
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, (R8)
+	VMOVUPS Y3, (R9)
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ R10, SI
+	DECQ CX
+	JNZ zloop
+	JMP zdone
+zhalf:
+	VCVTPS2PH $0, Y1, X1
+	VCVTPS2PH $0, Y2, X2
+	VCVTPS2PH $0, Y3, X3
+	VMOVDQU X1, (DI)
+	VMOVDQU X2, (R8)
+	VMOVDQU X3, (R9)
+	ADDQ $16, DI
+	ADDQ $16, R8
+	ADDQ $16, R9
+	ADDQ R10, SI
+	DECQ CX
+	JNZ zloop
+zdone:
+	VZEROUPPER
+	RET
+
 // func cvtps2phAVX(dst *uint16, src *float32, n int)
 // Converts n (a positive multiple of 4) float32 values to IEEE half, round to
 // nearest even: the conversion chw3f32AVX2 applies.
