@@ -186,13 +186,14 @@ func chw3F32Vec[T uint16 | uint32](d0, d1, d2 []T, px []byte, t0, t1, t2 *[256]T
 	}
 	d1, d2, px = d1[:n], d2[:n], px[:3*n]
 	// A group is G pixels, 3*G bytes apart, whose loads read span bytes.
-	G, span, kernel := 4, 16, chw3f32AVX2
-	if useAVX512 && n >= 16 {
-		G, span, kernel = 8, 28, chw3f32AVX512
+	wide := useAVX512 && n >= 16
+	G, span := 4, 16
+	if wide {
+		G, span = 8, 28
 	}
 	if !mirror {
 		g := (3*n-span)/(3*G) + 1 // groups whose loads stay in px
-		kernel(unsafe.Pointer(&d0[0]), unsafe.Pointer(&d1[0]), unsafe.Pointer(&d2[0]), &px[0], g, coef, false, half)
+		chw3f32(wide, unsafe.Pointer(&d0[0]), unsafe.Pointer(&d1[0]), unsafe.Pointer(&d2[0]), &px[0], g, coef, false, half)
 		k := G * g
 		chw3(d0[k:], d1[k:], d2[k:], px[3*k:], t0, t1, t2, false)
 		return true
@@ -201,9 +202,19 @@ func chw3F32Vec[T uint16 | uint32](d0, d1, d2 []T, px []byte, t0, t1, t2 *[256]T
 	// pixel n-G-k on, reading 4 bytes past pixel n-1-k: inside px from k = 2 on.
 	const k0 = 2
 	g := (n-G-k0)/G + 1
-	kernel(unsafe.Pointer(&d0[k0]), unsafe.Pointer(&d1[k0]), unsafe.Pointer(&d2[k0]), &px[3*(n-G-k0)], g, coef, true, half)
+	chw3f32(wide, unsafe.Pointer(&d0[k0]), unsafe.Pointer(&d1[k0]), unsafe.Pointer(&d2[k0]), &px[3*(n-G-k0)], g, coef, true, half)
 	chw3(d0[:k0], d1[:k0], d2[:k0], px[3*(n-k0):], t0, t1, t2, true)
 	k := k0 + G*g
 	chw3(d0[k:], d1[k:], d2[k:], px[:3*(n-k)], t0, t1, t2, true)
 	return true
+}
+
+// chw3f32 calls chw3f32AVX512 (wide) or chw3f32AVX2 directly: through a func value
+// the arguments would escape (//go:noescape does not pass through it).
+func chw3f32(wide bool, d0, d1, d2 unsafe.Pointer, px *byte, groups int, coef *[6]float64, mirror, half bool) {
+	if wide {
+		chw3f32AVX512(d0, d1, d2, px, groups, coef, mirror, half)
+	} else {
+		chw3f32AVX2(d0, d1, d2, px, groups, coef, mirror, half)
+	}
 }
