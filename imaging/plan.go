@@ -174,6 +174,7 @@ func (a *axisPlan) init(inSize int, in0, in1 float64, outSize int, interp Interp
 	a.taps = grow(a.taps, outSize)
 	a.w = grow(a.w, outSize*ksize)[:0]
 	inv := 1 / fs
+	tri := interp == InterpLinear || interp == InterpTriangular
 	for i := range a.taps {
 		// Centre in edge coordinates; tap x's centre is at x+0.5.
 		center := in0 + (float64(i)+0.5)*scale
@@ -181,19 +182,38 @@ func (a *axisPlan) init(inSize int, in0, in1 float64, outSize int, interp Interp
 		xmax := min(int(center+support+0.5), inSize)
 		n := min(max(xmax-xmin, 0), ksize)
 		sum := 0.0
-		for x := 0; x < n; x++ {
-			w := interp.weight((float64(x+xmin) - center + 0.5) * inv)
-			ks[x] = w
-			sum += w
+		if tri {
+			// interp.weight of the triangle filter, inline: the plan is built for
+			// every sample of a random crop.
+			for x := range ks[:n] {
+				d := (float64(x+xmin) - center + 0.5) * inv
+				if d < 0 {
+					d = -d
+				}
+				w := 0.0
+				if d < 1 {
+					w = 1 - d
+				}
+				ks[x] = w
+				sum += w
+			}
+		} else {
+			for x := range ks[:n] {
+				w := interp.weight((float64(x+xmin) - center + 0.5) * inv)
+				ks[x] = w
+				sum += w
+			}
 		}
 		off := len(a.w)
 		if sum != 0 {
-			for x := 0; x < n; x++ {
-				v := ks[x] / sum * fixedOne
+			// a.w has room for ksize weights per output.
+			a.w = a.w[:off+n]
+			for x, k := range ks[:n] {
+				v := k / sum * fixedOne
 				if v < 0 {
-					a.w = append(a.w, int32(v-0.5))
+					a.w[off+x] = int32(v - 0.5)
 				} else {
-					a.w = append(a.w, int32(v+0.5))
+					a.w[off+x] = int32(v + 0.5)
 				}
 			}
 		}

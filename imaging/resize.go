@@ -186,12 +186,15 @@ func (r *region) vring(out []byte, t tap, w []int32, s *Scratch) {
 	k := w[t.off : t.off+t.n]
 	st := int(t.start)
 	if useAVX2 && len(out) >= 16 && len(k) <= maxVecTaps {
-		// All k rows are held at once, as in the unrolled cases below.
-		var rows [maxVecTaps]unsafe.Pointer
-		for i := range k {
-			rows[i] = unsafe.Pointer(unsafe.SliceData(r.ringLine(st + i)))
+		// The row pointers go on the stack, which Go zeroes first: a small array for
+		// the common tap counts keeps that cheap.
+		if len(k) <= 8 {
+			var rows [8]unsafe.Pointer
+			r.vfilt(out, rows[:len(k)], st, k)
+		} else {
+			var rows [maxVecTaps]unsafe.Pointer
+			r.vfilt(out, rows[:len(k)], st, k)
 		}
-		vfiltVec(out, rows[:len(k)], k)
 		return
 	}
 	if r.p.v.nonNeg {
@@ -232,6 +235,15 @@ func (r *region) vring(out []byte, t tap, w []int32, s *Scratch) {
 		}
 		unpairAll(out, acc)
 	}
+}
+
+// vfilt runs vfiltVec over ring rows st.. (len(rows) of them, all held at once, as in
+// the unrolled cases of vring), using rows for their pointers.
+func (r *region) vfilt(out []byte, rows []unsafe.Pointer, st int, k []int32) {
+	for i := range rows {
+		rows[i] = unsafe.Pointer(unsafe.SliceData(r.ringLine(st + i)))
+	}
+	vfiltVec(out, rows, k)
 }
 
 // Paired lanes: a uint64 word holds element 2j in bits 0..31 and element 2j+1 in bits
