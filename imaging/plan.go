@@ -41,7 +41,7 @@ type axisPlan struct {
 	// with zero weights (see padFixed); then taps[i].off == i*fixed.
 	fixed int
 	wp    []int32 // padded weights
-	wx    []int32 // the fixed weights laid out for the AVX2 pair kernel (pairWeights)
+	pairs pairPlan // the fixed taps laid out for the AVX2 pair kernel
 	// nonNeg: no weight is negative (triangle filters), so sums never leave 0..255
 	// and need no clamping.
 	nonNeg bool
@@ -134,7 +134,7 @@ func (p *ResizePlan) check() error {
 }
 
 func (p *ResizePlan) bytes() int {
-	return 4*(cap(p.h.idx)+cap(p.v.idx)+cap(p.h.w)+cap(p.v.w)+cap(p.h.wp)+cap(p.v.wp)+cap(p.h.wx)+cap(p.v.wx)) +
+	return 4*(cap(p.h.idx)+cap(p.v.idx)+cap(p.h.w)+cap(p.v.w)+cap(p.h.wp)+cap(p.v.wp)+cap(p.h.pairs.table)+cap(p.h.pairs.run)) +
 		12*(cap(p.h.taps)+cap(p.v.taps)) + 8*cap(p.coef)
 }
 
@@ -271,7 +271,17 @@ func (a *axisPlan) padFixed(inSize int) {
 	}
 	a.w, a.wp = a.wp, a.w
 	a.fixed = k
-	a.wx = pairWeights(a.wx, a.w, k, len(a.taps))
+	a.pairs.build(a.w, a.taps, k, inSize)
+}
+
+// pairPlan is the horizontal axis laid out for the AVX2 pair kernel (hpair3AVX2,
+// simd_amd64.go), which resamples outputs 2p and 2p+1 together.
+type pairPlan struct {
+	k      int     // taps per output; 0: the kernel does not run
+	rowLen int     // bytes of the source row the offsets index
+	table  []int32 // per pair: the outputs' first byte offsets, then their weights per tap
+	// run[p]: how many pairs from p on have their loads inside the row.
+	run []int32
 }
 
 func clampInt(v, lo, hi int) int {

@@ -459,7 +459,7 @@ func hpass[O hout](out []O, in []byte, a *axisPlan, x0, x1, c int) {
 		if fixed > 0 && len(taps) > 0 {
 			// The fixed-count kernels index weights from the first tap's offset.
 			off := int(taps[0].off)
-			if hpass3Vec(out, in, taps, w[off:], a.wx, x0, fixed) || hpass3Fixed(out, in, taps, w[off:], fixed, a.nonNeg) {
+			if hpass3Vec(out, in, taps, w[off:], &a.pairs, x0, fixed) || hpass3Fixed(out, in, taps, w[off:], fixed, a.nonNeg) {
 				return
 			}
 		}

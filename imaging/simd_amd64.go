@@ -15,7 +15,7 @@ var useAVX2 = cpu.X86.HasAVX2
 func hrow3AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
 
 //go:noescape
-func hpair3AVX2(out unsafe.Pointer, in *byte, taps *tap, wx *int32, k, pairs, limit int, bytesOut bool) int
+func hpair3AVX2(out unsafe.Pointer, in *byte, pt *int32, k, pairs int, bytesOut bool)
 
 //go:noescape
 func hrow4AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
@@ -27,44 +27,58 @@ func vfiltAVX2(out *byte, n int, rows *unsafe.Pointer, w *int32, k int)
 // two hold 10.
 const minPairTaps, maxPairTaps = 2, 8
 
-// pairWeights lays out the weights w of n outputs with k taps each (w[k*i:] for output
-// i) for hpair3AVX2, which computes outputs 2p and 2p+1 together: for pair p and tap j,
-// output 2p's weight four times (R, G, B and the zero lane), then output 2p+1's four
-// times (a lone last output gets zeros for its partner). It returns nil where the pair
-// kernel does not run (no AVX2, or another tap count), reusing wx's memory otherwise.
-func pairWeights(wx, w []int32, k, n int) []int32 {
-	if !useAVX2 || k < minPairTaps || k > maxPairTaps {
-		return wx[:0]
+// build lays out, for hpair3AVX2, the n outputs of a plan with k taps each (taps[i],
+// weights w[k*i:]) over rows of inSize 3-channel pixels; it leaves pp empty where that
+// kernel does not run (no AVX2, another tap count).
+func (pp *pairPlan) build(w []int32, taps []tap, k, inSize int) {
+	pp.k, pp.rowLen = 0, 3*inSize
+	pp.table, pp.run = pp.table[:0], pp.run[:0]
+	if !useAVX2 || k < minPairTaps || k > maxPairTaps || len(taps) < 2 {
+		return
 	}
+	// A pair's loads: 16 bytes from each output's first pixel, 31 for more than 5 taps.
+	last := 3*inSize - 16
+	if k > 5 {
+		last = 3*inSize - 31
+	}
+	n := len(taps)
 	pairs := (n + 1) / 2
-	wx = grow(wx, pairs*8*k)
-	for p := 0; p < pairs; p++ {
-		a := w[2*p*k : 2*p*k+k]
-		b := a[:0]
-		if 2*p+1 < n {
-			b = w[(2*p+1)*k : (2*p+2)*k]
+	pp.k = k
+	pp.table = grow(pp.table, pairs*(2+8*k))
+	pp.run = grow(pp.run, pairs+1)
+	pp.run[pairs] = 0
+	for p := pairs - 1; p >= 0; p-- {
+		a, b := 2*p, 2*p+1
+		if b == n { // a lone last output: its partner repeats its pixels with zero weights
+			b = a
 		}
-		d := wx[8*k*p : 8*k*(p+1)]
-		for j, v := range a {
-			var u int32
-			if len(b) > 0 {
-				u = b[j]
+		oa, ob := 3*int(taps[a].start), 3*int(taps[b].start)
+		e := pp.table[p*(2+8*k) : (p+1)*(2+8*k)]
+		e[0], e[1] = int32(oa), int32(ob)
+		wa, wb := w[k*a:k*a+k], w[k*b:k*b+k]
+		for j, v := range wa {
+			u := wb[j]
+			if b == a {
+				u = 0
 			}
-			e := d[8*j : 8*j+8 : 8*j+8]
-			e[0], e[1], e[2], e[3] = v, v, v, v
-			e[4], e[5], e[6], e[7] = u, u, u, u
+			q := e[2+8*j : 2+8*j+8 : 2+8*j+8]
+			q[0], q[1], q[2], q[3] = v, v, v, v
+			q[4], q[5], q[6], q[7] = u, u, u, u
+		}
+		pp.run[p] = 0
+		if oa <= last && ob <= last {
+			pp.run[p] = pp.run[p+1] + 1
 		}
 	}
-	return wx
 }
 
 // hpass3Vec is hpass3Fixed (3 channels, k taps for every output, weights w[k*i:])
-// with AVX2. taps[0] is output i0 of the plan whose pair-kernel weights are wx
-// (pairWeights; empty where that kernel does not run). The pairs of outputs whose loads
-// stay inside in go through hpair3AVX2, the outputs before and after them through
-// hrow3AVX2, which takes one or two at a time, and the last ones, whose stores or loads
-// would pass the ends, through the scalar kernel. It reports false when it did nothing.
-func hpass3Vec[O hout](out []O, in []byte, taps []tap, w, wx []int32, i0, k int) bool {
+// with AVX2. taps[0] is output i0 of the plan whose pair table is pp. The pairs of
+// outputs whose loads stay inside in go through hpair3AVX2, the outputs before and
+// after them through hrow3AVX2, which takes one or two at a time, and the last ones,
+// whose stores or loads would pass the ends, through the scalar kernel. It reports
+// false when it did nothing.
+func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, pp *pairPlan, i0, k int) bool {
 	n := len(taps)
 	if !useAVX2 || n < 2 || k < 1 || len(in) < 3 || len(w) < n*k {
 		return false
@@ -73,23 +87,20 @@ func hpass3Vec[O hout](out []O, in []byte, taps []tap, w, wx []int32, i0, k int)
 	var z O
 	bytesOut := unsafe.Sizeof(z) == 1
 	i := 0
-	if len(wx) > 0 {
+	if pp.k == k && len(in) >= pp.rowLen {
 		// The pairs start at an even output of the plan; an odd first one goes alone.
 		lead := i0 & 1
 		p0 := (i0 + lead) / 2
 		pairs := (n - 1 - lead) / 2 // the last output is never in a pair: stores pass it
-		if pairs > 0 && len(wx) >= 8*k*(p0+pairs) {
-			if lead == 1 {
+		if pairs > 0 && p0+pairs < len(pp.run) {
+			pairs = min(pairs, int(pp.run[p0]))
+			if lead == 1 && pairs > 0 {
 				i = hrow3AVX2(unsafe.Pointer(unsafe.SliceData(out)), unsafe.SliceData(in), unsafe.SliceData(taps),
 					unsafe.SliceData(w), k, 1, len(in)-2, bytesOut)
 			}
-			if i == lead {
-				limit := len(in) - 16
-				if k > 5 {
-					limit = len(in) - 31
-				}
-				m := hpair3AVX2(unsafe.Pointer(&out[3*i]), unsafe.SliceData(in), &taps[i], &wx[8*k*p0], k, pairs, limit, bytesOut)
-				i += 2 * m
+			if i == lead && pairs > 0 {
+				hpair3AVX2(unsafe.Pointer(&out[3*i]), unsafe.SliceData(in), &pp.table[p0*(2+8*k)], k, pairs, bytesOut)
+				i += 2 * pairs
 			}
 		}
 	}

@@ -886,20 +886,19 @@ qdone:
 
 
 // hpair3AVX2 is the horizontal pass of 3-channel pixels for tap counts 2..8, two
-// outputs (A, B) at once: A's taps in the low 128-bit lane, B's in the high one, each
-// lane holding one tap's R, G, B (and a zero) as dwords. One 16-byte load per output
-// (two for more than 5 taps) holds its taps' pixels; a shuffle per tap spreads one
-// pixel, which is multiplied by the weights laid out for it in wx (pairWeights: tap j
-// of pair p is w[A][j] four times, then w[B][j] four times) and summed. The lanes then
-// hold the two outputs' sums: the scalar kernels' int32 sums of w * pixel (int32
-// addition, wrapping or not, does not depend on the order of the terms), then rounded,
-// shifted and clamped as clip8 does.
+// outputs (A, B) per 256-bit register: A's taps in the low 128-bit lane, B's in the
+// high one, each lane holding one tap's R, G, B (and a zero) as dwords. One 16-byte
+// load per output (two for more than 5 taps) holds its taps' pixels; a shuffle per tap
+// spreads one pixel, which is multiplied by the weights laid out for it and summed. The
+// lanes then hold the two outputs' sums: the scalar kernels' int32 sums of w * pixel
+// (int32 addition, wrapping or not, does not depend on the order of the terms), then
+// rounded, shifted and clamped as clip8 does. Two pairs go through each iteration.
 //
-// func hpair3AVX2(out unsafe.Pointer, in *byte, taps *tap, wx *int32, k, pairs, limit int, bytesOut bool) int
-// limit is the largest byte offset at which a pixel load (16 bytes, or 31 for more
-// than 5 taps) stays inside in; it stops at the first pair whose loads would start
-// past it and returns the pairs done. A pair's stores write 4 bytes or elements past
-// B's: the caller keeps at least one output after the last pair.
+// func hpair3AVX2(out unsafe.Pointer, in *byte, pt *int32, k, pairs int, bytesOut bool)
+// pt is the pair table (pairPlan): per pair, the byte offsets in in of A's and B's
+// first pixels, then for each tap j A's weight four times and B's four times. The
+// caller guarantees that the loads of the pairs stay inside in (pairPlan.run) and
+// that the stores may pass B's last element by one (B is not the row's last output).
 // Byte shuffles picking pixel j (j = 0..4) of a 16-byte load into dwords R, G, B, 0:
 // the same in both lanes, which hold the loads of two outputs.
 DATA pshuf<>+0(SB)/8, $0x8080800180808000
@@ -924,24 +923,24 @@ DATA pshuf<>+144(SB)/8, $0x8080800d8080800c
 DATA pshuf<>+152(SB)/8, $0x808080808080800e
 GLOBL pshuf<>(SB), RODATA|NOPTR, $160
 
-#define PLOAD MOVLQSX (BX), AX; MOVLQSX 12(BX), R12; LEAQ (AX)(AX*2), AX; LEAQ (R12)(R12*2), R12; CMPQ AX, R13; JGT pdone; CMPQ R12, R13; JGT pdone; VMOVDQU (SI)(AX*1), X1; VINSERTI128 $1, (SI)(R12*1), Y1, Y1
-#define PLOAD2 VMOVDQU 15(SI)(AX*1), X2; VINSERTI128 $1, 15(SI)(R12*1), Y2, Y2
-#define PFIRST(m, src) VPSHUFB m, src, Y0; VPMULLD 0(DX), Y0, Y0
-#define PTAP(m, src, wo) VPSHUFB m, src, Y3; VPMULLD wo(DX), Y3, Y3; VPADDD Y3, Y0, Y0
-#define PROUND VPADDD Y9, Y0, Y0; VPSRAD $22, Y0, Y0; VPMAXSD Y8, Y0, Y0; VPMINSD Y10, Y0, Y0; ADDQ $24, BX; INCQ R15
-#define PSTORE32 VMOVDQU X0, (DI); VEXTRACTI128 $1, Y0, 12(DI); ADDQ $24, DI
-#define PSTORE8 VPACKUSDW Y0, Y0, Y0; VPACKUSWB Y0, Y0, Y0; VEXTRACTI128 $1, Y0, X1; VMOVD X0, (DI); VMOVD X1, 3(DI); ADDQ $6, DI
+// PLOAD loads the pixels of the pair whose table entry is at e(DX) into y (and y2 for
+// more than 5 taps: PLOAD2); PTAP adds tap j's products to acc; PROUND rounds, shifts
+// and clamps; PSTORE32 and PSTORE8 write the six results at o(DI).
+#define PLOAD(e, x, y) MOVLQSX e(DX), AX; MOVLQSX e+4(DX), R12; VMOVDQU (SI)(AX*1), x; VINSERTI128 $1, (SI)(R12*1), y, y
+#define PLOAD2(x, y) VMOVDQU 15(SI)(AX*1), x; VINSERTI128 $1, 15(SI)(R12*1), y, y
+#define PFIRST(m, src, wo, acc) VPSHUFB m, src, acc; VPMULLD wo(DX), acc, acc
+#define PTAP(m, src, wo, acc, t) VPSHUFB m, src, t; VPMULLD wo(DX), t, t; VPADDD t, acc, acc
+#define PROUND(acc) VPADDD Y9, acc, acc; VPSRAD $22, acc, acc; VPMAXSD Y8, acc, acc; VPMINSD Y10, acc, acc
+#define PSTORE32(acc, x, o) VMOVDQU x, o(DI); VEXTRACTI128 $1, acc, o+12(DI)
+#define PSTORE8(acc, x, t, o) VPACKUSDW acc, acc, acc; VPACKUSWB acc, acc, acc; VEXTRACTI128 $1, acc, t; VMOVD x, o(DI); VMOVD t, o+3(DI)
 
-TEXT ·hpair3AVX2(SB), NOSPLIT, $0-72
+TEXT ·hpair3AVX2(SB), NOSPLIT, $0-41
 	MOVQ out+0(FP), DI
 	MOVQ in+8(FP), SI
-	MOVQ taps+16(FP), BX
-	MOVQ wx+24(FP), DX
-	MOVQ k+32(FP), CX
-	MOVQ pairs+40(FP), R8
-	MOVQ limit+48(FP), R13
-	MOVBQZX bytesOut+56(FP), R14
-	XORQ R15, R15 // pairs done
+	MOVQ pt+16(FP), DX
+	MOVQ k+24(FP), CX
+	MOVQ pairs+32(FP), R8
+	MOVBQZX bytesOut+40(FP), R14
 	VMOVDQU pshuf<>+0(SB), Y15
 	VMOVDQU pshuf<>+32(SB), Y14
 	VMOVDQU pshuf<>+64(SB), Y13
@@ -966,143 +965,358 @@ TEXT ·hpair3AVX2(SB), NOSPLIT, $0-72
 	JEQ pk8
 	JMP pdone
 
+// 2 taps: entries of 72 bytes.
 pk2:
-	CMPQ R15, R8
-	JGE pdone
-	PLOAD
-	PFIRST(Y15, Y1)
-	PTAP(Y14, Y1, 32)
-	ADDQ $64, DX
-	PROUND
+	CMPQ R8, $2
+	JLT pk2one
+	PLOAD(0, X1, Y1)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PLOAD(72, X4, Y4)
+	PFIRST(Y15, Y4, 80, Y6)
+	PTAP(Y14, Y4, 112, Y6, Y7)
+	PROUND(Y0)
+	PROUND(Y6)
+	ADDQ $144, DX
+	SUBQ $2, R8
 	TESTQ R14, R14
 	JNZ pk2b
-	PSTORE32
+	PSTORE32(Y0, X0, 0)
+	PSTORE32(Y6, X6, 24)
+	ADDQ $48, DI
 	JMP pk2
 pk2b:
-	PSTORE8
+	PSTORE8(Y0, X0, X1, 0)
+	PSTORE8(Y6, X6, X4, 6)
+	ADDQ $12, DI
 	JMP pk2
+pk2one:
+	TESTQ R8, R8
+	JZ pdone
+	PLOAD(0, X1, Y1)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PROUND(Y0)
+	TESTQ R14, R14
+	JNZ pk2ob
+	PSTORE32(Y0, X0, 0)
+	JMP pdone
+pk2ob:
+	PSTORE8(Y0, X0, X1, 0)
+	JMP pdone
 
+// 3 taps: entries of 104 bytes.
 pk3:
-	CMPQ R15, R8
-	JGE pdone
-	PLOAD
-	PFIRST(Y15, Y1)
-	PTAP(Y14, Y1, 32)
-	PTAP(Y13, Y1, 64)
-	ADDQ $96, DX
-	PROUND
+	CMPQ R8, $2
+	JLT pk3one
+	PLOAD(0, X1, Y1)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PLOAD(104, X4, Y4)
+	PFIRST(Y15, Y4, 112, Y6)
+	PTAP(Y14, Y4, 144, Y6, Y7)
+	PTAP(Y13, Y4, 176, Y6, Y7)
+	PROUND(Y0)
+	PROUND(Y6)
+	ADDQ $208, DX
+	SUBQ $2, R8
 	TESTQ R14, R14
 	JNZ pk3b
-	PSTORE32
+	PSTORE32(Y0, X0, 0)
+	PSTORE32(Y6, X6, 24)
+	ADDQ $48, DI
 	JMP pk3
 pk3b:
-	PSTORE8
+	PSTORE8(Y0, X0, X1, 0)
+	PSTORE8(Y6, X6, X4, 6)
+	ADDQ $12, DI
 	JMP pk3
+pk3one:
+	TESTQ R8, R8
+	JZ pdone
+	PLOAD(0, X1, Y1)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PROUND(Y0)
+	TESTQ R14, R14
+	JNZ pk3ob
+	PSTORE32(Y0, X0, 0)
+	JMP pdone
+pk3ob:
+	PSTORE8(Y0, X0, X1, 0)
+	JMP pdone
 
+// 4 taps: entries of 136 bytes.
 pk4:
-	CMPQ R15, R8
-	JGE pdone
-	PLOAD
-	PFIRST(Y15, Y1)
-	PTAP(Y14, Y1, 32)
-	PTAP(Y13, Y1, 64)
-	PTAP(Y12, Y1, 96)
-	ADDQ $128, DX
-	PROUND
+	CMPQ R8, $2
+	JLT pk4one
+	PLOAD(0, X1, Y1)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PLOAD(136, X4, Y4)
+	PFIRST(Y15, Y4, 144, Y6)
+	PTAP(Y14, Y4, 176, Y6, Y7)
+	PTAP(Y13, Y4, 208, Y6, Y7)
+	PTAP(Y12, Y4, 240, Y6, Y7)
+	PROUND(Y0)
+	PROUND(Y6)
+	ADDQ $272, DX
+	SUBQ $2, R8
 	TESTQ R14, R14
 	JNZ pk4b
-	PSTORE32
+	PSTORE32(Y0, X0, 0)
+	PSTORE32(Y6, X6, 24)
+	ADDQ $48, DI
 	JMP pk4
 pk4b:
-	PSTORE8
+	PSTORE8(Y0, X0, X1, 0)
+	PSTORE8(Y6, X6, X4, 6)
+	ADDQ $12, DI
 	JMP pk4
+pk4one:
+	TESTQ R8, R8
+	JZ pdone
+	PLOAD(0, X1, Y1)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PROUND(Y0)
+	TESTQ R14, R14
+	JNZ pk4ob
+	PSTORE32(Y0, X0, 0)
+	JMP pdone
+pk4ob:
+	PSTORE8(Y0, X0, X1, 0)
+	JMP pdone
 
+// 5 taps: entries of 168 bytes.
 pk5:
-	CMPQ R15, R8
-	JGE pdone
-	PLOAD
-	PFIRST(Y15, Y1)
-	PTAP(Y14, Y1, 32)
-	PTAP(Y13, Y1, 64)
-	PTAP(Y12, Y1, 96)
-	PTAP(Y11, Y1, 128)
-	ADDQ $160, DX
-	PROUND
+	CMPQ R8, $2
+	JLT pk5one
+	PLOAD(0, X1, Y1)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PTAP(Y11, Y1, 136, Y0, Y3)
+	PLOAD(168, X4, Y4)
+	PFIRST(Y15, Y4, 176, Y6)
+	PTAP(Y14, Y4, 208, Y6, Y7)
+	PTAP(Y13, Y4, 240, Y6, Y7)
+	PTAP(Y12, Y4, 272, Y6, Y7)
+	PTAP(Y11, Y4, 304, Y6, Y7)
+	PROUND(Y0)
+	PROUND(Y6)
+	ADDQ $336, DX
+	SUBQ $2, R8
 	TESTQ R14, R14
 	JNZ pk5b
-	PSTORE32
+	PSTORE32(Y0, X0, 0)
+	PSTORE32(Y6, X6, 24)
+	ADDQ $48, DI
 	JMP pk5
 pk5b:
-	PSTORE8
+	PSTORE8(Y0, X0, X1, 0)
+	PSTORE8(Y6, X6, X4, 6)
+	ADDQ $12, DI
 	JMP pk5
+pk5one:
+	TESTQ R8, R8
+	JZ pdone
+	PLOAD(0, X1, Y1)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PTAP(Y11, Y1, 136, Y0, Y3)
+	PROUND(Y0)
+	TESTQ R14, R14
+	JNZ pk5ob
+	PSTORE32(Y0, X0, 0)
+	JMP pdone
+pk5ob:
+	PSTORE8(Y0, X0, X1, 0)
+	JMP pdone
 
+// 6 taps: entries of 200 bytes.
 pk6:
-	CMPQ R15, R8
-	JGE pdone
-	PLOAD
-	PLOAD2
-	PFIRST(Y15, Y1)
-	PTAP(Y14, Y1, 32)
-	PTAP(Y13, Y1, 64)
-	PTAP(Y12, Y1, 96)
-	PTAP(Y11, Y1, 128)
-	PTAP(Y15, Y2, 160)
-	ADDQ $192, DX
-	PROUND
+	CMPQ R8, $2
+	JLT pk6one
+	PLOAD(0, X1, Y1)
+	PLOAD2(X2, Y2)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PTAP(Y11, Y1, 136, Y0, Y3)
+	PTAP(Y15, Y2, 168, Y0, Y3)
+	PLOAD(200, X4, Y4)
+	PLOAD2(X5, Y5)
+	PFIRST(Y15, Y4, 208, Y6)
+	PTAP(Y14, Y4, 240, Y6, Y7)
+	PTAP(Y13, Y4, 272, Y6, Y7)
+	PTAP(Y12, Y4, 304, Y6, Y7)
+	PTAP(Y11, Y4, 336, Y6, Y7)
+	PTAP(Y15, Y5, 368, Y6, Y7)
+	PROUND(Y0)
+	PROUND(Y6)
+	ADDQ $400, DX
+	SUBQ $2, R8
 	TESTQ R14, R14
 	JNZ pk6b
-	PSTORE32
+	PSTORE32(Y0, X0, 0)
+	PSTORE32(Y6, X6, 24)
+	ADDQ $48, DI
 	JMP pk6
 pk6b:
-	PSTORE8
+	PSTORE8(Y0, X0, X1, 0)
+	PSTORE8(Y6, X6, X4, 6)
+	ADDQ $12, DI
 	JMP pk6
+pk6one:
+	TESTQ R8, R8
+	JZ pdone
+	PLOAD(0, X1, Y1)
+	PLOAD2(X2, Y2)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PTAP(Y11, Y1, 136, Y0, Y3)
+	PTAP(Y15, Y2, 168, Y0, Y3)
+	PROUND(Y0)
+	TESTQ R14, R14
+	JNZ pk6ob
+	PSTORE32(Y0, X0, 0)
+	JMP pdone
+pk6ob:
+	PSTORE8(Y0, X0, X1, 0)
+	JMP pdone
 
+// 7 taps: entries of 232 bytes.
 pk7:
-	CMPQ R15, R8
-	JGE pdone
-	PLOAD
-	PLOAD2
-	PFIRST(Y15, Y1)
-	PTAP(Y14, Y1, 32)
-	PTAP(Y13, Y1, 64)
-	PTAP(Y12, Y1, 96)
-	PTAP(Y11, Y1, 128)
-	PTAP(Y15, Y2, 160)
-	PTAP(Y14, Y2, 192)
-	ADDQ $224, DX
-	PROUND
+	CMPQ R8, $2
+	JLT pk7one
+	PLOAD(0, X1, Y1)
+	PLOAD2(X2, Y2)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PTAP(Y11, Y1, 136, Y0, Y3)
+	PTAP(Y15, Y2, 168, Y0, Y3)
+	PTAP(Y14, Y2, 200, Y0, Y3)
+	PLOAD(232, X4, Y4)
+	PLOAD2(X5, Y5)
+	PFIRST(Y15, Y4, 240, Y6)
+	PTAP(Y14, Y4, 272, Y6, Y7)
+	PTAP(Y13, Y4, 304, Y6, Y7)
+	PTAP(Y12, Y4, 336, Y6, Y7)
+	PTAP(Y11, Y4, 368, Y6, Y7)
+	PTAP(Y15, Y5, 400, Y6, Y7)
+	PTAP(Y14, Y5, 432, Y6, Y7)
+	PROUND(Y0)
+	PROUND(Y6)
+	ADDQ $464, DX
+	SUBQ $2, R8
 	TESTQ R14, R14
 	JNZ pk7b
-	PSTORE32
+	PSTORE32(Y0, X0, 0)
+	PSTORE32(Y6, X6, 24)
+	ADDQ $48, DI
 	JMP pk7
 pk7b:
-	PSTORE8
+	PSTORE8(Y0, X0, X1, 0)
+	PSTORE8(Y6, X6, X4, 6)
+	ADDQ $12, DI
 	JMP pk7
+pk7one:
+	TESTQ R8, R8
+	JZ pdone
+	PLOAD(0, X1, Y1)
+	PLOAD2(X2, Y2)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PTAP(Y11, Y1, 136, Y0, Y3)
+	PTAP(Y15, Y2, 168, Y0, Y3)
+	PTAP(Y14, Y2, 200, Y0, Y3)
+	PROUND(Y0)
+	TESTQ R14, R14
+	JNZ pk7ob
+	PSTORE32(Y0, X0, 0)
+	JMP pdone
+pk7ob:
+	PSTORE8(Y0, X0, X1, 0)
+	JMP pdone
 
+// 8 taps: entries of 264 bytes.
 pk8:
-	CMPQ R15, R8
-	JGE pdone
-	PLOAD
-	PLOAD2
-	PFIRST(Y15, Y1)
-	PTAP(Y14, Y1, 32)
-	PTAP(Y13, Y1, 64)
-	PTAP(Y12, Y1, 96)
-	PTAP(Y11, Y1, 128)
-	PTAP(Y15, Y2, 160)
-	PTAP(Y14, Y2, 192)
-	PTAP(Y13, Y2, 224)
-	ADDQ $256, DX
-	PROUND
+	CMPQ R8, $2
+	JLT pk8one
+	PLOAD(0, X1, Y1)
+	PLOAD2(X2, Y2)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PTAP(Y11, Y1, 136, Y0, Y3)
+	PTAP(Y15, Y2, 168, Y0, Y3)
+	PTAP(Y14, Y2, 200, Y0, Y3)
+	PTAP(Y13, Y2, 232, Y0, Y3)
+	PLOAD(264, X4, Y4)
+	PLOAD2(X5, Y5)
+	PFIRST(Y15, Y4, 272, Y6)
+	PTAP(Y14, Y4, 304, Y6, Y7)
+	PTAP(Y13, Y4, 336, Y6, Y7)
+	PTAP(Y12, Y4, 368, Y6, Y7)
+	PTAP(Y11, Y4, 400, Y6, Y7)
+	PTAP(Y15, Y5, 432, Y6, Y7)
+	PTAP(Y14, Y5, 464, Y6, Y7)
+	PTAP(Y13, Y5, 496, Y6, Y7)
+	PROUND(Y0)
+	PROUND(Y6)
+	ADDQ $528, DX
+	SUBQ $2, R8
 	TESTQ R14, R14
 	JNZ pk8b
-	PSTORE32
+	PSTORE32(Y0, X0, 0)
+	PSTORE32(Y6, X6, 24)
+	ADDQ $48, DI
 	JMP pk8
 pk8b:
-	PSTORE8
+	PSTORE8(Y0, X0, X1, 0)
+	PSTORE8(Y6, X6, X4, 6)
+	ADDQ $12, DI
 	JMP pk8
+pk8one:
+	TESTQ R8, R8
+	JZ pdone
+	PLOAD(0, X1, Y1)
+	PLOAD2(X2, Y2)
+	PFIRST(Y15, Y1, 8, Y0)
+	PTAP(Y14, Y1, 40, Y0, Y3)
+	PTAP(Y13, Y1, 72, Y0, Y3)
+	PTAP(Y12, Y1, 104, Y0, Y3)
+	PTAP(Y11, Y1, 136, Y0, Y3)
+	PTAP(Y15, Y2, 168, Y0, Y3)
+	PTAP(Y14, Y2, 200, Y0, Y3)
+	PTAP(Y13, Y2, 232, Y0, Y3)
+	PROUND(Y0)
+	TESTQ R14, R14
+	JNZ pk8ob
+	PSTORE32(Y0, X0, 0)
+	JMP pdone
+pk8ob:
+	PSTORE8(Y0, X0, X1, 0)
+	JMP pdone
 
 pdone:
 	VZEROUPPER
-	MOVQ R15, ret+64(FP)
 	RET

@@ -179,9 +179,9 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 		inW := k + r.IntN(3*n)
 		in := guarded(t, 3*inW)
 		randomPixels(r, in)
-		// The row's outputs are outputs i0.. of a plan: the pair kernel's weights
-		// (pairWeights) start at the plan's first output, and an odd i0 leaves a
-		// lone output before the pairs.
+		// The row's outputs are outputs i0.. of a plan: the pair kernel's table
+		// (pairPlan) starts at the plan's first output, and an odd i0 leaves a lone
+		// output before the pairs.
 		i0 := r.IntN(3)
 		allTaps := make([]tap, i0+n)
 		allW := make([]int32, (i0+n)*k)
@@ -196,12 +196,13 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 			}
 		}
 		taps, w := allTaps[i0:], allW[i0*k:]
-		wx := pairWeights(nil, allW, k, len(allTaps))
+		var pp pairPlan
+		pp.build(allW, allTaps, k, inW)
 		want32, got32 := make([]uint32, 3*n), make([]uint32, 3*n)
 		want8, got8 := make([]byte, 3*n), make([]byte, 3*n)
 		hpass3Ref(want32, in, taps, w, k)
 		hpass3Ref(want8, in, taps, w, k)
-		if !hpass3Vec(got32, in, taps, w, wx, i0, k) || !hpass3Vec(got8, in, taps, w, wx, i0, k) {
+		if !hpass3Vec(got32, in, taps, w, &pp, i0, k) || !hpass3Vec(got8, in, taps, w, &pp, i0, k) {
 			t.Fatalf("case %d: hpass3Vec declined %d pixels", i, n)
 		}
 		for j := range want32 {
@@ -251,8 +252,8 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 }
 
 // The pair kernel must take the rows that plans make (not leave them to hrow3AVX2):
-// every pair before the first whose loads would pass the row's end, for each tap count
-// it serves, with the plan's own weights.
+// every pair before the first whose loads would pass the row's end (pairPlan.run),
+// for each tap count it serves, with the plan's own weights.
 func TestPairKernelTakesPlanRows(t *testing.T) {
 	needAVX2(t)
 	r := rand.New(rand.NewPCG(28, 5))
@@ -262,37 +263,49 @@ func TestPairKernelTakesPlanRows(t *testing.T) {
 		inW, outW := 20+r.IntN(600), 12+r.IntN(300)
 		interp := allInterps[1+r.IntN(len(allInterps)-1)]
 		p := NewResizePlan(inW, 1, FullROI(inW, 1), outW, 1, interp, true, nil)
-		k := p.h.fixed
+		k, pp := p.h.fixed, &p.h.pairs
 		if p.h.kind != axisFilter || k < minPairTaps || k > maxPairTaps {
 			continue
 		}
+		if pp.k != k {
+			t.Fatalf("case %d: %d -> %d px, %v: no pair table for %d taps", i, inW, outW, interp, k)
+		}
 		seen[k] = true
+		// run, from its definition: loads of 16 bytes from a pixel (31 for more than
+		// 5 taps) inside the row, for both outputs of a pair (or the lone last one).
+		span := 16
+		if k > 5 {
+			span = 31
+		}
+		fits := func(o int) bool { return o >= outW || 3*int(p.h.taps[o].start)+span <= 3*inW }
+		pairs := (outW + 1) / 2
+		for q, want := pairs-1, 0; q >= 0; q-- {
+			if fits(2*q) && fits(2*q+1) {
+				want++
+			} else {
+				want = 0
+			}
+			if int(pp.run[q]) != want {
+				t.Fatalf("case %d: %d -> %d px, %v (k=%d): run[%d] = %d, want %d", i, inW, outW, interp, k, q, pp.run[q], want)
+			}
+		}
 		in := guarded(t, 3*inW)
 		randomPixels(r, in)
-		x0 := r.IntN(outW / 2)
-		x0 &^= 1
+		x0 := r.IntN(outW/2) &^ 1
 		taps := p.h.taps[x0:]
 		n := len(taps)
-		pairs := (n - 1) / 2
+		m := min((n-1)/2, int(pp.run[x0/2]))
 		want, got := make([]uint32, 3*n), make([]uint32, 3*n)
 		hpass3Ref(want, in, taps, p.h.w[x0*k:], k)
-		limit := len(in) - 16 - 15*(k/6)
-		m := hpair3AVX2(unsafe.Pointer(&got[0]), &in[0], &taps[0], &p.h.wx[8*k*(x0/2)], k, pairs, limit, false)
-		// It stops at the first pair with a load (16 bytes from a pixel, 31 for more
-		// than 5 taps) that would pass the row's end.
-		fit := 0
-		for fit < pairs && 3*int(taps[2*fit].start) <= limit && 3*int(taps[2*fit+1].start) <= limit {
-			fit++
+		if m > 0 {
+			hpair3AVX2(unsafe.Pointer(&got[0]), &in[0], &pp.table[(x0/2)*(2+8*k)], k, m, false)
 		}
-		if m != fit {
-			t.Fatalf("case %d: %d -> %d px, %v (k=%d): the pair kernel took %d of %d pairs, %d fit", i, inW, outW, interp, k, m, pairs, fit)
-		}
-		took, all = took+m, all+pairs
 		for j := 0; j < 6*m; j++ {
 			if got[j] != want[j] {
 				t.Fatalf("case %d: %d -> %d px, %v (k=%d): element %d is %d, scalar %d", i, inW, outW, interp, k, j, got[j], want[j])
 			}
 		}
+		took, all = took+m, all+(n-1)/2
 	}
 	for k := minPairTaps; k <= maxPairTaps; k++ {
 		if !seen[k] {

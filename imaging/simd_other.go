@@ -9,9 +9,9 @@ const useAVX2 = false
 
 const maxVecTaps = 64
 
-func pairWeights(wx, w []int32, k, n int) []int32 { return wx[:0] }
+func (pp *pairPlan) build(w []int32, taps []tap, k, inSize int) {}
 
-func hpass3Vec[O hout](out []O, in []byte, taps []tap, w, wx []int32, i0, k int) bool {
+func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, pp *pairPlan, i0, k int) bool {
 	return false
 }
 
