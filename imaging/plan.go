@@ -40,7 +40,7 @@ type axisPlan struct {
 	// fixed, when non-zero, is the common tap count of every output after padding
 	// with zero weights (see padFixed); then taps[i].off == i*fixed.
 	fixed int
-	wp    []int32 // padded weights
+	wp    []int32  // padded weights
 	pairs pairPlan // the fixed taps laid out for the AVX2 pair kernel
 	// nonNeg: no weight is negative (triangle filters), so sums never leave 0..255
 	// and need no clamping.
