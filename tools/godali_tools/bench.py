@@ -29,7 +29,14 @@ Contenders (those that need a GPU run only when one is present):
                    arguments as godali-cpu (runs from a source checkout, whose
                    benchmarks/dali_contender.py holds it, when `nvidia.dali` is
                    importable: DALI is a reference, not a godali dependency)
-  decode-dali      optional: DALI's readers.file + decoders.image on the CPU
+  decode-dali      optional: DALI's readers.file + decoders.image on the CPU (DALI
+                   2.4 decodes with nvImageCodec: pip install nvidia-nvimgcodec-cu12;
+                   the bench puts its folder on the DALI trials' LD_LIBRARY_PATH)
+  val-torch        the validation pipeline in torch's DataLoader: Resize(256),
+                   CenterCrop(224), ToTensor, Normalize
+  val-godali       the validation pipeline in godali: decoders.image, resize shorter
+                   side 256 triangular, crop_mirror_normalize centre crop 224, NCHW
+  val-dali         optional: the same validation pipeline in DALI (as dali-cpu)
   decode-spdl      optional: SPDL (spdl.io.load_image, FFmpeg's decoder), full
                    resolution, RGB, in a pool of `cores` threads (when `spdl` is
                    importable)
@@ -1348,7 +1355,7 @@ def _default_contenders(device: str) -> list:
     keys = ["torch", "godali-cpu", "godali-iter"]
     if device == "cuda":
         keys += ["godali-cuda", "torchvision-gpu"]
-    keys += ["decode-godali", "decode-pil"]
+    keys += ["decode-godali", "decode-pil", "val-torch", "val-godali"]
     # The optional contenders when their packages are there.
     keys += [c.key for c in CONTENDERS if c.module and not c.gpu and _installed(c.module)
              and _in_checkout(c.checkout_file)]

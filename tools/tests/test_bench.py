@@ -197,6 +197,43 @@ def test_optional_contenders_are_skipped_when_not_installed(tiny_data, tmp_path,
     assert "pip install spdl" in rows["decode-spdl"]["reason"]
 
 
+def test_validation_contenders_run(tiny_data, tmp_path):
+    # The validation pipeline (resize shorter 256, centre crop 224) in torch and godali:
+    # both deliver every timed batch.
+    keys = ["val-torch"] + (["val-godali"] if HAVE_GODALI_CPU else [])
+    out_json = tmp_path / "r.json"
+    code = bench.main(["--data", str(tiny_data), "--device", "cpu", "--batch-size", "4",
+                       "--iters", "2", "--warmup", "1", "--repeats", "1",
+                       "--contenders", ",".join(keys), "--json", str(out_json)])
+    rows = {r["key"]: r for r in json.loads(out_json.read_text())["contenders"]}
+    assert code == 0
+    for k in keys:
+        assert rows[k]["status"] == "ok", rows[k]
+        assert rows[k]["images_per_s"] > 0
+    assert "val-godali" in bench._default_contenders("cpu")
+
+
+def test_dali_trials_find_nvimgcodec(tmp_path, monkeypatch):
+    # DALI 2.4 dlopens libnvimgcodec.so by name: the pip package's folder goes first on
+    # the DALI trials' LD_LIBRARY_PATH, and nothing changes without the package.
+    import importlib.machinery
+    import importlib.util
+    pkg = tmp_path / "nvidia" / "nvimgcodec"
+    pkg.mkdir(parents=True)
+    (pkg / "libnvimgcodec.so.0").write_bytes(b"")
+    spec = importlib.machinery.ModuleSpec("nvidia.nvimgcodec", None, is_package=True)
+    spec.submodule_search_locations = [str(pkg)]
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: spec if name == "nvidia.nvimgcodec" else None)
+    env = {"LD_LIBRARY_PATH": "/opt/x"}
+    bench._nvimgcodec_path(env)
+    assert env["LD_LIBRARY_PATH"] == str(pkg) + os.pathsep + "/opt/x"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    env = {}
+    bench._nvimgcodec_path(env)
+    assert env == {}
+
+
 def test_bench_rejects_bad_arguments(tmp_path, capsys):
     assert bench.main(["--data", str(tmp_path), "--contenders", "torch,nope"]) == 2
     err = capsys.readouterr().err
