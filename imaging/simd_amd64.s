@@ -32,6 +32,11 @@ GLOBL c255<>(SB), RODATA|NOPTR, $4
 #define HONE(p, bo, wo, acc) VPMOVZXBD bo(p), X1; VPBROADCASTD wo(DX), X2; VPMULLD X2, X1, X1; VPADDD Y1, acc, acc
 
 // func hrow3AVX2(out unsafe.Pointer, in *byte, taps *tap, w *int32, k, n, limit int, bytesOut bool) int
+// The 3-channel horizontal pass from the plan's taps and weights alone, two taps per
+// multiplication: tap counts the pair kernel (hpair3AVX2, below) does not take, and the
+// outputs it leaves at a row's ends. It stops at the first output whose 8-byte loads
+// would end past limit and returns the outputs done; its stores pass the last one's by
+// one element.
 TEXT ·hrow3AVX2(SB), NOSPLIT, $0-72
 	MOVQ out+0(FP), DI
 	MOVQ in+8(FP), SI
