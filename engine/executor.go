@@ -1320,15 +1320,19 @@ func (w *worker) loop(cpu int, started *sync.WaitGroup) {
 	// The goroutine keeps its thread to the end: a pinned thread then exits with it
 	// instead of going back to the Go scheduler with a one-CPU affinity.
 	runtime.LockOSThread()
+	workerProcs.add(1)
+	defer workerProcs.add(-1)
 	if cpu >= 0 {
 		var set unix.CPUSet
 		set.Set(cpu)
 		_ = unix.SchedSetaffinity(0, &set) // a CPU outside the process's set is ignored, as in DALI
 	}
 	started.Done()
+	yielded := time.Now()
 	for t := range w.p.tasks {
 		err := w.runSample(t.b, t.i, t.src, t.phase)
 		w.trim()
+		yielded = yieldIfDue(yielded)
 		if t.result != nil {
 			t.result <- sampleResult{i: t.i, err: err}
 		} else {

@@ -140,12 +140,12 @@ func checkOutputMeta(n *Node, d *DataNode, maxPixels int64, batch int) error {
 // it: the error fails that sample (a data error naming its file), never the process. op
 // names the operator that set the shape ("" when none did: a fed sample).
 func checkSampleSize(t *Tensor, lim *Limits, op string) (int, error) {
-	what := "the sample"
-	if op != "" {
-		what = op + " output"
-	}
-	if err := CheckNDim(what, len(t.Shape)); err != nil {
-		return 0, &Error{Status: StatusData, Err: err}
+	if len(t.Shape) > MaxSampleNDim { // the message is made only then: this runs per sample and node
+		what := "the sample"
+		if op != "" {
+			what = op + " output"
+		}
+		return 0, &Error{Status: StatusData, Err: CheckNDim(what, len(t.Shape))}
 	}
 	need, ok := checkedBytes(t.DType, t.Shape)
 	if !ok {

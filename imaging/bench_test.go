@@ -1,6 +1,10 @@
 package imaging
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+)
 
 // The benchmarks follow the ResNet-50 pipeline: a decoded random crop of about
 // 500x375 resized to 224x224 (INTERP_TRIANGULAR), then normalised to float CHW. Plans
@@ -98,5 +102,44 @@ func BenchmarkCMN_224_HWCFloat(b *testing.B) {
 		if err := CropMirrorNormalize(dst, src, 224, 224, 3, &np); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkHPass3 times the horizontal pass of one 3-channel row into the ring's uint32
+// elements, 224 outputs from the row widths of the training pipeline's crops: upscaling
+// (2 taps) and downscaling by up to about 2x (3 to 5 taps), and 4x (8 taps).
+func BenchmarkHPass3(b *testing.B) {
+	for _, inW := range []int{150, 300, 400, 440, 880} {
+		p := NewResizePlan(inW, 1, FullROI(inW, 1), 224, 1, InterpTriangular, true, nil)
+		b.Run(fmt.Sprintf("%dpx_k=%d", inW, p.h.fixed), func(b *testing.B) {
+			src := testImage(inW, 1, 3, 1)
+			out := make([]uint32, 3*224)
+			for b.Loop() {
+				hpass(out, src, &p.h, 0, 224, 3)
+			}
+		})
+	}
+}
+
+// BenchmarkVFilt times the vertical pass of one output row from the ring (224 RGB
+// pixels, 672 uint32 elements per row) for the training pipeline's tap counts.
+func BenchmarkVFilt(b *testing.B) {
+	for _, k := range []int{2, 3, 4, 5, 8} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			rows := make([]unsafe.Pointer, k)
+			w := make([]int32, k)
+			for i := range rows {
+				r := make([]uint32, 672)
+				for j := range r {
+					r[j] = uint32((i*31 + j*7) % 256)
+				}
+				rows[i] = unsafe.Pointer(&r[0])
+				w[i] = fixedOne / int32(k)
+			}
+			out := make([]byte, 672)
+			for b.Loop() {
+				vfiltVec(out, rows, w)
+			}
+		})
 	}
 }

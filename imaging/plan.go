@@ -40,7 +40,8 @@ type axisPlan struct {
 	// fixed, when non-zero, is the common tap count of every output after padding
 	// with zero weights (see padFixed); then taps[i].off == i*fixed.
 	fixed int
-	wp    []int32 // padded weights
+	wp    []int32  // padded weights
+	pairs pairPlan // the fixed taps laid out for the AVX2 pair kernel
 	// nonNeg: no weight is negative (triangle filters), so sums never leave 0..255
 	// and need no clamping.
 	nonNeg bool
@@ -133,7 +134,7 @@ func (p *ResizePlan) check() error {
 }
 
 func (p *ResizePlan) bytes() int {
-	return 4*(cap(p.h.idx)+cap(p.v.idx)+cap(p.h.w)+cap(p.v.w)+cap(p.h.wp)+cap(p.v.wp)) +
+	return 4*(cap(p.h.idx)+cap(p.v.idx)+cap(p.h.w)+cap(p.v.w)+cap(p.h.wp)+cap(p.v.wp)+cap(p.h.pairs.table)+cap(p.h.pairs.run)) +
 		12*(cap(p.h.taps)+cap(p.v.taps)) + 8*cap(p.coef)
 }
 
@@ -173,6 +174,7 @@ func (a *axisPlan) init(inSize int, in0, in1 float64, outSize int, interp Interp
 	a.taps = grow(a.taps, outSize)
 	a.w = grow(a.w, outSize*ksize)[:0]
 	inv := 1 / fs
+	tri := interp == InterpLinear || interp == InterpTriangular
 	for i := range a.taps {
 		// Centre in edge coordinates; tap x's centre is at x+0.5.
 		center := in0 + (float64(i)+0.5)*scale
@@ -180,19 +182,38 @@ func (a *axisPlan) init(inSize int, in0, in1 float64, outSize int, interp Interp
 		xmax := min(int(center+support+0.5), inSize)
 		n := min(max(xmax-xmin, 0), ksize)
 		sum := 0.0
-		for x := 0; x < n; x++ {
-			w := interp.weight((float64(x+xmin) - center + 0.5) * inv)
-			ks[x] = w
-			sum += w
+		if tri {
+			// interp.weight of the triangle filter, inline: the plan is built for
+			// every sample of a random crop.
+			for x := range ks[:n] {
+				d := (float64(x+xmin) - center + 0.5) * inv
+				if d < 0 {
+					d = -d
+				}
+				w := 0.0
+				if d < 1 {
+					w = 1 - d
+				}
+				ks[x] = w
+				sum += w
+			}
+		} else {
+			for x := range ks[:n] {
+				w := interp.weight((float64(x+xmin) - center + 0.5) * inv)
+				ks[x] = w
+				sum += w
+			}
 		}
 		off := len(a.w)
 		if sum != 0 {
-			for x := 0; x < n; x++ {
-				v := ks[x] / sum * fixedOne
+			// a.w has room for ksize weights per output.
+			a.w = a.w[:off+n]
+			for x, k := range ks[:n] {
+				v := k / sum * fixedOne
 				if v < 0 {
-					a.w = append(a.w, int32(v-0.5))
+					a.w[off+x] = int32(v - 0.5)
 				} else {
-					a.w = append(a.w, int32(v+0.5))
+					a.w[off+x] = int32(v + 0.5)
 				}
 			}
 		}
@@ -250,6 +271,17 @@ func (a *axisPlan) padFixed(inSize int) {
 	}
 	a.w, a.wp = a.wp, a.w
 	a.fixed = k
+	a.pairs.build(a.w, a.taps, k, inSize)
+}
+
+// pairPlan is the horizontal axis laid out for the AVX2 pair kernel (hpair3AVX2,
+// simd_amd64.go), which resamples outputs 2p and 2p+1 together.
+type pairPlan struct {
+	k      int     // taps per output; 0: the kernel does not run
+	rowLen int     // bytes of the source row the offsets index
+	table  []int32 // per pair: the outputs' first byte offsets, then their weights per tap
+	// run[p]: how many pairs from p on have their loads inside the row.
+	run []int32
 }
 
 func clampInt(v, lo, hi int) int {

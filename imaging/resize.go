@@ -124,10 +124,9 @@ func (r *region) begin(p *ResizePlan, src []byte, c, stride, x0, x1, y0, y1 int,
 		rB = max(rB, int(t.start+t.n))
 	}
 	s.tmp = grow(s.tmp, (rB-rA)*r.rowLen)
-	htaps := p.h.taps[x0:x1]
 	for y := rA; y < rB; y++ {
 		o := (y - rA) * r.rowLen
-		hpass(s.tmp[o:o+r.rowLen], r.line(y), htaps, p.h.w, c, p.h.fixed, p.h.nonNeg)
+		hpass(s.tmp[o:o+r.rowLen], r.line(y), &p.h, x0, x1, c)
 	}
 	r.vbuf, r.vOff, r.vStride = s.tmp, -rA*r.rowLen, r.rowLen
 }
@@ -164,7 +163,7 @@ func (r *region) hrow(out, in []byte) {
 	case axisNearest:
 		gather(out, in, p.h.idx[r.x0:r.x0+n], c)
 	default:
-		hpass(out, in, p.h.taps[r.x0:r.x0+n], p.h.w, c, p.h.fixed, p.h.nonNeg)
+		hpass(out, in, &p.h, r.x0, r.x0+n, c)
 	}
 }
 
@@ -176,7 +175,7 @@ func (r *region) ringLine(y int) []uint64 {
 		p := r.p
 		n := r.rowLen / r.c
 		o := slot * 2 * r.words
-		hpass(r.ring32[o:o+r.rowLen], r.line(y), p.h.taps[r.x0:r.x0+n], p.h.w, r.c, p.h.fixed, p.h.nonNeg)
+		hpass(r.ring32[o:o+r.rowLen], r.line(y), &p.h, r.x0, r.x0+n, r.c)
 		r.tags[slot] = int32(y)
 	}
 	return r.ring[slot*r.words : (slot+1)*r.words : (slot+1)*r.words]
@@ -187,12 +186,15 @@ func (r *region) vring(out []byte, t tap, w []int32, s *Scratch) {
 	k := w[t.off : t.off+t.n]
 	st := int(t.start)
 	if useAVX2 && len(out) >= 16 && len(k) <= maxVecTaps {
-		// All k rows are held at once, as in the unrolled cases below.
-		var rows [maxVecTaps]unsafe.Pointer
-		for i := range k {
-			rows[i] = unsafe.Pointer(unsafe.SliceData(r.ringLine(st + i)))
+		// The row pointers go on the stack, which Go zeroes first: a small array for
+		// the common tap counts keeps that cheap.
+		if len(k) <= 8 {
+			var rows [8]unsafe.Pointer
+			r.vfilt(out, rows[:len(k)], st, k)
+		} else {
+			var rows [maxVecTaps]unsafe.Pointer
+			r.vfilt(out, rows[:len(k)], st, k)
 		}
-		vfiltVec(out, rows[:len(k)], k)
 		return
 	}
 	if r.p.v.nonNeg {
@@ -233,6 +235,15 @@ func (r *region) vring(out []byte, t tap, w []int32, s *Scratch) {
 		}
 		unpairAll(out, acc)
 	}
+}
+
+// vfilt runs vfiltVec over ring rows st.. (len(rows) of them, all held at once, as in
+// the unrolled cases of vring), using rows for their pointers.
+func (r *region) vfilt(out []byte, rows []unsafe.Pointer, st int, k []int32) {
+	for i := range rows {
+		rows[i] = unsafe.Pointer(unsafe.SliceData(r.ringLine(st + i)))
+	}
+	vfiltVec(out, rows, k)
 }
 
 // Paired lanes: a uint64 word holds element 2j in bits 0..31 and element 2j+1 in bits
@@ -439,16 +450,16 @@ func vfinal(out []byte, acc []int32, r0 []byte, w0 int32) {
 // for the ring that feeds the paired vertical kernels.
 type hout interface{ ~uint8 | ~uint32 }
 
-// hpass convolves one source row with the horizontal taps; out has len(taps)*c
-// elements. fixed is the plan's common tap count (0 if the counts vary); nonNeg says
-// that no weight is negative.
-func hpass[O hout](out []O, in []byte, taps []tap, w []int32, c, fixed int, nonNeg bool) {
+// hpass convolves one source row with the horizontal taps of outputs [x0, x1) of axis
+// a; out has (x1-x0)*c elements.
+func hpass[O hout](out []O, in []byte, a *axisPlan, x0, x1, c int) {
+	taps, w, fixed := a.taps[x0:x1], a.w, a.fixed
 	switch c {
 	case 3:
 		if fixed > 0 && len(taps) > 0 {
 			// The fixed-count kernels index weights from the first tap's offset.
 			off := int(taps[0].off)
-			if hpass3Vec(out, in, taps, w[off:], fixed) || hpass3Fixed(out, in, taps, w[off:], fixed, nonNeg) {
+			if hpass3Vec(out, in, taps, w[off:], &a.pairs, x0, fixed) || hpass3Fixed(out, in, taps, w[off:], fixed, a.nonNeg) {
 				return
 			}
 		}

@@ -44,6 +44,17 @@ func guarded(t *testing.T, n int) []byte {
 
 // randomPixels fills b with noise, saturated runs or a mix, so that the cubic and
 // Lanczos overshoots clamp on both sides.
+// eachVector runs f with every vector kernel set this CPU has: with AVX-512 where
+// there is one, and with AVX2 alone.
+func eachVector(f func(set string)) {
+	if useAVX512 {
+		f("AVX-512")
+		useAVX512 = false
+		defer func() { useAVX512 = true }()
+	}
+	f("AVX2")
+}
+
 func randomPixels(r *rand.Rand, b []byte) {
 	mode := r.IntN(3)
 	for i := range b {
@@ -142,12 +153,15 @@ func TestResizeCMNAVX2MatchesScalar(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		if err := ResizeCropMirrorNormalize(got, src, w, h, 3, p, &np, &s); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(want, got) {
-			t.Fatalf("case %d: %dx%d -> %dx%d %v crop %+v: results differ", i, w, h, dw, dh, interp, np)
-		}
+		eachVector(func(set string) {
+			clear(got)
+			if err := ResizeCropMirrorNormalize(got, src, w, h, 3, p, &np, &s); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Fatalf("case %d (%s): %dx%d -> %dx%d %v crop %+v: results differ", i, set, w, h, dw, dh, interp, np)
+			}
+		})
 	}
 }
 
@@ -165,25 +179,35 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 		inW := k + r.IntN(3*n)
 		in := guarded(t, 3*inW)
 		randomPixels(r, in)
-		taps := make([]tap, n)
-		w := make([]int32, n*k)
+		// The row's outputs are outputs i0.. of a plan: the pair kernel's table
+		// (pairPlan) starts at the plan's first output, and an odd i0 leaves a lone
+		// output before the pairs.
+		i0 := r.IntN(3)
+		allTaps := make([]tap, i0+n)
+		allW := make([]int32, (i0+n)*k)
 		lim := int32(fixedOne / k)
-		for j := range taps {
-			taps[j] = tap{start: int32(r.IntN(inW - k + 1)), n: int32(k), off: int32(j * k)}
+		for j := range allTaps {
+			allTaps[j] = tap{start: int32(r.IntN(inW - k + 1)), n: int32(k), off: int32(j * k)}
+			if r.IntN(4) == 0 { // the last pixels: the pair kernel's loads would pass the end
+				allTaps[j].start = int32(inW - k - r.IntN(min(3, inW-k+1)))
+			}
 			for q := 0; q < k; q++ {
-				w[j*k+q] = r.Int32N(2*lim) - lim/2
+				allW[j*k+q] = r.Int32N(2*lim) - lim/2
 			}
 		}
+		taps, w := allTaps[i0:], allW[i0*k:]
+		var pp pairPlan
+		pp.build(allW, allTaps, k, inW)
 		want32, got32 := make([]uint32, 3*n), make([]uint32, 3*n)
 		want8, got8 := make([]byte, 3*n), make([]byte, 3*n)
 		hpass3Ref(want32, in, taps, w, k)
 		hpass3Ref(want8, in, taps, w, k)
-		if !hpass3Vec(got32, in, taps, w, k) || !hpass3Vec(got8, in, taps, w, k) {
+		if !hpass3Vec(got32, in, taps, w, &pp, i0, k) || !hpass3Vec(got8, in, taps, w, &pp, i0, k) {
 			t.Fatalf("case %d: hpass3Vec declined %d pixels", i, n)
 		}
 		for j := range want32 {
 			if want32[j] != got32[j] || want8[j] != got8[j] {
-				t.Fatalf("case %d (k=%d, n=%d): horizontal element %d: %d/%d, scalar %d", i, k, n, j, got32[j], got8[j], want32[j])
+				t.Fatalf("case %d (k=%d, n=%d, i0=%d): horizontal element %d: %d/%d, scalar %d", i, k, n, i0, j, got32[j], got8[j], want32[j])
 			}
 		}
 
@@ -224,6 +248,72 @@ func TestVectorKernelsMatchScalar(t *testing.T) {
 				t.Fatalf("case %d (k=%d, len %d): vertical element %d: %d, scalar %d", i, k, m, j, got[j], clip8(s))
 			}
 		}
+	}
+}
+
+// The pair kernel must take the rows that plans make (not leave them to hrow3AVX2):
+// every pair before the first whose loads would pass the row's end (pairPlan.run),
+// for each tap count it serves, with the plan's own weights.
+func TestPairKernelTakesPlanRows(t *testing.T) {
+	needAVX2(t)
+	r := rand.New(rand.NewPCG(28, 5))
+	seen := map[int]bool{}
+	took, all := 0, 0
+	for i := 0; i < 400; i++ {
+		inW, outW := 20+r.IntN(600), 12+r.IntN(300)
+		interp := allInterps[1+r.IntN(len(allInterps)-1)]
+		p := NewResizePlan(inW, 1, FullROI(inW, 1), outW, 1, interp, true, nil)
+		k, pp := p.h.fixed, &p.h.pairs
+		if p.h.kind != axisFilter || k < minPairTaps || k > maxPairTaps {
+			continue
+		}
+		if pp.k != k {
+			t.Fatalf("case %d: %d -> %d px, %v: no pair table for %d taps", i, inW, outW, interp, k)
+		}
+		seen[k] = true
+		// run, from its definition: loads of 16 bytes from a pixel (31 for more than
+		// 5 taps) inside the row, for both outputs of a pair (or the lone last one).
+		span := 16
+		if k > 5 {
+			span = 31
+		}
+		fits := func(o int) bool { return o >= outW || 3*int(p.h.taps[o].start)+span <= 3*inW }
+		pairs := (outW + 1) / 2
+		for q, want := pairs-1, 0; q >= 0; q-- {
+			if fits(2*q) && fits(2*q+1) {
+				want++
+			} else {
+				want = 0
+			}
+			if int(pp.run[q]) != want {
+				t.Fatalf("case %d: %d -> %d px, %v (k=%d): run[%d] = %d, want %d", i, inW, outW, interp, k, q, pp.run[q], want)
+			}
+		}
+		in := guarded(t, 3*inW)
+		randomPixels(r, in)
+		x0 := r.IntN(outW/2) &^ 1
+		taps := p.h.taps[x0:]
+		n := len(taps)
+		m := min((n-1)/2, int(pp.run[x0/2]))
+		want, got := make([]uint32, 3*n), make([]uint32, 3*n)
+		hpass3Ref(want, in, taps, p.h.w[x0*k:], k)
+		if m > 0 {
+			hpair3AVX2(unsafe.Pointer(&got[0]), &in[0], &pp.table[(x0/2)*(2+8*k)], k, m, false)
+		}
+		for j := 0; j < 6*m; j++ {
+			if got[j] != want[j] {
+				t.Fatalf("case %d: %d -> %d px, %v (k=%d): element %d is %d, scalar %d", i, inW, outW, interp, k, j, got[j], want[j])
+			}
+		}
+		took, all = took+m, all+(n-1)/2
+	}
+	for k := minPairTaps; k <= maxPairTaps; k++ {
+		if !seen[k] {
+			t.Errorf("no plan had %d taps", k)
+		}
+	}
+	if took < all*3/4 {
+		t.Errorf("the pair kernel took %d of %d pairs", took, all)
 	}
 }
 
@@ -302,12 +392,15 @@ func TestCMNFloatAVX2MatchesScalar(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		if err := CropMirrorNormalize(got, src, w, h, 3, &np); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(want, got) {
-			t.Fatalf("case %d: %dx%d crop %+v: results differ", i, w, h, np)
-		}
+		eachVector(func(set string) {
+			clear(got)
+			if err := CropMirrorNormalize(got, src, w, h, 3, &np); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Fatalf("case %d (%s): %dx%d crop %+v: results differ", i, set, w, h, np)
+			}
+		})
 	}
 	t.Logf("%d of 300 parameter sets took the vector path", vec)
 	if vec < 100 {

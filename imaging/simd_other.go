@@ -9,7 +9,9 @@ const useAVX2 = false
 
 const maxVecTaps = 64
 
-func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, k int) bool {
+func (pp *pairPlan) build(w []int32, taps []tap, k, inSize int) {}
+
+func hpass3Vec[O hout](out []O, in []byte, taps []tap, w []int32, pp *pairPlan, i0, k int) bool {
 	return false
 }
 
