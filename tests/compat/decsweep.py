@@ -44,6 +44,7 @@ import records
 IMAGES = os.environ.get("GODALI_TESTDATA_IMAGES", "/work/shared/testdata/images")
 BENCH = os.environ.get("GODALI_BENCH_DATA", os.path.expanduser("~/.cache/godali/bench-data"))
 N_PHOTOS = 6  # bench photographs: one from each of the first classes
+CHUNK_TIMEOUT = 300  # seconds one child process may take over its files
 
 T = "types."  # a value that names a member of DALI's/godali's types module
 
@@ -184,8 +185,12 @@ def run(impl, out_dir, quick=False):
         while start < n:
             stream = os.path.join(out_dir, "stream-%s-%d.pkl" % (cid, start))
             argv = [sys.executable, os.path.abspath(__file__), "chunk", impl, stream, cid, str(start)]
-            p = subprocess.run(argv + (["--quick"] if quick else []), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+            try:
+                p = subprocess.run(argv + (["--quick"] if quick else []), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True, timeout=CHUNK_TIMEOUT)
+            except subprocess.TimeoutExpired as e:  # a decode that hangs: recorded as a crash
+                p = subprocess.CompletedProcess(argv, -9, stderr="timed out after %ds %s" % (
+                    CHUNK_TIMEOUT, (e.stderr or b"").decode(errors="replace")))
             got = _read_stream(stream)
             results.update(got)
             done = max([i for i, (nm, _) in enumerate(fl) if (cid, nm) in got] + [start - 1])
