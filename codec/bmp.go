@@ -134,11 +134,25 @@ func probeBMP(data []byte) (Info, error) {
 	info := Info{Format: FormatBMP, Width: hd.w, Height: hd.h, Components: 3, ColorSpace: "RGB", Orientation: 1}
 	if hd.bpp <= 8 {
 		info.Components, info.ColorSpace = 1, "Palette"
+		if bmpGreyPalette(hd) {
+			info.ColorSpace = "Gray" // as OpenCV (DALI's decoder) reads it: one channel
+		}
 	}
 	if hd.compression == bmpRLE8 || hd.compression == bmpRLE4 {
 		info.WorkBytes = int64(hd.w) * int64(hd.h) // the index plane
 	}
 	return info, nil
+}
+
+// bmpGreyPalette reports whether every palette entry is a grey (blue = green = red), as
+// OpenCV's BMP decoder tests for a grey image; a missing palette is the grey ramp.
+func bmpGreyPalette(hd bmpHeader) bool {
+	for i := 0; i+2 < len(hd.palette) && hd.palEntry >= 3; i += hd.palEntry {
+		if e := hd.palette[i : i+3]; e[0] != e[1] || e[1] != e[2] {
+			return false
+		}
+	}
+	return true
 }
 
 // bmpRasterFits checks that an uncompressed raster lies within the file.

@@ -12,7 +12,7 @@ func init() {
 		Name: "peek_image_shape",
 		Doc: "Outputs the shape (height, width, channels) an encoded image will have once decoded, " +
 			"from its header, without decoding it (DALI's fn.peek_image_shape). Channels follow " +
-			"image_type (3 for RGB, BGR and YCbCr, 1 for GRAY), as the decoders produce them.",
+			"image_type (3 for RGB, BGR and YCbCr, 1 for GRAY; ANY_DATA: the image's own, 1 for grey, 4 with alpha, else 3), as the decoders produce them.",
 		MinInputs: 1, MaxInputs: 1, Outputs: []string{"shape"}, HostOnly: true,
 		Args: []engine.ArgSpec{
 			{Name: "dtype", Type: engine.ArgDType, Default: "INT64", Doc: "output type"},
@@ -26,7 +26,10 @@ func init() {
 			return nil, a.Errorf("dtype", "must be a numeric type, got BOOL")
 		}
 		channels := 3 // YCbCr, as the decoders make it from RGB
-		if t := a.String("image_type"); !strings.EqualFold(strings.TrimSpace(t), "YCbCr") {
+		switch t := strings.TrimSpace(a.String("image_type")); {
+		case strings.EqualFold(t, "ANY_DATA"):
+			channels = 0 // the image's own (ownChannels)
+		case !strings.EqualFold(t, "YCbCr"):
 			out, err := codec.ParseOutputType(t)
 			if err != nil {
 				return nil, a.Errorf("image_type", "%v", err)
@@ -71,9 +74,25 @@ func (o *peekOp) Run(ws *engine.Workspace) error {
 		return o.args.DataErrorf(ws, "cannot read the image header: %v", err)
 	}
 	w, h := info.OrientedSize(o.orient)
+	c := o.channels
+	if c == 0 {
+		c = ownChannels(info)
+	}
 	sz := o.dtype.Size()
-	for i, v := range []int{h, w, o.channels} {
+	for i, v := range []int{h, w, c} {
 		engine.WriteScalar(ws.Out[0].Data[i*sz:], o.dtype, float64(v))
 	}
 	return nil
+}
+
+// ownChannels is image_type ANY_DATA's channel count, as DALI's peek_image_shape gives
+// it (DALI's test_peek_shape): one for grey images, four with alpha, three otherwise.
+func ownChannels(info codec.Info) int {
+	switch info.ColorSpace {
+	case "Gray":
+		return 1
+	case "RGBA", "YCbCrA":
+		return 4
+	}
+	return 3
 }

@@ -668,3 +668,39 @@ def test_decoder_any_data_keeps_the_images_channels(tmp_path):
     np.testing.assert_array_equal(run(files[3], dtype=types.UINT16), grey16[..., None])
     with pytest.raises(RuntimeError, match="ANY_DATA of a PNG image with an alpha channel"):
         run(files[4])
+
+
+def test_peek_image_shape_any_data_and_grey_bmp(tmp_path):
+    # DALI's test_imgcodec.py test_peek_shape: image_type=ANY_DATA gives the image's own
+    # channels (1 for a grayscale BMP, a grey PNM or TIFF; 4 for a PNG with alpha; 3 for
+    # colour; godali reads no PBM, DALI's test has one); a BMP whose palette is all greys decodes to one channel with ANY_DATA, as
+    # OpenCV (DALI's BMP decoder) reads it.
+    from PIL import Image
+    rng = np.random.default_rng(9)
+    grey = rng.integers(0, 256, (7, 11), dtype=np.uint8)
+    rgb = rng.integers(0, 256, (7, 11, 3), dtype=np.uint8)
+    made = {"g.bmp": (Image.fromarray(grey).convert("P"), 1), "g.pgm": (Image.fromarray(grey), 1),
+            "g.tif": (Image.fromarray(grey), 1), "a.png": (Image.fromarray(np.dstack([rgb, grey])), 4),
+            "c.bmp": (Image.fromarray(rgb), 3), "c.jpg": (Image.fromarray(rgb), 3)}
+    files = []
+    for name, (im, _) in made.items():
+        files.append(str(tmp_path / name))
+        if name == "g.bmp":  # an 8-bit palette of greys, not PIL's "L" BMP
+            im.putpalette([v for i in range(256) for v in (i, i, i)])
+        im.save(files[-1])
+    p = _pipe(len(files))
+    with p:
+        data, _ = fn.readers.file(files=files)
+        p.set_outputs(fn.peek_image_shape(data, image_type=types.ANY_DATA),
+                      fn.experimental.peek_image_shape(data, image_type=types.GRAY))
+    shapes, grays = p.run()
+    for i, (name, (_, c)) in enumerate(made.items()):
+        assert list(np.array(shapes.at(i))) == [7, 11, c], name
+        assert list(np.array(grays.at(i))) == [7, 11, 1], name
+    p.close()
+    p = _pipe(1)
+    with p:
+        data, _ = fn.readers.file(files=[files[0]])
+        p.set_outputs(fn.decoders.image(data, output_type=types.ANY_DATA))
+    np.testing.assert_array_equal(np.array(p.run()[0].at(0)), np.asarray(Image.open(files[0]).convert("L"))[..., None])
+    p.close()
