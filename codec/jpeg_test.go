@@ -561,12 +561,15 @@ func TestScaleChoice(t *testing.T) {
 		want int
 	}{
 		{Options{}, 8},
-		{Options{MinWidth: 224, MinHeight: 224}, 5},          // 375*5/8 = 235 >= 224
+		{Options{MinWidth: 224, MinHeight: 224}, 8},          // 5/8 would do (235), 4/8 not (188): 5/8's IDCT is plain C
+		{Options{MinWidth: 180, MinHeight: 180}, 4},          // 375*4/8 = 188 >= 180
 		{Options{MinWidth: 1, MinHeight: 1}, 1},              // 47x63
 		{Options{MinWidth: 600}, 8},                          // unreachable: no scaling
-		{Options{AdjustOrientation: true, MinWidth: 300}, 7}, // upright width is 375
+		{Options{AdjustOrientation: true, MinWidth: 300}, 8}, // upright width is 375: 7/8 only
 		{Options{ROI: Rect{10, 10, 100, 80}, MinWidth: 50, MinHeight: 20}, 4},
-		{Options{ROI: Rect{10, 10, 100, 80}, MinWidth: 51, MinHeight: 20}, 5},
+		{Options{ROI: Rect{10, 10, 100, 80}, MinWidth: 51, MinHeight: 20}, 8},
+		{Options{ROI: Rect{10, 10, 100, 80}, MinWidth: 30, MinHeight: 20}, 4}, // 3/8 (38x30) is not used
+		{Options{ROI: Rect{10, 10, 100, 80}, MinWidth: 20, MinHeight: 20}, 2},
 	}
 	for _, tc := range cases {
 		p, err := makePlan(info, tc.opt, true)
@@ -576,10 +579,11 @@ func TestScaleChoice(t *testing.T) {
 		if p.scale != tc.want {
 			t.Errorf("%+v: scale %d/8, want %d/8", tc.opt, p.scale, tc.want)
 		}
-		if p.scale > 1 && (tc.opt.MinWidth > 0 || tc.opt.MinHeight > 0) {
-			q, _ := planAt(info, tc.opt, p.scale-1)
-			if q.ow >= tc.opt.MinWidth && q.oh >= tc.opt.MinHeight {
-				t.Errorf("%+v: scale %d/8 would do", tc.opt, p.scale-1)
+		if tc.opt.MinWidth > 0 || tc.opt.MinHeight > 0 {
+			for _, n := range DCTScales {
+				if q, _ := planAt(info, tc.opt, n); n < p.scale && q.ow >= tc.opt.MinWidth && q.oh >= tc.opt.MinHeight {
+					t.Errorf("%+v: scale %d/8 would do", tc.opt, n)
+				}
 			}
 		}
 		if p.scale < 8 && (p.ow < tc.opt.MinWidth || p.oh < tc.opt.MinHeight) {

@@ -36,7 +36,7 @@ func (d *cpuDecoder) cropPixels(info codec.Info) int64 {
 			minH := dctScaleMargin * th
 			if tw > 0 && th > 0 && cw >= dctScaleMargin*tw {
 				cands = append(cands, min(top, minH-1))
-				for n := 1; n < 8; n++ {
+				for _, n := range codec.DCTScales {
 					// The tallest height whose scale-n/8 decode is below minH.
 					cands = append(cands, min(top, (8*(minH-1))/n))
 				}
@@ -64,7 +64,7 @@ func windowPixels(info codec.Info, consumer engine.SizeHinter, cw, ch int) int64
 		return full
 	}
 	minW, minH := dctScaleMargin*tw, dctScaleMargin*th
-	for n := 1; n < 8; n++ {
+	for _, n := range codec.DCTScales {
 		loW, hiW := codec.ScaledExtent(cw, n)
 		loH, hiH := codec.ScaledExtent(ch, n)
 		if loW >= minW && loH >= minH {
