@@ -140,6 +140,19 @@ static void forget_input(gd_jpeg_impl *m) {
   }
 }
 
+/* grow_rows makes the row buffer at least need bytes; 0 when out of memory. */
+static int grow_rows(gd_jpeg_impl *m, size_t need) {
+  if (m->rows_cap < need) {
+    unsigned char *p = realloc(m->rows, need);
+    if (p == NULL) {
+      return 0;
+    }
+    m->rows = p;
+    m->rows_cap = need;
+  }
+  return 1;
+}
+
 static void begin(gd_jpeg *s) {
   s->impl->err.eof = 0;
   s->impl->err.too_many_scans = 0;
@@ -527,14 +540,8 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
     }
   } else {
     size_t in_row = (size_t)cw * (size_t)ci->output_components;
-    size_t need = in_row * GD_ROW_BLOCK;
-    if (m->rows_cap < need) {
-      unsigned char *p = realloc(m->rows, need);
-      if (p == NULL) {
-        return fail_plain(s, "out of memory for JPEG row buffer");
-      }
-      m->rows = p;
-      m->rows_cap = need;
+    if (!grow_rows(m, in_row * GD_ROW_BLOCK)) {
+      return fail_plain(s, "out of memory for JPEG row buffer");
     }
     size_t col = (size_t)(job->rx - xoff) * (size_t)ci->output_components;
     while (ci->output_scanline < end) {
@@ -580,14 +587,8 @@ int gd_jpeg_decode(gd_jpeg *s, const unsigned char *data, size_t len, unsigned c
     if (left > 1 && jpeg_skip_scanlines(ci, left - 1) != left - 1) {
       return fail_plain(s, "could not skip to the last row");
     }
-    size_t need = (size_t)cw * (size_t)ci->output_components;
-    if (m->rows_cap < need) {
-      unsigned char *p = realloc(m->rows, need);
-      if (p == NULL) {
-        return fail_plain(s, "out of memory for JPEG row buffer");
-      }
-      m->rows = p;
-      m->rows_cap = need;
+    if (!grow_rows(m, (size_t)cw * (size_t)ci->output_components)) {
+      return fail_plain(s, "out of memory for JPEG row buffer");
     }
     JSAMPROW last = m->rows;
     if (jpeg_read_scanlines(ci, &last, 1) != 1) {
