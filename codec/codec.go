@@ -84,6 +84,30 @@ func ParseOutputType(s string) (OutputType, error) {
 	return RGB, fmt.Errorf("output_type %q is not supported; valid: RGB, BGR, GRAY", s)
 }
 
+// ImageType is DALI's image type as the decoders and peek_image_shape take it: an
+// output type the codec decodes to, or YCbCr (made from the RGB decode) or ANY_DATA
+// (each image's own channels), in which case Out is RGB.
+type ImageType struct {
+	Out            OutputType
+	YCbCr, AnyData bool
+}
+
+// ParseImageType reads DALI's image type names (case-insensitive): RGB, BGR, GRAY,
+// YCbCr, ANY_DATA.
+func ParseImageType(s string) (ImageType, error) {
+	switch t := strings.ToUpper(strings.TrimSpace(s)); t {
+	case "YCBCR":
+		return ImageType{Out: RGB, YCbCr: true}, nil
+	case "ANY_DATA":
+		return ImageType{Out: RGB, AnyData: true}, nil
+	}
+	out, err := ParseOutputType(s)
+	if err != nil {
+		return ImageType{Out: RGB}, fmt.Errorf("%q is not supported; valid: RGB, BGR, GRAY, YCbCr, ANY_DATA", s)
+	}
+	return ImageType{Out: out}, nil
+}
+
 // Info describes an encoded image as its header declares it.
 type Info struct {
 	Format Format

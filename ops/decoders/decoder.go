@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
@@ -89,7 +88,7 @@ func (s *decoderState) Trim(limit int) {
 func (s *decoderState) ScratchBytes() int { return s.dec.ScratchBytes() }
 
 func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
-	out, ycc, anyData, err := parseDecodedType(a.String("output_type"))
+	it, err := codec.ParseImageType(a.String("output_type"))
 	if err != nil {
 		return nil, a.Errorf("output_type", "%v", err)
 	}
@@ -97,7 +96,7 @@ func newCPUDecoder(a *engine.Args, randomCrop bool) (engine.Operator, error) {
 	if !slices.Contains(decodedTypes, dt) {
 		return nil, a.Errorf("dtype", "expected UINT8, UINT16, INT16 or FLOAT, got %s", dt)
 	}
-	d := &cpuDecoder{args: a, dtype: dt, out: out, ycc: ycc, anyData: anyData, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
+	d := &cpuDecoder{args: a, dtype: dt, out: it.Out, ycc: it.YCbCr, anyData: it.AnyData, orient: a.Bool("adjust_orientation"), likePIL: a.Bool("like_pil"), fastIDCT: a.Bool("use_fast_idct")}
 	if randomCrop {
 		d.dctScale = a.Bool("dct_downscale")
 		rc, err := window.ParseRandomCrop(a)
@@ -119,24 +118,6 @@ func (d *cpuDecoder) Infer(in []engine.TensorMeta) ([]engine.TensorMeta, error) 
 		c = -1 // the image's own
 	}
 	return []engine.TensorMeta{{DType: d.dtype, Layout: "HWC", Shape: []int{-1, -1, c}}}, nil
-}
-
-// parseDecodedType reads the decoders' output_type: codec's RGB, BGR or GRAY; YCbCr,
-// which the decoders make as DALI's do, from the RGB decode by color_space_conversion's
-// formula (ITU-R BT.601, limited range: imaging.RGBToYCbCr601); or ANY_DATA, each
-// image's own channels (anyDataOut).
-func parseDecodedType(s string) (out codec.OutputType, ycc, anyData bool, err error) {
-	switch t := strings.TrimSpace(s); {
-	case strings.EqualFold(t, "YCbCr"):
-		return codec.RGB, true, false, nil
-	case strings.EqualFold(t, "ANY_DATA"):
-		return codec.RGB, false, true, nil
-	}
-	out, err = codec.ParseOutputType(s)
-	if err != nil {
-		err = fmt.Errorf("output_type %q is not supported; valid: RGB, BGR, GRAY, YCbCr, ANY_DATA", s)
-	}
-	return out, false, false, err
 }
 
 // anyDataOut is output_type ANY_DATA's layout for an image, as DALI 2.4's CPU decoders

@@ -1,8 +1,6 @@
 package tensor
 
 import (
-	"strings"
-
 	"github.com/godali/godali/codec"
 	"github.com/godali/godali/engine"
 )
@@ -25,16 +23,13 @@ func init() {
 		if d == engine.Bool {
 			return nil, a.Errorf("dtype", "must be a numeric type, got BOOL")
 		}
-		channels := 3 // YCbCr, as the decoders make it from RGB
-		switch t := strings.TrimSpace(a.String("image_type")); {
-		case strings.EqualFold(t, "ANY_DATA"):
+		it, err := codec.ParseImageType(a.String("image_type"))
+		if err != nil {
+			return nil, a.Errorf("image_type", "%v", err)
+		}
+		channels := it.Out.Channels() // YCbCr: 3, as the decoders make it from RGB
+		if it.AnyData {
 			channels = 0 // the image's own (ownChannels)
-		case !strings.EqualFold(t, "YCbCr"):
-			out, err := codec.ParseOutputType(t)
-			if err != nil {
-				return nil, a.Errorf("image_type", "%v", err)
-			}
-			channels = out.Channels()
 		}
 		return &peekOp{args: a, dtype: d, channels: channels, orient: a.Bool("adjust_orientation")}, nil
 	})
