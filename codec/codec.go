@@ -174,12 +174,13 @@ type Options struct {
 	// its mode "I" does (torchvision's loader), instead of keeping their high byte (a
 	// scaling to 8 bits, DALI's conversion).
 	ClipGray16 bool
-	// Low16 emits the low byte of each 16-bit sample (Info.Sixteen) where the default
-	// emits the high byte, so that a caller decoding twice rebuilds the samples at full
-	// precision (the decoders' UINT16 and FLOAT outputs, as DALI's). Exact where the
-	// output's conversion copies samples (RGB and BGR of any image, Gray of a grey
-	// one); alpha is dropped and premultiplied colour divided by alpha first either way.
-	Low16 bool
+	// Low16, when set for a 16-bit image (Info.Sixteen), receives the low byte of each
+	// sample where dst receives its high byte, from the same decode, so that the caller
+	// rebuilds the samples at full precision (the decoders' UINT16 and FLOAT outputs, as
+	// DALI's). Exact where the output's conversion copies samples (RGB and BGR of any
+	// image, Gray of a grey one); alpha is dropped and premultiplied colour divided by
+	// alpha first either way. It must hold as many bytes as dst's part of the image.
+	Low16 []byte
 	// FastIDCT selects libjpeg's fast integer IDCT (DALI's use_fast_idct): quicker,
 	// slightly less accurate. The default is the accurate one, bit-exact with PIL.
 	FastIDCT bool

@@ -133,6 +133,8 @@ func (d *Decoder) Decode(data []byte, info Info, opt Options, dst []byte) (w, h,
 	}
 	if n := p.dw * p.dh * p.oc; len(dst) < n {
 		return 0, 0, 0, fmt.Errorf("destination holds %d bytes, the %dx%dx%d image needs %d", len(dst), p.dw, p.dh, p.oc, n)
+	} else if opt.Low16 != nil && info.Sixteen && len(opt.Low16) < n {
+		return 0, 0, 0, fmt.Errorf("low-byte destination holds %d bytes, the %dx%dx%d image needs %d", len(opt.Low16), p.dw, p.dh, p.oc, n)
 	}
 	switch info.Format {
 	case FormatJPEG:

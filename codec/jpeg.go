@@ -141,7 +141,7 @@ func (d *Decoder) decodeJPEG(data []byte, info Info, p plan, opt Options, dst []
 		orientation: C.int(p.orient),
 		max_pixels:  C.longlong(opt.MaxPixels),
 		fast_idct:   boolC(opt.FastIDCT),
-		rule:        C.int(colourRule(info.Format, opt)),
+		rule:        C.int(p.rule),
 		max_memory:  C.longlong(jpegMaxMemory(opt)),
 		dst_x:       C.uint(p.dx),
 		dst_y:       C.uint(p.dy),

@@ -169,8 +169,12 @@ func (d *Decoder) decodeStd(data []byte, info Info, p plan, opt Options, dst []b
 	if b.Dx() != info.Width || b.Dy() != info.Height {
 		return fmt.Errorf("%s: decoded %dx%d pixels for a %dx%d header", info.Format, b.Dx(), b.Dy(), info.Width, info.Height)
 	}
-	src, stride, pf := d.pixels(img, opt.ClipGray16, opt.Low16)
-	return emit(src, stride, pf, p, out, dst)
+	src, stride, pf := d.pixels(img, opt.ClipGray16, false)
+	if err := emit(src, stride, pf, p, out, dst); err != nil || opt.Low16 == nil || !info.Sixteen {
+		return err
+	}
+	src, stride, pf = d.pixels(img, opt.ClipGray16, true)
+	return emit(src, stride, pf, p, out, opt.Low16)
 }
 
 func stdDecode(f Format, data []byte) (img image.Image, err error) {

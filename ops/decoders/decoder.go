@@ -332,26 +332,24 @@ func (d *cpuDecoder) decodeTo(st *decoderState, data []byte, opt codec.Options, 
 		}
 		dst = st.u8[:n]
 	}
+	if six {
+		// 16-bit samples at full precision: their low bytes from the same decode
+		if cap(st.lo) < len(dst) {
+			st.lo = make([]byte, len(dst))
+		}
+		opt.Low16 = st.lo[:len(dst)]
+	}
 	if _, _, _, err := st.dec.Decode(data, st.info, opt, dst); err != nil {
 		return err
 	}
-	d.toYCbCr(dst)
-	if !six {
-		if dtype != engine.UInt8 {
-			convertNorm(out, dtype, dst)
-		}
+	if six {
+		convertNorm16(out, dtype, dst, opt.Low16)
 		return nil
 	}
-	// 16-bit samples at full precision: the low bytes in a second pass
-	if cap(st.lo) < len(dst) {
-		st.lo = make([]byte, len(dst))
+	d.toYCbCr(dst)
+	if dtype != engine.UInt8 {
+		convertNorm(out, dtype, dst)
 	}
-	lo := st.lo[:len(dst)]
-	opt.Low16 = true
-	if _, _, _, err := st.dec.Decode(data, st.info, opt, lo); err != nil {
-		return err
-	}
-	convertNorm16(out, dtype, dst, lo)
 	return nil
 }
 
