@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"errors"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -26,15 +25,7 @@ func BenchmarkVideoFloor(b *testing.B) {
 	cpu0 := processCPU(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		out, err := p.Next()
-		if errors.Is(err, ErrEndOfEpoch) {
-			p.Reset()
-			i--
-			continue
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		out := nextBatch(b, p)
 		for s := 0; s < out.Size(); s++ {
 			var c [2]int
 			for k := range c {
