@@ -27,9 +27,9 @@ func GaussianWindow(w []float32, sigma float64) {
 	}
 }
 
-// reflect101 maps an index outside [0, n) into it by mirroring about the edge pixels
+// Reflect101 maps an index outside [0, n) into it by mirroring about the edge pixels
 // without repeating them (dcb|abcd|cba), repeatedly for windows wider than the image.
-func reflect101(i, n int) int {
+func Reflect101(i, n int) int {
 	if n == 1 {
 		return 0
 	}
@@ -71,7 +71,7 @@ func GaussianBlur(dst, src []byte, w, h, c int, wx, wy []float32, out DType, s *
 		for k, wk := range wy {
 			sy := y + k - ry
 			if sy < 0 || sy >= h {
-				sy = reflect101(sy, h)
+				sy = Reflect101(sy, h)
 			}
 			in := src[sy*stride : (sy+1)*stride]
 			for i, v := range in {
@@ -88,7 +88,7 @@ func GaussianBlur(dst, src []byte, w, h, c int, wx, wy []float32, out DType, s *
 				for k, wk := range wx {
 					sx := x + k - rx
 					if sx < 0 || sx >= w {
-						sx = reflect101(sx, w)
+						sx = Reflect101(sx, w)
 					}
 					acc += wk * row[sx*c+ch]
 				}
@@ -117,7 +117,7 @@ func ConvolveAxis(dst, src []float32, outer, n, inner int, w []float32) {
 			for k, wk := range w {
 				si := i + k - r
 				if si < 0 || si >= n {
-					si = reflect101(si, n)
+					si = Reflect101(si, n)
 				}
 				in := src[base+si*inner : base+(si+1)*inner]
 				for j, v := range in {

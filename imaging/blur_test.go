@@ -6,11 +6,11 @@ func TestReflect101(t *testing.T) {
 	// n = 4: ... 2 1 | 0 1 2 3 | 2 1 0 1 2 3 ...
 	want := map[int]int{-3: 3, -2: 2, -1: 1, 0: 0, 3: 3, 4: 2, 5: 1, 6: 0, 7: 1, 9: 3}
 	for i, w := range want {
-		if got := reflect101(i, 4); got != w {
-			t.Errorf("reflect101(%d, 4) = %d, want %d", i, got, w)
+		if got := Reflect101(i, 4); got != w {
+			t.Errorf("Reflect101(%d, 4) = %d, want %d", i, got, w)
 		}
 	}
-	if reflect101(-5, 1) != 0 || reflect101(3, 1) != 0 {
+	if Reflect101(-5, 1) != 0 || Reflect101(3, 1) != 0 {
 		t.Error("a one-pixel axis reflects onto itself")
 	}
 }

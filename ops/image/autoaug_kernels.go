@@ -209,18 +209,7 @@ func (im *augImage) sharpness(m float32) {
 	src := im.scratchBuf()
 	copy(src, im.pix)
 	w, h, c := im.w, im.h, im.c
-	refl := func(i, n int) int {
-		if n == 1 {
-			return 0
-		}
-		if i < 0 {
-			return -i
-		}
-		if i >= n {
-			return 2*n - 2 - i
-		}
-		return i
-	}
+	refl := imaging.Reflect101
 	// Rows and columns reflected once per row / pixel; each value is the same float32
 	// sum, in the same order (rows top to bottom, columns left to right), as a plain 3x3
 	// loop (TestSharpnessRowsMatchPlainLoop).
